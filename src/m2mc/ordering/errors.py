@@ -1,0 +1,12 @@
+"""Typed errors of the ordering cores."""
+
+from __future__ import annotations
+
+from m2mc.errors import UsageError
+
+__all__ = ["MissingGseqError"]
+
+
+class MissingGseqError(UsageError):
+    """A message given to :class:`~m2mc.ordering.total.TotalOrder` has no ``gseq``:
+    it must be stamped by the :class:`~m2mc.ordering.total.Sequencer` first."""
