@@ -1,0 +1,157 @@
+"""What the chat needs from a group layer: the :class:`ChatBackend` protocol.
+
+It is the application side of seeds/000 IX.E: ``create_group`` is
+``CreateGroup(desc)``, ``join_group`` is ``joinThisGroup``, ``leave_group`` is
+``leaveThisGroup``, ``send`` is ``receiveMsgfrmAppl(midp, data, gid)``, and the
+:meth:`ChatBackend.events` stream plays the part of ``ApplGrpMngrInterface``
+(``displayNewGroupInfo`` -> :class:`GroupSeen`, ``sendMsg2Appl`` ->
+:class:`Delivered`, ``createdNewGroup`` -> the return of ``create_group``).
+
+Two implementations: :class:`m2mc_chat.fake.FakeBackend` (in process, for tests
+and ``--demo``) and :class:`m2mc_chat.backend_m2mc.M2MCBackend` (the real group
+layer). Payloads are opaque bytes here; :mod:`m2mc_chat.codec` gives them meaning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+__all__ = [
+    "BackendEvent",
+    "BackendNotice",
+    "ChatBackend",
+    "Delivered",
+    "GroupInfo",
+    "GroupSeen",
+    "MemberJoined",
+    "MemberLeft",
+    "MemberSeen",
+    "SyncProgress",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupInfo:
+    """A GJLP group record (``GrpInfo``: gid, desc, cMemList, lMemList)."""
+
+    gid: str
+    desc: str
+    members: tuple[str, ...] = ()
+    left: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSeen:
+    """A group was discovered, or its record changed (``displayNewGroupInfo``)."""
+
+    info: GroupInfo
+
+
+@dataclass(frozen=True, slots=True)
+class Delivered:
+    """A message of a joined group, handed up in S_b order (``sendMsg2Appl``).
+
+    ``parent`` is ``""`` for a message that answers nothing. ``from_log`` marks
+    messages replayed from the durable log rather than received just now.
+    """
+
+    gid: str
+    mid: str
+    parent: str
+    author: str
+    payload: bytes
+    from_log: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class MemberJoined:
+    gid: str
+    pid: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemberLeft:
+    gid: str
+    pid: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemberSeen:
+    """We heard from ``pid`` (an advertisement or any packet), without a message."""
+
+    gid: str
+    pid: str
+
+
+@dataclass(frozen=True, slots=True)
+class SyncProgress:
+    """Member synchronization (seeds/000 VI) still has ``pending`` messages to fetch."""
+
+    gid: str
+    pending: int
+
+
+@dataclass(frozen=True, slots=True)
+class BackendNotice:
+    """Something the user should know (a lost connection, a refused message)."""
+
+    text: str
+    gid: str | None = field(default=None)
+
+
+BackendEvent = (GroupSeen | Delivered | MemberJoined | MemberLeft | MemberSeen | SyncProgress
+                | BackendNotice)
+
+
+@runtime_checkable
+class ChatBackend(Protocol):
+    """A node's view of the group layer, as the chat uses it. All calls from one event loop."""
+
+    @property
+    def node_id(self) -> str:
+        """This process's identity (the pid of the seeds)."""
+        ...
+
+    @property
+    def mode(self) -> str:
+        """A short description for the title bar, e.g. ``ad hoc 239.255.77.77:7777``."""
+        ...
+
+    async def start(self) -> None:
+        """Open the network and the durable log."""
+
+    async def close(self) -> None:
+        """Stop; pending events are dropped. Idempotent."""
+
+    def events(self) -> AsyncIterator[BackendEvent]:
+        """Every event, in the order the group layer produced them. One consumer."""
+        ...
+
+    def joined_groups(self) -> list[GroupInfo]:
+        """Groups this node belongs to (restored from the durable log after a restart)."""
+        ...
+
+    def known_groups(self) -> list[GroupInfo]:
+        """Every group discovered so far, joined or not."""
+        ...
+
+    async def history(self, gid: str) -> list[Delivered]:
+        """The messages of ``gid`` in the durable log, in the order they were delivered."""
+        ...
+
+    async def create_group(self, desc: str) -> GroupInfo:
+        """Create a group, join it, advertise it (``CreateGroup(desc)``)."""
+        ...
+
+    async def join_group(self, gid: str) -> GroupInfo:
+        """Join a discovered group; catch-up follows as events."""
+        ...
+
+    async def leave_group(self, gid: str) -> None:
+        """Leave ``gid`` (announced to the members)."""
+
+    async def send(self, gid: str, payload: bytes, reply_to: str | None = None) -> str:
+        """Send ``payload`` to ``gid`` answering ``reply_to``; returns the new mid ``pid:seq``."""
+        ...

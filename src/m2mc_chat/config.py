@@ -1,0 +1,123 @@
+"""Who this chat participant is: nick, device identity, where its data lives.
+
+Precedence: command-line flags, then ``<data-dir>/chat.toml``, then defaults.
+The device identity (the pid the group layer stamps on every message) is made
+up once, at random, and kept in the file so that a restarted chat is the same
+process to its peers and finds its durable log again. The nick, when neither a
+flag nor the file gives one, is asked for on first run and then saved.
+
+``chat.toml``::
+
+    nick = "alice"
+    device_id = "d3c0ffee"
+    channel = "udp-multicast://239.255.77.77:7777?iface=127.0.0.1&ttl=1"   # optional
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import tomllib
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from m2mc.errors import ConfigError, UsageError
+from m2mc_chat.codec import validate_nick
+
+__all__ = ["CONFIG_NAME", "ChatConfig", "default_data_dir", "load_config", "save_config",
+           "validate_device_id"]
+
+CONFIG_NAME = "chat.toml"
+_DEVICE_ID = re.compile(r"[A-Za-z0-9._-]{1,32}")
+
+
+@dataclass(frozen=True, slots=True)
+class ChatConfig:
+    nick: str | None
+    device_id: str
+    data_dir: Path
+    channel: str | None = None
+    infra: tuple[str, ...] = ()
+
+    @property
+    def config_path(self) -> Path:
+        return self.data_dir / CONFIG_NAME
+
+    def with_nick(self, nick: str) -> ChatConfig:
+        return replace(self, nick=validate_nick(nick))
+
+
+def default_data_dir() -> Path:
+    """``$M2MC_DATA_DIR``, else ``$XDG_DATA_HOME/m2mc``, else ``~/.local/share/m2mc``."""
+    if env := os.environ.get("M2MC_DATA_DIR"):
+        return Path(env)
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "m2mc"
+
+
+def validate_device_id(device_id: str) -> str:
+    if not _DEVICE_ID.fullmatch(device_id):
+        raise UsageError(f"device id {device_id!r}: use 1-32 letters, digits, '.', '_' or '-'")
+    return device_id
+
+
+def load_config(data_dir: Path | None = None, *, nick: str | None = None,
+                device_id: str | None = None, channel: str | None = None,
+                infra: tuple[str, ...] = ()) -> ChatConfig:
+    """Merge flags over ``chat.toml``; a new device id is made up if neither has one."""
+    data_dir = data_dir or default_data_dir()
+    path = data_dir / CONFIG_NAME
+    stored: dict[str, object] = {}
+    try:
+        stored = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        pass
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    file_nick = _optional_str(stored, "nick", path)
+    file_device = _optional_str(stored, "device_id", path)
+    file_channel = _optional_str(stored, "channel", path)
+    try:
+        chosen_nick = nick or file_nick
+        return ChatConfig(
+            nick=validate_nick(chosen_nick) if chosen_nick else None,
+            device_id=validate_device_id(device_id or file_device or secrets.token_hex(4)),
+            data_dir=data_dir,
+            channel=channel or file_channel,
+            infra=infra,
+        )
+    except UsageError as exc:
+        source = "flags" if (nick or device_id) else str(path)
+        raise ConfigError(f"{source}: {exc}") from None
+
+
+def save_config(config: ChatConfig) -> Path:
+    """Write nick, device id and channel to ``chat.toml`` (atomically)."""
+    lines = [f"device_id = {_toml_string(config.device_id)}"]
+    if config.nick:
+        lines.insert(0, f"nick = {_toml_string(config.nick)}")
+    if config.channel:
+        lines.append(f"channel = {_toml_string(config.channel)}")
+    config.data_dir.mkdir(parents=True, exist_ok=True)
+    tmp = config.config_path.with_suffix(".toml.tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    os.replace(tmp, config.config_path)
+    return config.config_path
+
+
+def _toml_string(value: str) -> str:
+    # JSON escapes quotes, backslashes and control characters the way TOML basic
+    # strings do; other characters stay literal (ASCII escaping would emit surrogate
+    # pairs, which TOML rejects). Nicks hold printable characters only.
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _optional_str(stored: dict[str, object], key: str, path: Path) -> str | None:
+    value = stored.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ConfigError(f"{path}: {key} must be a string")
+    return value

@@ -1,0 +1,306 @@
+"""One chat participant: a backend, the groups it belongs to, and their thread trees.
+
+Both front ends drive this class: the Textual app (:mod:`m2mc_chat.app`) and the
+headless script runner (:mod:`m2mc_chat.script`). It turns backend events into
+model updates and tells listeners what changed; it knows nothing about screens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from m2mc.errors import DecodeError, UsageError
+from m2mc_chat.backend import (
+    BackendEvent,
+    BackendNotice,
+    ChatBackend,
+    Delivered,
+    GroupInfo,
+    GroupSeen,
+    MemberJoined,
+    MemberLeft,
+    MemberSeen,
+    SyncProgress,
+)
+from m2mc_chat.codec import decode_body, encode_body, validate_nick
+from m2mc_chat.model import ROOT, AddResult, ChatMessage, ThreadTree
+from m2mc_chat.presence import PresenceTable
+from m2mc_chat.state import GroupUiState, UiStateStore
+
+__all__ = [
+    "UNREADABLE_TEXT",
+    "ChatSession",
+    "GroupView",
+    "GroupsChanged",
+    "MembersChanged",
+    "MessageAdded",
+    "Notice",
+    "SessionChange",
+    "SyncChanged",
+]
+
+UNREADABLE_TEXT = "(unreadable message)"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupsChanged:
+    """The discovered groups or the joined groups changed."""
+
+
+@dataclass(frozen=True, slots=True)
+class MessageAdded:
+    gid: str
+    mid: str
+    restructured: bool
+    unread: bool
+
+
+@dataclass(frozen=True, slots=True)
+class MembersChanged:
+    gid: str
+
+
+@dataclass(frozen=True, slots=True)
+class SyncChanged:
+    gid: str
+    pending: int
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    text: str
+    gid: str | None = None
+
+
+SessionChange = GroupsChanged | MessageAdded | MembersChanged | SyncChanged | Notice
+
+
+@dataclass(slots=True)
+class GroupView:
+    """A joined group as the user sees it."""
+
+    info: GroupInfo
+    tree: ThreadTree
+    presence: PresenceTable
+    pending_sync: int = 0
+    first_seen: dict[str, float] = field(default_factory=dict)
+
+
+class ChatSession:
+    """Glue between a :class:`ChatBackend` and the per-group models.
+
+    ``clock`` gives wall-clock seconds (stamped on sent messages, used for
+    presence); tests inject a fixed one. ``ui_state`` remembers read marks and
+    collapsed threads across restarts.
+    """
+
+    def __init__(self, backend: ChatBackend, nick: str, *,
+                 clock: Callable[[], float] = time.time,
+                 ui_state: UiStateStore | None = None,
+                 silent_after: float = 30.0) -> None:
+        self.backend = backend
+        self.nick = validate_nick(nick)
+        self.clock = clock
+        self.ui_state = ui_state
+        self.silent_after = silent_after
+        self.groups: dict[str, GroupInfo] = {}
+        self.views: dict[str, GroupView] = {}
+        self.undecodable = 0
+        """Messages whose chat payload could not be decoded (shown as unreadable)."""
+        self._listeners: list[Callable[[SessionChange], None]] = []
+        self._waiters: list[asyncio.Future[None]] = []
+
+    @property
+    def node_id(self) -> str:
+        return self.backend.node_id
+
+    # ------------------------------------------------------------ subscribing
+
+    def subscribe(self, listener: Callable[[SessionChange], None]) -> None:
+        self._listeners.append(listener)
+
+    def _emit(self, change: SessionChange) -> None:
+        for listener in list(self._listeners):
+            listener(change)
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def wait_until(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        """Wait until ``predicate()`` holds after some change; False on timeout."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not predicate():
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            waiter: asyncio.Future[None] = loop.create_future()
+            self._waiters.append(waiter)
+            try:
+                await asyncio.wait_for(waiter, remaining)
+            except TimeoutError:
+                return predicate()
+        return True
+
+    # -------------------------------------------------------------- lifecycle
+
+    async def start(self) -> None:
+        """Start the backend and restore the groups it already belongs to."""
+        await self.backend.start()
+        for info in self.backend.known_groups():
+            self.groups[info.gid] = info
+        for info in self.backend.joined_groups():
+            self.groups[info.gid] = info
+            await self._open_view(info)
+        self._emit(GroupsChanged())
+
+    async def run(self) -> None:
+        """Apply backend events until the backend stops."""
+        async for event in self.backend.events():
+            self.apply(event)
+
+    async def close(self) -> None:
+        self.save_ui_state()
+        await self.backend.close()
+
+    def save_ui_state(self) -> None:
+        if self.ui_state is None:
+            return
+        for gid, view in self.views.items():
+            self.ui_state.put(gid, GroupUiState(unread=view.tree.unread_mids(),
+                                                collapsed=view.tree.collapsed_mids()))
+        self.ui_state.save()
+
+    async def _open_view(self, info: GroupInfo) -> GroupView:
+        view = self.views.get(info.gid)
+        if view is None:
+            presence = PresenceTable(self.node_id, silent_after=self.silent_after)
+            presence.set_members(info.members, info.left)
+            presence.joined(self.node_id, self.clock())
+            presence.heard(self.node_id, self.clock(), self.nick)
+            view = self.views[info.gid] = GroupView(info=info, tree=ThreadTree(),
+                                                   presence=presence)
+        saved = self.ui_state.get(info.gid) if self.ui_state else GroupUiState()
+        for delivered in await self.backend.history(info.gid):
+            self._add_delivered(view, delivered, unread=delivered.mid in saved.unread)
+        for mid in saved.collapsed:
+            view.tree.set_collapsed(mid, True)
+        return view
+
+    # --------------------------------------------------------------- commands
+
+    async def create_group(self, desc: str) -> GroupInfo:
+        desc = desc.strip()
+        if not desc:
+            raise UsageError("a group needs a description")
+        info = await self.backend.create_group(desc)
+        self.groups[info.gid] = info
+        await self._open_view(info)
+        self._emit(GroupsChanged())
+        return info
+
+    async def join_group(self, gid: str) -> GroupInfo:
+        if gid in self.views:
+            return self.views[gid].info
+        info = await self.backend.join_group(gid)
+        self.groups[gid] = info
+        await self._open_view(info)
+        self._emit(GroupsChanged())
+        return info
+
+    async def leave_group(self, gid: str) -> None:
+        if gid not in self.views:
+            raise UsageError(f"not a member of group {gid!r}")
+        await self.backend.leave_group(gid)
+        view = self.views.pop(gid)
+        if self.ui_state is not None:
+            self.ui_state.put(gid, GroupUiState(unread=view.tree.unread_mids(),
+                                                collapsed=view.tree.collapsed_mids()))
+        self._emit(GroupsChanged())
+
+    async def send(self, gid: str, text: str, reply_to: str | None = None) -> str:
+        """Send ``text`` to ``gid``, answering ``reply_to``; returns the new mid."""
+        view = self.views.get(gid)
+        if view is None:
+            raise UsageError(f"not a member of group {gid!r}")
+        if reply_to and reply_to not in view.tree:
+            raise UsageError(f"no message {reply_to!r} to reply to")
+        ts = self.clock()
+        payload = encode_body(self.nick, text, ts)
+        mid = await self.backend.send(gid, payload, reply_to or None)
+        # Show our own message at once; the copy the group layer may hand back is a duplicate.
+        self.apply(Delivered(gid=gid, mid=mid, parent=reply_to or ROOT, author=self.node_id,
+                             payload=payload))
+        return mid
+
+    def find_group(self, desc_or_gid: str) -> GroupInfo | None:
+        """A discovered group by gid, else by description (the first one, by gid)."""
+        if desc_or_gid in self.groups:
+            return self.groups[desc_or_gid]
+        matches = sorted((g for g in self.groups.values() if g.desc == desc_or_gid),
+                         key=lambda g: g.gid)
+        return matches[0] if matches else None
+
+    # ----------------------------------------------------------------- events
+
+    def apply(self, event: BackendEvent) -> None:
+        """Fold one backend event into the models and tell the listeners."""
+        now = self.clock()
+        match event:
+            case GroupSeen(info=info):
+                self.groups[info.gid] = info
+                view = self.views.get(info.gid)
+                if view is not None:
+                    view.info = info
+                    view.presence.set_members(info.members, info.left)
+                    view.presence.set_members([self.node_id], [])
+                    self._emit(MembersChanged(info.gid))
+                self._emit(GroupsChanged())
+            case Delivered(gid=gid):
+                view = self.views.get(gid)
+                if view is None:
+                    return  # a straggler of a group we left
+                unread = event.author != self.node_id and not event.from_log
+                result = self._add_delivered(view, event, unread=unread)
+                if result.added:
+                    self._emit(MessageAdded(gid, event.mid, result.restructured, unread))
+                    self._emit(MembersChanged(gid))
+            case MemberJoined(gid=gid, pid=pid):
+                if (view := self.views.get(gid)) is not None:
+                    view.presence.joined(pid, now)
+                    self._emit(MembersChanged(gid))
+            case MemberLeft(gid=gid, pid=pid):
+                if (view := self.views.get(gid)) is not None:
+                    view.presence.left(pid)
+                    self._emit(MembersChanged(gid))
+            case MemberSeen(gid=gid, pid=pid):
+                if (view := self.views.get(gid)) is not None:
+                    view.presence.heard(pid, now)
+                    self._emit(MembersChanged(gid))
+            case SyncProgress(gid=gid, pending=pending):
+                if (view := self.views.get(gid)) is not None:
+                    view.pending_sync = max(0, pending)
+                    self._emit(SyncChanged(gid, view.pending_sync))
+            case BackendNotice(text=text, gid=gid):
+                self._emit(Notice(text, gid))
+
+    def _add_delivered(self, view: GroupView, event: Delivered, *, unread: bool) -> AddResult:
+        try:
+            body = decode_body(event.payload)
+            nick, text, ts = body.nick, body.text, body.ts
+        except DecodeError:
+            # Keep the node: replies to it must still hang in the right place.
+            self.undecodable += 1
+            nick, text, ts = view.presence.nick(event.author), UNREADABLE_TEXT, 0.0
+        message = ChatMessage(mid=event.mid, parent=event.parent, author=event.author,
+                              nick=nick, text=text, sent_at=ts)
+        result = view.tree.add(message, unread=unread)
+        if result.added:
+            view.presence.learn_nick(event.author, nick)
+            if not event.from_log:
+                view.presence.heard(event.author, self.clock())
+        return result
