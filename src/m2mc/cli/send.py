@@ -1,0 +1,70 @@
+"""``m2mc send [--channel URL] [--redundancy N] [--file PATH]`` (CONTRACTS section 3).
+
+Sends stdin (or the file) as one M2MP message, then prints one JSON line:
+``{"id": <message id>, "len": <bytes>, "sha256": "<hex>"}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import sys
+from typing import Any
+
+from m2mc.config import Config, add_config_argument, load_config
+from m2mc.errors import UsageError
+from m2mc.transport.endpoint import M2MPEndpoint
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "send", help="send stdin (or a file) as one M2MP message",
+        description="Send stdin (or --file) as one M2MP message; print its id, length and "
+                    "SHA-256 as one JSON line.")
+    parser.add_argument("--channel", metavar="URL",
+                        help="channel URL (default: m2mp.channel of the configuration)")
+    parser.add_argument("--redundancy", metavar="N", type=positive_int,
+                        help="send every packet N times (default: m2mp.redundancy)")
+    parser.add_argument("--file", metavar="PATH", help="send this file instead of stdin")
+    add_config_argument(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = load_config(args.config, overrides={
+        "m2mp.channel": args.channel, "m2mp.redundancy": args.redundancy})
+    payload = _read_payload(args.file)
+    message_id = asyncio.run(send_message(config, payload))
+    print(json.dumps({"id": message_id, "len": len(payload),
+                      "sha256": hashlib.sha256(payload).hexdigest()}), flush=True)
+    return 0
+
+
+async def send_message(config: Config, payload: bytes) -> int:
+    """Send one message on the configured channel; return once every packet is out."""
+    async with M2MPEndpoint.from_settings(config.m2mp, node=config.node_id) as endpoint:
+        message_id = await endpoint.send(payload)
+        await endpoint.drain()
+        return message_id
+
+
+def _read_payload(path: str | None) -> bytes:
+    if path is None:
+        return sys.stdin.buffer.read()
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None

@@ -1,0 +1,158 @@
+"""The channel abstraction: a datagram medium under the M2MP layer (seeds/002 2.4).
+
+A :class:`Channel` moves whole datagrams. ``loops_back`` says whether a datagram
+we send also comes back to us, as on a broadcast medium (seeds/002 section 5,
+"Flow Control Sublayer"); the M2MP flow control only runs on channels that do.
+
+Subclasses push what arrives into the bounded inbox with :meth:`Channel._deliver`
+(from a reader callback) and implement :meth:`Channel.send`. The inbox is the
+one buffer of a channel an outsider can fill: at ``max_inbound`` datagrams the
+newest arrival is dropped and counted, as a full socket buffer would do.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+from collections import deque
+from dataclasses import dataclass
+from types import TracebackType
+
+from m2mc.errors import M2MCError
+
+DEFAULT_MAX_INBOUND = 8192
+# Datagrams longer than this are truncated on receipt. Anything over 508 bytes is not an
+# M2MP packet anyway, so a truncated one is still counted as malformed by the layer above.
+RECV_SIZE = 4096
+
+
+class ChannelClosedError(M2MCError):
+    """The channel (or the endpoint using it) was closed, or its peer went away."""
+
+
+@dataclass(slots=True)
+class ChannelStats:
+    datagrams_in: int = 0
+    datagrams_out: int = 0
+    dropped_inbound: int = 0  # inbox full
+    send_errors: int = 0  # the OS refused a datagram (counted, dropped: the medium is lossy)
+
+    def as_dict(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+class Channel(abc.ABC):
+    """A datagram channel. Use ``async with channel:`` or ``start()``/``close()``."""
+
+    def __init__(self, url: str, *, max_inbound: int = DEFAULT_MAX_INBOUND) -> None:
+        if max_inbound < 1:
+            raise ValueError(f"max_inbound must be >= 1, got {max_inbound}")
+        self.url = url
+        self.stats = ChannelStats()
+        self._max_inbound = max_inbound
+        self._inbox: deque[bytes] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._started = False
+        self._closed = False
+
+    # ------------------------------------------------------------ subclass API
+    @property
+    @abc.abstractmethod
+    def loops_back(self) -> bool:
+        """True if every datagram we send is also received by us."""
+
+    @abc.abstractmethod
+    async def _open(self) -> None:
+        """Acquire sockets/connections. Raise ConfigError with one line if impossible."""
+
+    @abc.abstractmethod
+    def _shutdown(self) -> None:
+        """Release sockets/connections (idempotent, synchronous)."""
+
+    @abc.abstractmethod
+    async def send(self, datagram: bytes) -> None:
+        """Transmit one datagram, waiting for room if the medium pushes back."""
+
+    def send_nowait(self, datagram: bytes) -> bool:
+        """Transmit now if that needs no waiting; return False to ask for :meth:`send`."""
+        return False
+
+    # ------------------------------------------------------------- lifecycle
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    async def start(self) -> None:
+        if self._closed:
+            raise ChannelClosedError(f"channel {self.url} is closed")
+        if not self._started:
+            await self._open()
+            self._started = True
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._shutdown()
+        self._wake()
+        await self._after_shutdown()
+
+    async def _after_shutdown(self) -> None:
+        """Wait for buffered output to leave (connection-oriented channels override)."""
+        return None
+
+    async def __aenter__(self) -> Channel:
+        await self.start()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.close()
+
+    # -------------------------------------------------------------- receiving
+    async def recv(self) -> bytes:
+        """The next datagram. Raise :class:`ChannelClosedError` once closed and drained."""
+        while not self._inbox:
+            await self._wait()
+        return self._inbox.popleft()
+
+    async def recv_many(self, limit: int = 512) -> list[bytes]:
+        """At least one and at most ``limit`` datagrams, all that are waiting."""
+        inbox = self._inbox
+        while not inbox:
+            await self._wait()
+        if len(inbox) <= limit:
+            batch = list(inbox)
+            inbox.clear()
+            return batch
+        return [inbox.popleft() for _ in range(limit)]
+
+    def _deliver(self, datagram: bytes) -> None:
+        """Called by subclasses for every datagram that arrives."""
+        self.stats.datagrams_in += 1
+        if len(self._inbox) >= self._max_inbound:
+            self.stats.dropped_inbound += 1
+            return
+        self._inbox.append(datagram)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _lost(self) -> None:
+        """Called by subclasses when the medium went away (peer closed the connection)."""
+        self._closed = True
+        self._shutdown()
+        self._wake()
+
+    async def _wait(self) -> None:
+        if self._closed:
+            raise ChannelClosedError(f"channel {self.url} is closed")
+        waiter = self._waiter
+        if waiter is None or waiter.done():
+            waiter = self._waiter = asyncio.get_running_loop().create_future()
+        await waiter
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)

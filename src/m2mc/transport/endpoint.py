@@ -1,0 +1,319 @@
+"""The asyncio driver of the sans-IO M2MP layer: :class:`M2MPEndpoint`.
+
+    async with M2MPEndpoint("udp-multicast://239.255.77.77:7777", filters=[b""]) as ep:
+        message_id = await ep.send(b"hello")
+        message = await ep.receive()          # MessageReceived(message_id, payload)
+        async for message in ep: ...
+
+The endpoint owns the clock (``loop.time()``), the channel and one timer; the
+:class:`~m2mc.wire.m2mp.M2MPLayer` decides everything else. Flow control runs
+only if the channel loops datagrams back (seeds/002 section 5). Buffers:
+``max_send_queue`` packets wait for the channel (``send`` blocks beyond that:
+back-pressure); ``max_receive_queue`` events wait for the application (beyond
+that the oldest is dropped and counted, as the seed's layer times out a message
+nobody accepts, seeds/002 2.3).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import random
+from collections import deque
+from collections.abc import Iterable
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from m2mc.errors import M2MCError, UsageError
+from m2mc.log import node_logger
+from m2mc.transport.channel import DEFAULT_MAX_INBOUND, Channel, ChannelClosedError
+from m2mc.transport.url import open_channel
+from m2mc.wire.m2mp import M2MPConfig, M2MPEvent, M2MPLayer, MessageAbandoned, MessageReceived
+from m2mc.wire.packet import fragment_count
+
+if TYPE_CHECKING:
+    from m2mc.config import M2MPSettings
+
+
+class MessageAbandonedError(M2MCError):
+    """An incoming message was abandoned before it completed (seeds/002 2.3)."""
+
+    def __init__(self, event: MessageAbandoned) -> None:
+        super().__init__(f"message {event.message_id} abandoned ({event.reason}) "
+                         f"after {event.bytes} bytes")
+        self.event = event
+
+
+class M2MPEndpoint:
+    """One M2MP layer instance on one channel, driven by asyncio."""
+
+    def __init__(self, channel: str | Channel, config: M2MPConfig | None = None, *,
+                 filters: Iterable[bytes] = (), rng: random.Random | None = None,
+                 max_send_queue: int = 4096, max_receive_queue: int = 1024,
+                 max_inbound: int = DEFAULT_MAX_INBOUND, node: str = "-") -> None:
+        if max_send_queue < 1 or max_receive_queue < 1:
+            raise UsageError("max_send_queue and max_receive_queue must be >= 1")
+        self._channel = (open_channel(channel, max_inbound=max_inbound)
+                         if isinstance(channel, str) else channel)
+        base = config or M2MPConfig()
+        # Flow control waits for looped-back copies; on a channel without loopback it
+        # would stall every packet for flow_timeout, so it is off there.
+        self.config = dataclasses.replace(
+            base, flow_control=base.flow_control and self._channel.loops_back)
+        # Message IDs must differ between processes: never a fixed default seed here.
+        self._layer = M2MPLayer(self.config, rng or random.Random())
+        for prefix in filters:
+            self._layer.add_filter(prefix)
+        self._max_send_queue = max_send_queue
+        self._max_receive_queue = max_receive_queue
+        self._log = node_logger("m2mc.transport.endpoint", node)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._writer: asyncio.Task[None] | None = None
+        self._pending: deque[bytes] = deque()  # datagrams the channel could not take at once
+        self._inbox: deque[M2MPEvent] = deque()
+        self._inbox_waiter: asyncio.Future[None] | None = None
+        self._progress: list[asyncio.Future[None]] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_when = 0.0
+        self._error: ChannelClosedError | None = None
+        self.receive_overflow = 0
+
+    @classmethod
+    def from_settings(cls, settings: M2MPSettings, *, channel: str | Channel | None = None,
+                      filters: Iterable[bytes] = (), rng: random.Random | None = None,
+                      node: str = "-") -> M2MPEndpoint:
+        """An endpoint configured by ``load_config().m2mp`` (channel from it unless given)."""
+        return cls(settings.channel if channel is None else channel, settings.layer_config(),
+                   filters=filters, rng=rng, max_send_queue=settings.max_send_queue,
+                   max_receive_queue=settings.max_receive_queue,
+                   max_inbound=settings.max_inbound_datagrams, node=node)
+
+    # --------------------------------------------------------------- lifecycle
+    @property
+    def channel(self) -> Channel:
+        return self._channel
+
+    @property
+    def layer(self) -> M2MPLayer:
+        return self._layer
+
+    async def start(self) -> None:
+        if self._loop is not None:
+            return
+        self._loop = asyncio.get_running_loop()
+        await self._channel.start()
+        self._reader = self._loop.create_task(self._read_loop())
+
+    async def close(self) -> None:
+        if self._error is None:
+            self._error = ChannelClosedError("endpoint closed")
+        for task in (self._reader, self._writer):
+            if task is not None and not task.done():
+                task.cancel()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        await self._channel.close()
+        self._wake_all()
+
+    async def __aenter__(self) -> M2MPEndpoint:
+        await self.start()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.close()
+
+    # ----------------------------------------------------------------- filters
+    def add_filter(self, prefix: bytes) -> None:
+        self._layer.add_filter(prefix)
+
+    def remove_filter(self, prefix: bytes) -> None:
+        self._layer.remove_filter(prefix)
+
+    @property
+    def filters(self) -> tuple[bytes, ...]:
+        return self._layer.filters
+
+    # ----------------------------------------------------------------- sending
+    async def send(self, payload: bytes) -> int:
+        """Queue one message and return its message ID; waits while the send queue is full."""
+        loop = self._running()
+        limit = self.config.max_message_bytes
+        if len(payload) > limit:
+            raise UsageError(f"message of {len(payload)} bytes exceeds max_message_bytes={limit}")
+        need = fragment_count(len(payload))
+        while (backlog := self._backlog()) and backlog + need > self._max_send_queue:
+            await self._wait_progress()
+        now = loop.time()
+        message_id = self._layer.send(bytes(payload), now)
+        self._flush(now)
+        self._arm_timer()
+        return message_id
+
+    async def drain(self) -> None:
+        """Wait until every queued packet has been handed to the channel."""
+        self._running()
+        while self._backlog():
+            await self._wait_progress()
+
+    def _backlog(self) -> int:
+        return self._layer.queued_packets + len(self._pending)
+
+    # --------------------------------------------------------------- receiving
+    async def receive_event(self) -> M2MPEvent:
+        """The next event: a message, or a message abandoned part-way."""
+        inbox = self._inbox
+        while not inbox:
+            if self._error is not None:
+                raise self._error
+            waiter = self._inbox_waiter
+            if waiter is None or waiter.done():
+                waiter = self._inbox_waiter = self._running().create_future()
+            await waiter
+        return inbox.popleft()
+
+    async def receive(self) -> MessageReceived:
+        """The next message; raises :class:`MessageAbandonedError` for an abandoned one."""
+        event = await self.receive_event()
+        if isinstance(event, MessageAbandoned):
+            raise MessageAbandonedError(event)
+        return event
+
+    def __aiter__(self) -> M2MPEndpoint:
+        return self
+
+    async def __anext__(self) -> MessageReceived:
+        """Messages until the endpoint closes; abandoned ones are skipped (see ``stats``)."""
+        while True:
+            try:
+                event = await self.receive_event()
+            except ChannelClosedError:
+                raise StopAsyncIteration from None
+            if isinstance(event, MessageReceived):
+                return event
+
+    # ------------------------------------------------------------------- stats
+    @property
+    def stats(self) -> dict[str, object]:
+        stats = self._layer.stats.as_dict()
+        stats.update({f"channel_{k}": v for k, v in self._channel.stats.as_dict().items()})
+        stats.update(receive_overflow=self.receive_overflow,
+                     partial_messages=self._layer.partial_messages,
+                     partial_bytes=self._layer.partial_bytes,
+                     send_backlog=self._backlog())
+        return stats
+
+    # ---------------------------------------------------------------- driving
+    def _running(self) -> asyncio.AbstractEventLoop:
+        if self._error is not None:
+            raise self._error
+        if self._loop is None:
+            raise UsageError("endpoint not started: use 'async with' or await start()")
+        return self._loop
+
+    async def _read_loop(self) -> None:
+        channel, layer = self._channel, self._layer
+        assert self._loop is not None
+        clock = self._loop.time
+        try:
+            while True:
+                batch = await channel.recv_many()
+                now = clock()
+                receive = layer.receive_datagram
+                for datagram in batch:
+                    receive(datagram, now)
+                self._after_input(now)
+        except ChannelClosedError:
+            if self._error is None:
+                self._log.warning("channel %s closed under us", channel.url)
+                self._error = ChannelClosedError(f"channel {channel.url} closed")
+            self._wake_all()
+
+    def _after_input(self, now: float) -> None:
+        events = self._layer.events()
+        if events:
+            self._enqueue(events)
+        if self._layer.queued_packets:
+            self._flush(now)
+        self._arm_timer()
+
+    def _flush(self, now: float) -> None:
+        """Hand the layer's ready datagrams to the channel, in order."""
+        if not self._pending:
+            out = self._layer.datagrams_to_send(now)
+            send_nowait = self._channel.send_nowait
+            for index, datagram in enumerate(out):
+                if not send_nowait(datagram):
+                    self._pending.extend(out[index:])
+                    break
+        if self._pending and (self._writer is None or self._writer.done()):
+            assert self._loop is not None
+            self._writer = self._loop.create_task(self._write_pending())
+        if self._progress:
+            self._wake_progress()
+
+    async def _write_pending(self) -> None:
+        pending, channel = self._pending, self._channel
+        assert self._loop is not None
+        try:
+            while pending:
+                await channel.send(pending[0])
+                pending.popleft()
+                if not pending:
+                    self._flush(self._loop.time())
+                    self._arm_timer()
+        except ChannelClosedError:
+            self._wake_all()
+
+    def _arm_timer(self) -> None:
+        deadline = self._layer.next_deadline()
+        if deadline is None:
+            return
+        if self._timer is not None:
+            if self._timer_when <= deadline:
+                return  # it will fire first, then re-arm for whatever is next
+            self._timer.cancel()
+        assert self._loop is not None
+        self._timer_when = deadline
+        self._timer = self._loop.call_at(deadline, self._on_timer)
+
+    def _on_timer(self) -> None:
+        assert self._loop is not None
+        self._timer = None
+        # The loop may run a timer up to its clock resolution early; the layer must
+        # still see the deadline as passed.
+        now = max(self._loop.time(), self._timer_when)
+        self._layer.on_timer(now)
+        self._after_input(now)
+
+    def _enqueue(self, events: list[M2MPEvent]) -> None:
+        inbox, bound = self._inbox, self._max_receive_queue
+        for event in events:
+            if len(inbox) >= bound:
+                inbox.popleft()
+                self.receive_overflow += 1
+            inbox.append(event)
+        waiter = self._inbox_waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def _wait_progress(self) -> None:
+        future = self._running().create_future()
+        self._progress.append(future)
+        await future
+        if self._error is not None:
+            raise self._error
+
+    def _wake_progress(self) -> None:
+        waiters, self._progress = self._progress, []
+        for future in waiters:
+            if not future.done():
+                future.set_result(None)
+
+    def _wake_all(self) -> None:
+        self._wake_progress()
+        waiter = self._inbox_waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)

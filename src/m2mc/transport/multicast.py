@@ -1,0 +1,111 @@
+"""``udp-multicast://`` channel: IP multicast, loopback interface and TTL 1 by default.
+
+Every process on the machine that joins GROUP:PORT receives every datagram any
+of them sends, the sender included (IP_MULTICAST_LOOP), which is the loopback
+the M2MP flow control needs (seeds/002 section 5). SO_REUSEADDR/SO_REUSEPORT let
+several processes share the port; binding to the group address (not 0.0.0.0)
+keeps datagrams of other groups on the same port out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+
+from m2mc.errors import ConfigError
+from m2mc.transport.channel import DEFAULT_MAX_INBOUND, RECV_SIZE, Channel, ChannelClosedError
+from m2mc.transport.url import MulticastSpec
+
+# Datagrams read per readiness callback before yielding to other tasks.
+_READ_BATCH = 256
+
+
+def open_multicast_socket(spec: MulticastSpec) -> socket.socket:
+    """A non-blocking UDP socket joined to the group on the interface, ready to send to it."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if hasattr(socket, "SO_REUSEPORT"):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        with contextlib.suppress(OSError):  # a smaller buffer only means more loss
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, spec.rcvbuf)
+        sock.bind((spec.group, spec.port))
+        group, iface = socket.inet_aton(spec.group), socket.inet_aton(spec.iface)
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, group + iface)
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, iface)
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, spec.ttl)
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
+        sock.setblocking(False)
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(
+            f"cannot join multicast group {spec.group}:{spec.port} on {spec.iface}: "
+            f"{exc.strerror or exc}") from None
+    return sock
+
+
+class MulticastChannel(Channel):
+    def __init__(self, spec: MulticastSpec, url: str, *,
+                 max_inbound: int = DEFAULT_MAX_INBOUND) -> None:
+        super().__init__(url, max_inbound=max_inbound)
+        self.spec = spec
+        self._destination = (spec.group, spec.port)
+        self._sock: socket.socket | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def loops_back(self) -> bool:
+        return True
+
+    async def _open(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._sock = open_multicast_socket(self.spec)
+        self._loop.add_reader(self._sock.fileno(), self._on_readable)
+
+    def _shutdown(self) -> None:
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            if self._loop is not None and not self._loop.is_closed():
+                self._loop.remove_reader(sock.fileno())
+            sock.close()
+
+    def _on_readable(self) -> None:
+        sock = self._sock
+        if sock is None:
+            return
+        recv, deliver = sock.recv, self._deliver
+        for _ in range(_READ_BATCH):
+            try:
+                datagram = recv(RECV_SIZE)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return  # e.g. ICMP errors surfaced on the socket: nothing to read
+            deliver(datagram)
+
+    def send_nowait(self, datagram: bytes) -> bool:
+        sock = self._sock
+        if sock is None:
+            raise ChannelClosedError(f"channel {self.url} is closed")
+        try:
+            sock.sendto(datagram, self._destination)
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            self.stats.send_errors += 1
+            return True
+        self.stats.datagrams_out += 1
+        return True
+
+    async def send(self, datagram: bytes) -> None:
+        if self.send_nowait(datagram):
+            return
+        sock, loop = self._sock, self._loop
+        assert sock is not None and loop is not None
+        try:
+            await loop.sock_sendto(sock, datagram, self._destination)
+        except OSError:
+            self.stats.send_errors += 1
+            return
+        self.stats.datagrams_out += 1

@@ -1,0 +1,232 @@
+"""Channel URLs (CONTRACTS section 2): parse them, and open the channel they name.
+
+Every mistake raises :class:`ConfigError` with one line naming the URL and the fault.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+from urllib.parse import parse_qsl
+
+from m2mc.errors import ConfigError
+from m2mc.transport.channel import DEFAULT_MAX_INBOUND, Channel
+
+DEFAULT_GROUP = "239.255.77.77"
+DEFAULT_MULTICAST_PORT = 7777
+DEFAULT_CHANNEL_URL = f"udp-multicast://{DEFAULT_GROUP}:{DEFAULT_MULTICAST_PORT}?iface=127.0.0.1&ttl=1"
+DEFAULT_DAEMON_PORT = 5678
+DEFAULT_RCVBUF = 4 * 1024 * 1024  # asked of the kernel; it caps at net.core.rmem_max
+SCHEMES = ("udp-multicast", "udp", "daemon", "mem", "null")
+
+Address = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class MulticastSpec:
+    group: str
+    port: int
+    iface: str = "127.0.0.1"
+    ttl: int = 1
+    rcvbuf: int = DEFAULT_RCVBUF
+
+
+@dataclass(frozen=True, slots=True)
+class UdpSpec:
+    peers: tuple[Address, ...]
+    bind: Address = ("127.0.0.1", 0)
+    rcvbuf: int = DEFAULT_RCVBUF
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonSpec:
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_DAEMON_PORT
+
+
+@dataclass(frozen=True, slots=True)
+class MemSpec:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class NullSpec:
+    pass
+
+
+ChannelSpec = MulticastSpec | UdpSpec | DaemonSpec | MemSpec | NullSpec
+
+_MEM_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+
+class _Bad(Exception):
+    """Internal: a fault in one part of the URL; parse_channel_url adds the URL."""
+
+
+def parse_channel_url(url: str) -> ChannelSpec:
+    """Parse a channel URL of CONTRACTS section 2; raise ConfigError if it is not one."""
+    if not isinstance(url, str):
+        raise ConfigError(f"bad channel URL {url!r}: not a string")
+    try:
+        return _parse(url.strip())
+    except _Bad as exc:
+        raise ConfigError(f"bad channel URL {url!r}: {exc}") from None
+
+
+def _parse(url: str) -> ChannelSpec:
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        raise _Bad(f"expected SCHEME://..., with SCHEME one of {', '.join(SCHEMES)}")
+    scheme = scheme.lower()
+    netloc, _, query_text = rest.partition("?")
+    netloc = netloc.rstrip("/")
+    query = _query(query_text)
+    if scheme == "udp-multicast":
+        return _multicast(netloc, query)
+    if scheme == "udp":
+        return _udp(netloc, query)
+    if scheme == "daemon":
+        _no_query(query)
+        host, port = _address(netloc or "127.0.0.1", default_port=DEFAULT_DAEMON_PORT)
+        if not ipaddress.IPv4Address(host).is_loopback:
+            raise _Bad(f"the daemon is local: host must be in 127.0.0.0/8, got {host}")
+        if port == 0:
+            raise _Bad("daemon port must be 1..65535")
+        return DaemonSpec(host, port)
+    if scheme == "mem":
+        _no_query(query)
+        if not _MEM_NAME.match(netloc):
+            raise _Bad("mem:// needs a NAME of letters, digits, '_', '.' or '-'")
+        return MemSpec(netloc)
+    if scheme == "null":
+        _no_query(query)
+        if netloc:
+            raise _Bad("null:// takes no address")
+        return NullSpec()
+    raise _Bad(f"unknown scheme {scheme!r}; expected one of {', '.join(SCHEMES)}")
+
+
+def _query(text: str) -> dict[str, str]:
+    if not text:
+        return {}
+    try:
+        pairs = parse_qsl(text, keep_blank_values=True, strict_parsing=True)
+    except ValueError:
+        raise _Bad(f"malformed query {text!r}") from None
+    query: dict[str, str] = {}
+    for key, value in pairs:
+        if key in query:
+            raise _Bad(f"parameter {key!r} given twice")
+        query[key] = value
+    return query
+
+
+def _no_query(query: dict[str, str]) -> None:
+    if query:
+        raise _Bad(f"unexpected parameter(s) {', '.join(sorted(query))}")
+
+
+def _take_int(query: dict[str, str], key: str, default: int, low: int, high: int) -> int:
+    text = query.pop(key, None)
+    if text is None:
+        return default
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise _Bad(f"{key} must be an integer, got {text!r}") from None
+    if not low <= value <= high:
+        raise _Bad(f"{key} must be in {low}..{high}, got {value}")
+    return value
+
+
+def _ipv4(text: str, what: str) -> str:
+    if text == "localhost":
+        return "127.0.0.1"
+    try:
+        return str(ipaddress.IPv4Address(text))
+    except ValueError:
+        raise _Bad(f"{what} must be an IPv4 address, got {text!r}") from None
+
+
+def _address(text: str, *, default_port: int | None = None, allow_zero: bool = False) -> Address:
+    host, sep, port_text = text.rpartition(":")
+    if not sep:
+        if default_port is None:
+            raise _Bad(f"expected HOST:PORT, got {text!r}")
+        host, port_text = text, str(default_port)
+    if not host:
+        raise _Bad(f"missing host in {text!r}")
+    try:
+        port = int(port_text, 10)
+    except ValueError:
+        raise _Bad(f"port must be an integer, got {port_text!r}") from None
+    if not (0 if allow_zero else 1) <= port <= 65535:
+        raise _Bad(f"port must be in {0 if allow_zero else 1}..65535, got {port}")
+    return _ipv4(host, "host"), port
+
+
+def _multicast(netloc: str, query: dict[str, str]) -> MulticastSpec:
+    group, port = _address(netloc or f"{DEFAULT_GROUP}:{DEFAULT_MULTICAST_PORT}",
+                           default_port=DEFAULT_MULTICAST_PORT)
+    if not ipaddress.IPv4Address(group).is_multicast:
+        raise _Bad(f"{group} is not a multicast group (224.0.0.0/4)")
+    iface = _ipv4(query.pop("iface", "127.0.0.1"), "iface")
+    ttl = _take_int(query, "ttl", 1, 0, 255)
+    rcvbuf = _take_int(query, "rcvbuf", DEFAULT_RCVBUF, 1024, 1 << 30)
+    _no_query(query)
+    return MulticastSpec(group, port, iface, ttl, rcvbuf)
+
+
+def _udp(netloc: str, query: dict[str, str]) -> UdpSpec:
+    if not netloc:
+        raise _Bad("udp:// needs at least one HOST:PORT peer")
+    peers = tuple(_address(part.strip()) for part in netloc.split(","))
+    if any(ipaddress.IPv4Address(host).is_multicast for host, _ in peers):
+        raise _Bad("a udp:// peer is a multicast group; use udp-multicast://")
+    bind_text = query.pop("bind", None)
+    bind = _address(bind_text, allow_zero=True) if bind_text is not None else ("127.0.0.1", 0)
+    rcvbuf = _take_int(query, "rcvbuf", DEFAULT_RCVBUF, 1024, 1 << 30)
+    _no_query(query)
+    return UdpSpec(peers, bind, rcvbuf)
+
+
+def open_channel(url: str | ChannelSpec, *, max_inbound: int = DEFAULT_MAX_INBOUND) -> Channel:
+    """The (not yet started) channel a URL names. Start it with ``await ch.start()``."""
+    spec = parse_channel_url(url) if isinstance(url, str) else url
+    text = url if isinstance(url, str) else format_channel_url(spec)
+    if isinstance(spec, MulticastSpec):
+        from m2mc.transport.multicast import MulticastChannel
+
+        return MulticastChannel(spec, text, max_inbound=max_inbound)
+    if isinstance(spec, UdpSpec):
+        from m2mc.transport.udp import UdpChannel
+
+        return UdpChannel(spec, text, max_inbound=max_inbound)
+    if isinstance(spec, DaemonSpec):
+        from m2mc.transport.daemon_channel import DaemonChannel
+
+        return DaemonChannel(spec, text, max_inbound=max_inbound)
+    if isinstance(spec, MemSpec):
+        from m2mc.transport.mem import MemChannel
+
+        return MemChannel(spec, text, max_inbound=max_inbound)
+    from m2mc.transport.null import NullChannel
+
+    return NullChannel(text, max_inbound=max_inbound)
+
+
+def format_channel_url(spec: ChannelSpec) -> str:
+    """The canonical URL of a spec (parse_channel_url(format_channel_url(s)) == s)."""
+    if isinstance(spec, MulticastSpec):
+        extra = "" if spec.rcvbuf == DEFAULT_RCVBUF else f"&rcvbuf={spec.rcvbuf}"
+        return f"udp-multicast://{spec.group}:{spec.port}?iface={spec.iface}&ttl={spec.ttl}{extra}"
+    if isinstance(spec, UdpSpec):
+        peers = ",".join(f"{h}:{p}" for h, p in spec.peers)
+        extra = "" if spec.rcvbuf == DEFAULT_RCVBUF else f"&rcvbuf={spec.rcvbuf}"
+        return f"udp://{peers}?bind={spec.bind[0]}:{spec.bind[1]}{extra}"
+    if isinstance(spec, DaemonSpec):
+        return f"daemon://{spec.host}:{spec.port}"
+    if isinstance(spec, MemSpec):
+        return f"mem://{spec.name}"
+    return "null://"
