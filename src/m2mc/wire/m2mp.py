@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from m2mc.errors import DecodeError
 from m2mc.wire.packet import decode, fragments
-from m2mc.wire.reassembly import Abandoned, ReassemblyLimits, Reassembler
+from m2mc.wire.reassembly import Abandoned, Reassembler, ReassemblyLimits
 
 
 @dataclass(slots=True)
@@ -255,7 +255,11 @@ class M2MPLayer:
     def _note_abandoned(self, item: Abandoned) -> None:
         counts = self.stats.abandoned
         counts[item.reason] = counts.get(item.reason, 0) + 1
-        # Tell the reader unless fragment 0 proves no filter wanted it.
-        if item.head and len(item.head) >= self._longest_filter and not self.matches(item.head):
+        # Tell the reader only about a message it could have been reading: fragment 0
+        # arrived (seeds/002 section 5 compares the first fragment to the filters) and
+        # does not prove that no filter wanted it. Stray fragments are only counted.
+        if not item.head:
+            return
+        if len(item.head) >= self._longest_filter and not self.matches(item.head):
             return
         self._events.append(MessageAbandoned(item.message_id, item.reason, item.bytes))

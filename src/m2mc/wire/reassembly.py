@@ -16,6 +16,7 @@ message idle the longest is abandoned with reason ``"bound"``),
 
 from __future__ import annotations
 
+import builtins
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -24,13 +25,13 @@ from m2mc.wire.packet import MAX_FRAGMENT, Packet
 
 @dataclass(frozen=True, slots=True)
 class Abandoned:
-    """A partial message given up. ``reason``: ``timeout``, ``bound`` or ``too_large``."""
+    """A partial message given up: ``timeout``, ``bound``, ``too_large`` or ``malformed``."""
 
     message_id: int
     reason: str
     fragments: int
     bytes: int
-    head: bytes  # first fragment if it arrived, else b"" (lets filters decide relevance)
+    head: builtins.bytes  # first fragment if it arrived, else b"" (lets filters decide relevance)
 
 
 @dataclass(slots=True)
@@ -90,11 +91,16 @@ class Reassembler:
     def receive(self, packet: Packet, now: float) -> bytes | None:
         """Add one packet; return the whole message when it completes, else None."""
         message_id = packet.message_id
-        if message_id in self._done:
-            if self._done[message_id] > now:
+        done = self._done
+        if message_id in done:
+            if done[message_id] > now:
                 self.duplicates += 1
+                # Keep ignoring a message while its copies keep coming: a long filtered
+                # message may outlast one message timeout. Order stays expiry order.
+                done[message_id] = now + self.limits.message_timeout
+                done.move_to_end(message_id)
                 return None
-            del self._done[message_id]
+            del done[message_id]
         limits = self.limits
         # Fast path: a one-packet message that nobody was assembling.
         if packet.last and packet.fragment == 0 and message_id not in self._partial:
@@ -176,6 +182,5 @@ class Reassembler:
             self.abandoned.append(Abandoned(message_id, reason, 0, 0, b""))
             return
         self._partial_bytes -= partial.size
-        self.abandoned.append(
-            Abandoned(message_id, reason, len(partial.parts), partial.size, partial.parts.get(0, b""))
-        )
+        self.abandoned.append(Abandoned(message_id, reason, len(partial.parts), partial.size,
+                                        partial.parts.get(0, b"")))
