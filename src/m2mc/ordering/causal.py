@@ -101,17 +101,31 @@ class CausalOrder(CoreBase):
         return out
 
     def missing(self) -> list[MessageId]:
-        """Messages that held ones depend on, neither delivered nor held."""
+        """Messages in the causal past of held ones, neither delivered nor held.
+
+        A causal past holds a prefix of each sender's messages, so it is enough
+        to know, per sender, the highest count any held message needs.
+        O(held x group size) per call.
+        """
+        need: dict[str, int] = {}
+        for held in self._held.values():
+            for message in held.values():
+                pid = message.mid.pid
+                vclock = message.vclock or {}
+                for k, v in vclock.items():
+                    if k == pid:
+                        v -= 1
+                    if v > need.get(k, 0):
+                        need[k] = v
         out: list[MessageId] = []
         limit = self.max_missing
-        for k in sorted(self._waiting):
-            need = max(self._waiting[k])
-            held = self._held.get(k, {})
+        for k in sorted(need):
+            held_of_k = self._held.get(k, {})
             ol = self._delivered.get(k) or IntervalList()
-            for seq in ol.gaps(self._count.get(k, 0) + 1, need, limit + len(held)):
+            for seq in ol.gaps(self._count.get(k, 0) + 1, need[k], limit + len(held_of_k)):
                 if len(out) >= limit:
                     return out
-                if seq not in held:
+                if seq not in held_of_k:
                     out.append(MessageId(k, seq))
         return out
 
