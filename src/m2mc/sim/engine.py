@@ -1,0 +1,428 @@
+"""The discrete-event simulator: virtual time, nodes running real sans-IO stacks.
+
+One heap of events ``(t, seq, kind, ...)``; ``seq`` (a global counter) breaks
+ties, so events at the same virtual time run in the order they were scheduled
+and a run is a pure function of scenario and seed. Kinds: a datagram arriving
+(``ARRIVE``, see :mod:`m2mc.sim.network`), a node's timer (``TIMER``), and a
+plain call (``CALL``: faults, workload, mobility, phase changes).
+
+After every input to a node (datagram, timer, start, application call) the
+simulator *services* it: transmits what ``datagrams_to_send`` returns and
+re-arms its timer from ``next_deadline``. Nodes see their own clock,
+``offset + t * (1 + drift)``; the trace is written in true virtual time.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from collections.abc import Callable, Mapping
+from heapq import heappop, heappush
+from itertools import count
+from pathlib import Path
+from typing import Any
+
+from m2mc.sim.faults import build_cuts
+from m2mc.sim.mobility import Mover, covering_cell, nearest_cell
+from m2mc.sim.network import Domain, LinkRuntime, Network
+from m2mc.sim.node import GroupSpec, NodeContext, StackEntry, get_stack
+from m2mc.sim.rng import RngStreams
+from m2mc.sim.scenario import CELLS, CrashSpec, NodeSpec, PartitionSpec, Scenario
+from m2mc.trace.schema import TraceEvent, detail_json
+from m2mc.trace.writer import TraceDirectory, TraceWriter, event_row, safe_file_stem
+
+TIMER = 1  # (t, seq, TIMER, node, generation, local deadline)
+CALL = 2  # (t, seq, CALL, function, argument)
+MAX_SAME_TIME_TIMERS = 100_000  # a stack re-arming a past deadline forever is a bug
+
+
+class SimError(RuntimeError):
+    """The simulation cannot go on (a stack misbehaved)."""
+
+
+class NodeSink:
+    """The trace sink a node's stack writes to: virtual ``t``, run and node filled."""
+
+    __slots__ = ("enabled", "node", "run", "sim", "writer")
+
+    def __init__(self, sim: Simulator, writer: TraceWriter | None, run: str, node: str) -> None:
+        self.sim = sim
+        self.writer = writer
+        self.run = run
+        self.node = node
+        self.enabled = writer is not None and writer.enabled
+
+    def emit(self, event: TraceEvent) -> None:
+        if self.writer is not None:
+            self.writer.write_row(event_row(event, self.run, self.node, self.sim.now))
+
+
+class SimNode:
+    __slots__ = ("addressed", "attach", "ctx", "exact_clock", "factory", "generation", "id",
+                 "iface_index", "iface_names", "index", "last_local", "mobile_iface", "mover",
+                 "offset", "rate", "sink", "spec", "stack", "timer_at", "timer_fires",
+                 "timer_local", "txq", "writer")
+
+    def __init__(self, index: int, spec: NodeSpec, entry: StackEntry, offset: float,
+                 drift: float) -> None:
+        self.index = index
+        self.id = spec.id
+        self.spec = spec
+        self.factory = entry.factory
+        self.addressed = entry.addressed
+        self.stack: Any = None
+        self.iface_names = [name for name, _ in spec.ifaces]
+        self.iface_index = {name: i for i, name in enumerate(self.iface_names)}
+        self.attach: list[Domain | None] = [None] * len(spec.ifaces)
+        self.txq: list[deque[float]] = [deque() for _ in spec.ifaces]
+        self.mobile_iface = next((i for i, (_, d) in enumerate(spec.ifaces) if d == CELLS), -1)
+        self.mover: Mover | None = None
+        self.offset = offset
+        self.rate = 1.0 + drift
+        self.exact_clock = offset == 0.0 and drift == 0.0
+        self.last_local = 0.0
+        self.timer_at: float | None = None
+        self.timer_local: float | None = None
+        self.timer_fires = (0.0, 0)
+        self.generation = 0
+        self.writer: TraceWriter | None = None
+        self.sink: NodeSink | None = None
+        self.ctx: NodeContext | None = None
+
+    def local(self, t: float) -> float:
+        if self.exact_clock:
+            return t
+        local = self.offset + t * self.rate
+        if local < self.last_local:
+            local = self.last_local
+        self.last_local = local
+        return local
+
+
+class Simulator:
+    def __init__(self, scenario: Scenario, streams: RngStreams, run_id: str,
+                 traces: TraceDirectory | None, state_dir: Path, *,
+                 trace_packets: bool = False) -> None:
+        self.scenario = scenario
+        self.streams = streams
+        self.run_id = run_id
+        self.now = 0.0
+        self.heap: list[Any] = []
+        self.seq = count()
+        self.counters: dict[str, int] = dict.fromkeys(
+            ("events", "deliveries", "loopbacks", "timers", "drops", "duplicated", "reordered",
+             "crashes", "restarts", "attach_changes", "partitions", "app_sends",
+             "app_refused"), 0)
+        self.tracing = traces is not None and traces.enabled
+        self.trace_packets = trace_packets and self.tracing
+        self._drop_details: dict[tuple[str, str], str] = {}
+        self.network = Network(scenario.domains, streams.get("network"), self.heap, self.seq,
+                               self.counters, self._on_drop,
+                               self._on_packet_out if self.trace_packets else None)
+        entry = get_stack(scenario.stack_kind)
+        clock_rng = streams.get("clock")
+        self.nodes: list[SimNode] = []
+        self.by_id: dict[str, SimNode] = {}
+        groups_of: dict[str, list[GroupSpec]] = {}
+        for g in scenario.groups:
+            for member in g.members:
+                groups_of.setdefault(member, []).append(g.group)
+        mobility_rng = streams.get("mobility")
+        for index, spec in enumerate(scenario.nodes):
+            offset = clock_rng.uniform(*spec.clock_offset)
+            drift = clock_rng.uniform(*spec.clock_drift)
+            node = SimNode(index, spec, entry, offset, drift)
+            if traces is not None:
+                node.writer = traces.writer(spec.id)
+            node.sink = NodeSink(self, node.writer if self.tracing else None, run_id, spec.id)
+            durable = state_dir / safe_file_stem(spec.id)
+            durable.mkdir(parents=True, exist_ok=True)
+            node.ctx = NodeContext(
+                node_id=spec.id, rng=streams.get(f"node:{spec.id}"), trace=node.sink,
+                run_id=run_id, durable_dir=durable, groups=tuple(groups_of.get(spec.id, ())),
+                params=scenario.stack, ifaces=None)
+            if node.mobile_iface >= 0:
+                node.mover = Mover(spec.mobility, spec.position, scenario.area,
+                                   random.Random(mobility_rng.getrandbits(64)))
+            self.nodes.append(node)
+            self.by_id[spec.id] = node
+        self.index = {n.id: n.index for n in self.nodes}
+        self._attach_initial()
+        for override in scenario.links:
+            dom = self.network.by_name[override.domain]
+            key = (self.index[override.src], self.index[override.dst])
+            dom.overrides[key] = LinkRuntime(override.link, self.network.rng)
+        self._active: list[PartitionSpec] = []
+        self._pending_restart: dict[int, float] = {}
+        self.healed = False
+
+    # --------------------------------------------------------------- set-up
+    def _attach_initial(self) -> None:
+        for node in self.nodes:
+            for i, (_, dom_name) in enumerate(node.spec.ifaces):
+                if dom_name == CELLS:
+                    assert node.mover is not None
+                    x, y = node.mover.position(0.0)
+                    cell = covering_cell(self.scenario.cells, x, y)
+                    domain = self.network.by_name[cell.domain] if cell else None
+                else:
+                    domain = self.network.by_name[dom_name] if dom_name else None
+                self.network.attach(node, i, domain)
+            if node.ctx is not None and node.addressed:
+                node.ctx.ifaces = {name: (d.name if d else None)
+                                   for name, d in zip(node.iface_names, node.attach, strict=True)}
+
+    def start(self) -> None:
+        """Boot every node at t=0 and schedule the scenario's faults and phases."""
+        sc = self.scenario
+        for node in self.nodes:
+            self._boot(node, 0.0)
+        for p in sc.partitions:
+            self.call_at(p.at, self._partition_on, p)
+            if p.until is not None:
+                self.call_at(p.until, self._partition_off, p)
+        for c in sc.crashes:
+            self.call_at(c.at, self._crash, c)
+        if any(n.mover is not None and n.spec.mobility.model != "static" for n in self.nodes):
+            self.call_at(sc.mobility_tick, self._mobility_tick, None)
+        self.call_at(sc.chaos, self._heal, None)
+
+    def call_at(self, t: float, fn: Callable[[Any], None], arg: Any) -> None:
+        heappush(self.heap, (t, next(self.seq), CALL, fn, arg))
+
+    # ------------------------------------------------------------------ loop
+    def run(self, until: float) -> None:
+        heap = self.heap
+        deliveries = loopbacks = events = timers = 0
+        trace_in = self.trace_packets
+        service = self._service
+        try:
+            while heap and heap[0][0] <= until:
+                ev = heappop(heap)
+                t = ev[0]
+                self.now = t
+                events += 1
+                kind = ev[2]
+                if kind == 0:  # ARRIVE
+                    node = ev[3]
+                    stack = node.stack
+                    if stack is None:
+                        self._on_drop(node, ev[6], "crashed", len(ev[5]), ev[7])
+                        continue
+                    if node.attach[ev[4]] is not ev[7]:
+                        self._on_drop(node, ev[6], "no_coverage", len(ev[5]), ev[7])
+                        continue
+                    local = t if node.exact_clock else node.local(t)
+                    if node.addressed:
+                        stack.receive(node.iface_names[ev[4]], ev[6].id, ev[5], local)
+                    else:
+                        stack.receive_datagram(ev[5], local)
+                    if ev[6] is node:
+                        loopbacks += 1
+                    else:
+                        deliveries += 1
+                    if trace_in:
+                        self._packet_row(node, "packet_in", ev[6].id, ev[5], ev[7], ev[4])
+                    service(node, t, local)
+                elif kind == 1:  # TIMER
+                    node = ev[3]
+                    if (node.generation != ev[4] or node.timer_local != ev[5]
+                            or node.timer_at != t or node.stack is None):
+                        continue  # re-armed, or the node crashed since
+                    node.timer_local = node.timer_at = None
+                    local = t if node.exact_clock else node.local(t)
+                    if local < ev[5]:
+                        local = ev[5]  # float rounding of the clock conversion
+                    self._guard_timer(node, t)
+                    timers += 1
+                    node.stack.on_timer(local)
+                    service(node, t, local)
+                else:
+                    ev[3](ev[4])
+        finally:
+            c = self.counters
+            c["deliveries"] += deliveries
+            c["loopbacks"] += loopbacks
+            c["events"] += events
+            c["timers"] += timers
+        self.now = max(self.now, until)
+
+    def _guard_timer(self, node: SimNode, t: float) -> None:
+        last_t, fires = node.timer_fires
+        fires = fires + 1 if last_t == t else 1
+        node.timer_fires = (t, fires)
+        if fires > MAX_SAME_TIME_TIMERS:
+            raise SimError(f"node {node.id}: its stack asks for a timer at t={t} again and "
+                           "again without making progress")
+
+    def _service(self, node: SimNode, t: float, local: float) -> None:
+        stack = node.stack
+        out = stack.datagrams_to_send(local)
+        if out:
+            transmit = self.network.transmit
+            if node.addressed:
+                for o in out:
+                    index = node.iface_index.get(o.iface)
+                    if index is None:
+                        raise SimError(f"node {node.id}: no interface {o.iface!r}")
+                    dest_node = self.by_id.get(o.dest) if o.dest is not None else None
+                    transmit(node, index, o.dest, o.data, t, dest_node)
+            else:
+                for datagram in out:
+                    transmit(node, 0, None, datagram, t)
+        deadline = stack.next_deadline()
+        if deadline is None:
+            node.timer_local = node.timer_at = None
+            return
+        if deadline == node.timer_local:
+            return
+        tv = deadline if node.exact_clock else (deadline - node.offset) / node.rate
+        if tv < t:
+            tv = t
+        node.timer_local = deadline
+        node.timer_at = tv
+        heappush(self.heap, (tv, next(self.seq), TIMER, node, node.generation, deadline))
+
+    # ------------------------------------------------ application and nodes
+    def app_send(self, node: SimNode, group: str, payload: bytes,
+                 reply_to: str | None) -> str | None:
+        if node.stack is None:
+            return None
+        local = node.local(self.now)
+        mid: str | None = node.stack.app_send(group, payload, reply_to, local)
+        self.counters["app_sends" if mid is not None else "app_refused"] += 1
+        self._service(node, self.now, local)
+        return mid
+
+    def app_membership(self, node: SimNode, group: str, join: bool) -> bool:
+        if node.stack is None:
+            return False
+        local = node.local(self.now)
+        if join:
+            node.stack.app_join(group, local)
+        else:
+            node.stack.app_leave(group, local)
+        self._service(node, self.now, local)
+        return True
+
+    def _boot(self, node: SimNode, t: float) -> None:
+        assert node.ctx is not None
+        node.stack = node.factory(node.ctx)
+        node.timer_local = node.timer_at = None
+        local = node.local(t)
+        node.stack.start(local)
+        if node.addressed:
+            for name, dom in zip(node.iface_names, node.attach, strict=True):
+                node.stack.on_attach(name, dom.name if dom else None, local)
+        self._service(node, t, local)
+
+    def _crash(self, spec: CrashSpec) -> None:
+        node = self.by_id[spec.node]
+        if node.stack is None or self.healed:
+            return
+        node.stack = None
+        node.generation += 1
+        node.timer_local = node.timer_at = None
+        for queue in node.txq:
+            queue.clear()
+        self.counters["crashes"] += 1
+        self._row(node, "crash", detail=detail_json(restart=spec.restart))
+        if spec.restart is not None:
+            self._pending_restart[node.index] = spec.restart
+            self.call_at(spec.restart, self._restart, node)
+
+    def _restart(self, node: SimNode) -> None:
+        if node.stack is not None or node.index not in self._pending_restart:
+            return
+        del self._pending_restart[node.index]
+        self.counters["restarts"] += 1
+        self._row(node, "restart")
+        self._boot(node, self.now)
+
+    # ------------------------------------------------------------- faults
+    def _partition_on(self, spec: PartitionSpec) -> None:
+        if self.healed:
+            return
+        self._active.append(spec)
+        self.counters["partitions"] += 1
+        self._rebuild_cuts()
+
+    def _partition_off(self, spec: PartitionSpec) -> None:
+        if spec in self._active:
+            self._active.remove(spec)
+            self._rebuild_cuts()
+
+    def _rebuild_cuts(self) -> None:
+        domains = {d.name: d.index for d in self.network.domains}
+        table = build_cuts(self._active, self.index, len(self.nodes), domains)
+        self.network.set_cuts(len(self.nodes), table)
+
+    def _mobility_tick(self, _: Any) -> None:
+        if self.healed:
+            return
+        for node in self.nodes:
+            if node.mover is not None:
+                x, y = node.mover.position(self.now)
+                self._reattach(node, covering_cell(self.scenario.cells, x, y))
+        self.call_at(self.now + self.scenario.mobility_tick, self._mobility_tick, None)
+
+    def _reattach(self, node: SimNode, cell: Any) -> None:
+        domain = self.network.by_name[cell.domain] if cell is not None else None
+        if not self.network.attach(node, node.mobile_iface, domain):
+            return
+        self.counters["attach_changes"] += 1
+        if domain is None:
+            self.counters["coverage_lost"] = self.counters.get("coverage_lost", 0) + 1
+        if node.stack is not None and node.addressed:
+            local = node.local(self.now)
+            node.stack.on_attach(node.iface_names[node.mobile_iface],
+                                 domain.name if domain else None, local)
+            self._service(node, self.now, local)
+
+    def _heal(self, _: Any) -> None:
+        """End of the chaos phase: every fault is lifted for the recovery window."""
+        self.healed = True
+        self._active.clear()
+        self.network.heal()
+        for index in sorted(self._pending_restart):
+            self.call_at(self.now, self._restart, self.nodes[index])
+        cells = self.scenario.cells
+        for node in self.nodes:
+            if node.mover is not None and cells and node.attach[node.mobile_iface] is None:
+                x, y = node.mover.position(self.now)
+                cell = nearest_cell(cells, x, y)
+                node.mover.place(cell.x, cell.y)
+                self._reattach(node, cell)
+
+    # --------------------------------------------------------------- trace
+    def _row(self, node: SimNode, event: str, *, peer: str | None = None,
+             nbytes: int | None = None, detail: str | None = None) -> None:
+        if self.tracing and node.writer is not None:
+            node.writer.write_row((self.run_id, node.id, self.now, event, None, None, None, None,
+                                   None, nbytes, peer, detail))
+
+    def _on_drop(self, node: SimNode, peer: SimNode | None, reason: str, nbytes: int,
+                 domain: Any) -> None:
+        c = self.counters
+        c["drops"] += 1
+        key = "drops_" + reason
+        c[key] = c.get(key, 0) + 1
+        if self.tracing:
+            detail = self._drop_details.get((domain.name, reason))
+            if detail is None:
+                detail = detail_json(domain=domain.name or None, reason=reason)
+                self._drop_details[(domain.name, reason)] = detail
+            self._row(node, "drop", peer=peer.id if peer is not None else None, nbytes=nbytes,
+                      detail=detail)
+
+    def _on_packet_out(self, node: SimNode, iface: int, dest: str | None, data: bytes,
+                       domain: Domain) -> None:
+        self._packet_row(node, "packet_out", dest, data, domain, iface)
+
+    def _packet_row(self, node: SimNode, event: str, peer: str | None, data: bytes,
+                    domain: Domain, iface: int) -> None:
+        self._row(node, event, peer=peer, nbytes=len(data),
+                  detail=detail_json(domain=domain.name, iface=node.iface_names[iface]))
+
+    def summary(self) -> Mapping[str, int]:
+        return dict(sorted(self.counters.items()))

@@ -1,0 +1,237 @@
+"""The simulated network: broadcast domains, interfaces, per-link faults, capacity.
+
+A *domain* is a broadcast medium (a LAN segment, a cell, the wired backbone).
+Node interfaces attach to domains (mobile ones move between cells). A datagram
+sent on an interface goes either to every other interface on its domain
+(broadcast, ``dest=None``) or to one named node on it (unicast). Each directed
+pair (sender, receiver) on a domain is a *link* with its own delay
+distribution, loss (independent or Gilbert-Elliott bursts), duplication and
+reordering, from the domain's defaults or a ``[[links]]`` override. Partitions
+cut links (some or all domains). Each sending interface has a transmit queue
+(``capacity``): packets serialise at ``rate`` bytes/s and overflow drops.
+
+Hot path: per packet and receiver, a few ``random()`` calls, one tuple and one
+``heappush``. All per-link parameters are precomputed into :class:`LinkRuntime`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from heapq import heappush
+from itertools import count
+from typing import TYPE_CHECKING, Any
+
+from m2mc.sim.scenario import DomainSpec, GilbertElliott, LinkParams
+
+if TYPE_CHECKING:
+    from m2mc.sim.engine import SimNode
+
+ARRIVE = 0  # event kind: (t, seq, ARRIVE, dst node, dst iface index, data, src node, domain)
+
+DropHook = Callable[["SimNode", "SimNode | None", str, int, "Domain"], None]
+
+
+class LinkRuntime:
+    """Precomputed parameters of a link (or a domain's default link)."""
+
+    __slots__ = ("burst", "delay", "delay_const", "duplicate", "loss", "params", "reorder",
+                 "reorder_delay")
+
+    def __init__(self, params: LinkParams, rng: random.Random) -> None:
+        self.params = params
+        self.delay_const: float | None = params.delay.a if params.delay.is_constant else None
+        self.delay: Callable[[], float] = params.delay.sampler(rng)
+        self.loss = params.loss
+        self.burst: GilbertElliott | None = params.burst
+        self.duplicate = params.duplicate
+        self.reorder = params.reorder
+        self.reorder_delay = params.reorder_delay
+
+
+class Domain:
+    """One broadcast domain at run time."""
+
+    __slots__ = ("burst_state", "capacity_queue", "capacity_rate", "cuts", "fifo", "fifo_last",
+                 "index", "link", "loopback", "loopback_delay", "member_iface", "members", "name",
+                 "overrides", "spec")
+
+    def __init__(self, index: int, spec: DomainSpec, rng: random.Random) -> None:
+        self.index = index
+        self.name = spec.name
+        self.spec = spec
+        self.link = LinkRuntime(spec.link, rng)
+        self.overrides: dict[tuple[int, int], LinkRuntime] = {}
+        self.members: list[tuple[SimNode, int]] = []  # (node, iface index), attach order
+        self.member_iface: dict[int, int] = {}  # node index -> iface index
+        self.fifo = spec.fifo
+        self.fifo_last: dict[tuple[int, int], float] = {}
+        self.burst_state: dict[tuple[int, int], bool] = {}  # True: link in the bad state
+        self.cuts: list[dict[int, float] | None] = []  # per src index: dst index -> drop prob
+        self.loopback = spec.loopback
+        self.loopback_delay = spec.loopback_delay
+        self.capacity_rate = spec.capacity_rate or 0.0  # 0: unbounded
+        self.capacity_queue = spec.capacity_queue
+
+
+class Network:
+    def __init__(self, specs: tuple[DomainSpec, ...], rng: random.Random, heap: list[Any],
+                 seq: count[int], counters: dict[str, int], on_drop: DropHook,
+                 on_packet_out: Callable[[SimNode, int, str | None, bytes, Domain], None] | None
+                 ) -> None:
+        self.rng = rng
+        self.random = rng.random
+        self.heap = heap
+        self.seq = seq
+        self.counters = counters
+        self.on_drop = on_drop
+        self.on_packet_out = on_packet_out
+        self.domains = [Domain(i, spec, rng) for i, spec in enumerate(specs)]
+        self.by_name = {d.name: d for d in self.domains}
+        self.node_count = 0
+
+    # ------------------------------------------------------------ attachment
+    def attach(self, node: SimNode, iface: int, domain: Domain | None) -> bool:
+        """Move ``node``'s interface to ``domain`` (None: no coverage). True if it changed."""
+        old = node.attach[iface]
+        if old is domain:
+            return False
+        if old is not None:
+            old.members.remove((node, iface))
+            del old.member_iface[node.index]
+        node.attach[iface] = domain
+        if domain is not None:
+            domain.members.append((node, iface))
+            domain.member_iface[node.index] = iface
+        return True
+
+    def set_cuts(self, n_nodes: int, cuts_by_domain: dict[int, dict[int, dict[int, float]]]
+                 ) -> None:
+        for dom in self.domains:
+            table = cuts_by_domain.get(dom.index, {})
+            dom.cuts = [table.get(i) for i in range(n_nodes)] if table else []
+
+    def heal(self) -> None:
+        """Lift every fault: clean links (delay kept), no partitions, no bursts."""
+        for dom in self.domains:
+            dom.link = LinkRuntime(dom.spec.link.healed(), self.rng)
+            for key, link in list(dom.overrides.items()):
+                dom.overrides[key] = LinkRuntime(link.params.healed(), self.rng)
+            dom.burst_state.clear()
+            dom.cuts = []
+
+    # -------------------------------------------------------------- sending
+    def transmit(self, node: SimNode, iface: int, dest: str | None, data: bytes, t: float,
+                 dest_node: SimNode | None = None) -> None:
+        """Put one datagram from ``node``'s interface on its domain at virtual time ``t``."""
+        dom = node.attach[iface]
+        if dom is None:
+            self.on_drop(node, dest_node, "no_coverage", len(data), _NO_DOMAIN)
+            return
+        if self.on_packet_out is not None:
+            self.on_packet_out(node, iface, dest, data, dom)
+        depart = t
+        if dom.capacity_rate:  # finite capacity: serialise, drop on overflow
+            queue = node.txq[iface]
+            while queue and queue[0] <= t:
+                queue.popleft()
+            if len(queue) >= dom.capacity_queue:
+                self.on_drop(node, dest_node, "capacity", len(data), dom)
+                return
+            start = queue[-1] if queue else t
+            depart = start + len(data) / dom.capacity_rate
+            queue.append(depart)
+        if dest is None:
+            if dom.loopback:
+                heappush(self.heap, (depart + dom.loopback_delay, next(self.seq), ARRIVE, node,
+                                     iface, data, node, dom))
+            link = dom.link
+            if dom.cuts or dom.overrides or dom.fifo or link.burst is not None:
+                send = self._link_send
+                for receiver, r_iface in dom.members:
+                    if receiver is not node:
+                        send(node, receiver, r_iface, data, depart, dom)
+                return
+            # Fast path, the common case: same link parameters to every receiver.
+            rnd = self.random
+            heap = self.heap
+            seq = self.seq
+            loss, dup, reorder = link.loss, link.duplicate, link.reorder
+            const = link.delay_const
+            sample = link.delay
+            for receiver, r_iface in dom.members:
+                if receiver is node:
+                    continue
+                if loss and rnd() < loss:
+                    self.on_drop(receiver, node, "loss", len(data), dom)
+                    continue
+                delay = const if const is not None else sample()
+                if reorder and rnd() < reorder:
+                    delay += rnd() * link.reorder_delay
+                    self.counters["reordered"] += 1
+                heappush(heap, (depart + delay, next(seq), ARRIVE, receiver, r_iface, data, node,
+                                dom))
+                if dup and rnd() < dup:
+                    self.counters["duplicated"] += 1
+                    again = depart + (const if const is not None else sample())
+                    heappush(heap, (again, next(seq), ARRIVE, receiver, r_iface, data, node, dom))
+            return
+        if dest_node is None or dest_node.index not in dom.member_iface:
+            self.on_drop(node, dest_node, "no_coverage", len(data), dom)
+            return
+        if dest_node is node:
+            heappush(self.heap, (depart + dom.loopback_delay, next(self.seq), ARRIVE, node,
+                                 iface, data, node, dom))
+            return
+        self._link_send(node, dest_node, dom.member_iface[dest_node.index], data, depart, dom)
+
+    def _link_send(self, src: SimNode, dst: SimNode, dst_iface: int, data: bytes, t: float,
+                   dom: Domain) -> None:
+        rnd = self.random
+        si, di = src.index, dst.index
+        if dom.cuts:
+            cut = dom.cuts[si]
+            if cut is not None:
+                p = cut.get(di)
+                if p is not None and (p >= 1.0 or rnd() < p):
+                    self.on_drop(dst, src, "partition", len(data), dom)
+                    return
+        link = dom.overrides.get((si, di), dom.link) if dom.overrides else dom.link
+        if link.burst is not None:
+            ge = link.burst
+            key = (si, di)
+            bad = dom.burst_state.get(key, False)
+            bad = (rnd() >= ge.p_bad_good) if bad else (rnd() < ge.p_good_bad)
+            dom.burst_state[key] = bad
+            if rnd() < (ge.loss_bad if bad else ge.loss_good):
+                self.on_drop(dst, src, "burst" if bad else "loss", len(data), dom)
+                return
+        elif link.loss and rnd() < link.loss:
+            self.on_drop(dst, src, "loss", len(data), dom)
+            return
+        delay = link.delay_const if link.delay_const is not None else link.delay()
+        if link.reorder and rnd() < link.reorder:
+            delay += rnd() * link.reorder_delay
+            self.counters["reordered"] += 1
+        arrive = t + delay
+        if dom.fifo:
+            key = (si, di)
+            last = dom.fifo_last.get(key, 0.0)
+            if arrive < last:
+                arrive = last
+            dom.fifo_last[key] = arrive
+        heappush(self.heap, (arrive, next(self.seq), ARRIVE, dst, dst_iface, data, src, dom))
+        if link.duplicate and rnd() < link.duplicate:
+            self.counters["duplicated"] += 1
+            again = t + (link.delay_const if link.delay_const is not None else link.delay())
+            if dom.fifo:
+                again = max(again, dom.fifo_last[(si, di)])
+                dom.fifo_last[(si, di)] = again
+            heappush(self.heap, (again, next(self.seq), ARRIVE, dst, dst_iface, data, src, dom))
+
+
+class _NoDomain:
+    name = ""
+
+
+_NO_DOMAIN: Any = _NoDomain()

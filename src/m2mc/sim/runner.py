@@ -1,0 +1,136 @@
+"""Run one scenario with one seed: the trace directory, run.json and the result.
+
+Layout under ``out``: ``run.json`` and ``trace/<node>.jsonl`` (plus
+``trace/<node>.parquet`` when asked for and pyarrow is importable). Nodes'
+durable state lives in a private temporary directory, never under ``out``,
+so the files under ``out`` depend on nothing but scenario and seed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from m2mc import __version__
+from m2mc.sim.engine import Simulator
+from m2mc.sim.rng import RngStreams
+from m2mc.sim.scenario import Scenario, parse_scenario, read_toml
+from m2mc.sim.swarm import draw
+from m2mc.sim.workload import Workload
+from m2mc.trace.writer import TraceDirectory, write_run_json
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    run_id: str
+    seed: int
+    out: Path
+    scenario: str
+    drawn: Mapping[str, Any]  # swarm mode: path -> drawn value (empty otherwise)
+    counters: Mapping[str, int]  # events, deliveries, drops, drops_<reason>, crashes, ...
+    sent: Mapping[str, int]  # application messages sent, per group
+    wall_seconds: float
+
+    @property
+    def events(self) -> int:
+        return self.counters["events"]
+
+    @property
+    def drops(self) -> int:
+        return self.counters["drops"]
+
+    @property
+    def deliveries(self) -> int:
+        return self.counters["deliveries"]
+
+
+def resolve(scenario: Path | str | Mapping[str, Any], seed: int, swarm: bool
+            ) -> tuple[Scenario, dict[str, Any]]:
+    """The checked scenario, after drawing swarm parameters from ``seed`` if asked."""
+    if isinstance(scenario, Mapping):
+        raw, name = dict(scenario), "scenario"
+    else:
+        raw, name = read_toml(Path(scenario)), Path(scenario).stem
+    spec = parse_scenario(raw, name)
+    drawn: dict[str, Any] = {}
+    if swarm:
+        raw, drawn = draw(raw, spec.swarm, RngStreams(seed).get("swarm"))
+        spec = parse_scenario(raw, name)
+    return spec, drawn
+
+
+def run_scenario(scenario: Path | str | Mapping[str, Any], seed: int, out: Path, *,
+                 swarm: bool = False, trace_packets: bool | None = None,
+                 parquet: bool | None = None, trace: bool | None = None) -> RunResult:
+    """Simulate ``scenario`` with ``seed``; write the trace and run.json under ``out``.
+
+    ``trace_packets``/``parquet``/``trace`` override the scenario's ``[trace]``
+    settings when not None. Raises ConfigError for a bad scenario.
+    """
+    wall = time.perf_counter()
+    spec, drawn = resolve(scenario, seed, swarm)
+    out = Path(out)
+    run_id = f"{spec.name}-{seed}" + ("-swarm" if swarm else "")
+    trace_dir = out / "trace"
+    _clear_old_traces(trace_dir)
+    tracing = spec.trace.enabled if trace is None else trace
+    traces = TraceDirectory(trace_dir, run_id, enabled=tracing,
+                            parquet=spec.trace.parquet if parquet is None else parquet,
+                            flush_every=spec.trace.flush_every, flush_interval=None)
+    packets = spec.trace.packets if trace_packets is None else trace_packets
+    streams = RngStreams(seed)
+    state_dir = Path(tempfile.mkdtemp(prefix="m2mc-sim-state-", dir=_fast_tmp()))
+    try:
+        sim = Simulator(spec, streams, run_id, traces, state_dir, trace_packets=packets)
+        workload = Workload(sim, streams.get("workload"))
+        sim.start()
+        workload.start()
+        sim.run(spec.end)
+    finally:
+        traces.close()
+        shutil.rmtree(state_dir, ignore_errors=True)
+    counters = sim.summary()
+    sent = workload.summary()
+    write_run_json(out / "run.json", {
+        "run": run_id, "scenario": spec.name, "description": spec.description, "seed": seed,
+        "version": __version__, "driver": "sim", "clock": "virtual", "start": 0.0,
+        "end": spec.end, "phases": {"chaos": [0.0, spec.chaos], "heal": [spec.chaos, spec.end]},
+        "orderings": spec.orderings, "stack": spec.stack_kind, "swarm": swarm, "drawn": drawn,
+        "nodes": [n.id for n in spec.nodes],
+        "groups": {g.group.name: {"order": g.group.order, "members": list(g.members)}
+                   for g in spec.groups},
+        "trace": {"enabled": tracing, "packets": packets, "parquet": traces.parquet},
+        "counters": counters, "sent": sent, "config": _jsonable(spec.raw),
+    })
+    return RunResult(run_id, seed, out, spec.name, drawn, counters, sent,
+                     time.perf_counter() - wall)
+
+
+def _fast_tmp() -> str | None:
+    """A RAM-backed temporary directory when there is one: nodes write durable state often."""
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
+
+
+def _clear_old_traces(trace_dir: Path) -> None:
+    """A new run replaces the trace files of an earlier run in the same directory."""
+    if trace_dir.is_dir():
+        for old in sorted(trace_dir.iterdir()):
+            if old.is_file() and old.suffix in (".jsonl", ".parquet"):
+                old.unlink()
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return str(value)
