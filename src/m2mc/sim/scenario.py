@@ -280,7 +280,8 @@ def _link(t: Table, base: LinkParams) -> LinkParams:
     elif isinstance(loss_raw, Mapping):
         ge = Table(loss_raw, t.key("loss"))
         ge.string("model", choices=("gilbert-elliott",))
-        burst = GilbertElliott(ge.probability("p_good_bad"), ge.probability("p_bad_good"),
+        burst = GilbertElliott(ge.probability("p_good_bad", None),
+                               ge.probability("p_bad_good", None),
                                ge.probability("loss_good", 0.0), ge.probability("loss_bad", 1.0))
         ge.finish()
     else:
@@ -484,7 +485,13 @@ def _partition(t: Table, nodes: set[str], domains: set[str]) -> PartitionSpec:
         raw = t.raw("sides")
         if not isinstance(raw, list) or len(raw) < 1:
             raise t.fail("sides", "must be a list of node lists")
-        sides = tuple(tuple(_names(Table({"s": s}, t.key("sides")), "s", nodes)) for s in raw)
+        for side in raw:
+            if not isinstance(side, list) or not all(isinstance(n, str) for n in side):
+                raise t.fail("sides", "must be a list of node lists")
+            for n in side:
+                if n not in nodes:
+                    raise t.fail("sides", f"no node {n!r}")
+        sides = tuple(tuple(side) for side in raw)
     else:
         src, dst = _names(t, "from", nodes), _names(t, "to", nodes)
         if kind == "one-way":

@@ -85,7 +85,8 @@ class Table:
             raise self.fail(name, f"must be >= {low}, got {value}")
         return value
 
-    def probability(self, name: str, default: float = 0.0) -> float:
+    def probability(self, name: str, default: float | None = 0.0) -> float:
+        """A number in [0, 1]; ``default=None`` makes the key required."""
         return self.number(name, default, low=0.0, high=1.0)
 
     def string_list(self, name: str, default: Sequence[str] | None = None) -> list[str]:
