@@ -1,0 +1,283 @@
+"""Entry points: ``analyze()`` (verify + measure + report) and ``sweep()`` (in sweep.py).
+
+``analyze(paths, out)`` writes under ``out`` (CONTRACTS section 3):
+``verify.json`` (section 5), ``metrics.json``, ``report.html`` and Parquet tables
+under ``out/tables/``. It never collects raw events: only counts, quantiles,
+a few examples per check and a bounded timeline sample reach the driver.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyspark.sql.functions as F
+from pyspark.sql import DataFrame, SparkSession
+
+from m2mc_pipeline import checks, compare, plots, report
+from m2mc_pipeline.checks.base import CheckResult
+from m2mc_pipeline.load import Loaded, check_inputs, load
+from m2mc_pipeline.metrics import compute
+from m2mc_pipeline.progress import Progress, run_with_bar
+from m2mc_pipeline.schema import EVENTS
+from m2mc_pipeline.session import get_session, is_local, stop_session
+from m2mc_pipeline.sweep import (
+    Runner,
+    SweepSpec,
+    TaskOutcome,
+    outcomes_document,
+    parse_spec,
+    run_task,
+    sim_runner,
+)
+from m2mc_pipeline.tables import Tables, build
+
+TIMELINE_ROWS = 240
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisResult:
+    """What ``analyze`` found; the same content as the files it wrote under ``out``."""
+
+    valid: bool
+    out: Path
+    verify: dict[str, Any]
+    metrics: dict[str, Any]
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def violations(self) -> dict[str, int]:
+        return {k: v["violations"] for k, v in self.verify["checks"].items()}
+
+    @property
+    def verify_path(self) -> Path:
+        return self.out / "verify.json"
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.out / "metrics.json"
+
+    @property
+    def report_path(self) -> Path:
+        return self.out / "report.html"
+
+
+def run_checks(tb: Tables, self_delivery: bool = True,
+               progress: Progress | None = None) -> dict[str, CheckResult]:
+    """Every check of CONTRACTS section 5, in the contract's order."""
+    runs = {
+        "unexpected": lambda: checks.unexpected(tb),
+        "duplicated": lambda: checks.duplicated(tb),
+        "lost": lambda: checks.lost(tb, self_delivery),
+        "sb_order": lambda: checks.sb_order(tb),
+        "causal_order": lambda: checks.causal_order(tb),
+        "total_order": lambda: checks.total_order(tb),
+        "fifo_order": lambda: checks.fifo_order(tb),
+    }
+    results = {}
+    for name in checks.CHECK_NAMES:
+        if progress is not None:
+            progress.stage(f"check {name}")
+        results[name] = runs[name]()
+    return results
+
+
+def counts(loaded: Loaded, tb: Tables) -> dict[str, int]:
+    """verify.json's counts; this first action also fills the event cache."""
+    row = loaded.events.agg(
+        F.count(F.when(F.col("ok"), 1)).alias("events"),
+        F.count(F.when(~F.col("ok"), 1)).alias("malformed"),
+        F.count(F.when(F.col("ok") & ~F.col("event").isin(*sorted(EVENTS)), 1))
+        .alias("unknown_events"),
+        F.countDistinct(F.when(F.col("ok"), F.struct("run", "node"))).alias("nodes"),
+        F.countDistinct(F.when(F.col("ok"), F.col("run"))).alias("runs"),
+    ).collect()[0]
+    messages = tb.sends.count()
+    return {"events": int(row["events"]), "messages": int(messages), "nodes": int(row["nodes"]),
+            "runs": int(row["runs"]), "malformed": int(row["malformed"]),
+            "unknown_events": int(row["unknown_events"])}
+
+
+def verify_document(results: Mapping[str, CheckResult], counts_: Mapping[str, int]
+                    ) -> dict[str, Any]:
+    valid = all(r.violations == 0 for r in results.values())
+    return {"valid": valid,
+            "checks": {name: results[name].as_dict() for name in checks.CHECK_NAMES},
+            "counts": dict(counts_)}
+
+
+def _timeline(events: DataFrame, run_rows: Sequence[dict[str, Any]],
+              metrics: Mapping[str, Any], node: str | None) -> tuple[list[dict[str, Any]],
+                                                                      str | None, str | None]:
+    """A bounded sample of one node's message events (for the timeline plot)."""
+    if not run_rows:
+        return [], None, None
+    by_node = metrics["delivery_delay"]["by_node"].get("rows") or []
+    if node is None and by_node:
+        worst = max(by_node, key=lambda r: (r.get("p99") or 0.0, r.get("count") or 0))
+        run, node = worst["run"], worst["node"]
+    else:
+        run = run_rows[0]["run"]
+        if node is None:
+            first = (events.filter((F.col("run") == run) & F.col("mid").isNotNull())
+                     .select("node").orderBy("node").limit(1).collect())
+            node = first[0]["node"] if first else None
+        else:
+            hit = (events.filter((F.col("node") == node) & F.col("mid").isNotNull())
+                   .select("run").orderBy("run").limit(1).collect())
+            run = hit[0]["run"] if hit else run
+    if node is None:
+        return [], None, None
+    rows = (events.filter((F.col("run") == run) & (F.col("node") == node)
+                          & F.col("mid").isNotNull()
+                          & F.col("event").isin(*plots._MARKERS))
+            .orderBy("t", "pos").select("t", "event", "mid").limit(TIMELINE_ROWS).collect())
+    return [r.asDict() for r in rows], node, run
+
+
+def analyze(paths: Sequence[str | Path], out: str | Path, master: str | None = None, *,
+            timeline_node: str | None = None, self_delivery: bool = True,
+            tables: str | None = None, spark: SparkSession | None = None,
+            conf: Mapping[str, str] | None = None, progress: bool = True,
+            stop: bool = False) -> AnalysisResult:
+    """Verify and measure the traces under ``paths``; write the results under ``out``.
+
+    ``master``: Spark master URL (default ``local[*]``; ignored when a session is
+    active or given). ``timeline_node``: node whose timeline the report plots
+    (default: the node with the worst p99 delivery delay). ``self_delivery``:
+    whether a sender must deliver its own message (True: S_b delivers locally).
+    ``tables``: where Parquet tables go (default ``out/tables``; on a cluster give
+    a shared path such as ``hdfs://...``, otherwise they are skipped).
+    Raises ``m2mc.errors.ConfigError`` on bad input (missing directory, no trace).
+    """
+    started = time.monotonic()
+    check_inputs(paths)
+    out_dir = Path(out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    session = spark or get_session(master, conf=conf, log_path=out_dir / "spark.log")
+    pr = Progress("analyze", enabled=progress, sc=session.sparkContext)
+    pr.stage("load traces")
+    loaded = load(session, [str(p) for p in paths])
+    tables_at = _tables_location(session, out_dir, tables, pr)
+    try:
+        tb = build(loaded.events)
+        tb.violations_dir = tables_at
+        cnt = counts(loaded, tb)
+        if cnt["events"] == 0:
+            from m2mc.errors import ConfigError
+            raise ConfigError("the trace files hold no well-formed event")
+        results = run_checks(tb, self_delivery, pr)
+        verify = verify_document(results, cnt)
+        (out_dir / "verify.json").write_text(json.dumps(verify, indent=2) + "\n")
+        m = compute(tb, tables_at, pr)
+        try:
+            pr.stage("compare orderings")
+            run_rows = compare.runs(tb.events, tb.group_order, loaded.scopes)
+            info = compare.run_info(session, run_rows)
+            comparison = compare.compare_orderings(m.deliveries, info)
+            comparison["latency_vs_loss"] = compare.latency_vs_loss(m.deliveries, info)
+            comparison["repair_vs_loss"] = compare.repair_vs_loss(
+                m.summary["overhead"]["by_run"], run_rows)
+            metrics = {**m.summary, "comparison": comparison, "runs": run_rows,
+                       "self_delivery": self_delivery}
+            (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+            pr.stage("report")
+            tl_rows, tl_node, tl_run = _timeline(tb.events, run_rows, metrics, timeline_node)
+            pictures = {
+                "delay_by_ordering": plots.delay_by_ordering(m.cdf_delay),
+                "latency_by_ordering": plots.delay_by_ordering(m.cdf_latency,
+                                                               "end-to-end latency"),
+                "latency_vs_loss": plots.latency_vs_loss(comparison["latency_vs_loss"]),
+                "repair_overhead": plots.repair_overhead(comparison["repair_vs_loss"]),
+                "throughput": plots.throughput(m.throughput, metrics["throughput"]["bucket_s"]),
+                "timeline": plots.timeline(tl_rows, tl_node or "", tl_run or ""),
+            }
+            report.write(out_dir / "report.html", verify, metrics, pictures)
+        finally:
+            m.release()
+    finally:
+        loaded.events.unpersist()
+    bad = sum(r.violations for r in results.values())
+    pr.done("valid" if verify["valid"] else f"{bad} violations")
+    timings = dict(pr.timings)
+    timings["total"] = round(time.monotonic() - started, 3)
+    if stop and spark is None:
+        stop_session(session)
+    return AnalysisResult(valid=bool(verify["valid"]), out=out_dir, verify=verify,
+                          metrics=metrics, timings=timings)
+
+
+def _tables_location(spark: SparkSession, out_dir: Path, tables: str | None,
+                     pr: Progress) -> str | None:
+    if tables is not None:
+        return tables.rstrip("/")
+    if is_local(spark.sparkContext.master or ""):
+        return str(out_dir / "tables")
+    pr.note("cluster master and no --tables: Parquet tables skipped "
+            "(give a shared path, e.g. --tables hdfs:///m2mc/tables)")
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class SweepResult:
+    """Outcome of every simulation of a sweep, and the analysis of those that ran."""
+
+    out: Path
+    outcomes: list[TaskOutcome]
+    analysis: AnalysisResult | None
+
+    @property
+    def failed(self) -> list[TaskOutcome]:
+        return [o for o in self.outcomes if not o.ok]
+
+    @property
+    def ok(self) -> bool:
+        """No simulation failed and the traces pass every check."""
+        return not self.failed and self.analysis is not None and self.analysis.valid
+
+
+def sweep(spec: str | Path | SweepSpec, out: str | Path, master: str | None = None, *,
+          runner: Runner | None = None, spark: SparkSession | None = None,
+          conf: Mapping[str, str] | None = None, progress: bool = True, stop: bool = False,
+          timeline_node: str | None = None, self_delivery: bool = True) -> SweepResult:
+    """Run the grid of ``spec`` (a sweep TOML file or a SweepSpec) as Spark tasks, then analyse.
+
+    Writes ``out/runs/<task>/`` (scenario.toml and the trace of each simulation),
+    ``out/sweep.json`` (every task with its seed, parameters, status, error) and
+    everything ``analyze`` writes. ``runner`` replaces ``m2mc sim`` (tests, other
+    simulators); it must be picklable. On a cluster ``out`` must be a directory
+    every executor shares (NFS or similar): each task writes its trace there.
+    """
+    sweep_spec = spec if isinstance(spec, SweepSpec) else parse_spec(spec)
+    out_dir = Path(out)
+    runs_dir = out_dir / "runs"
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    session = spark or get_session(master, conf=conf, log_path=out_dir / "spark.log")
+    sc = session.sparkContext
+    tasks = sweep_spec.tasks()
+    job = functools.partial(run_task, runs_dir=str(runs_dir.resolve()),
+                            timeout=sweep_spec.timeout, runner=runner or sim_runner)
+    rdd = sc.parallelize(tasks, len(tasks))
+    outcomes: list[TaskOutcome] = run_with_bar(
+        sc, f"m2mc-sweep-{id(tasks)}", lambda: rdd.map(job).collect(), len(tasks),
+        f"sweep: {len(tasks)} simulations", enabled=progress)
+    (out_dir / "sweep.json").write_text(
+        json.dumps(outcomes_document(sweep_spec, outcomes), indent=2) + "\n")
+    pr = Progress("sweep", enabled=progress)
+    for o in outcomes:
+        if not o.ok:
+            pr.note(f"FAILED {o.task}: scenario {Path(o.scenario).name} seed {o.seed} "
+                    f"params {json.dumps(o.params, sort_keys=True)}: {o.error}")
+    done = [runs_dir / o.task for o in outcomes if o.ok]
+    analysis = None
+    if done:
+        analysis = analyze(done, out_dir, spark=session, timeline_node=timeline_node,
+                           self_delivery=self_delivery, progress=progress)
+    if stop and spark is None:
+        stop_session(session)
+    return SweepResult(out=out_dir, outcomes=outcomes, analysis=analysis)

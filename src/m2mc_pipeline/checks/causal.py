@@ -1,0 +1,90 @@
+"""``causal_order`` (CONTRACTS section 5), with happened-before taken from the trace.
+
+The protocol's vector clocks are not trusted. A message m sent by s depends on
+everything s had delivered, and everything s had sent, before it sent m
+(Lamport's happened-before restricted to the group). Checking every such pair
+would be quadratic; this check uses the *direct* dependencies only:
+
+- the previous message s sent in the group, and
+- every message s delivered between that previous send and m.
+
+Anything older is a dependency of that previous send, so it is checked through
+it: if n delivers m' before m and deps(m') before m', it delivers deps(m')
+before m. A violation is a node n that delivered m and either delivered a
+direct dependency d after m, or never delivered d although n was a member of
+the group when d was sent (and n did not send d itself). All joins, no UDF.
+"""
+
+from __future__ import annotations
+
+import pyspark.sql.functions as F
+from pyspark.sql import DataFrame, Window
+
+from m2mc_pipeline.checks.base import CheckResult, summarize
+from m2mc_pipeline.tables import Tables, with_order
+
+_SEND, _DELIVER = 1, 0
+
+
+def dependency_edges(tb: Tables) -> DataFrame:
+    """``(run, group, dep, mid)``: dep happened directly before the send of mid."""
+    sends = with_order(tb.sends, tb.group_order, "causal")
+    delivered = with_order(tb.delivered, tb.group_order, "causal")
+    steps = (sends.select("run", F.col("sender").alias("node"), "group", "mid",
+                          F.col("t_send").alias("t"), F.col("pos_send").alias("pos"),
+                          F.lit(_SEND).alias("kind"))
+             .unionByName(delivered.select("run", "node", "group", "mid", "t", "pos",
+                                           F.lit(_DELIVER).alias("kind"))))
+    w = Window.partitionBy("run", "node", "group").orderBy("t", "pos")
+    sent = F.when(F.col("kind") == _SEND, F.col("mid"))
+    steps = (steps
+             .withColumn("next_send", F.first(sent, ignorenulls=True).over(
+                 w.rowsBetween(1, Window.unboundedFollowing)))
+             .withColumn("prev_send", F.last(sent, ignorenulls=True).over(
+                 w.rowsBetween(Window.unboundedPreceding, -1))))
+    after_delivery = (steps.filter((F.col("kind") == _DELIVER) & F.col("next_send").isNotNull())
+                      .select("run", "group", F.col("mid").alias("dep"),
+                              F.col("next_send").alias("mid")))
+    after_send = (steps.filter((F.col("kind") == _SEND) & F.col("prev_send").isNotNull())
+                  .select("run", "group", F.col("prev_send").alias("dep"), "mid"))
+    return after_delivery.unionByName(after_send)
+
+
+def causal_order(tb: Tables) -> CheckResult:
+    delivered = with_order(tb.delivered, tb.group_order, "causal")
+    edges = dependency_edges(tb)
+    at = delivered.select("run", "group", "mid", "node", "key")
+    dep_at = delivered.select("run", "group", F.col("mid").alias("dep"), "node",
+                              F.col("key").alias("dep_key"))
+    candidates = (edges.join(at, ["run", "group", "mid"])
+                  .join(dep_at, ["run", "group", "dep", "node"], "left")
+                  .filter(F.col("dep_key").isNull() | (F.col("dep_key") > F.col("key"))))
+    # A dependency never delivered at n is excused when n could not have had it:
+    # n sent it itself, or n was not a member when it was sent. (A dependency that
+    # was never sent at all is the ``unexpected`` check's business.)
+    dep_send = tb.sends.select("run", "group", F.col("mid").alias("dep"),
+                               F.col("sender").alias("dep_sender"),
+                               F.col("t_send").alias("dep_t_send"))
+    member = tb.intervals.select("run", "node", "group", "join_t", "leave_t")
+    missing = (candidates.filter(F.col("dep_key").isNull())
+               .join(dep_send, ["run", "group", "dep"], "left")
+               .filter(F.col("dep_sender").isNull() | (F.col("dep_sender") != F.col("node")))
+               .join(member, ["run", "node", "group"], "left")
+               .withColumn("was_member", F.col("join_t").isNotNull()
+                           & (F.col("join_t") <= F.col("dep_t_send"))
+                           & (F.col("leave_t").isNull()
+                              | (F.col("dep_t_send") <= F.col("leave_t"))))
+               .groupBy("run", "node", "group", "mid", "dep", "key")
+               .agg(F.max("was_member").alias("was_member"))
+               .filter(F.col("was_member"))
+               .select("run", "node", "group", "mid", "dep", "key",
+                       F.lit(None).cast("struct<t:double,pos:bigint>").alias("dep_key")))
+    late = candidates.filter(F.col("dep_key").isNotNull()).select(
+        "run", "node", "group", "mid", "dep", "key", "dep_key")
+    bad = (late.unionByName(missing).dropDuplicates(["run", "node", "group", "mid", "dep"])
+           .select("run", "node", "group", "mid", "dep",
+                   F.col("key.t").alias("t_deliver"), F.col("dep_key.t").alias("t_dep"),
+                   F.when(F.col("dep_key").isNull(), "dependency never delivered")
+                   .otherwise("dependency delivered after").alias("problem")))
+    return summarize("causal_order", bad, ["run", "node", "t_deliver", "mid", "dep"],
+                     save_to=tb.violations_dir)

@@ -1,0 +1,29 @@
+"""``fifo_order`` (CONTRACTS section 5), for groups whose order is ``fifo``.
+
+Per sender, a node delivers that sender's messages in increasing sequence
+number: with mid ``"<pid>:<seqno>"``, each first delivery at node n of a
+message from pid must carry a greater seqno than the previous first delivery
+at n from the same pid in the group. Gaps are the ``lost`` check's business.
+"""
+
+from __future__ import annotations
+
+import pyspark.sql.functions as F
+from pyspark.sql import Window
+
+from m2mc_pipeline.checks.base import CheckResult, summarize
+from m2mc_pipeline.tables import Tables, mid_origin, mid_seq, with_order
+
+
+def fifo_order(tb: Tables) -> CheckResult:
+    d = (with_order(tb.delivered, tb.group_order, "fifo")
+         .withColumn("origin", mid_origin()).withColumn("seq", mid_seq())
+         .filter(F.col("seq").isNotNull()))
+    w = Window.partitionBy("run", "node", "group", "origin").orderBy("t", "pos")
+    bad = (d.withColumn("prev", F.lag("mid").over(w))
+           .withColumn("prev_seq", F.lag("seq").over(w))
+           .filter(F.col("prev_seq") >= F.col("seq"))
+           .select("run", "node", "group", "mid", F.col("prev").alias("delivered_after"),
+                   F.col("t").alias("t_deliver")))
+    return summarize("fifo_order", bad, ["run", "node", "t_deliver", "mid"],
+                     save_to=tb.violations_dir)

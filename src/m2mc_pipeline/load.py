@@ -1,0 +1,265 @@
+"""Find trace files under the input directories and load them as one DataFrame.
+
+Inputs (CONTRACTS section 4): ``*.jsonl`` (also ``*.jsonl.gz``) or ``*.parquet``
+files anywhere under each directory, plus ``run.json`` describing the run.
+Local directories are listed here; remote ones (``hdfs://``, ``s3a://``, ...)
+are listed by Spark itself. Each directory that holds a ``run.json`` is a
+*scope*: its trace files (and those below it, down to the next ``run.json``)
+carry the scope's number, so run metadata (scenario, seed, parameters) can be
+attached to the runs found in it without collecting any event.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyspark.sql.functions as F
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import IntegerType
+
+from m2mc.errors import ConfigError
+from m2mc_pipeline.schema import COLUMNS, POS, TRACE_SCHEMA
+
+_REMOTE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
+_TRACE_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet")
+# Above this many scopes, scopes are not tagged per row (one read instead of a union).
+_MAX_SCOPES = 256
+SCOPE = "scope"
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """One directory with its run.json (``meta`` is empty when there is none)."""
+
+    index: int
+    path: str
+    meta: dict[str, Any]
+    jsonl: tuple[str, ...] = ()
+    parquet: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class Loaded:
+    """The loaded trace: every event (``events``, cached) and where it came from."""
+
+    events: DataFrame
+    scopes: list[Scope] = field(default_factory=list)
+    input_bytes: int = 0
+
+
+def is_remote(path: str) -> bool:
+    return bool(_REMOTE.match(path)) and not path.startswith("file://")
+
+
+def _local_path(path: str) -> Path:
+    return Path(path[len("file://"):]) if path.startswith("file://") else Path(path)
+
+
+def _is_trace_file(p: Path) -> bool:
+    return p.name.endswith(_TRACE_SUFFIXES) and (p.is_file() or p.is_dir())
+
+
+def _read_meta(path: Path) -> dict[str, Any]:
+    try:
+        meta = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: not a readable JSON run description ({exc})") from exc
+    if not isinstance(meta, dict):
+        raise ConfigError(f"{path}: run.json must hold a JSON object")
+    return meta
+
+
+def discover_local(root: Path, first_index: int) -> list[Scope]:
+    """Scopes under one local directory: trace files grouped by their nearest run.json."""
+    if not root.exists():
+        raise ConfigError(f"no such directory: {root}")
+    if root.is_file():
+        if not _is_trace_file(root):
+            raise ConfigError(f"{root}: not a trace file (*.jsonl or *.parquet)")
+        files = [root]
+        base = root.parent
+    else:
+        base = root
+        files = []
+        # A directory named *.parquet (Spark's output) is one trace; do not descend into it.
+        stack = [root]
+        while stack:
+            d = stack.pop()
+            for child in sorted(d.iterdir()):
+                if _is_trace_file(child):
+                    files.append(child)
+                elif child.is_dir():
+                    stack.append(child)
+    if not files:
+        raise ConfigError(f"no trace files (*.jsonl, *.parquet) under {root}")
+    grouped: dict[Path, list[Path]] = {}
+    for f in sorted(files):
+        scope_dir = _nearest_run_json(f.parent, base)
+        grouped.setdefault(scope_dir, []).append(f)
+    scopes = []
+    for i, (scope_dir, group) in enumerate(sorted(grouped.items())):
+        run_json = scope_dir / "run.json"
+        meta = _read_meta(run_json) if run_json.is_file() else {}
+        scopes.append(Scope(
+            index=first_index + i, path=str(scope_dir), meta=meta,
+            jsonl=tuple(str(f) for f in group if not f.name.endswith(".parquet")),
+            parquet=tuple(str(f) for f in group if f.name.endswith(".parquet")),
+        ))
+    return scopes
+
+
+def _nearest_run_json(d: Path, base: Path) -> Path:
+    cur = d
+    while True:
+        if (cur / "run.json").is_file():
+            return cur
+        if cur == base or cur.parent == cur:
+            return base
+        cur = cur.parent
+
+
+def _size(paths: Sequence[str]) -> int:
+    total = 0
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            total += sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+        else:
+            total += path.stat().st_size
+    return total
+
+
+def _normalize(df: DataFrame) -> DataFrame:
+    """Select the schema's columns with the schema's types; absent columns become null."""
+    cols = []
+    present = set(df.columns)
+    for f in TRACE_SCHEMA.fields:
+        c = F.col(f"`{f.name}`").cast(f.dataType) if f.name in present else F.lit(None).cast(
+            f.dataType)
+        cols.append(c.alias(f.name))
+    return df.select(*cols)
+
+
+def _read_jsonl(spark: SparkSession, paths: Sequence[str], recursive: bool = False) -> DataFrame:
+    reader = spark.read.schema(TRACE_SCHEMA).option("mode", "PERMISSIVE")
+    if recursive:
+        reader = reader.option("recursiveFileLookup", "true").option("pathGlobFilter", "*.jsonl")
+    return reader.json(list(paths))
+
+
+def _read_parquet(spark: SparkSession, paths: Sequence[str], recursive: bool = False
+                  ) -> DataFrame:
+    reader = spark.read.option("mergeSchema", "true")
+    if recursive:
+        reader = reader.option("recursiveFileLookup", "true").option("pathGlobFilter",
+                                                                     "*.parquet")
+    try:
+        return _normalize(reader.parquet(*paths))
+    except AnalysisException as exc:
+        raise ConfigError(f"cannot read Parquet trace {paths[0]}...: "
+                          f"{str(exc).splitlines()[0]}") from exc
+
+
+def _scope_frame(spark: SparkSession, scope: Scope, tag: bool) -> DataFrame:
+    parts = []
+    if scope.jsonl:
+        parts.append(_read_jsonl(spark, scope.jsonl))
+    if scope.parquet:
+        parts.append(_read_parquet(spark, scope.parquet))
+    df = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+    return df.withColumn(SCOPE, F.lit(scope.index if tag else None).cast(IntegerType()))
+
+
+def _remote_frames(spark: SparkSession, path: str, index: int) -> tuple[DataFrame, Scope]:
+    parts: list[DataFrame] = []
+    for read in (_read_jsonl, _read_parquet):
+        try:
+            parts.append(read(spark, [path], True))
+        except (AnalysisException, ConfigError) as exc:
+            if "PATH_NOT_FOUND" in str(exc) or "does not exist" in str(exc):
+                raise ConfigError(f"no such directory: {path}") from exc
+            # No file of that kind there: Spark cannot infer or read an empty set.
+    if not parts:
+        raise ConfigError(f"no trace files (*.jsonl, *.parquet) under {path}")
+    meta: dict[str, Any] = {}
+    try:
+        rows = spark.read.option("multiLine", "true").json(path.rstrip("/") + "/run.json").collect()
+        if rows:
+            meta = rows[0].asDict(recursive=True)
+    except AnalysisException:
+        pass
+    df = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+    return (df.withColumn(SCOPE, F.lit(index).cast(IntegerType())),
+            Scope(index=index, path=path, meta=meta))
+
+
+def check_inputs(paths: Sequence[str | Path]) -> None:
+    """Fail fast (before Spark starts) on a missing local directory or one without traces."""
+    if not paths:
+        raise ConfigError("no input directory given")
+    for raw in paths:
+        if not is_remote(str(raw)):
+            discover_local(_local_path(str(raw)), 0)
+
+
+def load(spark: SparkSession, paths: Sequence[str | Path]) -> Loaded:
+    """Read every trace under ``paths`` into one cached DataFrame.
+
+    Columns: the schema's (CONTRACTS section 4), ``pos`` (the event's place in its
+    input, to break ties in ``t`` at one node), ``scope`` (which run.json
+    describes it) and ``ok`` (false for a malformed row: no run, node, event or t).
+    """
+    if not paths:
+        raise ConfigError("no input directory given")
+    scopes: list[Scope] = []
+    frames: list[DataFrame] = []
+    input_bytes = 0
+    local_scopes: list[Scope] = []
+    for raw in paths:
+        p = str(raw)
+        if is_remote(p):
+            df, scope = _remote_frames(spark, p, len(scopes) + len(local_scopes))
+            frames.append(df)
+            scopes.append(scope)
+        else:
+            found = discover_local(_local_path(p), len(scopes) + len(local_scopes))
+            local_scopes.extend(found)
+    if local_scopes:
+        for s in local_scopes:
+            input_bytes += _size(s.jsonl) + _size(s.parquet)
+        if len(local_scopes) <= _MAX_SCOPES:
+            frames.extend(_scope_frame(spark, s, True) for s in local_scopes)
+        else:
+            merged = Scope(index=-1, path="", meta={},
+                           jsonl=tuple(f for s in local_scopes for f in s.jsonl),
+                           parquet=tuple(f for s in local_scopes for f in s.parquet))
+            frames.append(_scope_frame(spark, merged, False))
+        scopes.extend(local_scopes)
+    df = frames[0]
+    for other in frames[1:]:
+        df = df.unionByName(other)
+    _size_shuffles(spark, input_bytes)
+    ok = (F.col("run").isNotNull() & F.col("node").isNotNull() & F.col("event").isNotNull()
+          & F.col("t").isNotNull() & ~F.isnan("t"))
+    events = df.select(*COLUMNS, SCOPE, F.monotonically_increasing_id().alias(POS),
+                       ok.alias("ok"))
+    return Loaded(events=events.cache(), scopes=scopes, input_bytes=input_bytes)
+
+
+def _size_shuffles(spark: SparkSession, input_bytes: int) -> None:
+    """Few shuffle partitions for small traces (tasks cost more than data), more for big."""
+    if not input_bytes:
+        return
+    master = spark.sparkContext.master or ""
+    if not master.startswith("local"):
+        return
+    parallelism = spark.sparkContext.defaultParallelism
+    wanted = max(parallelism, math.ceil(input_bytes / (64 << 20)))
+    spark.conf.set("spark.sql.shuffle.partitions", str(min(wanted, 4 * parallelism, 400)))

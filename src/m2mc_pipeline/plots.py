@@ -1,0 +1,154 @@
+"""The report's plots, drawn from small summaries (never raw events) as PNG bytes.
+
+matplotlib's object API (``Figure``) is used without pyplot: no global state,
+no GUI backend, safe to call from any thread.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from matplotlib.figure import Figure
+
+ORDER_COLORS = {"sb": "#1b9e77", "causal": "#d95f02", "total": "#7570b3", "fifo": "#e7298a",
+                "none": "#666666"}
+
+
+def _png(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def _color(order: str) -> str:
+    return ORDER_COLORS.get(order, "#444444")
+
+
+def delay_by_ordering(cdfs: Mapping[str, Sequence[float]], what: str = "delivery delay"
+                      ) -> bytes | None:
+    """Distribution (CDF from 100 quantiles) per ordering."""
+    if not cdfs:
+        return None
+    fig = Figure(figsize=(7, 4))
+    ax = fig.add_subplot()
+    for order in sorted(cdfs):
+        qs = list(cdfs[order])
+        probs = [(i + 1) / len(qs) for i in range(len(qs))]
+        ax.step(qs, probs, where="post", label=order, color=_color(order))
+    ax.set_xlabel(f"{what} (s)")
+    ax.set_ylabel("fraction of deliveries")
+    ax.set_title(f"{what} by ordering")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    if all(q >= 0 for qs in cdfs.values() for q in qs) and max(max(q) for q in cdfs.values()) > 0:
+        ax.set_xscale("symlog", linthresh=1e-3)
+    return _png(fig)
+
+
+def latency_vs_loss(rows: Sequence[Mapping[str, Any]]) -> bytes | None:
+    """p50 (solid) and p99 (dashed) latency against the loss rate, per ordering."""
+    if not rows or len({r["loss"] for r in rows}) < 2:
+        return None
+    fig = Figure(figsize=(7, 4))
+    ax = fig.add_subplot()
+    for order in sorted({r["order"] for r in rows}):
+        pts = sorted((r["loss"], r["p50"], r["p99"]) for r in rows if r["order"] == order)
+        xs = [p[0] for p in pts]
+        ax.plot(xs, [p[1] for p in pts], marker="o", color=_color(order), label=f"{order} p50")
+        ax.plot(xs, [p[2] for p in pts], marker="x", linestyle="--", color=_color(order),
+                label=f"{order} p99")
+    ax.set_xlabel("packet loss rate")
+    ax.set_ylabel("latency (s)")
+    ax.set_title("end-to-end latency against loss")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    return _png(fig)
+
+
+def repair_overhead(rows: Sequence[Mapping[str, Any]]) -> bytes | None:
+    """Repair requests and packets per application message: against loss, else per run."""
+    rows = [r for r in rows if r.get("packets_per_message") is not None
+            or r.get("requests_per_message") is not None]
+    if not rows:
+        return None
+    fig = Figure(figsize=(7, 4))
+    ax = fig.add_subplot()
+    with_loss = [r for r in rows if r.get("loss") is not None]
+    if len({r["loss"] for r in with_loss}) >= 2:
+        for order in sorted({str(r["order"]) for r in with_loss}):
+            pts = [r for r in with_loss if str(r["order"]) == order]
+            ax.scatter([r["loss"] for r in pts], [r["requests_per_message"] or 0 for r in pts],
+                       color=_color(order), label=f"{order} requests/msg", marker="o")
+            ax.scatter([r["loss"] for r in pts], [r["packets_per_message"] or 0 for r in pts],
+                       color=_color(order), label=f"{order} packets/msg", marker="^")
+        ax.set_xlabel("packet loss rate")
+    else:
+        shown = rows[:40]
+        xs = range(len(shown))
+        ax.bar([x - 0.2 for x in xs], [r["requests_per_message"] or 0 for r in shown], 0.4,
+               label="repair requests / msg")
+        ax.bar([x + 0.2 for x in xs], [r["packets_per_message"] or 0 for r in shown], 0.4,
+               label="packets / msg")
+        ax.set_xticks(list(xs), [str(r["run"]) for r in shown], rotation=60, fontsize="small")
+        ax.set_xlabel("run")
+    ax.set_ylabel("per application message")
+    ax.set_title("repair overhead")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    return _png(fig)
+
+
+_MARKERS = {"send": ("s", "#1f77b4"), "recv": ("o", "#ff7f0e"), "deliver": ("D", "#2ca02c"),
+            "dup": ("x", "#7f7f7f"), "nack": ("v", "#d62728"), "retransmit": ("^", "#9467bd"),
+            "sync_req": ("<", "#8c564b"), "sync_resp": (">", "#e377c2")}
+
+
+def timeline(rows: Sequence[Mapping[str, Any]], node: str, run: str) -> bytes | None:
+    """One node's message events over time: a row per message, recv-to-deliver as a bar."""
+    rows = [r for r in rows if r.get("mid")]
+    if not rows:
+        return None
+    mids: list[str] = []
+    for r in rows:
+        if r["mid"] not in mids:
+            mids.append(r["mid"])
+    y = {m: i for i, m in enumerate(mids)}
+    fig = Figure(figsize=(8, max(3.0, 0.22 * len(mids) + 1)))
+    ax = fig.add_subplot()
+    recv = {r["mid"]: r["t"] for r in rows if r["event"] == "recv"}
+    for r in rows:
+        if r["event"] == "deliver" and r["mid"] in recv:
+            ax.plot([recv[r["mid"]], r["t"]], [y[r["mid"]]] * 2, color="#bbbbbb", zorder=1)
+    for event, (marker, color) in _MARKERS.items():
+        pts = [r for r in rows if r["event"] == event]
+        if pts:
+            ax.scatter([r["t"] for r in pts], [y[r["mid"]] for r in pts], marker=marker,
+                       color=color, label=event, zorder=2, s=22)
+    ax.set_yticks(range(len(mids)), mids, fontsize="x-small")
+    ax.invert_yaxis()
+    ax.set_xlabel("t (s)")
+    ax.set_title(f"message timeline at node {node} (run {run})")
+    ax.grid(alpha=0.3, axis="x")
+    ax.legend(fontsize="small", loc="lower right")
+    return _png(fig)
+
+
+def throughput(rows: Sequence[Mapping[str, Any]], width: float, max_runs: int = 6
+               ) -> bytes | None:
+    if not rows:
+        return None
+    fig = Figure(figsize=(7, 3.5))
+    ax = fig.add_subplot()
+    runs = sorted({r["run"] for r in rows})[:max_runs]
+    for run in runs:
+        pts = [r for r in rows if r["run"] == run]
+        ax.step([r["t_start"] for r in pts], [r["deliveries"] / width for r in pts],
+                where="post", label=str(run))
+    ax.set_xlabel("t (s)")
+    ax.set_ylabel("deliveries / s")
+    ax.set_title(f"throughput (buckets of {width:g}s)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    return _png(fig)

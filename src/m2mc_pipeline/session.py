@@ -1,0 +1,120 @@
+"""The SparkSession the pipeline runs on: quiet, embedded by default, any master on request.
+
+Spark writes a lot to the terminal (launcher banners, log4j warnings, JVM
+notices). None of it is for the user: the JVM's stdout and stderr go to a log
+file, log4j is set to WARN, and the pipeline prints its own progress lines.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+
+from pyspark import SparkConf, SparkContext
+from pyspark.java_gateway import launch_gateway
+from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[*]"
+DEFAULT_DRIVER_MEMORY = "4g"
+
+_LOG4J2 = """\
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
+logger.hadoop.name = org.apache.hadoop
+logger.hadoop.level = error
+logger.parquet.name = org.apache.parquet
+logger.parquet.level = error
+"""
+
+# pandas 3 makes PySpark print a FutureWarning at import; it is not the user's concern.
+warnings.filterwarnings("ignore", message=".*PySpark does not yet fully support pandas.*")
+
+
+def _log4j_file() -> Path:
+    path = Path(tempfile.gettempdir()) / "m2mc-spark-log4j2.properties"
+    if not path.exists() or path.read_text() != _LOG4J2:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(_LOG4J2)
+        tmp.replace(path)
+    return path
+
+
+def is_local(master: str) -> bool:
+    return master.startswith("local")
+
+
+def build_conf(master: str | None = None, app_name: str = "m2mc-pipeline",
+               conf: Mapping[str, str] | None = None) -> SparkConf:
+    """The Spark configuration of a pipeline session (before any JVM starts)."""
+    master = master or os.environ.get("M2MC_SPARK_MASTER") or DEFAULT_MASTER
+    log4j = _log4j_file()
+    c = SparkConf()
+    c.setMaster(master).setAppName(app_name)
+    c.set("spark.ui.enabled", "false")
+    c.set("spark.ui.showConsoleProgress", "false")
+    c.set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
+    c.set("spark.executor.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
+    c.set("spark.sql.session.timeZone", "UTC")
+    c.set("spark.sql.adaptive.enabled", "true")
+    if is_local(master):
+        # Embedded: bind to loopback only, and size shuffles for one machine.
+        c.set("spark.driver.host", "127.0.0.1")
+        c.set("spark.driver.bindAddress", "127.0.0.1")
+        c.set("spark.driver.memory",
+              os.environ.get("M2MC_SPARK_DRIVER_MEMORY", DEFAULT_DRIVER_MEMORY))
+        cores = os.cpu_count() or 2
+        c.set("spark.sql.shuffle.partitions", str(max(4, 2 * cores)))
+        c.set("spark.default.parallelism", str(max(2, cores)))
+    for key, value in (conf or {}).items():
+        c.set(key, value)
+    return c
+
+
+def get_session(master: str | None = None, *, app_name: str = "m2mc-pipeline",
+                conf: Mapping[str, str] | None = None,
+                log_path: str | os.PathLike[str] | None = None) -> SparkSession:
+    """Return the active SparkSession, or start a quiet one on ``master``.
+
+    An active session (a test fixture, ``spark-submit``, the caller's own) is
+    reused as is. Otherwise the JVM is launched with its output sent to
+    ``log_path`` (default: a file in the temp directory), so the terminal only
+    shows the pipeline's own progress.
+    """
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    spark_conf = build_conf(master, app_name, conf)
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # under spark-submit: the JVM exists already
+        spark = SparkSession.builder.config(conf=spark_conf).getOrCreate()
+        spark.sparkContext.setLogLevel("WARN")
+        return spark
+    if is_local(spark_conf.get("spark.master") or DEFAULT_MASTER):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        # Embedded workers run this interpreter, so they import what the driver imports.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    gateway = None
+    if SparkContext._gateway is None:  # type: ignore[attr-defined]
+        log = (Path(log_path) if log_path
+               else Path(tempfile.gettempdir()) / f"m2mc-spark-{os.getpid()}.log")
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "ab") as sink:
+            gateway = launch_gateway(  # type: ignore[no-untyped-call]
+                spark_conf, popen_kwargs={"stdout": sink, "stderr": sink})
+    # A JVM left by a stopped session is reused (its launch options stay as they were).
+    sc = SparkContext(conf=spark_conf, gateway=gateway)
+    sc.setLogLevel("WARN")
+    return SparkSession.builder.getOrCreate()
+
+
+def stop_session(spark: SparkSession) -> None:
+    """Stop the session; the JVM stays up and a later get_session() reuses it."""
+    spark.stop()

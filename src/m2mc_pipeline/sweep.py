@@ -1,0 +1,222 @@
+"""Parameter sweeps of the simulator, one Spark task per simulation.
+
+A sweep file (TOML) names scenarios, seeds and a grid of parameters::
+
+    scenarios = ["chat.toml"]          # relative to the sweep file; or scenario = "..."
+    seeds = [1, 2, 3]                  # or seeds = 3, meaning 1, 2, 3
+    timeout = 600                      # seconds per simulation (default 600)
+
+    [grid]                             # dotted paths into the scenario TOML
+    "network.loss" = [0.0, 0.05, 0.1]
+    "group.size" = [4, 8]
+    "chat.reply_probability" = [0.3]
+    "group.ordering" = ["sb", "causal", "total"]
+
+Every combination (scenario x seed x grid point) is one task. A task writes
+the scenario with its parameters applied, runs ``m2mc sim SCENARIO --seed N
+--out DIR`` (CONTRACTS section 3) into ``OUT/runs/<task>/``, and records the
+parameters in that run's ``run.json``. Then the whole set is analysed. A failed
+simulation is reported with its seed; it does not stop the others.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from m2mc.errors import ConfigError
+
+# A runner runs one simulation: (scenario file, seed, output dir, timeout) -> None,
+# raising on failure. It runs inside a Spark task, so it must be picklable.
+Runner = Callable[[Path, int, Path, float], None]
+
+_SIM_MAIN = "import sys; from m2mc.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+@dataclass(frozen=True, slots=True)
+class SweepTask:
+    task: str
+    scenario: str
+    seed: int
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskOutcome:
+    task: str
+    scenario: str
+    seed: int
+    params: dict[str, Any]
+    ok: bool
+    seconds: float
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SweepSpec:
+    scenarios: tuple[str, ...]
+    seeds: tuple[int, ...]
+    grid: dict[str, tuple[Any, ...]]
+    timeout: float = 600.0
+
+    def tasks(self) -> list[SweepTask]:
+        keys = sorted(self.grid)
+        points = list(itertools.product(*(self.grid[k] for k in keys))) if keys else [()]
+        out: list[SweepTask] = []
+        for scenario in self.scenarios:
+            for point in points:
+                for seed in self.seeds:
+                    n = len(out)
+                    out.append(SweepTask(task=f"t{n:05d}", scenario=scenario, seed=seed,
+                                         params=dict(zip(keys, point, strict=True))))
+        return out
+
+
+def parse_spec(path: str | Path) -> SweepSpec:
+    """Read a sweep file; every mistake is a ConfigError naming the field."""
+    p = Path(path)
+    try:
+        doc = tomllib.loads(p.read_text())
+    except FileNotFoundError as exc:
+        raise ConfigError(f"no such sweep file: {p}") from exc
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{p}: {exc}") from exc
+    return spec_from_dict(doc, base=p.parent)
+
+
+def spec_from_dict(doc: Mapping[str, Any], base: Path = Path(".")) -> SweepSpec:
+    scen = doc.get("scenarios", doc.get("scenario"))
+    if isinstance(scen, str):
+        scen = [scen]
+    if not isinstance(scen, list) or not scen or not all(isinstance(s, str) for s in scen):
+        raise ConfigError("sweep: 'scenarios' must be a non-empty list of scenario files")
+    scenarios = []
+    for s in scen:
+        sp = (base / s) if not Path(s).is_absolute() else Path(s)
+        if not sp.is_file():
+            raise ConfigError(f"sweep: no such scenario file: {sp}")
+        scenarios.append(str(sp.resolve()))
+    seeds_raw = doc.get("seeds", 1)
+    if isinstance(seeds_raw, int) and not isinstance(seeds_raw, bool) and seeds_raw > 0:
+        seeds = tuple(range(1, seeds_raw + 1))
+    elif (isinstance(seeds_raw, list) and seeds_raw
+          and all(isinstance(x, int) and not isinstance(x, bool) for x in seeds_raw)):
+        seeds = tuple(seeds_raw)
+    else:
+        raise ConfigError("sweep: 'seeds' must be a positive integer or a list of integers")
+    grid_raw = doc.get("grid", {})
+    if not isinstance(grid_raw, dict):
+        raise ConfigError("sweep: [grid] must be a table of parameter = [values]")
+    grid: dict[str, tuple[Any, ...]] = {}
+    for k, v in _flatten(grid_raw).items():
+        values = v if isinstance(v, list) else [v]
+        if not values:
+            raise ConfigError(f"sweep: grid parameter {k!r} has no value")
+        grid[k] = tuple(values)
+    timeout = doc.get("timeout", 600)
+    if not isinstance(timeout, int | float) or timeout <= 0:
+        raise ConfigError("sweep: 'timeout' must be a positive number of seconds")
+    unknown = set(doc) - {"scenarios", "scenario", "seeds", "grid", "timeout"}
+    if unknown:
+        raise ConfigError(f"sweep: unknown field(s): {', '.join(sorted(unknown))}")
+    return SweepSpec(scenarios=tuple(scenarios), seeds=seeds, grid=grid, timeout=float(timeout))
+
+
+def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"network": {"loss": [..]}}`` and ``{"network.loss": [..]}`` mean the same."""
+    out: dict[str, Any] = {}
+    for k, v in table.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def apply_params(scenario: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``scenario`` with each dotted-path parameter set (tables created as needed)."""
+    doc: dict[str, Any] = json.loads(json.dumps(scenario))
+    for path, value in params.items():
+        node = doc
+        parts = path.split(".")
+        for part in parts[:-1]:
+            nxt = node.setdefault(part, {})
+            if not isinstance(nxt, dict):
+                raise ConfigError(f"sweep: {path!r}: {part!r} is not a table in the scenario")
+            node = nxt
+        node[parts[-1]] = value
+    return doc
+
+
+def sim_runner(scenario: Path, seed: int, out: Path, timeout: float) -> None:
+    """Run ``m2mc sim`` in a child process (the Python of this Spark worker)."""
+    cmd = [sys.executable, "-c", _SIM_MAIN, "sim", str(scenario), "--seed", str(seed),
+           "--out", str(out)]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise RuntimeError(f"timed out after {timeout:g}s") from exc
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout or "").strip().splitlines()
+        raise RuntimeError(f"m2mc sim exited {done.returncode}: "
+                           f"{lines[-1] if lines else 'no output'}")
+
+
+def run_task(task: SweepTask, runs_dir: str, timeout: float, runner: Runner) -> TaskOutcome:
+    """One sweep task (runs inside a Spark task). Never raises: failures are outcomes."""
+    import tomli_w
+
+    started = time.monotonic()
+    where = Path(runs_dir) / task.task
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        base = tomllib.loads(Path(task.scenario).read_text())
+        scenario_file = where / "scenario.toml"
+        scenario_file.write_text(tomli_w.dumps(apply_params(base, task.params)))
+        runner(scenario_file, task.seed, where / "trace", timeout)
+        _annotate(where, task)
+        return TaskOutcome(task.task, task.scenario, task.seed, task.params, True,
+                           round(time.monotonic() - started, 3))
+    except Exception as exc:  # a failed simulation is reported, not fatal to the sweep
+        return TaskOutcome(task.task, task.scenario, task.seed, task.params, False,
+                           round(time.monotonic() - started, 3),
+                           f"{type(exc).__name__}: {exc}")
+
+
+def _annotate(where: Path, task: SweepTask) -> None:
+    """Record the task's parameters in the run.json that describes its trace."""
+    found = sorted(where.rglob("run.json"))
+    target = found[0] if found else where / "trace" / "run.json"
+    meta: dict[str, Any] = {}
+    if target.is_file():
+        try:
+            loaded = json.loads(target.read_text())
+            meta = loaded if isinstance(loaded, dict) else {}
+        except ValueError:
+            meta = {}
+    meta.setdefault("scenario", Path(task.scenario).stem)
+    meta.setdefault("seed", task.seed)
+    meta["params"] = dict(task.params)
+    meta["sweep_task"] = task.task
+    for key, value in task.params.items():
+        short = key.rsplit(".", 1)[-1]
+        if short in ("loss", "ordering"):
+            meta[short] = value
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+
+
+def outcomes_document(spec: SweepSpec, outcomes: Sequence[TaskOutcome]) -> dict[str, Any]:
+    return {"tasks": len(outcomes), "failed": sum(not o.ok for o in outcomes),
+            "scenarios": list(spec.scenarios), "seeds": list(spec.seeds),
+            "grid": {k: list(v) for k, v in spec.grid.items()},
+            "outcomes": [asdict(o) for o in outcomes]}

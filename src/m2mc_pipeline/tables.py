@@ -1,0 +1,85 @@
+"""Derived tables every check and metric starts from (all lazy DataFrames).
+
+Naming: ``key`` is ``struct(t, pos)``, the order of events at one node (time,
+then place in the file); Spark compares structs field by field, so
+``a.key < b.key`` means "a happened before b at that node".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyspark.sql.functions as F
+from pyspark.sql import Column, DataFrame
+
+from m2mc_pipeline.membership import crashed_for_good, membership_intervals
+from m2mc_pipeline.schema import CRASH, DELIVER, JOIN, LEAVE, RECV, RESTART, SEND
+
+# "<pid>:<seqno>" (CONTRACTS section 4): origin and sequence number of a message.
+_MID = r"^(.*):([0-9]+)$"
+
+
+def key(prefix: str = "") -> Column:
+    return F.struct(F.col(f"{prefix}t").alias("t"), F.col(f"{prefix}pos").alias("pos"))
+
+
+def mid_origin(col: str = "mid") -> Column:
+    return F.regexp_extract(F.col(col), _MID, 1)
+
+
+def mid_seq(col: str = "mid") -> Column:
+    seq = F.regexp_extract(F.col(col), _MID, 2)
+    return F.when(seq == "", None).otherwise(seq.cast("long"))
+
+
+@dataclass(slots=True)
+class Tables:
+    """The trace, cut into the shapes the checks use."""
+
+    events: DataFrame        # well-formed events (schema + pos + scope)
+    sends: DataFrame         # one row per (run, group, mid): sender, t_send, pos_send, parent
+    delivered: DataFrame     # one row per (run, node, group, mid): n, t, pos, key, gseq range
+    recvd: DataFrame         # first recv per (run, node, group, mid): t_recv
+    group_order: DataFrame   # (run, group, order): the ordering each group asked for
+    intervals: DataFrame     # membership (run, node, group, join_t, leave_t or null)
+    gone: DataFrame          # nodes that crashed for good: (run, node, crash_t)
+    violations_dir: str | None = None  # where checks write their violations (Parquet)
+
+
+def build(events: DataFrame) -> Tables:
+    ev = events.filter("ok")
+    sends = (ev.filter(F.col("event") == SEND).filter(F.col("mid").isNotNull())
+             .select("run", "group", "mid", F.col("node").alias("sender"),
+                     F.col("t").alias("t_send"), F.col("pos").alias("pos_send"),
+                     "parent", F.col("order").alias("send_order"), "bytes")
+             .dropDuplicates(["run", "group", "mid"]))
+    delivered = (ev.filter(F.col("event") == DELIVER).filter(F.col("mid").isNotNull())
+                 .groupBy("run", "node", "group", "mid")
+                 .agg(F.count(F.lit(1)).alias("n"),
+                      F.min(key()).alias("key"),
+                      F.min("gseq").alias("gseq"),
+                      F.max("gseq").alias("gseq_max"))
+                 .select("run", "node", "group", "mid", "n", "key",
+                         F.col("key.t").alias("t"), F.col("key.pos").alias("pos"),
+                         "gseq", "gseq_max"))
+    recvd = (ev.filter(F.col("event") == RECV).filter(F.col("mid").isNotNull())
+             .groupBy("run", "node", "group", "mid")
+             .agg(F.min("t").alias("t_recv")))
+    group_order = (ev.filter(F.col("order").isNotNull() & F.col("group").isNotNull())
+                   .groupBy("run", "group")
+                   .agg(F.min("order").alias("order"),
+                        F.countDistinct("order").alias("orders")))
+    membership = ev.filter(F.col("event").isin(JOIN, LEAVE) & F.col("group").isNotNull())
+    lifecycle = ev.filter(F.col("event").isin(CRASH, RESTART))
+    return Tables(events=ev, sends=sends, delivered=delivered, recvd=recvd,
+                  group_order=group_order, intervals=membership_intervals(membership),
+                  gone=crashed_for_good(lifecycle))
+
+
+def with_order(df: DataFrame, group_order: DataFrame, wanted: str) -> DataFrame:
+    """Keep the rows of ``df`` whose group asked for ordering ``wanted``."""
+    groups = group_order.filter(F.col("order") == wanted).select("run", "group")
+    return df.join(F.broadcast(groups), ["run", "group"], "left_semi")
+
+
+__all__ = ["Tables", "build", "key", "mid_origin", "mid_seq", "with_order"]
