@@ -1,0 +1,312 @@
+"""GroupAuth: seal and open the messages of a keyed group (sans-IO, pure).
+
+A sealed message is ``prefix | auth header | body | tag`` (docs/security.md):
+
+    offset  size  field
+    0       1     auth version (1)
+    1       1     suite: 1 HMAC-SHA256 tag truncated to 16 bytes (integrity only),
+                  2 AES-256-GCM, 3 ChaCha20-Poly1305 (integrity and confidentiality)
+    2       1     key id (lets a group roll its key over without a flag day)
+    3       1     sender id length L, 1..64
+    4       L     sender id, UTF-8
+    4+L     8     counter, big-endian, +1 per message the sender seals for this group
+    12+L    n     body (ciphertext under an AEAD suite)
+    end-16  16    tag
+
+``prefix`` is the caller's cleartext header (the group layer's 13 bytes: magic,
+version, group tag, kind, flags). The tag covers prefix, auth header and body,
+so no bit of the message can change unnoticed. Subkeys come from the group key
+with HKDF-SHA256, bound to the group id, one for the MAC and one for the AEAD:
+a key shared by two groups gives unrelated subkeys, and a message of one group
+never verifies in another. The AEAD nonce is the first 12 bytes of SHA-256 over
+the auth header, unique as long as no (sender, counter) is sealed twice under a
+key: ``counter_start`` must never go backwards for a sender id (drivers start
+it at the wall clock in microseconds, :func:`counter_start_at`).
+
+After the tag verifies, the sender's counter passes a sliding replay window
+(:mod:`m2mc.security.replay`). Every refusal raises a subclass of
+:class:`~m2mc.security.errors.AuthError` (a DecodeError) and is counted in
+:attr:`GroupAuth.stats`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any, NoReturn
+
+from m2mc.errors import ConfigError
+from m2mc.security.errors import (
+    BadTagError,
+    MalformedAuthError,
+    ReplayError,
+    StaleError,
+    UnauthenticatedError,
+    UnknownKeyError,
+)
+from m2mc.security.keys import KEY_MAX, KEY_MIN, hkdf_sha256
+from m2mc.security.replay import ReplayTable, Verdict
+
+__all__ = ["AUTH_VERSION", "TAG_SIZE", "AuthConfig", "AuthStats", "GroupAuth", "Opened", "Suite",
+           "counter_start_at", "overhead"]
+
+AUTH_VERSION = 1
+TAG_SIZE = 16
+MAX_SENDER = 64
+MAX_COUNTER = (1 << 64) - 1
+_FIXED = struct.Struct(">BBBB")  # version, suite, key id, sender length
+_COUNTER = struct.Struct(">Q")
+_MAC_INFO = b"m2mc-auth-v1 mac\x00"
+_ENC_INFO = b"m2mc-auth-v1 enc\x00"
+_NONCE_LABEL = b"m2mc-nonce-v1\x00"
+
+
+class Suite(IntEnum):
+    HMAC_SHA256 = 1
+    AES_256_GCM = 2
+    CHACHA20_POLY1305 = 3
+
+
+SUITE_NAMES: dict[str, Suite] = {
+    "hmac-sha256": Suite.HMAC_SHA256,
+    "aes-256-gcm": Suite.AES_256_GCM,
+    "chacha20-poly1305": Suite.CHACHA20_POLY1305,
+}
+
+
+def counter_start_at(wall_time: float) -> int:
+    """A sender's first counter for a session starting at ``wall_time`` (Unix seconds).
+
+    Microseconds since the epoch: a restarted sender continues above what it
+    sent before (unless it sealed over a million messages per second on average),
+    so receivers' replay windows accept it and AEAD nonces never repeat.
+    """
+    return int(wall_time * 1_000_000)
+
+
+def overhead(sender: str) -> int:
+    """Bytes sealing adds to a message of ``sender``."""
+    return _FIXED.size + len(sender.encode("utf-8")) + _COUNTER.size + TAG_SIZE
+
+
+@dataclass(slots=True)
+class AuthConfig:
+    """Settings of one keyed group; config keys ``suite``, ``replay_window``, ``max_senders``."""
+
+    suite: str = "hmac-sha256"
+    replay_window: int = 1024
+    max_senders: int = 4096
+
+    def validate(self) -> Suite:
+        suite = SUITE_NAMES.get(self.suite)
+        if suite is None:
+            raise ConfigError(f"unknown auth suite {self.suite!r}; "
+                              f"choose one of {', '.join(SUITE_NAMES)}")
+        return suite
+
+
+@dataclass(slots=True)
+class AuthStats:
+    sealed: int = 0
+    opened: int = 0
+    malformed: int = 0
+    unknown_key: int = 0
+    bad_tag: int = 0
+    replayed: int = 0
+    stale: int = 0
+    unauthenticated: int = 0
+    sender_evictions: int = 0
+
+    @property
+    def rejected(self) -> int:
+        return (self.malformed + self.unknown_key + self.bad_tag + self.replayed + self.stale
+                + self.unauthenticated)
+
+    def as_dict(self) -> dict[str, int]:
+        out = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        out["rejected"] = self.rejected
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """A message that passed: who sealed it, its counter, and the cleartext body."""
+
+    sender: str
+    counter: int
+    key_id: int
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class _Key:
+    mac: bytes
+    aead: Any  # cryptography's AESGCM / ChaCha20Poly1305, or None for the HMAC suite
+
+
+class GroupAuth:
+    """Authentication (and optionally encryption) of one group's messages by one node.
+
+    ``keys`` maps key id -> group key (or is one key, id 0); ``send_key_id``
+    picks the key :meth:`seal` uses. :meth:`open` accepts any key held.
+    """
+
+    def __init__(self, group_id: str, keys: bytes | Mapping[int, bytes], sender: str, *,
+                 config: AuthConfig | None = None, send_key_id: int = 0,
+                 counter_start: int = 0) -> None:
+        self.config = config or AuthConfig()
+        self.suite = self.config.validate()
+        keyring = {0: keys} if isinstance(keys, bytes | bytearray) else dict(keys)
+        if send_key_id not in keyring:
+            raise ConfigError(f"group {group_id!r}: no key with id {send_key_id}")
+        sender_bytes = sender.encode("utf-8")
+        if not 1 <= len(sender_bytes) <= MAX_SENDER:
+            raise ConfigError(f"sender id must be 1 to {MAX_SENDER} bytes of UTF-8")
+        if not 0 <= counter_start <= MAX_COUNTER:
+            raise ConfigError(f"counter_start out of range: {counter_start}")
+        self.group_id = group_id
+        self.sender = sender
+        self._keys = {key_id: self._subkeys(group_id, key_id, key)
+                      for key_id, key in keyring.items()}
+        self._send_key_id = send_key_id
+        self._sender_bytes = sender_bytes
+        self._next_counter = counter_start
+        self.replay = ReplayTable(self.config.replay_window, self.config.max_senders)
+        self.stats = AuthStats()
+
+    # ----------------------------------------------------------- set-up
+    def _subkeys(self, group_id: str, key_id: int, key: bytes) -> _Key:
+        if not 0 <= key_id <= 255:
+            raise ConfigError(f"key id must be 0..255, got {key_id}")
+        if not KEY_MIN <= len(key) <= KEY_MAX:
+            raise ConfigError(f"group {group_id!r}: a key must be {KEY_MIN} to {KEY_MAX} bytes")
+        gid = group_id.encode("utf-8")
+        mac_key = hkdf_sha256(bytes(key), _MAC_INFO + gid)
+        if self.suite is Suite.HMAC_SHA256:
+            return _Key(mac_key, None)
+        return _Key(mac_key, _aead(self.suite, hkdf_sha256(bytes(key), _ENC_INFO + gid)))
+
+    @property
+    def encrypted(self) -> bool:
+        return self.suite is not Suite.HMAC_SHA256
+
+    @property
+    def mode(self) -> str:
+        """``"encrypted"`` or ``"authenticated"``: what the API and the chat show."""
+        return "encrypted" if self.encrypted else "authenticated"
+
+    @property
+    def next_counter(self) -> int:
+        return self._next_counter
+
+    # ----------------------------------------------------------- sealing
+    def seal(self, prefix: bytes, body: bytes) -> bytes:
+        """The whole message: ``prefix`` then auth header, body (encrypted if so), tag."""
+        counter = self._next_counter
+        if counter > MAX_COUNTER:
+            raise ConfigError("counter exhausted: this sender must take a new sender id")
+        self._next_counter = counter + 1
+        sender = self._sender_bytes
+        header = (_FIXED.pack(AUTH_VERSION, self.suite, self._send_key_id, len(sender))
+                  + sender + _COUNTER.pack(counter))
+        key = self._keys[self._send_key_id]
+        self.stats.sealed += 1
+        if key.aead is None:
+            message = prefix + header + body
+            return message + hmac.digest(key.mac, message, "sha256")[:TAG_SIZE]
+        aad = prefix + header
+        sealed: bytes = key.aead.encrypt(_nonce(header), body, aad)
+        return aad + sealed
+
+    # ----------------------------------------------------------- opening
+    def open(self, message: bytes | memoryview, prefix_size: int) -> Opened:
+        """Verify a sealed message whose cleartext prefix is ``prefix_size`` bytes long.
+
+        Returns the sender and body; raises an AuthError subclass (counted) otherwise.
+        Only a message whose tag verifies can move the sender's replay window.
+        """
+        data = bytes(message)
+        stats = self.stats
+        fixed_end = prefix_size + _FIXED.size
+        if len(data) < fixed_end:
+            stats.malformed += 1
+            raise MalformedAuthError("message too short for its authentication header")
+        version, suite, key_id, sender_len = _FIXED.unpack_from(data, prefix_size)
+        if version != AUTH_VERSION:
+            stats.malformed += 1
+            raise MalformedAuthError(f"unsupported authentication version {version}")
+        if suite != self.suite:
+            stats.malformed += 1
+            raise MalformedAuthError(f"auth suite {suite} is not this group's ({self.suite})")
+        body_start = fixed_end + sender_len + _COUNTER.size
+        if not 1 <= sender_len <= MAX_SENDER or len(data) < body_start + TAG_SIZE:
+            stats.malformed += 1
+            raise MalformedAuthError("truncated authentication header")
+        key = self._keys.get(key_id)
+        if key is None:
+            stats.unknown_key += 1
+            raise UnknownKeyError(f"no key with id {key_id}")
+        try:
+            sender = data[fixed_end:fixed_end + sender_len].decode("utf-8")
+        except UnicodeDecodeError:
+            stats.malformed += 1
+            raise MalformedAuthError("sender id is not UTF-8") from None
+        (counter,) = _COUNTER.unpack_from(data, fixed_end + sender_len)
+        # Cheap refusal of copies before any cryptography; recorded only after the tag.
+        verdict = self.replay.check(sender, counter)
+        if verdict != Verdict.FRESH:
+            self._refuse_replay(verdict)
+        if key.aead is None:
+            end = len(data) - TAG_SIZE
+            expected = hmac.digest(key.mac, data[:end], "sha256")[:TAG_SIZE]
+            if not hmac.compare_digest(expected, data[end:]):
+                stats.bad_tag += 1
+                raise BadTagError("authentication tag does not verify")
+            body = data[body_start:end]
+        else:
+            body = self._decrypt(key, data, prefix_size, body_start)
+        evictions = self.replay.evictions
+        self.replay.accept(sender, counter)
+        stats.sender_evictions += self.replay.evictions - evictions
+        stats.opened += 1
+        return Opened(sender, counter, key_id, body)
+
+    def _decrypt(self, key: _Key, data: bytes, prefix_size: int, body_start: int) -> bytes:
+        from cryptography.exceptions import InvalidTag
+
+        try:
+            body: bytes = key.aead.decrypt(_nonce(data[prefix_size:body_start]),
+                                           data[body_start:], data[:body_start])
+        except InvalidTag:
+            self.stats.bad_tag += 1
+            raise BadTagError("authentication tag does not verify") from None
+        return body
+
+    def _refuse_replay(self, verdict: str) -> NoReturn:
+        if verdict == Verdict.STALE:
+            self.stats.stale += 1
+            raise StaleError("counter below the sender's replay window")
+        self.stats.replayed += 1
+        raise ReplayError("counter already accepted from this sender")
+
+    def unauthenticated(self) -> NoReturn:
+        """Count and raise for a message that reached this keyed group without a tag."""
+        self.stats.unauthenticated += 1
+        raise UnauthenticatedError("keyed group: message carries no authentication")
+
+
+def _nonce(header: bytes) -> bytes:
+    return hashlib.sha256(_NONCE_LABEL + header).digest()[:12]
+
+
+def _aead(suite: Suite, key: bytes) -> Any:
+    try:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
+    except ImportError:
+        raise ConfigError("encrypted groups need the 'cryptography' package: "
+                          "pip install 'm2mc[crypto]'") from None
+    return AESGCM(key) if suite is Suite.AES_256_GCM else ChaCha20Poly1305(key)
