@@ -252,10 +252,11 @@ def demo_network() -> tuple[FakeNetwork, dict[str, str]]:
 
     Carol asks two questions; Bob answers the first, Dave (standing in for the
     seed's A) the second, each having selected the question, so the answers hang
-    under the right question at every member.
+    under the right question at every member. Gita is a member who never spoke
+    (shown as not heard from) and Hari has left.
     """
     net = FakeNetwork()
-    trip = net.add_group("travel stories", "carol", members=("bob", "dave"))
+    trip = net.add_group("travel stories", "carol", members=("bob", "dave", "gita"))
     delhi = net.post(trip, "carol", "carol", "Did you visit Delhi?", ts=DEMO_T0)
     chennai = net.post(trip, "carol", "carol", "Did you visit Chennai?", ts=DEMO_T0 + 20)
     no = net.post(trip, "dave", "dave", "No, the train was full", parent=chennai.mid,
@@ -266,6 +267,7 @@ def demo_network() -> tuple[FakeNetwork, dict[str, str]]:
     net.post(trip, "bob", "bob", "Lahori Gate, the main one", parent=yes.mid, ts=DEMO_T0 + 130)
     net.post(trip, "carol", "carol", "Next time then!", parent=no.mid, ts=DEMO_T0 + 140)
     net.post(trip, "dave", "dave", "Anyone up for Mumbai in March?", ts=DEMO_T0 + 300)
+    net.member_left(trip, "hari")
     lunch = net.add_group("lunch", "erin", members=("bob",))
     pizza = net.post(lunch, "erin", "erin", "Pizza or curry today?", ts=DEMO_T0 + 10)
     net.post(lunch, "bob", "bob", "Curry, please", parent=pizza.mid, ts=DEMO_T0 + 50)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from m2mc.errors import DecodeError, UsageError
 from m2mc_chat.backend import (
@@ -86,7 +86,8 @@ class GroupView:
     tree: ThreadTree
     presence: PresenceTable
     pending_sync: int = 0
-    first_seen: dict[str, float] = field(default_factory=dict)
+    cursor: str | None = None
+    """The message the user was on (the UI keeps it; it is saved across restarts)."""
 
 
 class ChatSession:
@@ -171,9 +172,13 @@ class ChatSession:
         if self.ui_state is None:
             return
         for gid, view in self.views.items():
-            self.ui_state.put(gid, GroupUiState(unread=view.tree.unread_mids(),
-                                                collapsed=view.tree.collapsed_mids()))
+            self.ui_state.put(gid, self._ui_state_of(view))
         self.ui_state.save()
+
+    @staticmethod
+    def _ui_state_of(view: GroupView) -> GroupUiState:
+        return GroupUiState(unread=view.tree.unread_mids(), collapsed=view.tree.collapsed_mids(),
+                            cursor=view.cursor)
 
     async def _open_view(self, info: GroupInfo) -> GroupView:
         view = self.views.get(info.gid)
@@ -189,6 +194,8 @@ class ChatSession:
             self._add_delivered(view, delivered, unread=delivered.mid in saved.unread)
         for mid in saved.collapsed:
             view.tree.set_collapsed(mid, True)
+        if saved.cursor is not None and saved.cursor in view.tree:
+            view.cursor = saved.cursor
         return view
 
     # --------------------------------------------------------------- commands
@@ -218,8 +225,7 @@ class ChatSession:
         await self.backend.leave_group(gid)
         view = self.views.pop(gid)
         if self.ui_state is not None:
-            self.ui_state.put(gid, GroupUiState(unread=view.tree.unread_mids(),
-                                                collapsed=view.tree.collapsed_mids()))
+            self.ui_state.put(gid, self._ui_state_of(view))
         self._emit(GroupsChanged())
 
     async def send(self, gid: str, text: str, reply_to: str | None = None) -> str:

@@ -24,10 +24,11 @@ MAX_MARKS = 100_000
 class GroupUiState:
     unread: frozenset[str] = field(default_factory=frozenset)
     collapsed: frozenset[str] = field(default_factory=frozenset)
+    cursor: str | None = None
 
 
 class UiStateStore:
-    """``{gid: {"unread": [...], "collapsed": [...]}}`` in one JSON file."""
+    """``{gid: {"unread": [...], "collapsed": [...], "cursor": mid}}`` in one JSON file."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -49,9 +50,11 @@ class UiStateStore:
         for gid, entry in raw.items():
             if not isinstance(entry, dict):
                 continue
+            cursor = entry.get("cursor")
             self._groups[str(gid)] = GroupUiState(
                 unread=frozenset(_strings(entry.get("unread"))),
-                collapsed=frozenset(_strings(entry.get("collapsed"))))
+                collapsed=frozenset(_strings(entry.get("collapsed"))),
+                cursor=cursor if isinstance(cursor, str) else None)
 
     def _set_aside(self) -> None:
         self.recovered_from_damage = True
@@ -67,7 +70,7 @@ class UiStateStore:
     def save(self) -> None:
         """Write atomically (temporary file, then rename)."""
         data = {gid: {"unread": sorted(s.unread)[:MAX_MARKS],
-                      "collapsed": sorted(s.collapsed)[:MAX_MARKS]}
+                      "collapsed": sorted(s.collapsed)[:MAX_MARKS], "cursor": s.cursor}
                 for gid, s in sorted(self._groups.items())}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(self.path.suffix + ".tmp")

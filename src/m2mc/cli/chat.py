@@ -1,0 +1,136 @@
+"""``m2mc chat``: the threaded chat (seeds/000 section II), as a TUI or a scripted participant.
+
+Textual is imported only when the TUI starts, so ``m2mc --help`` and the
+headless ``--script`` mode work without the ``chat`` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from m2mc.errors import ConfigError, UsageError
+
+if TYPE_CHECKING:
+    from m2mc_chat.backend import ChatBackend
+    from m2mc_chat.config import ChatConfig
+
+EPILOG = """\
+examples:
+  m2mc chat                               ad hoc mode on the default channel (loopback)
+  m2mc chat --channel 'udp-multicast://239.255.77.77:7777?iface=127.0.0.1&ttl=1'
+  m2mc chat --infra 127.0.0.1:7001        attach to infrastructure-mode hosts
+  m2mc chat --demo                        try the interface on a simulated group
+  m2mc chat --nick bob --script steps.txt --transcript bob.json
+"""
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "chat", help="the threaded chat client",
+        description="Threaded chat over M2MC groups: a terminal UI, or a scripted "
+                    "participant without a terminal (--script).",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--nick", help="the name others see (default: from chat.toml, "
+                                  "else asked on first run)")
+    p.add_argument("--device-id", help="this device's identity, the pid on every message "
+                                       "(default: from chat.toml, else made up once)")
+    p.add_argument("--channel", metavar="URL",
+                   help="channel URL (default: udp-multicast://239.255.77.77:7777"
+                        "?iface=127.0.0.1&ttl=1, loopback only; a LAN needs iface=)")
+    p.add_argument("--infra", metavar="HOSTS",
+                   help="infrastructure mode: comma-separated host:port of hosts to attach to")
+    p.add_argument("--data-dir", type=Path, metavar="DIR",
+                   help="chat.toml and the durable message log "
+                        "(default: $M2MC_DATA_DIR or ~/.local/share/m2mc)")
+    p.add_argument("--script", type=Path, metavar="FILE",
+                   help="run headless: steps from FILE (create/join/send/reply/wait/"
+                        "wait_for/leave), no terminal needed")
+    p.add_argument("--transcript", type=Path, metavar="OUT.json",
+                   help="with --script: write the final thread tree(s) here")
+    p.add_argument("--step-timeout", type=float, default=30.0, metavar="S",
+                   help="with --script: how long join and wait_for may wait (default 30)")
+    p.add_argument("--demo", action="store_true",
+                   help="use a simulated group in this process instead of the network")
+    p.set_defaults(func=run)
+
+
+def _hosts(text: str | None) -> tuple[str, ...]:
+    if not text:
+        return ()
+    hosts = tuple(h.strip() for h in text.split(",") if h.strip())
+    for host in hosts:
+        name, sep, port = host.rpartition(":")
+        if not sep or not name or not port.isdigit() or not 0 < int(port) < 65536:
+            raise UsageError(f"--infra: {host!r} is not host:port")
+    return hosts
+
+
+def make_backend(config: ChatConfig, *, demo: bool) -> ChatBackend:
+    """The fake network for ``--demo``, else the real group layer."""
+    if demo:
+        from m2mc_chat.fake import FakeBackend, demo_network
+
+        network, _ = demo_network()
+        return FakeBackend(network, config.device_id, catch_up_batch=0)
+    try:
+        from m2mc_chat.backend_m2mc import M2MCBackend
+    except ImportError as exc:
+        raise ConfigError(f"the group layer is not available ({exc}); "
+                          "try 'm2mc chat --demo'") from None
+    return M2MCBackend(config)
+
+
+def run(args: argparse.Namespace) -> int:
+    from m2mc_chat.config import CONFIG_NAME, load_config, save_config
+
+    if args.transcript and not args.script:
+        raise UsageError("--transcript goes with --script")
+    if args.step_timeout <= 0:
+        raise UsageError("--step-timeout must be > 0")
+    infra = _hosts(args.infra)
+    if infra and args.channel:
+        raise UsageError("--infra and --channel exclude each other")
+    config = load_config(args.data_dir, nick=args.nick, device_id=args.device_id,
+                         channel=args.channel, infra=infra)
+    first_run = not (config.data_dir / CONFIG_NAME).exists()
+    if args.script:
+        if not config.nick:
+            raise UsageError("--script needs a nick: --nick NAME or nick in chat.toml")
+        if first_run:
+            save_config(config)
+        return _run_headless(config, args)
+    try:
+        from m2mc_chat.app import ChatApp
+    except ModuleNotFoundError as exc:
+        raise ConfigError(f"the chat TUI needs the package {exc.name!r}: "
+                          "pip install 'm2mc[chat]'") from None
+    if config.nick and first_run:
+        save_config(config)
+    app = ChatApp(config, backend_factory=lambda cfg: make_backend(cfg, demo=args.demo))
+    app.run()
+    return app.return_code or 0
+
+
+def _run_headless(config: ChatConfig, args: argparse.Namespace) -> int:
+    from m2mc_chat.script import run_script_file
+    from m2mc_chat.session import ChatSession
+    from m2mc_chat.state import UiStateStore
+
+    assert config.nick is not None
+    backend = make_backend(config, demo=args.demo)
+    session = ChatSession(backend, config.nick,
+                          ui_state=UiStateStore(config.data_dir / "chat_state.json"))
+
+    def log(line: str) -> None:
+        if args.verbose:
+            print(f"[{config.nick}] {line}", file=sys.stderr)
+
+    def report(problem: str) -> None:
+        print(f"m2mc chat: {config.nick}: {problem}", file=sys.stderr)
+
+    return asyncio.run(run_script_file(session, args.script, args.transcript,
+                                       step_timeout=args.step_timeout, log=log, report=report))

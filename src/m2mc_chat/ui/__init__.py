@@ -1,0 +1,1 @@
+"""Textual widgets and screens of the chat. Importing this package imports textual."""

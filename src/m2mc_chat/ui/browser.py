@@ -1,0 +1,168 @@
+"""The group browser: every group GJLP discovered; create, join, leave (seeds/000 V, IX.E)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Label
+
+from m2mc.errors import UsageError
+from m2mc_chat.backend import GroupInfo
+from m2mc_chat.ui.dialogs import ConfirmDialog, TextPrompt
+from m2mc_chat.ui.keys import BROWSER_KEYS, bindings
+
+if TYPE_CHECKING:
+    from m2mc_chat.session import ChatSession
+
+__all__ = ["GroupBrowser"]
+
+MAX_DESC = 80
+
+
+def _check_desc(desc: str) -> None:
+    if not desc:
+        raise UsageError("a group needs a description")
+    if len(desc) > MAX_DESC:
+        raise UsageError(f"at most {MAX_DESC} characters")
+
+
+class GroupBrowser(Screen[str | None]):
+    """Dismisses with the gid to open (joined or created), or None."""
+
+    DEFAULT_CSS = """
+    GroupBrowser #browser-hint { padding: 0 1; color: $text-muted; }
+    GroupBrowser DataTable { height: 1fr; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = list(bindings(BROWSER_KEYS))
+
+    def __init__(self, session: ChatSession) -> None:
+        super().__init__()
+        self.session = session
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Label("Groups on this network. j join · n new group · l leave · esc back",
+                    id="browser-hint")
+        table: DataTable[Text] = DataTable(id="groups-table", cursor_type="row", zebra_stripes=True)
+        yield table
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "groups"
+        table = self.query_one(DataTable)
+        table.add_columns("", "Group", "Members", "Who", "Group id")
+        self.refresh_groups()
+        table.focus()
+
+    def _who(self, info: GroupInfo) -> Text:
+        view = self.session.views.get(info.gid)
+        names = [view.presence.nick(pid) if view else pid for pid in info.members]
+        text = Text(", ".join(names) if names else "nobody", style="" if names else "dim")
+        if info.left:
+            text.append(f"  ({len(info.left)} left)", style="dim")
+        if len(text) > 48:
+            text.truncate(47)
+            text.append("…")
+        return text
+
+    def refresh_groups(self) -> None:
+        """Redraw the table, keeping the cursor on the same group."""
+        table: DataTable[Text] = self.query_one(DataTable)
+        current = self.selected_gid()
+        table.clear()
+        groups = sorted(self.session.groups.values(), key=lambda g: (g.desc.casefold(), g.gid))
+        for info in groups:
+            joined = info.gid in self.session.views
+            table.add_row(Text("✓ joined" if joined else "", style="bold green"),
+                          Text(info.desc, style="bold" if joined else ""),
+                          Text(str(len(info.members)), justify="right"),
+                          self._who(info), Text(info.gid, style="dim"), key=info.gid)
+        if current is not None and current in self.session.groups:
+            table.move_cursor(row=table.get_row_index(current))
+
+    def selected_gid(self) -> str | None:
+        table: DataTable[Text] = self.query_one(DataTable)
+        if table.row_count == 0:
+            return None
+        row_key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
+        return row_key.value
+
+    # ---------------------------------------------------------------- actions
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        gid = event.row_key.value
+        if gid in self.session.views:
+            self.dismiss(gid)
+        else:
+            self.action_join()
+
+    def action_join(self) -> None:
+        gid = self.selected_gid()
+        if gid is None:
+            self.notify("No group to join yet: press n to create one.")
+            return
+        if gid in self.session.views:
+            self.dismiss(gid)
+            return
+        self.run_worker(self._join(gid), exclusive=True, group="browser")
+
+    async def _join(self, gid: str) -> None:
+        try:
+            info = await self.session.join_group(gid)
+        except UsageError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.notify(f"Joined {info.desc}")
+        self.dismiss(gid)
+
+    def action_create(self) -> None:
+        def created(desc: str | None) -> None:
+            if desc:
+                self.run_worker(self._create(desc), exclusive=True, group="browser")
+
+        self.app.push_screen(TextPrompt("New group", placeholder="what is it about?",
+                                        help_text="Others on the network will see this "
+                                                  "description and can join.",
+                                        validate=_check_desc, id="new-group-prompt"),
+                             created)
+
+    async def _create(self, desc: str) -> None:
+        try:
+            info = await self.session.create_group(desc)
+        except UsageError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.notify(f"Created {info.desc}")
+        self.dismiss(info.gid)
+
+    def action_leave(self) -> None:
+        gid = self.selected_gid()
+        if gid is None or gid not in self.session.views:
+            self.notify("Select a group you belong to (✓ joined) to leave it.")
+            return
+        desc = self.session.views[gid].info.desc
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.run_worker(self._leave(gid, desc), exclusive=True, group="browser")
+
+        self.app.push_screen(ConfirmDialog(f"Leave {desc}?",
+                                           "You will stop receiving its messages; the others "
+                                           "see that you left.", yes="Leave"), answered)
+
+    async def _leave(self, gid: str, desc: str) -> None:
+        try:
+            await self.session.leave_group(gid)
+        except UsageError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.notify(f"Left {desc}")
+        self.refresh_groups()
+
+    def action_close(self) -> None:
+        self.dismiss(None)

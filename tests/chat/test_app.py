@@ -1,0 +1,328 @@
+"""The TUI driven by keys (Textual Pilot), on the in-process fake network."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from m2mc_chat.app import ChatApp
+from m2mc_chat.backend import Delivered, SyncProgress
+from m2mc_chat.config import load_config
+from m2mc_chat.fake import FakeBackend, FakeNetwork, FakeStore, demo_network
+from m2mc_chat.session import ChatSession
+from m2mc_chat.testing import NOW, make_app, screen_text, settle, type_text
+from m2mc_chat.ui.browser import GroupBrowser
+from m2mc_chat.ui.dialogs import ConfirmDialog, TextPrompt
+from m2mc_chat.ui.help import HelpScreen
+from m2mc_chat.ui.main_screen import MainScreen
+
+SIZE = (110, 32)
+
+
+def main(app: ChatApp) -> MainScreen:
+    assert app.main is not None
+    return app.main
+
+
+def backend(app: ChatApp) -> FakeBackend:
+    return app.backends[0]  # type: ignore[attr-defined,no-any-return]
+
+
+def conversation_pane(app: ChatApp) -> list[str]:
+    """The groups list and the thread tree, without members (whose presence is live)."""
+    return [line[:82].rstrip() for line in screen_text(app).splitlines()[1:-6]]
+
+
+async def open_browser_on(pilot, desc: str) -> GroupBrowser:  # type: ignore[no-untyped-def]
+    await pilot.press("g")
+    await settle(pilot)
+    browser = pilot.app.screen
+    assert isinstance(browser, GroupBrowser)
+    for _ in range(10):
+        gid = browser.selected_gid()
+        if gid and browser.session.groups[gid].desc == desc:
+            return browser
+        await pilot.press("down")
+    raise AssertionError(f"no row {desc!r} in the browser")
+
+
+async def test_create_a_group_and_another_member_discovers_it(tmp_path: Path) -> None:
+    net = FakeNetwork()
+    bob = FakeBackend(net, "bob")
+    await bob.start()
+    app = make_app(net, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "You are in no group yet" in screen_text(app)
+        await pilot.press("g", "n")
+        await settle(pilot)
+        assert isinstance(app.screen, TextPrompt)
+        await type_text(pilot, "lunch plans")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, MainScreen)
+        text = screen_text(app)
+        assert "lunch plans" in text and "You are in no group yet" not in text
+        assert [g.desc for g in bob.known_groups()] == ["lunch plans"]
+        assert main(app).current == bob.known_groups()[0].gid
+        assert bob.known_groups()[0].members == ("alice",)
+
+
+async def test_join_a_discovered_group_shows_its_threads_and_members(tmp_path: Path) -> None:
+    net, gids = demo_network()
+    app = make_app(net, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await open_browser_on(pilot, "travel stories")
+        await pilot.press("j")
+        await settle(pilot)
+        screen = main(app)
+        assert screen.current == gids["travel"]
+        tree = screen.conversation
+        top = [node.data for node in tree.root.children]
+        assert top == ["carol:1", "carol:2", "dave:2"]
+        node = tree.node_for("carol:1")
+        assert node is not None and [c.data for c in node.children] == ["bob:1"]
+        text = screen_text(app)
+        assert "Did you visit Delhi?" in text and "Yes! The Red Fort at dawn." in text
+        assert "◌ gita  not heard from" in text
+        assert "○ hari  left" in text
+        assert "● alice (you)" in text
+
+
+async def test_reply_to_the_selected_message_lands_under_it_everywhere(tmp_path: Path) -> None:
+    net, gids = demo_network()
+    carol = ChatSession(FakeBackend(net, "carol2"), "carol", clock=lambda: NOW)
+    await carol.start()
+    await carol.join_group(gids["travel"])
+    pump = asyncio.create_task(carol.run())
+    app = make_app(net, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await open_browser_on(pilot, "travel stories")
+        await pilot.press("j")
+        await settle(pilot)
+        tree = main(app).conversation
+        for _ in range(10):
+            if tree.cursor_mid == "carol:2":
+                break
+            await pilot.press("down")
+        assert tree.cursor_mid == "carol:2"     # "Did you visit Chennai?"
+        await pilot.press("r")
+        assert "replying to carol: Did you visit Chennai?" in screen_text(app)
+        await type_text(pilot, "Not yet")
+        await pilot.press("enter")
+        await settle(pilot)
+        gid, mid, reply_to = backend(app).sent[-1]
+        assert (gid, reply_to) == (gids["travel"], "carol:2")
+        chennai = tree.node_for("carol:2")
+        assert chennai is not None and mid in [c.data for c in chennai.children]
+        assert tree.cursor_mid == mid            # the cursor follows what we wrote
+        assert "New thread in travel stories" in screen_text(app)
+    assert await carol.wait_until(lambda: mid in carol.views[gid].tree, 5)
+    assert carol.views[gid].tree.parent_of(mid) == "carol:2"
+    await carol.close()
+    await pump
+
+
+async def test_a_thread_that_arrives_out_of_order_renders_in_place(tmp_path: Path) -> None:
+    net = FakeNetwork()
+    gid = net.add_group("quiz", "carol")
+    app = make_app(net, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await open_browser_on(pilot, "quiz")
+        await pilot.press("j")
+        await settle(pilot)
+        question = net.post(gid, "carol", "carol", "Capital of Australia?", deliver=False,
+                            ts=NOW - 30)
+        answer = net.post(gid, "bob", "bob", "Canberra", parent=question.mid, deliver=False,
+                          ts=NOW - 20)
+        thanks = net.post(gid, "carol", "carol", "Right!", parent=answer.mid, deliver=False,
+                          ts=NOW - 10)
+        backend(app).inject(thanks)      # the grandchild first,
+        await settle(pilot)
+        text = screen_text(app)
+        assert f"(message {answer.mid} not received yet)" in text
+        assert "Right!" in text
+        backend(app).inject(question)    # then the root,
+        backend(app).inject(answer)      # then the middle.
+        await settle(pilot)
+        text = screen_text(app)
+        assert "not received yet" not in text
+        tree = main(app).conversation
+        assert [n.data for n in tree.root.children] == [question.mid]
+        q = tree.node_for(question.mid)
+        assert q is not None and [c.data for c in q.children] == [answer.mid]
+        a = tree.node_for(answer.mid)
+        assert a is not None and [c.data for c in a.children] == [thanks.mid]
+        order = [text.index(s) for s in ("Capital of Australia?", "Canberra", "Right!")]
+        assert order == sorted(order)
+
+
+async def test_leaving_asks_first_and_the_others_see_it(tmp_path: Path) -> None:
+    net, gids = demo_network()
+    app = make_app(net, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await open_browser_on(pilot, "lunch")
+        await pilot.press("j")
+        await settle(pilot)
+        browser = await open_browser_on(pilot, "lunch")
+        await pilot.press("l")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmDialog)
+        await pilot.press("n")                       # changed my mind
+        await settle(pilot)
+        assert pilot.app.screen is browser
+        assert gids["lunch"] in main(app).session.views
+        await pilot.press("l")
+        await settle(pilot)
+        await pilot.press("y")
+        await settle(pilot)
+        assert gids["lunch"] not in main(app).session.views
+        assert "alice" in net.group_info(gids["lunch"]).left
+        await pilot.press("escape")
+        await settle(pilot)
+        assert "You are in no group yet" in screen_text(app)
+
+
+async def test_belong_to_several_groups_and_switch(tmp_path: Path) -> None:
+    net, gids = demo_network()
+    app = make_app(net, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for desc in ("lunch", "travel stories"):
+            await open_browser_on(pilot, desc)
+            await pilot.press("j")
+            await settle(pilot)
+        screen = main(app)
+        assert screen.current == gids["travel"]
+        await pilot.press("left_square_bracket")
+        await settle(pilot)
+        assert screen.current == gids["lunch"]
+        assert "Pizza or curry today?" in screen_text(app)
+        net.post(gids["travel"], "bob", "bob", "Back from Delhi!", ts=NOW)
+        await settle(pilot)
+        assert "travel stories (8)" in screen_text(app)   # 7 unread + the new one
+
+
+async def test_fold_threads_jump_to_unread_and_mark_read(tmp_path: Path) -> None:
+    net, _ = demo_network()
+    app = make_app(net, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await open_browser_on(pilot, "travel stories")
+        await pilot.press("j")
+        await settle(pilot)
+        tree = main(app).conversation
+        assert tree.cursor_mid == "carol:1"     # the first unread, now read
+        view = main(app).view
+        assert view is not None and not view.tree.is_unread("carol:1")
+        await pilot.press("space")              # fold Delhi's thread
+        await settle(pilot)
+        assert view.tree.is_collapsed("carol:1")
+        assert "Did you visit Delhi?  15:06  [+3, 3 new]" in screen_text(app)
+        assert "Lahori Gate" not in screen_text(app)
+        await pilot.press("u")                  # the next unread is inside the fold:
+        await settle(pilot)
+        assert tree.cursor_mid == "bob:1"       # the thread unfolds to show it
+        assert not view.tree.is_collapsed("carol:1")
+        assert "Lahori Gate" in screen_text(app)
+        await pilot.press("u", "u")
+        await settle(pilot)
+        assert tree.cursor_mid == "bob:2"
+        assert view.tree.unread_count == 4
+        await pilot.press("m")
+        await settle(pilot)
+        assert view.tree.unread_count == 0
+        assert "● " not in screen_text(app).replace("● alice", "").replace("● bob", "") \
+            .replace("● carol", "").replace("● dave", "")
+        await pilot.press("c")
+        await settle(pilot)
+        assert "Lahori Gate" not in screen_text(app) and "[+3]" in screen_text(app)
+        assert tree.cursor_mid == "carol:1"     # on the top of the thread it was in
+        await pilot.press("e")
+        await settle(pilot)
+        assert "Lahori Gate" in screen_text(app)
+
+
+async def test_catch_up_progress_in_the_status_bar(tmp_path: Path) -> None:
+    net = FakeNetwork()
+    gid = net.add_group("busy", "carol")
+    for i in range(1240):
+        net.post(gid, "carol", "carol", f"message {i}", ts=NOW - 2000 + i)
+    app = make_app(net, tmp_path, catch_up_batch=6)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await open_browser_on(pilot, "busy")
+        await pilot.press("j")
+        await settle(pilot)
+        assert "synchronizing 1,234 messages" in screen_text(app)
+        backend(app).inject(Delivered(gid, "carol:7", "", "carol", net._group(gid).log[6].payload))
+        backend(app).inject(SyncProgress(gid, 0))
+        await settle(pilot)
+        assert "synchronizing" not in screen_text(app)
+
+
+async def test_first_run_asks_for_a_nick_and_remembers_it(tmp_path: Path) -> None:
+    net = FakeNetwork()
+    app = make_app(net, tmp_path, node="d3c0", nick=None)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert isinstance(app.screen, TextPrompt)
+        assert "Choose the name the others will see" in screen_text(app)
+        await pilot.press("escape")             # cannot skip it
+        await pilot.press("enter")              # nor leave it empty
+        await settle(pilot)
+        assert isinstance(app.screen, TextPrompt)
+        assert "the nick must not be empty" in screen_text(app)
+        await type_text(pilot, "zoe")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, MainScreen)
+        assert "zoe @ d3c0" in screen_text(app)
+    saved = load_config(tmp_path / "d3c0")
+    assert (saved.nick, saved.device_id) == ("zoe", "d3c0")
+
+
+async def test_help_screen_lists_the_keys(tmp_path: Path) -> None:
+    app = make_app(FakeNetwork(), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        footer = screen_text(app).splitlines()[-1]
+        for label in ("r Reply", "n New thread", "g Groups", "? Help", "^q Quit"):
+            assert label in footer
+        await pilot.press("question_mark")
+        await settle(pilot)
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.resize_terminal(110, 60)    # all of it at once (it scrolls otherwise)
+        await settle(pilot)
+        text = screen_text(app)
+        for line in ("Reply to the selected message", "Fold or unfold the thread",
+                     "Leave the selected group (asks first)"):
+            assert line in text
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, MainScreen)
+
+
+async def test_restart_shows_the_conversation_as_it_was(tmp_path: Path) -> None:
+    net, gids = demo_network()
+    store = FakeStore()
+    app = make_app(net, tmp_path, store=store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await open_browser_on(pilot, "travel stories")
+        await pilot.press("j")
+        await settle(pilot)
+        await pilot.press("space")   # fold Delhi's thread (the cursor is on it)
+        await settle(pilot)
+        before = conversation_pane(app)
+        await pilot.press("ctrl+q")
+    again = make_app(net, tmp_path, store=store)
+    async with again.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert main(again).current == gids["travel"]
+        assert conversation_pane(again) == before
+        assert "▶   carol: Did you visit Delhi?  15:06  [+3, 3 new]" in "\n".join(before)
