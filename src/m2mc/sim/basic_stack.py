@@ -184,39 +184,46 @@ class BasicStack:
         try:
             fields = msgpack.unpackb(data, raw=False, strict_map_key=False)
             group, pid, seq, ppid, pseq, vclock, gseq, payload = fields
-            mid_id = MessageId(str(pid), int(seq))
-            parent = MessageId(str(ppid), int(pseq)) if pseq else ROOT
-            if not isinstance(payload, bytes) or mid_id.seq < 1:
-                raise ValueError("bad payload or seq")
+            if not (isinstance(group, str) and isinstance(pid, str) and isinstance(ppid, str)
+                    and type(seq) is int and type(pseq) is int and seq >= 1 and pseq >= 0
+                    and isinstance(payload, bytes) and (gseq is None or type(gseq) is int)):
+                raise ValueError("bad field types")
             if vclock is not None:
                 vclock = {str(k): int(v) for k, v in dict(vclock).items()}
         except (ValueError, TypeError, msgpack.UnpackException):
-            self.malformed += 1
+            self.malformed += 1  # counted and dropped, never a crash
             return
         g = self.groups.get(group)
         if g is None:
             return
-        mid = str(mid_id)
+        mid_id = MessageId(pid, seq)
+        mid = f"{pid}:{seq}"
         self._mids[message_id] = (group, mid)
         if len(self._mids) > _MID_CACHE:
             self._mids.popitem(last=False)
         if g.core.has(mid_id):
-            self._emit(now, "dup", group, mid, peer=mid_id.pid, detail='{"layer":"group"}')
+            if self.trace.enabled:
+                self._emit(now, "dup", group, mid, peer=pid, detail='{"layer":"group"}')
             return
-        self._to_ordering(g, Message(mid_id, parent, payload, vclock,
-                                     int(gseq) if gseq is not None else None), mid, now)
+        parent = MessageId(ppid, pseq) if pseq else ROOT
+        self._to_ordering(g, Message(mid_id, parent, payload, vclock, gseq), mid, now)
 
     def _to_ordering(self, g: _Group, message: Message, mid: str, now: float) -> None:
-        self._emit(now, "recv", g.name, mid, str(message.parent), g.order, len(message.payload),
-                   peer=message.mid.pid, detail=_vclock_detail(message.vclock))
+        tracing = self.trace.enabled
+        if tracing:
+            self._emit(now, "recv", g.name, mid, str(message.parent), g.order,
+                       len(message.payload), peer=message.mid.pid,
+                       detail=_vclock_detail(message.vclock))
+        delivered, counts = g.delivered, g.delivered_count
         for ready in g.core.receive(message):
-            ready_mid = str(ready.mid)
-            g.delivered.append(ready_mid)
+            ready_mid = mid if ready is message else str(ready.mid)
+            delivered.append(ready_mid)
             pid = ready.mid.pid
-            g.delivered_count[pid] = g.delivered_count.get(pid, 0) + 1
-            self._emit(now, "deliver", g.name, ready_mid, str(ready.parent), g.order,
-                       len(ready.payload), peer=pid, gseq=ready.gseq,
-                       detail=_vclock_detail(ready.vclock))
+            counts[pid] = counts.get(pid, 0) + 1
+            if tracing:
+                self._emit(now, "deliver", g.name, ready_mid, str(ready.parent), g.order,
+                           len(ready.payload), peer=pid, gseq=ready.gseq,
+                           detail=_vclock_detail(ready.vclock))
 
     def _emit(self, now: float, event: str, group: str, mid: str | None = None,
               parent: str | None = None, order: str | None = None, nbytes: int | None = None,
