@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from m2mc.errors import ConfigError
 from m2mc.sim import load_scenario, run_scenario
@@ -145,3 +147,54 @@ def test_unknown_stack_parameter_is_named() -> None:
     spec["stack"] = {"kind": "basic", "redundnacy": 2}
     with pytest.raises(ConfigError, match=r"^stack\.redundnacy: unknown key"):
         load_scenario(spec)
+
+
+def _stack(tmp_path: Path) -> Any:
+    import random
+
+    from m2mc.sim.basic_stack import BasicStack
+    from m2mc.sim.node import GroupSpec, NodeContext
+    from m2mc.trace.schema import ListSink
+
+    ctx = NodeContext(node_id="A", rng=random.Random(1), trace=ListSink(), run_id="r",
+                      durable_dir=tmp_path, groups=(GroupSpec("g", "causal"),),
+                      params={"kind": "basic"})
+    stack = BasicStack(ctx)
+    stack.start(0.0)
+    return stack
+
+
+@given(st.binary(max_size=60))
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_malformed_group_messages_are_counted_never_raised(tmp_path: Path, tail: bytes) -> None:
+    import msgpack
+
+    from m2mc.sim.basic_stack import group_prefix
+    from m2mc.wire.packet import fragments
+
+    stack = _stack(tmp_path)
+    bad = [group_prefix("g") + tail,
+           msgpack.packb(["g", "B", 1, "", 0, {"B": "x"}, None, b"p"]),
+           msgpack.packb(["g", "B", 0, "", 0, None, None, b"p"]),
+           msgpack.packb(["g", ["B"], 1, "", 0, None, None, b"p"]),
+           msgpack.packb(["g", "B", 1, "", 0, None, "7", b"p"])]
+    for i, message in enumerate(bad):
+        for datagram in fragments(1000 + i, message):
+            stack.receive_datagram(datagram, 1.0)
+    assert stack.delivered_mids("g") in ([], ["B:1"])  # only a well-formed one can pass
+    assert stack.malformed >= 4
+
+
+def test_a_well_formed_message_from_a_peer_is_delivered(tmp_path: Path) -> None:
+    import msgpack
+
+    from m2mc.wire.packet import fragments
+
+    stack = _stack(tmp_path)
+    message = msgpack.packb(["g", "B", 1, "", 0, {"B": 1}, None, b"hi"])
+    for datagram in fragments(77, message):
+        stack.receive_datagram(datagram, 1.0)
+        stack.receive_datagram(datagram, 1.1)  # a copy: counted as dup, not delivered twice
+    assert list(stack.delivered_mids("g")) == ["B:1"]
+    events = [e.event for e in stack.ctx.trace.events]
+    assert events == ["join", "recv", "deliver", "dup"]
