@@ -1,0 +1,469 @@
+"""Wire format of the group layer: a fixed struct prefix, then a msgpack body.
+
+Every group message is one M2MP message::
+
+    offset  size  field
+    0       2     magic  b"MC"
+    2       1     version (1)
+    3       8     group tag: blake2b-64 of the group id; 8 zero bytes for discovery
+    11      1     kind (see ``Kind``)
+    12      1     flags (bit 0: an authentication tag follows the body; reserved)
+    13      ...   msgpack body (kind-specific, see docs/group.md)
+
+The first 11 bytes (magic, version, group tag) are what a process registers as
+its M2MP message filter for each group it has joined (seeds/002 2.3), so the
+M2MP layer drops other groups' traffic before it is reassembled, and a future
+version can never be mistaken for this one. Flags sit after the filter prefix
+so an authenticated message still matches the group's filter.
+
+Decoders raise :class:`~m2mc.errors.DecodeError` and nothing else; every list,
+string and integer is bounded, so a forged message costs bounded memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any
+
+import msgpack
+
+from m2mc.errors import DecodeError
+from m2mc.ordering import ROOT, Message, MessageId
+
+MAGIC = b"MC"
+VERSION = 1
+HEADER = struct.Struct(">2sB8sBB")
+HEADER_SIZE = HEADER.size  # 13
+FILTER_SIZE = 11  # magic + version + group tag
+DISCOVERY_TAG = bytes(8)
+FLAG_AUTH = 0x01
+
+MAX_PID = 64
+MAX_GID = 128
+MAX_DESC = 1024
+MAX_LIST = 100_000  # any msgpack array in a body
+MAX_SEQ = 1 << 40
+
+Intervals = list[tuple[int, int]]
+Digest = dict[str, Intervals]
+
+
+class Kind(IntEnum):
+    DATA = 1
+    REPAIR = 2
+    ORDER = 3
+    STATUS = 4
+    NACK = 5
+    SYNC_REQ = 6
+    SYNC_RESP = 7
+    JOIN = 8
+    LEAVE = 9
+    HANDOVER = 10
+    ADV = 20
+    GRPS_INFO = 21
+
+
+_KINDS = frozenset(int(k) for k in Kind)
+
+
+def group_tag(gid: str) -> bytes:
+    """The 8-byte tag of a group id (never the discovery tag)."""
+    tag = hashlib.blake2b(gid.encode(), digest_size=8).digest()
+    return tag if tag != DISCOVERY_TAG else b"\x00" * 7 + b"\x01"
+
+
+def filter_prefix(tag: bytes) -> bytes:
+    """The M2MP message filter that selects one group's messages."""
+    return HEADER.pack(MAGIC, VERSION, tag, 0, 0)[:FILTER_SIZE]
+
+
+# ---------------------------------------------------------------- message types
+@dataclass(frozen=True, slots=True)
+class MemberEntry:
+    """One process in a group's membership: ``version`` increases on every join
+    and leave of that process, so the newest word about it wins a merge."""
+
+    pid: str
+    version: int
+    joined: bool
+
+
+@dataclass(frozen=True, slots=True)
+class GrpInfo:
+    """``<gid, desc, cMemList, lMemList>`` (seeds/000 V.A) plus the group's ordering."""
+
+    gid: str
+    desc: str
+    order: str
+    members: tuple[MemberEntry, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SequencerInfo:
+    epoch: int
+    pid: str
+    next_gseq: int
+
+
+@dataclass(frozen=True, slots=True)
+class Data:
+    sender: str
+    records: list[Message]
+
+
+@dataclass(frozen=True, slots=True)
+class Repair:
+    sender: str
+    records: list[Message]
+
+
+@dataclass(frozen=True, slots=True)
+class Order:
+    sender: str
+    epoch: int
+    stamps: list[tuple[int, MessageId]]  # (gseq, mid)
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    sender: str
+    own_hw: int
+    summary: dict[str, int]  # sender pid -> highest seqno known
+    members: tuple[MemberEntry, ...]
+    sequencer: SequencerInfo | None
+    max_gseq: int
+
+
+@dataclass(frozen=True, slots=True)
+class Nack:
+    sender: str
+    ranges: Digest  # pid -> intervals of missing seqnos
+    gseqs: Intervals  # total order: missing global sequence numbers
+
+
+@dataclass(frozen=True, slots=True)
+class SyncReq:
+    sender: str
+    sync_seqno: int
+    digest: Digest  # what the requester holds: intervals per sender
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResp:
+    sender: str
+    requester: str
+    sync_seqno: int
+    records: list[Message]
+    remaining: int  # messages this responder still has to send after this one
+
+
+@dataclass(frozen=True, slots=True)
+class Join:
+    sender: str
+    version: int
+    order: str
+    desc: str
+
+
+@dataclass(frozen=True, slots=True)
+class Leave:
+    sender: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Handover:
+    sender: str
+    sequencer: SequencerInfo
+
+
+@dataclass(frozen=True, slots=True)
+class Adv:
+    sender: str
+
+
+@dataclass(frozen=True, slots=True)
+class GrpsInfo:
+    sender: str
+    groups: tuple[GrpInfo, ...]
+
+
+Body = (Data | Repair | Order | Status | Nack | SyncReq | SyncResp | Join | Leave | Handover
+        | Adv | GrpsInfo)
+
+_KIND_OF: dict[type, Kind] = {
+    Data: Kind.DATA, Repair: Kind.REPAIR, Order: Kind.ORDER, Status: Kind.STATUS,
+    Nack: Kind.NACK, SyncReq: Kind.SYNC_REQ, SyncResp: Kind.SYNC_RESP, Join: Kind.JOIN,
+    Leave: Kind.LEAVE, Handover: Kind.HANDOVER, Adv: Kind.ADV, GrpsInfo: Kind.GRPS_INFO,
+}
+
+
+# ---------------------------------------------------------------- framing
+@dataclass(frozen=True, slots=True)
+class Frame:
+    tag: bytes
+    kind: int
+    flags: int
+    body: bytes | memoryview
+
+
+def split_frame(message: bytes) -> Frame:
+    """Check the fixed prefix; the body is not looked at yet."""
+    if len(message) < HEADER_SIZE:
+        raise DecodeError(f"group message of {len(message)} bytes is shorter than its header")
+    magic, version, tag, kind, flags = HEADER.unpack_from(message)
+    if magic != MAGIC:
+        raise DecodeError("not a group message (bad magic)")
+    if version != VERSION:
+        raise DecodeError(f"unsupported group protocol version {version}")
+    if kind not in _KINDS:
+        raise DecodeError(f"unknown group message kind {kind}")
+    if flags & FLAG_AUTH:
+        raise DecodeError("authenticated group messages are not supported by this version")
+    if flags:
+        raise DecodeError(f"unknown group message flags {flags:#x}")
+    return Frame(tag, kind, flags, memoryview(message)[HEADER_SIZE:])
+
+
+def encode(tag: bytes, body: Body) -> bytes:
+    kind = _KIND_OF[type(body)]
+    return HEADER.pack(MAGIC, VERSION, tag, kind, 0) + _pack(_to_wire(body))
+
+
+def _pack(obj: object) -> bytes:
+    data: bytes = msgpack.packb(obj, use_bin_type=True)
+    return data
+
+
+def record_wire(m: Message) -> list[Any]:
+    """One data record on the wire: ``[pid, seq, ppid, pseq, payload(, gseq(, vclock))]``."""
+    mid = m.mid
+    parent = m.parent
+    if m.vclock is not None:
+        return [mid.pid, mid.seq, parent.pid, parent.seq, m.payload, m.gseq, dict(m.vclock)]
+    if m.gseq is not None:
+        return [mid.pid, mid.seq, parent.pid, parent.seq, m.payload, m.gseq]
+    return [mid.pid, mid.seq, parent.pid, parent.seq, m.payload]
+
+
+def record_size(m: Message) -> int:
+    """A cheap upper estimate of a record's encoded size (for batching)."""
+    extra = 0 if m.vclock is None else 12 * len(m.vclock) + 4
+    return len(m.payload) + len(m.mid.pid) + len(m.parent.pid) + 28 + extra
+
+
+def encode_records_body(sender: str, records: list[list[Any]]) -> bytes:
+    return _pack([sender, records])
+
+
+def _members_wire(members: tuple[MemberEntry, ...]) -> list[list[Any]]:
+    return [[e.pid, e.version, e.joined] for e in members]
+
+
+def _digest_wire(digest: Mapping[str, Intervals]) -> dict[str, list[int]]:
+    # Flattened [lo1, hi1, lo2, hi2, ...]: half the array headers of a list of pairs.
+    return {pid: [v for pair in ivs for v in pair] for pid, ivs in digest.items()}
+
+
+def _to_wire(body: Body) -> list[Any]:
+    match body:
+        case Data(sender, records) | Repair(sender, records):
+            return [sender, [record_wire(m) for m in records]]
+        case Order(sender, epoch, stamps):
+            return [sender, epoch, [[g, mid.pid, mid.seq] for g, mid in stamps]]
+        case Status(sender, own_hw, summary, members, seqr, max_gseq):
+            return [sender, own_hw, summary, _members_wire(members),
+                    None if seqr is None else [seqr.epoch, seqr.pid, seqr.next_gseq], max_gseq]
+        case Nack(sender, ranges, gseqs):
+            return [sender, _digest_wire(ranges), [v for pair in gseqs for v in pair]]
+        case SyncReq(sender, sync_seqno, digest):
+            return [sender, sync_seqno, _digest_wire(digest)]
+        case SyncResp(sender, requester, sync_seqno, records, remaining):
+            return [sender, requester, sync_seqno, [record_wire(m) for m in records], remaining]
+        case Join(sender, version, order, desc):
+            return [sender, version, order, desc]
+        case Leave(sender, version):
+            return [sender, version]
+        case Handover(sender, seqr):
+            return [sender, seqr.epoch, seqr.pid, seqr.next_gseq]
+        case Adv(sender):
+            return [sender]
+        case GrpsInfo(sender, groups):
+            return [sender, [[g.gid, g.desc, g.order, _members_wire(g.members)] for g in groups]]
+    raise TypeError(f"not a group message body: {body!r}")  # pragma: no cover
+
+
+# ---------------------------------------------------------------- decoding
+def decode_body(kind: int, body: bytes | memoryview, *, max_seq: int = MAX_SEQ) -> Body:
+    """Decode the body of a frame of ``kind``; raise DecodeError on anything malformed."""
+    try:
+        raw = msgpack.unpackb(body, raw=False, strict_map_key=True, max_str_len=1 << 20,
+                              max_bin_len=1 << 24, max_array_len=MAX_LIST,
+                              max_map_len=MAX_LIST, max_ext_len=0)
+    except Exception as exc:  # msgpack raises several unrelated types on garbage
+        raise DecodeError(f"malformed group message body: {type(exc).__name__}") from None
+    try:
+        return _from_wire(kind, raw, max_seq)
+    except (TypeError, ValueError, KeyError, IndexError) as exc:
+        raise DecodeError(f"malformed group message body: {exc}") from None
+
+
+def _list(value: Any, low: int = 0, high: int = MAX_LIST) -> list[Any]:
+    if type(value) is not list or not low <= len(value) <= high:
+        raise DecodeError("expected a list of the right length")
+    return value
+
+
+def _pid(value: Any) -> str:
+    if type(value) is not str or not value or len(value) > MAX_PID:
+        raise DecodeError("bad process id")
+    return value
+
+
+def _str(value: Any, limit: int) -> str:
+    if type(value) is not str or len(value) > limit:
+        raise DecodeError("bad string")
+    return value
+
+
+def _int(value: Any, low: int, high: int) -> int:
+    if type(value) is not int or not low <= value < high:
+        raise DecodeError("integer out of range")
+    return value
+
+
+def _records(raw: Any, max_seq: int) -> list[Message]:
+    out: list[Message] = []
+    for r in _list(raw):
+        if type(r) is not list or not 5 <= len(r) <= 7:
+            raise DecodeError("bad data record")
+        pid, seq, ppid, pseq, payload = r[0], r[1], r[2], r[3], r[4]
+        if (type(pid) is not str or not pid or len(pid) > MAX_PID or type(seq) is not int
+                or not 1 <= seq < max_seq or type(ppid) is not str or len(ppid) > MAX_PID
+                or type(pseq) is not int or type(payload) is not bytes):
+            raise DecodeError("bad data record")
+        if ppid:
+            if not 1 <= pseq < max_seq:
+                raise DecodeError("bad parent seqno")
+            parent = MessageId(ppid, pseq)
+        elif pseq == 0:
+            parent = ROOT
+        else:
+            raise DecodeError("bad parent seqno")
+        gseq = None
+        vclock = None
+        if len(r) >= 6 and r[5] is not None:
+            gseq = _int(r[5], 1, max_seq)
+        if len(r) == 7:
+            vclock = _vclock(r[6], max_seq)
+        out.append(Message(MessageId(pid, seq), parent, payload, vclock, gseq))
+    return out
+
+
+def _vclock(raw: Any, max_seq: int) -> dict[str, int]:
+    if type(raw) is not dict:
+        raise DecodeError("bad vector clock")
+    return {_pid(k): _int(v, 0, max_seq) for k, v in raw.items()}
+
+
+def _intervals(raw: Any, max_seq: int) -> Intervals:
+    flat = _list(raw)
+    if len(flat) % 2:
+        raise DecodeError("odd interval list")
+    out: Intervals = []
+    for i in range(0, len(flat), 2):
+        lo = _int(flat[i], 1, max_seq)
+        hi = _int(flat[i + 1], lo, max_seq)
+        out.append((lo, hi))
+    return out
+
+
+def _digest(raw: Any, max_seq: int) -> Digest:
+    if type(raw) is not dict:
+        raise DecodeError("bad digest")
+    return {_pid(pid): _intervals(ivs, max_seq) for pid, ivs in raw.items()}
+
+
+def _members(raw: Any, max_seq: int) -> tuple[MemberEntry, ...]:
+    out = []
+    for r in _list(raw):
+        r = _list(r, 3, 3)
+        if type(r[2]) is not bool:
+            raise DecodeError("bad member entry")
+        out.append(MemberEntry(_pid(r[0]), _int(r[1], 0, max_seq), r[2]))
+    return tuple(out)
+
+
+def _order(value: Any) -> str:
+    from m2mc.group.config import ORDERS
+
+    if value not in ORDERS:
+        raise DecodeError(f"unknown order {value!r}")
+    return str(value)
+
+
+def _from_wire(kind: int, raw: Any, max_seq: int) -> Body:
+    r = _list(raw, 1, 16)
+    sender = _pid(r[0])
+    if kind == Kind.DATA or kind == Kind.REPAIR:
+        _list(r, 2, 2)
+        records = _records(r[1], max_seq)
+        return Data(sender, records) if kind == Kind.DATA else Repair(sender, records)
+    if kind == Kind.ORDER:
+        _list(r, 3, 3)
+        stamps = []
+        for s in _list(r[2]):
+            s = _list(s, 3, 3)
+            stamps.append((_int(s[0], 1, max_seq), MessageId(_pid(s[1]), _int(s[2], 1, max_seq))))
+        return Order(sender, _int(r[1], 0, max_seq), stamps)
+    if kind == Kind.STATUS:
+        _list(r, 6, 6)
+        summary_raw = r[2]
+        if type(summary_raw) is not dict:
+            raise DecodeError("bad status summary")
+        summary = {_pid(k): _int(v, 0, max_seq) for k, v in summary_raw.items()}
+        seqr = None
+        if r[4] is not None:
+            s = _list(r[4], 3, 3)
+            seqr = SequencerInfo(_int(s[0], 0, max_seq), _pid(s[1]), _int(s[2], 1, max_seq))
+        return Status(sender, _int(r[1], 0, max_seq), summary, _members(r[3], max_seq), seqr,
+                      _int(r[5], 0, max_seq))
+    if kind == Kind.NACK:
+        _list(r, 3, 3)
+        return Nack(sender, _digest(r[1], max_seq), _intervals(r[2], max_seq))
+    if kind == Kind.SYNC_REQ:
+        _list(r, 3, 3)
+        return SyncReq(sender, _int(r[1], 1, max_seq), _digest(r[2], max_seq))
+    if kind == Kind.SYNC_RESP:
+        _list(r, 5, 5)
+        return SyncResp(sender, _pid(r[1]), _int(r[2], 1, max_seq), _records(r[3], max_seq),
+                        _int(r[4], 0, max_seq))
+    if kind == Kind.JOIN:
+        _list(r, 4, 4)
+        return Join(sender, _int(r[1], 1, max_seq), _order(r[2]), _str(r[3], MAX_DESC))
+    if kind == Kind.LEAVE:
+        _list(r, 2, 2)
+        return Leave(sender, _int(r[1], 1, max_seq))
+    if kind == Kind.HANDOVER:
+        _list(r, 4, 4)
+        return Handover(sender, SequencerInfo(_int(r[1], 1, max_seq), _pid(r[2]),
+                                              _int(r[3], 1, max_seq)))
+    if kind == Kind.ADV:
+        _list(r, 1, 1)
+        return Adv(sender)
+    if kind == Kind.GRPS_INFO:
+        _list(r, 2, 2)
+        groups = []
+        for g in _list(r[1]):
+            g = _list(g, 4, 4)
+            gid = _str(g[0], MAX_GID)
+            if not gid:
+                raise DecodeError("empty group id")
+            groups.append(GrpInfo(gid, _str(g[1], MAX_DESC), _order(g[2]),
+                                  _members(g[3], max_seq)))
+        return GrpsInfo(sender, tuple(groups))
+    raise DecodeError(f"unknown group message kind {kind}")  # pragma: no cover

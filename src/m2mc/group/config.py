@@ -1,0 +1,97 @@
+"""Settings of the group layer: timers (seconds) and the bounds of every table an
+outsider can fill. One object per :class:`~m2mc.group.manager.GroupNode`.
+
+Timers are drawn uniformly from ``[0, x]`` (back-offs) or ``[x/2, x]`` (periodic
+jitter) with the node's injected random generator, so a simulation is
+reproducible from its seed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from m2mc.errors import ConfigError
+
+ORDERS = ("sb", "causal", "fifo", "total")
+
+
+@dataclass(slots=True)
+class GroupConfig:
+    # ---------------------------------------------------------------- GJLP
+    adv_reply_backoff: float = 0.2  # grpsInfoList replies to an advertisement: uniform [0, x]
+    advertise_on_start: bool = True
+    # ---------------------------------------------------------------- MSP
+    sync_backoff: float = 0.1  # the seed's random counter before a SyncResp: uniform [0, x]
+    sync_timeout: float = 1.0  # a SyncReq with no answer is repeated after this
+    sync_attempts: int = 3  # SyncReqs sent for one catch-up before gap repair takes over
+    sync_chunk_bytes: int = 8000  # a SyncResp message carries at most this much
+    # ---------------------------------------------------------------- repair
+    nack_delay: float = 0.02  # a hole must be this old before it is NACKed
+    nack_backoff: float = 0.05  # NACK back-off, uniform [0, x], suppressed by overheard NACKs
+    nack_holdoff: float = 0.5  # after a NACK for a range, wait this long before asking again
+    nack_holdoff_max: float = 8.0  # holdoff doubles for ranges nobody repairs, up to this
+    repair_backoff: float = 0.03  # retransmission back-off, suppressed by overheard copies
+    # ---------------------------------------------------------------- status
+    status_delay: float = 0.1  # after sending, announce the high-water this much later
+    status_interval: float = 1.0  # periodic status (anti-entropy), jittered, suppressible
+    sequencer_timeout: float = 4.0  # total order: a silent sequencer is replaced after this
+    leave_linger: float = 3.0  # after leaving, keep answering repairs this long
+    # ---------------------------------------------------------------- batching
+    batch_bytes: int = 480  # data records share one M2MP message up to this size
+    # ---------------------------------------------------------------- bounds
+    max_payload: int = 60_000
+    max_message_bytes: int = 1_000_000  # a larger group message is dropped undecoded
+    max_held: int = 100_000  # per group, in the ordering core (refused beyond)
+    max_unstamped: int = 100_000  # total order: data waiting for its gseq
+    max_groups: int = 256  # GIIT rows plus discovered groups
+    max_members: int = 1024  # membership entries per group
+    max_digest_intervals: int = 4096  # intervals in a digest we send or accept
+    max_nack_intervals: int = 256
+    max_pending_repairs: int = 20_000  # retransmissions waiting for their back-off
+    max_sync_messages: int = 100_000  # messages one SyncResp series may carry
+    max_mirs: int = 64  # concurrent MIRs (sync requests being answered)
+    max_pssit: int = 4096  # PSSIT rows (requesting processes remembered)
+    max_status_senders: int = 256  # per-sender high-waters in a status message
+    max_seq: int = 1 << 40  # sequence numbers at or above this are absurd: dropped
+    max_seq_jump: int = 1 << 20  # a high-water this far past what we know is not chased
+    send_backlog: int = 4096  # packets queued in M2MP before send() pushes back
+
+    def validate(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool):
+                continue
+            if isinstance(value, int | float) and value < 0:
+                raise ConfigError(f"group config {f.name} must be >= 0, got {value}")
+        for name in ("sync_chunk_bytes", "batch_bytes", "max_payload", "max_message_bytes",
+                     "max_groups", "max_members", "max_digest_intervals",
+                     "max_nack_intervals", "max_mirs", "max_pssit", "sync_attempts",
+                     "status_interval", "sync_timeout", "nack_holdoff"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"group config {name} must be > 0, got {getattr(self, name)}")
+        if self.nack_holdoff_max < self.nack_holdoff:
+            raise ConfigError("group config nack_holdoff_max must be >= nack_holdoff")
+
+    @classmethod
+    def from_mapping(cls, values: dict[str, object]) -> GroupConfig:
+        """Build from a mapping (a TOML table); unknown keys are an error."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigError(f"unknown group config key(s): {', '.join(unknown)}")
+        config = cls()
+        for key, value in values.items():
+            current = getattr(config, key)
+            if isinstance(current, bool):
+                if not isinstance(value, bool):
+                    raise ConfigError(f"group config {key} must be true or false")
+            elif isinstance(current, int) and not isinstance(current, bool):
+                if not isinstance(value, int) or isinstance(value, bool):
+                    raise ConfigError(f"group config {key} must be an integer")
+            elif isinstance(current, float):
+                if not isinstance(value, int | float) or isinstance(value, bool):
+                    raise ConfigError(f"group config {key} must be a number")
+                value = float(value)
+            setattr(config, key, value)
+        config.validate()
+        return config

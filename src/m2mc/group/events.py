@@ -1,0 +1,60 @@
+"""What the group layer tells the application: the ``ApplGrpMngrInterface``
+callbacks of seeds/000 IX.E as values (drained with ``GroupNode.events()``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from m2mc.group.codec import GrpInfo
+from m2mc.ordering import Message
+
+
+@dataclass(frozen=True, slots=True)
+class Delivered:
+    """``sendMsg2Appl``: a message of group ``gid``, in the group's order."""
+
+    gid: str
+    message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDiscovered:
+    """``displayNewGroupInfo``: a group this node is not in; join or reject it."""
+
+    info: GrpInfo
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCreated:
+    """``createdNewGroup``."""
+
+    gid: str
+    desc: str
+    order: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemberJoined:
+    gid: str
+    pid: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemberLeft:
+    gid: str
+    pid: str
+
+
+@dataclass(frozen=True, slots=True)
+class CatchUpProgress:
+    """MSP progress after joining or restarting: ``recovered`` messages so far;
+    ``remaining`` is what responders said is still to come; ``done`` once over."""
+
+    gid: str
+    recovered: int
+    remaining: int
+    done: bool
+
+
+GroupEvent = (Delivered | GroupDiscovered | GroupCreated | MemberJoined | MemberLeft
+              | CatchUpProgress)

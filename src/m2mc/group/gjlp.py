@@ -1,0 +1,176 @@
+"""GJLP, the Group Join/Leave Protocol (seeds/000 V, IX.C): the GIIT, the
+advertisement and its ``grpsInfoList`` replies, group creation.
+
+The seed has every process answer every advertisement; in a broadcast domain
+of n processes that is n replies per newcomer. Here each process waits a random
+back-off in ``[0, adv_reply_backoff]`` before replying, and drops from its
+reply every group that a reply it overhears already describes at least as well
+(same group, every membership entry at the same or a newer version). It sends
+nothing if nothing is left. In a quiet network one reply per advertisement
+goes out, plus those whose timers fire while the first is in flight.
+
+GIIT rows: ``member`` (the seed's grpInfo row), ``rejected`` and ``left`` (the
+seed's N/A). Groups heard of but not yet accepted or rejected are kept apart
+in ``discovered`` and offered to the application once. Bound: ``max_groups``
+rows plus discovered groups; news of more groups is dropped and counted.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from m2mc.group.codec import MAX_GID, Adv, GrpInfo, GrpsInfo, MemberEntry
+from m2mc.group.config import GroupConfig
+from m2mc.group.membership import Membership
+
+MEMBER = "member"
+REJECTED = "rejected"
+LEFT = "left"
+
+
+@dataclass(slots=True)
+class GiitRow:
+    gid: str
+    desc: str
+    order: str
+    state: str
+    membership: Membership
+    my_version: int = 0
+
+    def info(self) -> GrpInfo:
+        return GrpInfo(self.gid, self.desc, self.order, self.membership.entries())
+
+
+@dataclass(slots=True)
+class GjlpStats:
+    advertisements_sent: int = 0
+    advertisements_heard: int = 0
+    replies_sent: int = 0
+    replies_suppressed: int = 0
+    replies_heard: int = 0
+    groups_dropped: int = 0
+    order_conflicts: int = 0
+    extra: dict[str, int] = field(default_factory=dict)
+
+
+class Gjlp:
+    def __init__(self, pid: str, config: GroupConfig, rng: random.Random) -> None:
+        self.pid = pid
+        self.config = config
+        self.rng = rng
+        self.giit: dict[str, GiitRow] = {}
+        self.discovered: dict[str, GrpInfo] = {}
+        self._reply_at: float | None = None
+        self._reply_gids: list[str] = []
+        self.stats = GjlpStats()
+
+    # ------------------------------------------------------------ advertise
+    def advertise(self) -> Adv:
+        """SendAdv: delete N/A rows (so those groups are offered again), then advertise."""
+        for gid in [g for g, row in self.giit.items() if row.state != MEMBER]:
+            del self.giit[gid]
+        self.discovered.clear()
+        self.stats.advertisements_sent += 1
+        return Adv(self.pid)
+
+    def on_adv(self, adv: Adv, now: float) -> None:
+        """SendGrpInfoList, after a back-off (suppressible)."""
+        self.stats.advertisements_heard += 1
+        if adv.sender == self.pid:
+            return
+        gids = [gid for gid, row in self.giit.items() if row.state == MEMBER]
+        if not gids:
+            return
+        for gid in gids:
+            if gid not in self._reply_gids:
+                self._reply_gids.append(gid)
+        if self._reply_at is None:
+            self._reply_at = now + self.rng.uniform(0.0, self.config.adv_reply_backoff)
+
+    def reply_due(self, now: float) -> GrpsInfo | None:
+        if self._reply_at is None or now < self._reply_at:
+            return None
+        self._reply_at = None
+        gids, self._reply_gids = self._reply_gids, []
+        infos = tuple(self.giit[g].info() for g in gids
+                      if g in self.giit and self.giit[g].state == MEMBER)
+        if not infos:
+            self.stats.replies_suppressed += 1
+            return None
+        self.stats.replies_sent += 1
+        return GrpsInfo(self.pid, infos)
+
+    def next_deadline(self) -> float | None:
+        return self._reply_at
+
+    # ----------------------------------------------------- receive grpsInfo
+    def on_grps_info(
+            self, msg: GrpsInfo) -> tuple[list[GrpInfo], list[tuple[str, list[MemberEntry]]]]:
+        """RecvGrpsInfoList. Returns (groups new to us, (gid, membership changes) of ours)."""
+        self.stats.replies_heard += 1
+        new: list[GrpInfo] = []
+        changed: list[tuple[str, list[MemberEntry]]] = []
+        for info in msg.groups:
+            row = self.giit.get(info.gid)
+            if row is None:
+                if info.gid in self.discovered:
+                    self.discovered[info.gid] = _merged(self.discovered[info.gid], info,
+                                                        self.config.max_members)
+                    continue
+                if len(self.giit) + len(self.discovered) >= self.config.max_groups:
+                    self.stats.groups_dropped += 1
+                    continue
+                self.discovered[info.gid] = info
+                new.append(info)
+                continue
+            if row.state != MEMBER:
+                continue  # N/A: discard
+            if info.order != row.order:
+                self.stats.order_conflicts += 1
+            delta = row.membership.merge(info.members)
+            if delta:
+                changed.append((info.gid, delta))
+            self._suppress(row, info)
+        return new, changed
+
+    def _suppress(self, row: GiitRow, heard: GrpInfo) -> None:
+        """Drop ``row`` from our pending reply if ``heard`` says all we would."""
+        if row.gid not in self._reply_gids:
+            return
+        theirs = Membership(self.config.max_members, heard.members)
+        if theirs.covers(row.membership.entries()):
+            self._reply_gids.remove(row.gid)
+
+    # ------------------------------------------------------ rows and groups
+    def row(self, gid: str, desc: str = "", order: str = "sb") -> GiitRow:
+        """The GIIT row of ``gid``, made from discovery (or from scratch) if absent."""
+        row = self.giit.get(gid)
+        if row is not None:
+            return row
+        if len(gid) > MAX_GID or not gid:
+            from m2mc.errors import UsageError
+
+            raise UsageError(f"group id must be 1 to {MAX_GID} characters")
+        info = self.discovered.pop(gid, None)
+        membership = Membership(self.config.max_members, info.members if info else ())
+        row = GiitRow(gid, info.desc if info else desc, info.order if info else order, LEFT,
+                      membership)
+        self.giit[gid] = row
+        return row
+
+    def reject(self, gid: str) -> None:
+        """rejectGrp: an N/A row, so the group is not offered again until we advertise."""
+        info = self.discovered.pop(gid, None)
+        if gid not in self.giit:
+            self.giit[gid] = GiitRow(gid, info.desc if info else "", info.order if info else "sb",
+                                     REJECTED, Membership(self.config.max_members))
+
+    def member_gids(self) -> list[str]:
+        return [gid for gid, row in self.giit.items() if row.state == MEMBER]
+
+
+def _merged(old: GrpInfo, new: GrpInfo, max_members: int) -> GrpInfo:
+    m = Membership(max_members, old.members)
+    m.merge(new.members)
+    return GrpInfo(old.gid, old.desc, old.order, m.entries())

@@ -1,0 +1,359 @@
+"""One group at one node: the MOP, MSP and repair instances the Group Manager
+keeps per group (seeds/000 III.A.4, IX.E ``grpProtocolMap``), its membership
+row and its status (heartbeat) messages.
+
+Status messages (beyond the seeds) carry the sender's own high-water, the
+high-waters it knows of every sender, the membership entries and, under total
+order, the sequencer. They are what lets a node notice a lost *last* message
+(no later seqno would reveal the hole), what makes two sides of a healed
+partition converge, and what spreads membership news the seed only spreads on
+advertisements. One is sent ``status_delay`` after a node sends data; others
+every ``status_interval`` (jittered), skipped when a status overheard since
+the last one already said everything ours would.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from m2mc.group.codec import (
+    Data,
+    Handover,
+    Join,
+    Leave,
+    MemberEntry,
+    Nack,
+    Order,
+    Repair,
+    SequencerInfo,
+    Status,
+    SyncReq,
+    SyncResp,
+    group_tag,
+)
+from m2mc.group.events import CatchUpProgress, MemberJoined, MemberLeft
+from m2mc.group.gjlp import GiitRow
+from m2mc.group.mop import DUP, NEW, REFUSED, Mop
+from m2mc.group.msp import Msp
+from m2mc.group.repair import Repair as RepairState
+from m2mc.ordering import Message
+from m2mc.trace.schema import detail_json
+
+if TYPE_CHECKING:
+    from m2mc.group.manager import GroupNode
+
+
+class GroupInstance:
+    def __init__(self, node: GroupNode, row: GiitRow) -> None:
+        self.node = node
+        self.pid = node.pid
+        self.gid = row.gid
+        self.tag = group_tag(row.gid)
+        self.row = row
+        self.order = row.order
+        config = node.config
+        self.config = config
+        self.mop = Mop(node.pid, row.gid, row.order, config, node.store)
+        self.msp = Msp(node.pid, row.gid, config, node.rng, node.store, self.mop.digest)
+        self.repair = RepairState(node.pid, row.gid, config, node.rng, node.store)
+        self.lingering_until: float | None = None
+        self.last_heard: dict[str, float] = {}
+        self.batch: list[Message] = []
+        self.batch_size = 0
+        self._status_at: float | None = None
+        self._status_soon: float | None = None
+        self._status_covered = False
+        self._sequencer_watch_from: float | None = None
+        self.delivered_count = 0
+
+    # ------------------------------------------------------------ lifecycle
+    def restore(self, now: float) -> None:
+        """Rebuild the ordering state from the GrpMsgList (join after leave, restart)."""
+        for m in self.mop.restore(self.node.store.load_messages(self.gid)):
+            self._deliver(m, now)
+        for pid, ivs in self.mop.digest().items():
+            if ivs:
+                self.repair.hw[pid] = max(self.repair.hw.get(pid, 0), ivs[-1][1])
+        self._status_at = now + self._status_period()
+        self._sequencer_watch_from = now
+
+    def start_sync(self, now: float) -> None:
+        self.node._send(self.tag, self.msp.request(now))
+        self.node._trace("sync_req", self.gid, detail=detail_json(
+            sync_seqno=self.msp.sync_seqno, senders=len(self.mop.digest())))
+
+    @property
+    def lingering(self) -> bool:
+        return self.lingering_until is not None
+
+    # ------------------------------------------------------------- sending
+    def queue_data(self, message: Message, now: float) -> None:
+        from m2mc.group.codec import record_size
+
+        self.batch.append(message)
+        self.batch_size += record_size(message)
+        if self._status_soon is None:
+            self._status_soon = now + self.config.status_delay
+
+    def take_batches(self, force: bool) -> list[list[Message]]:
+        """Data records to send now, in batches of at most ``batch_bytes``."""
+        if not self.batch:
+            return []
+        if not force and self.batch_size < self.config.batch_bytes:
+            return []
+        out: list[list[Message]] = [[]]
+        size = 0
+        from m2mc.group.codec import record_size
+
+        for m in self.batch:
+            s = record_size(m)
+            if out[-1] and size + s > self.config.batch_bytes:
+                out.append([])
+                size = 0
+            out[-1].append(m)
+            size += s
+        if not force and size < self.config.batch_bytes and len(out) > 1:
+            last = out.pop()
+            self.batch = last
+            self.batch_size = size
+        else:
+            self.batch = []
+            self.batch_size = 0
+        return out
+
+    # ------------------------------------------------------------ receiving
+    def on_body(self, body: object, now: float) -> None:
+        node = self.node
+        sender = getattr(body, "sender", "")
+        if sender == self.pid:
+            node.stats.own_echo += 1
+            return
+        self.last_heard[sender] = now
+        if self.lingering:
+            if isinstance(body, Nack):
+                self.repair.on_nack(body, now)
+            elif isinstance(body, Data | Repair | SyncResp):
+                for m in body.records:
+                    self.repair.overheard(m.mid)
+            return
+        match body:
+            case Data(_, records):
+                self._records(records, sender, now)
+            case Repair(_, records):
+                self._records(records, sender, now)
+            case SyncResp():
+                self._sync_resp(body, now)
+            case Order(_, _, stamps):
+                for _, mid in stamps:
+                    self.repair.note(mid.pid, mid.seq, now)
+                for m in self.mop.apply_stamps(stamps):
+                    self._deliver(m, now)
+                if self.mop.stamps:
+                    self.repair.suspect(now)
+            case Status():
+                self._status(body, now)
+            case Nack():
+                self.repair.overheard_nack(body, now)
+                self.repair.on_nack(body, now)
+            case SyncReq():
+                self.msp.on_request(body, now)
+            case Join(_, version, _, _):
+                self._membership([MemberEntry(sender, version, True)], now)
+                self._check_sequencer(now)
+            case Leave(_, version):
+                self._membership([MemberEntry(sender, version, False)], now)
+                self._check_sequencer(now)
+            case Handover(_, info):
+                self._adopt(info, now)
+            case _:
+                node.stats.wrong_kind += 1
+
+    def _records(self, records: list[Message], peer: str, now: float) -> int:
+        node = self.node
+        mop = self.mop
+        repair = self.repair
+        tracing = node.tracing
+        new = 0
+        for m in records:
+            mid = m.mid
+            repair.overheard(mid)
+            repair.note(mid.pid, mid.seq, now)
+            status, out = mop.accept(m)
+            if status == NEW:
+                new += 1
+                repair.progress(mid.pid)
+                if tracing:
+                    node._trace("recv", self.gid, m, peer=peer)
+                if not out or out[0] is not m:
+                    repair.suspect(now)
+            elif status == DUP:
+                node.stats.duplicates += 1
+                if tracing:
+                    node._trace("dup", self.gid, m, peer=peer)
+            elif status == REFUSED:
+                node.stats.refused += 1
+                repair.suspect(now)
+            else:
+                node.stats.malformed_records += 1
+            for d in out:
+                self._deliver(d, now)
+        return new
+
+    def _deliver(self, m: Message, now: float) -> None:
+        self.delivered_count += 1
+        self.node._delivered(self.gid, m)
+
+    def _sync_resp(self, resp: SyncResp, now: float) -> None:
+        new = self._records(resp.records, resp.sender, now)
+        if resp.requester == self.pid:
+            if self.msp.on_own_response(resp, new, now):
+                c = self.msp.catchup
+                assert c is not None
+                self.node._event(CatchUpProgress(self.gid, c.recovered, c.remaining, c.done))
+                if c.done:
+                    self.repair.suspect(now)
+        else:
+            self.msp.on_response(resp, now)
+
+    def _status(self, st: Status, now: float) -> None:
+        repair = self.repair
+        repair.note_high_water(st.sender, st.own_hw, now)
+        for pid, hw in st.summary.items():
+            if pid != self.pid:
+                repair.note_high_water(pid, hw, now)
+        if st.max_gseq > self.mop.max_gseq and self.order == "total":
+            self.mop.max_gseq = st.max_gseq
+            repair.suspect(now)
+        self._membership(list(st.members), now)
+        if st.sequencer is not None:
+            self._adopt(st.sequencer, now)
+        # Suppression: does this status say everything ours would?
+        mine = self._summary()
+        if (all(st.summary.get(pid, 0) >= hw for pid, hw in mine.items() if pid != st.sender)
+                and st.summary.get(self.pid, 0) >= self.mop.own_seq
+                and self.row.membership.entries() == st.members):
+            self._status_covered = True
+
+    def _membership(self, entries: list[MemberEntry], now: float) -> None:
+        node = self.node
+        before = self.row.membership.current()
+        changed = self.row.membership.merge(entries)
+        if not changed:
+            return
+        for e in changed:
+            if e.pid == self.pid:
+                continue
+            node._event(MemberJoined(self.gid, e.pid) if e.joined else MemberLeft(self.gid, e.pid))
+        node._save_row(self.row)
+        after = self.row.membership.current()
+        if after != before:
+            node._trace("view", self.gid, detail=detail_json(members=after))
+
+    # ------------------------------------------------------- total order role
+    def _adopt(self, info: SequencerInfo, now: float) -> None:
+        for m in self.mop.adopt(info):
+            self._deliver(m, now)
+
+    def _check_sequencer(self, now: float) -> None:
+        """Hand the role to a lower current member, or take it from a silent/departed holder."""
+        mop = self.mop
+        if self.order != "total" or self.lingering:
+            return
+        members = self.row.membership.current()
+        if mop.is_sequencer:
+            lowest = min(members, default=self.pid)
+            if lowest < self.pid:
+                info = mop.handover(lowest)
+                self.node._send(self.tag, Handover(self.pid, info))
+                self.node._trace("elect", self.gid, peer=lowest, detail=detail_json(
+                    epoch=info.epoch, sequencer=lowest, next_gseq=info.next_gseq))
+            return
+        seqr = mop.seqr
+        holder = seqr.pid if seqr is not None else None
+        if holder is not None and holder in members:
+            heard = self.last_heard.get(holder, self._sequencer_watch_from or now)
+            if now - heard < self.config.sequencer_timeout:
+                return
+        elif holder is None and self._sequencer_watch_from is not None and (
+                now - self._sequencer_watch_from < self.config.sequencer_timeout):
+            return
+        others = [p for p in members if p != holder]
+        if others and min(others) == self.pid:
+            info, released = mop.take_over()
+            for m in released:
+                self._deliver(m, now)
+            self.node._send(self.tag, Handover(self.pid, info))
+            self.node._trace("elect", self.gid, detail=detail_json(
+                epoch=info.epoch, sequencer=self.pid, next_gseq=info.next_gseq))
+
+    # --------------------------------------------------------------- status
+    def _summary(self) -> dict[str, int]:
+        summary = dict(self.repair.hw)
+        if self.mop.own_seq:
+            summary[self.pid] = self.mop.own_seq
+        if len(summary) > self.config.max_status_senders:
+            keep = sorted(summary, key=lambda p: (-summary[p], p))[:self.config.max_status_senders]
+            summary = {p: summary[p] for p in sorted(keep)}
+        return summary
+
+    def make_status(self) -> Status:
+        return Status(self.pid, self.mop.own_seq, self._summary(), self.row.membership.entries(),
+                      self.mop.seqr, self.mop.max_gseq)
+
+    def _status_period(self) -> float:
+        interval = self.config.status_interval
+        return self.node.rng.uniform(interval / 2, interval)
+
+    # --------------------------------------------------------------- timers
+    def on_timer(self, now: float) -> None:
+        node = self.node
+        if self.lingering:
+            for_repair = self.repair.repair_due(now)
+            if for_repair:
+                node._send_repairs(self, for_repair)
+            return
+        mop = self.mop
+        repair = self.repair
+        msp = self.msp
+        if msp.retry_due(now):
+            self.start_sync(now)
+        catching_up = msp.catchup is not None and not msp.catchup.done
+        if repair.check_due(now):
+            if catching_up:
+                repair.defer(msp.catchup.deadline if msp.catchup else now)
+            else:
+                repair.check(repair.needs(mop.digest(), mop.missing(), mop.missing_gseqs(), now),
+                             now)
+        if repair.nack_due(now):
+            nack = repair.make_nack(
+                repair.needs(mop.digest(), mop.missing(), mop.missing_gseqs(), now), now)
+            if nack is not None:
+                node._send(self.tag, nack)
+                node._trace("nack", self.gid, detail=detail_json(
+                    senders=sorted(nack.ranges), intervals=sum(map(len, nack.ranges.values())),
+                    gseqs=len(nack.gseqs)))
+        for_repair = repair.repair_due(now)
+        if for_repair:
+            node._send_repairs(self, for_repair)
+        for resp in msp.due(now):
+            node._send(self.tag, resp)
+            node._trace("sync_resp", self.gid, peer=resp.requester, detail=detail_json(
+                sync_seqno=resp.sync_seqno, messages=len(resp.records), remaining=resp.remaining))
+        if self._status_soon is not None and now >= self._status_soon:
+            self._status_soon = None
+            node._send(self.tag, self.make_status())
+        if self._status_at is not None and now >= self._status_at:
+            self._status_at = now + self._status_period()
+            if self._status_covered:
+                self._status_covered = False
+                node.stats.status_suppressed += 1
+            else:
+                node._send(self.tag, self.make_status())
+            self._check_sequencer(now)
+
+    def next_deadline(self) -> float | None:
+        ds = [self.repair.next_deadline(), self._status_soon, self.lingering_until]
+        if not self.lingering:
+            ds += [self.msp.next_deadline(), self._status_at]
+        present = [d for d in ds if d is not None]
+        return min(present) if present else None

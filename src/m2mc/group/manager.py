@@ -1,0 +1,469 @@
+"""The Group Manager (seeds/000 III.A.4, IX.E) as a sans-IO stack: :class:`GroupNode`.
+
+It owns the process's M2MP layer, one :class:`~m2mc.group.gjlp.Gjlp` and, per
+group joined, a :class:`~m2mc.group.instance.GroupInstance` (MOP, MSP, repair).
+It routes each incoming group message by its group tag and kind, and turns
+application calls (create, join, leave, send) into group messages.
+
+Drivers call :meth:`receive_datagram`, :meth:`on_timer`, the API methods, then
+transmit :meth:`datagrams_to_send`; the application drains :meth:`events`.
+The store is committed inside :meth:`datagrams_to_send` *before* any datagram
+is handed out, so a message identity is durable before anyone can see it.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from m2mc.errors import DecodeError, UsageError
+from m2mc.group.codec import (
+    DISCOVERY_TAG,
+    Adv,
+    Body,
+    Data,
+    GrpInfo,
+    GrpsInfo,
+    Handover,
+    Join,
+    Kind,
+    Leave,
+    MemberEntry,
+    Order,
+    Repair,
+    SequencerInfo,
+    decode_body,
+    encode,
+    filter_prefix,
+    record_size,
+    split_frame,
+)
+from m2mc.group.config import ORDERS, GroupConfig
+from m2mc.group.events import (
+    Delivered,
+    GroupCreated,
+    GroupDiscovered,
+    GroupEvent,
+    MemberJoined,
+    MemberLeft,
+)
+from m2mc.group.gjlp import LEFT, MEMBER, GiitRow, Gjlp
+from m2mc.group.instance import GroupInstance
+from m2mc.group.membership import Membership
+from m2mc.ordering import ROOT, Message, MessageId
+from m2mc.store import GroupRow, GroupStore, MemoryStore
+from m2mc.trace.schema import NullSink, TraceEvent, TraceSink, detail_json
+from m2mc.wire.m2mp import M2MPConfig, M2MPLayer, MessageAbandoned, MessageReceived
+
+
+@dataclass(slots=True)
+class NodeStats:
+    """Counters of everything dropped or suppressed (bad input is counted, never fatal)."""
+
+    malformed: int = 0  # undecodable group messages
+    unknown_group: int = 0  # a group tag we are not in
+    wrong_kind: int = 0
+    own_echo: int = 0
+    duplicates: int = 0
+    refused: int = 0
+    malformed_records: int = 0
+    abandoned: int = 0
+    oversized: int = 0
+    status_suppressed: int = 0
+    sent: int = 0
+    delivered: int = 0
+    extra: dict[str, int] = field(default_factory=dict)
+
+
+class GroupNode:
+    """A process's whole M2MC stack over one M2MP layer (a SansIOStack)."""
+
+    def __init__(self, pid: str, *, rng: random.Random, config: GroupConfig | None = None,
+                 m2mp: M2MPLayer | None = None, m2mp_config: M2MPConfig | None = None,
+                 store: GroupStore | None = None, trace: TraceSink | None = None,
+                 run_id: str = "") -> None:
+        if not pid or len(pid) > 64:
+            raise UsageError("a process id must be 1 to 64 characters")
+        self.pid = pid
+        self.rng = rng
+        self.config = config or GroupConfig()
+        self.config.validate()
+        self.m2mp = m2mp or M2MPLayer(m2mp_config, rng=random.Random(rng.getrandbits(64)))
+        self.m2mp.add_filter(filter_prefix(DISCOVERY_TAG))
+        self.store: GroupStore = store if store is not None else MemoryStore()
+        self.trace_sink: TraceSink = trace or NullSink()
+        self.tracing = self.trace_sink.enabled
+        self.run_id = run_id
+        self.gjlp = Gjlp(pid, self.config, rng)
+        self.groups: dict[str, GroupInstance] = {}
+        self._by_tag: dict[bytes, GroupInstance] = {}
+        self._events: list[GroupEvent] = []
+        self._out: list[bytes] = []
+        self._now = 0.0
+        self.stats = NodeStats()
+        self.started = False
+        self.record_delivered = False  # keep delivered ids per group (simulator checks)
+        self.delivered_ids: dict[str, list[MessageId]] = {}
+
+    # ================================================================ lifecycle
+    def start(self, now: float) -> None:
+        """Boot or reboot: reload the GIIT and every joined group from the store,
+        ask the groups for what we missed (MSP) and advertise (GJLP)."""
+        self._now = now
+        self.started = True
+        for row in self.store.load_groups():
+            giit_row = GiitRow(row.gid, row.desc, row.order, row.state if row.state == MEMBER
+                               else LEFT, Membership(self.config.max_members, row.members),
+                               row.my_version)
+            self.gjlp.giit[row.gid] = giit_row
+            if giit_row.state == MEMBER:
+                inst = self._instance(giit_row, now)
+                inst.start_sync(now)
+        if self.config.advertise_on_start:
+            self.advertise(now)
+
+    # ================================================================ app API
+    def advertise(self, now: float) -> None:
+        """sendAdvMsg: announce ourselves; every group we may join gets offered."""
+        self._now = now
+        self._send(DISCOVERY_TAG, self.gjlp.advertise())
+
+    def create_group(self, desc: str, now: float, order: str = "sb",
+                     gid: str | None = None) -> str:
+        """CreateGroup: a new group with a unique id ``<pid>/<n>`` (or the given id)."""
+        self._now = now
+        if order not in ORDERS:
+            raise UsageError(f"unknown order {order!r}; expected one of {', '.join(ORDERS)}")
+        if gid is None:
+            n = int(self.store.get_meta("grp_seqno") or 0) + 1
+            self.store.set_meta("grp_seqno", str(n))
+            gid = f"{self.pid}/{n}"
+        if gid in self.gjlp.giit and self.gjlp.giit[gid].state == MEMBER:
+            raise UsageError(f"already a member of group {gid!r}")
+        row = self.gjlp.row(gid, desc, order)
+        row.desc, row.order = desc, order
+        self._join(row, now, creating=True)
+        self._event(GroupCreated(gid, desc, order))
+        self._send(DISCOVERY_TAG, GrpsInfo(self.pid, (row.info(),)))
+        return gid
+
+    def join_group(self, gid: str, now: float, order: str | None = None,
+                   desc: str | None = None) -> None:
+        """joinThisGroup: join a discovered group, or a named one (``order`` needed
+        if the group was never heard of; it defaults to S_b)."""
+        self._now = now
+        if order is not None and order not in ORDERS:
+            raise UsageError(f"unknown order {order!r}; expected one of {', '.join(ORDERS)}")
+        row = self.gjlp.row(gid, desc or gid, order or "sb")
+        if row.state == MEMBER:
+            return
+        if not row.membership.current() and order is not None:
+            row.order = order
+        self._join(row, now, creating=False)
+
+    def reject_group(self, gid: str) -> None:
+        """rejectGrp: do not offer this group again (until we advertise)."""
+        self.gjlp.reject(gid)
+
+    def leave_group(self, gid: str, now: float) -> None:
+        """leaveThisGroup: leaveMsg, then keep answering repairs for ``leave_linger``."""
+        self._now = now
+        inst = self.groups.get(gid)
+        if inst is None or inst.lingering:
+            raise UsageError(f"not a member of group {gid!r}")
+        row = inst.row
+        if inst.mop.is_sequencer:
+            others = [p for p in row.membership.current() if p != self.pid]
+            if others:
+                info = inst.mop.handover(min(others))
+                self._send(inst.tag, Handover(self.pid, info))
+        self._flush_group(inst)
+        row.my_version += 1
+        row.state = LEFT
+        row.membership.apply(MemberEntry(self.pid, row.my_version, False))
+        self._save_row(row)
+        self._send(inst.tag, Leave(self.pid, row.my_version))
+        self._trace("leave", gid)
+        inst.lingering_until = now + self.config.leave_linger
+
+    def send(self, gid: str, payload: bytes, now: float,
+             reply_to: MessageId | str | None = None) -> MessageId:
+        """receiveMsgfrmAppl: send ``payload`` to the group, in reply to ``reply_to``
+        (the S_b parent; None or ROOT for a message that answers nothing)."""
+        self._now = now
+        inst = self.groups.get(gid)
+        if inst is None or inst.lingering:
+            raise UsageError(f"not a member of group {gid!r}")
+        if len(payload) > self.config.max_payload:
+            raise UsageError(f"payload of {len(payload)} bytes exceeds {self.config.max_payload}")
+        parent = MessageId.parse(reply_to) if isinstance(reply_to, str) else (reply_to or ROOT)
+        message = inst.mop.next_message(bytes(payload), parent)
+        self.stats.sent += 1
+        if self.tracing:
+            self._trace("send", gid, message)
+        _, out = inst.mop.accept(message)
+        if self.tracing:
+            self._trace("recv", gid, message, peer=self.pid)
+        for m in out:
+            inst._deliver(m, now)
+        inst.queue_data(message, now)
+        return message.mid
+
+    def events(self) -> list[GroupEvent]:
+        events, self._events = self._events, []
+        return events
+
+    # ---------------------------------------------------------------- queries
+    def is_member(self, gid: str) -> bool:
+        inst = self.groups.get(gid)
+        return inst is not None and not inst.lingering
+
+    def members(self, gid: str) -> list[str]:
+        row = self.gjlp.giit.get(gid)
+        return row.membership.current() if row is not None else []
+
+    def group_info(self, gid: str) -> GrpInfo | None:
+        row = self.gjlp.giit.get(gid)
+        if row is not None:
+            return row.info()
+        return self.gjlp.discovered.get(gid)
+
+    def discovered(self) -> list[GrpInfo]:
+        return list(self.gjlp.discovered.values())
+
+    def group_stats(self, gid: str) -> dict[str, int]:
+        """Counters of one group's repair, MSP and ordering core (for tests and benches)."""
+        inst = self.groups.get(gid)
+        if inst is None:
+            return {}
+        out: dict[str, int] = {}
+        for stats in (inst.repair.stats, inst.msp.stats):
+            for name in stats.__dataclass_fields__:
+                value = getattr(stats, name)
+                if isinstance(value, int):
+                    out[name] = value
+        core = inst.mop.core
+        out.update(held=core.held_count, core_duplicates=core.duplicates, core_refused=core.refused)
+        out["delivered"] = inst.delivered_count
+        return out
+
+    def node_stats(self) -> dict[str, int]:
+        out = {name: getattr(self.stats, name) for name in self.stats.__dataclass_fields__
+               if isinstance(getattr(self.stats, name), int)}
+        for name in self.gjlp.stats.__dataclass_fields__:
+            value = getattr(self.gjlp.stats, name)
+            if isinstance(value, int):
+                out[f"gjlp_{name}"] = value
+        return out
+
+    @property
+    def send_backlog(self) -> int:
+        """Packets waiting in M2MP plus unsent data records (for back-pressure)."""
+        return self.m2mp.queued_packets + sum(len(g.batch) for g in self.groups.values())
+
+    # ================================================================ SansIOStack
+    def receive_datagram(self, datagram: bytes, now: float) -> None:
+        self._now = now
+        m2mp = self.m2mp
+        m2mp.receive_datagram(datagram, now)
+        for event in m2mp.events():
+            if isinstance(event, MessageReceived):
+                self._on_message(event.payload, now)
+            elif isinstance(event, MessageAbandoned):
+                self.stats.abandoned += 1
+                for inst in self.groups.values():
+                    inst.repair.suspect(now)
+
+    def on_timer(self, now: float) -> None:
+        self._now = now
+        self.m2mp.on_timer(now)
+        for event in self.m2mp.events():
+            if isinstance(event, MessageAbandoned):
+                self.stats.abandoned += 1
+        reply = self.gjlp.reply_due(now)
+        if reply is not None:
+            self._send(DISCOVERY_TAG, reply)
+        for gid, inst in list(self.groups.items()):
+            deadline = inst.next_deadline()
+            if deadline is None or deadline > now:
+                continue
+            if inst.lingering_until is not None and now >= inst.lingering_until:
+                self._drop_instance(gid)
+                continue
+            inst.on_timer(now)
+
+    def next_deadline(self) -> float | None:
+        deadlines = [self.m2mp.next_deadline(), self.gjlp.next_deadline()]
+        deadlines.extend(inst.next_deadline() for inst in self.groups.values())
+        present = [d for d in deadlines if d is not None]
+        return min(present) if present else None
+
+    def datagrams_to_send(self, now: float) -> list[bytes]:
+        self._now = now
+        idle = self.m2mp.queued_packets == 0
+        for inst in self.groups.values():
+            if inst.batch:
+                self._flush_group(inst, force=idle)
+            if inst.mop.new_stamps:
+                self._send_stamps(inst)
+        self.store.commit()
+        m2mp = self.m2mp
+        for message in self._out:
+            m2mp.send(message, now)
+        self._out.clear()
+        return m2mp.datagrams_to_send(now)
+
+    # ================================================================ internals
+    def _join(self, row: GiitRow, now: float, creating: bool) -> None:
+        row.my_version += 1
+        row.state = MEMBER
+        row.membership.apply(MemberEntry(self.pid, row.my_version, True))
+        self._save_row(row)
+        old = self.groups.get(row.gid)
+        if old is not None:  # rejoining while still lingering after a leave
+            self._drop_instance(row.gid)
+        self._trace("join", row.gid)
+        inst = self._instance(row, now)
+        if row.order == "total" and creating:
+            self._adopt_initial(inst, SequencerInfo(1, self.pid, 1), now)
+        self._send(inst.tag, Join(self.pid, row.my_version, row.order, row.desc))
+        self._trace("view", row.gid, detail=_view(row))
+        if not creating:
+            inst.start_sync(now)
+
+    def _adopt_initial(self, inst: GroupInstance, info: SequencerInfo, now: float) -> None:
+        for m in inst.mop.adopt(info):
+            inst._deliver(m, now)
+
+    def _instance(self, row: GiitRow, now: float) -> GroupInstance:
+        inst = GroupInstance(self, row)
+        self.groups[row.gid] = inst
+        self._by_tag[inst.tag] = inst
+        self.m2mp.add_filter(filter_prefix(inst.tag))
+        inst.restore(now)
+        return inst
+
+    def _drop_instance(self, gid: str) -> None:
+        inst = self.groups.pop(gid)
+        self._by_tag.pop(inst.tag, None)
+        self.m2mp.remove_filter(filter_prefix(inst.tag))
+
+    def _on_message(self, payload: bytes, now: float) -> None:
+        if len(payload) > self.config.max_message_bytes:
+            self.stats.oversized += 1
+            return
+        try:
+            frame = split_frame(payload)
+        except DecodeError:
+            self.stats.malformed += 1
+            return
+        if frame.tag == DISCOVERY_TAG:
+            if frame.kind not in (Kind.ADV, Kind.GRPS_INFO):
+                self.stats.wrong_kind += 1
+                return
+            try:
+                body = decode_body(frame.kind, frame.body, max_seq=self.config.max_seq)
+            except DecodeError:
+                self.stats.malformed += 1
+                return
+            self._on_discovery(body, now)
+            return
+        inst = self._by_tag.get(frame.tag)
+        if inst is None:
+            self.stats.unknown_group += 1
+            return
+        if frame.kind in (Kind.ADV, Kind.GRPS_INFO):
+            self.stats.wrong_kind += 1
+            return
+        try:
+            body = decode_body(frame.kind, frame.body, max_seq=self.config.max_seq)
+        except DecodeError:
+            self.stats.malformed += 1
+            return
+        inst.on_body(body, now)
+
+    def _on_discovery(self, body: Body, now: float) -> None:
+        if isinstance(body, Adv):
+            self.gjlp.on_adv(body, now)
+        elif isinstance(body, GrpsInfo):
+            if body.sender == self.pid:
+                return
+            new, changed = self.gjlp.on_grps_info(body)
+            for info in new:
+                self._event(GroupDiscovered(info))
+            for gid, entries in changed:
+                inst = self.groups.get(gid)
+                if inst is not None:  # GJLP merged the entries into the row already
+                    self._save_row(inst.row)
+                    for e in entries:
+                        if e.pid != self.pid:
+                            self._event(MemberJoined(gid, e.pid) if e.joined
+                                        else MemberLeft(gid, e.pid))
+                    self._trace("view", gid, detail=_view(inst.row))
+
+    def _flush_group(self, inst: GroupInstance, force: bool = True) -> None:
+        for batch in inst.take_batches(force):
+            self._send(inst.tag, Data(self.pid, batch))
+
+    def _send_stamps(self, inst: GroupInstance) -> None:
+        stamps = inst.mop.take_stamps()
+        for i in range(0, len(stamps), 24):
+            epoch = inst.mop.seqr.epoch if inst.mop.seqr is not None else 0
+            self._send(inst.tag, Order(self.pid, epoch, stamps[i:i + 24]))
+
+    def _send_repairs(self, inst: GroupInstance, messages: list[Message]) -> None:
+        batch: list[Message] = []
+        size = 0
+        budget = self.config.sync_chunk_bytes
+        for m in messages:
+            if self.tracing:
+                self._trace("retransmit", inst.gid, m)
+            s = record_size(m)
+            if batch and size + s > budget:
+                self._send(inst.tag, Repair(self.pid, batch))
+                batch, size = [], 0
+            batch.append(m)
+            size += s
+        if batch:
+            self._send(inst.tag, Repair(self.pid, batch))
+
+    def _send(self, tag: bytes, body: Body) -> None:
+        self._out.append(encode(tag, body))
+
+    def _delivered(self, gid: str, m: Message) -> None:
+        self.stats.delivered += 1
+        if self.tracing:
+            self._trace("deliver", gid, m)
+        if self.record_delivered:
+            self.delivered_ids.setdefault(gid, []).append(m.mid)
+        self._events.append(Delivered(gid, m))
+
+    def _event(self, event: GroupEvent) -> None:
+        self._events.append(event)
+
+    def _save_row(self, row: GiitRow) -> None:
+        self.store.save_group(GroupRow(row.gid, row.desc, row.order, row.state, row.my_version,
+                                       list(row.membership.entries())))
+
+    def _trace(self, event: str, gid: str | None, m: Message | None = None, *,
+               peer: str | None = None, detail: str | None = None) -> None:
+        if not self.tracing:
+            return
+        order = None
+        if gid is not None:
+            row = self.gjlp.giit.get(gid)
+            order = row.order if row is not None else None
+        if m is not None:
+            vdetail = detail
+            if m.vclock is not None and detail is None and event in ("send", "deliver"):
+                vdetail = detail_json(vclock=dict(sorted(m.vclock.items())))
+            self.trace_sink.emit(TraceEvent(
+                self.run_id, self.pid, self._now, event, gid, str(m.mid), str(m.parent), order,
+                m.gseq if order == "total" else None, len(m.payload), peer, vdetail))
+        else:
+            self.trace_sink.emit(TraceEvent(self.run_id, self.pid, self._now, event, gid,
+                                            order=order, peer=peer, detail=detail))
+
+
+def _view(row: GiitRow) -> str:
+    return detail_json(members=row.membership.current())

@@ -1,0 +1,271 @@
+"""MSP, the Member Synchronization Protocol of one group (seeds/000 VI, IX.D).
+
+Requester: ``SyncReq = <SyncMsgId = (pid, syncSeqno, gid), digest>``. The seed
+sends the whole SyncMsgList; we send the ordering core's digest (intervals of
+seqnos per sender), which names the same set in a few pairs.
+
+Responder, for the latest request of each process (the PSSIT): a MIR (Message
+Identities Repository, here intervals per sender) = what our GrpMsgList holds
+minus the digest, kept in the MIRIndexTable under the SyncMsgId; a counter with
+a random start (``sync_backoff``); every SyncResp overheard for the same
+SyncMsgId removes its messages from the MIR and, if its sender still has more
+to send, pushes our counter back; when the counter runs out we send what is
+left, split into messages of at most ``sync_chunk_bytes``. A response that
+arrives before its request creates the MIR without starting the counter, as
+the seed's SyncRespRecv state does. A responder with nothing to add sends one
+empty response unless it heard another, so the requester learns it is up to date.
+
+Bounds: PSSIT rows (``max_pssit``, least recently used forgotten), concurrent
+MIRs (``max_mirs``, further requests refused and counted), messages per
+response series (``max_sync_messages``).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from m2mc.group.codec import Digest, SyncReq, SyncResp, record_size
+from m2mc.group.config import GroupConfig
+from m2mc.group.seqsets import count, normalize, subtract
+from m2mc.ordering import Message
+from m2mc.store import GroupStore
+
+SyncMsgId = tuple[str, int]  # (pid, syncSeqno); the gid is the MSP instance's own
+
+
+@dataclass(slots=True)
+class Mir:
+    missing: Digest
+    deadline: float | None  # None: made from a response, its request not seen yet
+    heard: bool = False  # someone answered this request already
+
+
+@dataclass(slots=True)
+class CatchUp:
+    """The requester's view of its current synchronization."""
+
+    sync_seqno: int
+    attempts: int
+    deadline: float
+    recovered: int = 0
+    remaining: int = 0
+    responses: int = 0
+    done: bool = False
+
+
+@dataclass(slots=True)
+class MspStats:
+    requests_sent: int = 0
+    requests_answered: int = 0
+    responses_sent: int = 0
+    responses_suppressed: int = 0
+    stale_discarded: int = 0
+    mirs_refused: int = 0
+    messages_sent: int = 0
+    extra: dict[str, int] = field(default_factory=dict)
+
+
+class Msp:
+    def __init__(self, pid: str, gid: str, config: GroupConfig, rng: random.Random,
+                 store: GroupStore, digest: Callable[[], Digest]) -> None:
+        self.pid = pid
+        self.gid = gid
+        self.config = config
+        self.rng = rng
+        self.store = store
+        self._digest = digest
+        self._meta_key = f"sync_seqno/{gid}"
+        self.sync_seqno = int(store.get_meta(self._meta_key) or 0)
+        self.pssit: OrderedDict[str, int] = OrderedDict()
+        self.mirs: dict[SyncMsgId, Mir] = {}
+        self.catchup: CatchUp | None = None
+        self.stats = MspStats()
+
+    # ------------------------------------------------------------- requester
+    def request(self, now: float) -> SyncReq:
+        """SendSyncReq: a new syncSeqno (persisted, so a restarted node is not
+        taken for a stale one), and the digest of what we hold."""
+        self.sync_seqno += 1
+        self.store.set_meta(self._meta_key, str(self.sync_seqno))
+        attempts = self.catchup.attempts + 1 if self.catchup and not self.catchup.done else 1
+        previous = self.catchup
+        self.catchup = CatchUp(self.sync_seqno, attempts, now + self.config.sync_timeout)
+        if previous is not None and not previous.done:
+            self.catchup.recovered = previous.recovered
+        self.stats.requests_sent += 1
+        digest = self._digest()
+        bounded = _bounded(digest, self.config.max_digest_intervals)
+        return SyncReq(self.pid, self.sync_seqno, bounded)
+
+    def on_own_response(self, resp: SyncResp, new_records: int, now: float) -> bool:
+        """A response to one of our requests; returns True if progress changed."""
+        c = self.catchup
+        if c is None:
+            return False
+        c.recovered += new_records
+        c.responses += 1
+        if resp.sync_seqno == c.sync_seqno:
+            c.remaining = resp.remaining
+            c.deadline = now + self.config.sync_timeout
+            if resp.remaining == 0 and not c.done:
+                c.done = True
+        return True
+
+    def retry_due(self, now: float) -> bool:
+        """True if the current request timed out and should be sent again."""
+        c = self.catchup
+        if c is None or c.done or now < c.deadline:
+            return False
+        if c.attempts >= self.config.sync_attempts or c.responses:
+            c.done = True  # gap repair (NACKs against status high-waters) does the rest
+            return False
+        return True
+
+    # ------------------------------------------------------------- responder
+    def _latest(self, pid: str, seqno: int) -> int:
+        """Compare with PSSIT[pid]: -1 stale, 0 same request, 1 newer (recorded)."""
+        known = self.pssit.get(pid, 0)
+        if seqno < known:
+            return -1
+        self.pssit[pid] = seqno
+        self.pssit.move_to_end(pid)
+        while len(self.pssit) > self.config.max_pssit:
+            old, _ = self.pssit.popitem(last=False)
+            for key in [k for k in self.mirs if k[0] == old]:
+                del self.mirs[key]
+        return 0 if seqno == known else 1
+
+    def on_request(self, req: SyncReq, now: float) -> None:
+        """SyncReqRecv."""
+        key = (req.sender, req.sync_seqno)
+        latest = self._latest(req.sender, req.sync_seqno)
+        if latest < 0:
+            self.stats.stale_discarded += 1
+            return
+        self._drop_older(req.sender, req.sync_seqno)
+        have = {pid: normalize(ivs) for pid, ivs in req.digest.items()}
+        mir = self.mirs.get(key)
+        if mir is None:
+            if latest == 0:
+                return  # answered already (the MIR is gone): a repeated copy of the request
+            if len(self.mirs) >= self.config.max_mirs:
+                self.stats.mirs_refused += 1
+                return
+            mir = self.mirs[key] = Mir(self._subtract(self._digest(), have), None)
+        else:
+            mir.missing = self._subtract(mir.missing, have)
+        if mir.deadline is None:
+            mir.deadline = now + self.rng.uniform(0.0, self.config.sync_backoff)
+        self.stats.requests_answered += 1
+
+    def on_response(self, resp: SyncResp, now: float) -> None:
+        """SyncRespRecv / UpdateMIR for a response to someone else's request."""
+        key = (resp.requester, resp.sync_seqno)
+        latest = self._latest(resp.requester, resp.sync_seqno)
+        if latest < 0:
+            self.stats.stale_discarded += 1
+            return
+        self._drop_older(resp.requester, resp.sync_seqno)
+        sent = _digest_of(resp.records)
+        mir = self.mirs.get(key)
+        if mir is None:
+            if len(self.mirs) >= self.config.max_mirs:
+                self.stats.mirs_refused += 1
+                return
+            mir = self.mirs[key] = Mir(self._subtract(self._digest(), sent), None, heard=True)
+            return
+        mir.missing = self._subtract(mir.missing, sent)
+        mir.heard = True
+        if resp.remaining > 0 and mir.deadline is not None:
+            # Another member is still sending: let it finish before we repeat it.
+            mir.deadline = max(mir.deadline,
+                               now + self.config.sync_backoff + self.rng.uniform(0.0, 0.05))
+
+    def _drop_older(self, pid: str, seqno: int) -> None:
+        for key in [k for k in self.mirs if k[0] == pid and k[1] < seqno]:
+            del self.mirs[key]
+
+    def _subtract(self, mine: Digest, theirs: Digest) -> Digest:
+        out: Digest = {}
+        for pid in sorted(mine):
+            rest = subtract(mine[pid], theirs.get(pid, []))
+            if rest:
+                out[pid] = rest
+        return out
+
+    def due(self, now: float) -> list[SyncResp]:
+        """SendSyncResp for every MIR whose counter ran out."""
+        out: list[SyncResp] = []
+        expired = [k for k, m in self.mirs.items() if m.deadline is not None and m.deadline <= now]
+        for key in expired:
+            mir = self.mirs.pop(key)
+            if not mir.missing:
+                if mir.heard:
+                    self.stats.responses_suppressed += 1
+                else:
+                    out.append(SyncResp(self.pid, key[0], key[1], [], 0))
+                continue
+            out.extend(self._responses(key, mir.missing))
+        self.stats.responses_sent += len(out)
+        return out
+
+    def _responses(self, key: SyncMsgId, missing: Digest) -> list[SyncResp]:
+        limit = self.config.max_sync_messages
+        records: list[Message] = []
+        for pid, ivs in missing.items():
+            for lo, hi in ivs:
+                if len(records) >= limit:
+                    break
+                records.extend(self.store.seq_range(self.gid, pid, lo, hi, limit - len(records)))
+        self.stats.messages_sent += len(records)
+        chunks: list[list[Message]] = []
+        size = 0
+        budget = self.config.sync_chunk_bytes
+        for m in records:
+            s = record_size(m)
+            if not chunks or (size + s > budget and chunks[-1]):
+                chunks.append([])
+                size = 0
+            chunks[-1].append(m)
+            size += s
+        if not chunks:
+            return [SyncResp(self.pid, key[0], key[1], [], 0)]
+        remaining = len(records)
+        out = []
+        for chunk in chunks:
+            remaining -= len(chunk)
+            out.append(SyncResp(self.pid, key[0], key[1], chunk, remaining))
+        return out
+
+    def next_deadline(self) -> float | None:
+        deadlines = [m.deadline for m in self.mirs.values() if m.deadline is not None]
+        c = self.catchup
+        if c is not None and not c.done:
+            deadlines.append(c.deadline)
+        return min(deadlines) if deadlines else None
+
+    def mir_size(self) -> int:
+        return sum(count(ivs) for m in self.mirs.values() for ivs in m.missing.values())
+
+
+def _digest_of(records: list[Message]) -> Digest:
+    by_pid: dict[str, list[tuple[int, int]]] = {}
+    for m in records:
+        by_pid.setdefault(m.mid.pid, []).append((m.mid.seq, m.mid.seq))
+    return {pid: normalize(ivs) for pid, ivs in by_pid.items()}
+
+
+def _bounded(digest: Digest, limit: int) -> Digest:
+    """At most ``limit`` intervals in all; dropping some only costs duplicates."""
+    out: Digest = {}
+    left = limit
+    for pid in sorted(digest):
+        if left <= 0:
+            break
+        ivs = digest[pid][-left:]  # keep the newest: old gaps are the likeliest lost for good
+        out[pid] = ivs
+        left -= len(ivs)
+    return out

@@ -1,0 +1,262 @@
+"""Loss repair for one group, beyond the seeds: NACKs modelled on NORM (RFC 5740).
+
+MOP assumes a reliable broadcast (seeds/000 III.A.5); M2MP loses packets. Each
+node tracks, per sender, the highest seqno it has heard of (``hw``: from data,
+from status messages, from stamps). Holes below it, parents that held messages
+wait for, and (total order) missing gseqs are *needed*.
+
+Requester: a hole must be ``nack_delay`` old (reordering is not loss); then a
+NACK is scheduled after a random back-off in ``[0, nack_backoff]``. A NACK
+overheard from another node for the same ranges suppresses ours (those ranges
+are held off for ``nack_holdoff``), so a loss seen by many costs one NACK. After
+sending, a range is held off for ``nack_holdoff``, doubling (up to
+``nack_holdoff_max``) while nobody repairs it.
+
+Responder: any member holding a requested message schedules its
+retransmission after a random back-off in ``[0, repair_backoff]``; a copy of
+that message overheard meanwhile (data, repair or sync response) cancels it.
+
+Bounds: ``max_nack_intervals`` per NACK, ``max_pending_repairs`` messages
+waiting to be retransmitted (further requests are dropped and counted), and
+status high-waters more than ``max_seq_jump`` past what we know are ignored.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from m2mc.group.codec import Digest, Nack
+from m2mc.group.config import GroupConfig
+from m2mc.group.seqsets import Intervals, holes, normalize, subtract
+from m2mc.ordering import Message, MessageId
+from m2mc.store import GroupStore
+
+_Holdoff = list[tuple[int, int, float]]  # (lo, hi, until)
+
+
+@dataclass(slots=True)
+class RepairStats:
+    nacks_sent: int = 0
+    nacks_suppressed: int = 0
+    nacks_received: int = 0
+    retransmitted: int = 0
+    repairs_suppressed: int = 0
+    repairs_refused: int = 0
+    absurd_high_water: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Needs:
+    ranges: Digest
+    gseqs: Intervals
+
+    def __bool__(self) -> bool:
+        return bool(self.ranges or self.gseqs)
+
+
+class Repair:
+    def __init__(self, pid: str, gid: str, config: GroupConfig, rng: random.Random,
+                 store: GroupStore) -> None:
+        self.pid = pid
+        self.gid = gid
+        self.config = config
+        self.rng = rng
+        self.store = store
+        self.hw: dict[str, int] = {}
+        self._check_at: float | None = None
+        self._nack_at: float | None = None
+        self._holdoff: dict[str, _Holdoff] = {}
+        self._gseq_holdoff: _Holdoff = []
+        self._tries: dict[str, int] = {}
+        self._pending: dict[MessageId, Message] = {}
+        self._repair_at: float | None = None
+        self.stats = RepairStats()
+
+    # ------------------------------------------------------- what we know of
+    def note(self, pid: str, seq: int, now: float) -> None:
+        """A record of ``pid`` numbered ``seq`` was seen (new or duplicate)."""
+        h = self.hw.get(pid, 0)
+        if seq > h:
+            self.hw[pid] = seq
+            if seq > h + 1:
+                self.suspect(now)
+
+    def note_high_water(self, pid: str, seq: int, now: float) -> None:
+        """A status message says ``pid`` sent up to ``seq``."""
+        h = self.hw.get(pid, 0)
+        if seq <= h:
+            return
+        if h and seq - h > self.config.max_seq_jump:
+            self.stats.absurd_high_water += 1
+            return
+        self.hw[pid] = seq
+        self.suspect(now)
+
+    def progress(self, pid: str) -> None:
+        """A new message of ``pid`` arrived: its ranges are being repaired."""
+        if self._tries:
+            self._tries.pop(pid, None)
+
+    def suspect(self, now: float) -> None:
+        """Something may be missing: look in ``nack_delay``."""
+        at = now + self.config.nack_delay
+        if self._check_at is None or at < self._check_at:
+            self._check_at = at
+
+    def defer(self, until: float) -> None:
+        """Look for holes no earlier than ``until`` (a catch-up is under way)."""
+        self._check_at = max(until, self._check_at or until)
+
+    # ------------------------------------------------------------ requester
+    def needs(self, digest: Digest, missing: list[MessageId], gseq_holes: Intervals,
+              now: float) -> Needs:
+        """What we lack now, minus ranges held off."""
+        wanted: dict[str, Intervals] = {}
+        for pid in sorted(self.hw):
+            if pid == self.pid:
+                continue
+            gaps = holes(digest.get(pid, []), self.hw[pid])
+            if gaps:
+                wanted[pid] = gaps
+        for mid in missing:
+            if mid.pid != self.pid:
+                wanted.setdefault(mid.pid, []).append((mid.seq, mid.seq))
+        ranges: Digest = {}
+        for pid in sorted(wanted):
+            ivs = normalize(wanted[pid])
+            held = self._active_holdoff(self._holdoff.get(pid), now)
+            if held is not None:
+                self._holdoff[pid] = held
+                ivs = subtract(ivs, normalize((lo, hi) for lo, hi, _ in held))
+            elif pid in self._holdoff:
+                del self._holdoff[pid]
+            if ivs:
+                ranges[pid] = ivs
+        gseqs = gseq_holes
+        if gseqs:
+            held = self._active_holdoff(self._gseq_holdoff, now) or []
+            self._gseq_holdoff = held
+            gseqs = subtract(gseqs, normalize((lo, hi) for lo, hi, _ in held))
+        return Needs(ranges, gseqs)
+
+    @staticmethod
+    def _active_holdoff(entries: _Holdoff | None, now: float) -> _Holdoff | None:
+        if not entries:
+            return None
+        live = [e for e in entries if e[2] > now]
+        return live or None
+
+    def check(self, needs: Needs, now: float) -> None:
+        """Timer: schedule a NACK for what is needed, or look again when a holdoff ends."""
+        self._check_at = None
+        if needs:
+            if self._nack_at is None:
+                self._nack_at = now + self.rng.uniform(0.0, self.config.nack_backoff)
+            return
+        # Look again when the first live holdoff ends (a range still missing then
+        # is asked for again); forget the expired ones.
+        for pid in list(self._holdoff):
+            live = self._active_holdoff(self._holdoff[pid], now)
+            if live is None:
+                del self._holdoff[pid]
+            else:
+                self._holdoff[pid] = live
+        self._gseq_holdoff = self._active_holdoff(self._gseq_holdoff, now) or []
+        ends = [e[2] for entries in self._holdoff.values() for e in entries]
+        ends += [e[2] for e in self._gseq_holdoff]
+        if ends:
+            self._check_at = min(ends)
+
+    def nack_due(self, now: float) -> bool:
+        return self._nack_at is not None and now >= self._nack_at
+
+    def make_nack(self, needs: Needs, now: float) -> Nack | None:
+        """Timer: the NACK for what is still needed (None if others' NACKs covered it)."""
+        self._nack_at = None
+        if not needs:
+            self.stats.nacks_suppressed += 1
+            self.check(needs, now)
+            return None
+        budget = self.config.max_nack_intervals
+        ranges: Digest = {}
+        for pid, ivs in needs.ranges.items():
+            if budget <= 0:
+                break
+            ivs = ivs[:budget]
+            budget -= len(ivs)
+            ranges[pid] = ivs
+            tries = self._tries.get(pid, 0)
+            self._tries[pid] = tries + 1
+            until = now + min(self.config.nack_holdoff * (2 ** min(tries, 16)),
+                              self.config.nack_holdoff_max)
+            self._holdoff.setdefault(pid, []).extend((lo, hi, until) for lo, hi in ivs)
+        gseqs = needs.gseqs[:max(budget, 1)]
+        if gseqs:
+            until = now + self.config.nack_holdoff
+            self._gseq_holdoff.extend((lo, hi, until) for lo, hi in gseqs)
+        self.stats.nacks_sent += 1
+        self.check(Needs({}, []), now)
+        return Nack(self.pid, ranges, gseqs)
+
+    def overheard_nack(self, nack: Nack, now: float) -> None:
+        """Another node asked for these: hold our own request for them off."""
+        until = now + self.config.nack_holdoff
+        for pid, ivs in nack.ranges.items():
+            if pid == self.pid:
+                continue
+            entries = self._holdoff.setdefault(pid, [])
+            entries.extend((lo, hi, until) for lo, hi in ivs[:self.config.max_nack_intervals])
+            if len(entries) > 4 * self.config.max_nack_intervals:
+                del entries[:len(entries) - 4 * self.config.max_nack_intervals]
+        if nack.gseqs:
+            self._gseq_holdoff.extend((lo, hi, until) for lo, hi in nack.gseqs[:64])
+            del self._gseq_holdoff[:-4 * self.config.max_nack_intervals]
+
+    # ------------------------------------------------------------ responder
+    def on_nack(self, nack: Nack, now: float) -> None:
+        """Schedule retransmission of what we hold among the requested messages."""
+        self.stats.nacks_received += 1
+        room = self.config.max_pending_repairs - len(self._pending)
+        found: list[Message] = []
+        for pid, ivs in nack.ranges.items():
+            for lo, hi in ivs[:self.config.max_nack_intervals]:
+                if room - len(found) <= 0:
+                    break
+                found.extend(self.store.seq_range(self.gid, pid, lo, hi, room - len(found)))
+        for lo, hi in nack.gseqs[:self.config.max_nack_intervals]:
+            if room - len(found) <= 0:
+                break
+            found.extend(self.store.gseq_range(self.gid, lo, hi, room - len(found)))
+        if room <= 0 and (nack.ranges or nack.gseqs):
+            self.stats.repairs_refused += 1
+        for m in found:
+            self._pending[m.mid] = m
+        if self._pending and self._repair_at is None:
+            self._repair_at = now + self.rng.uniform(0.0, self.config.repair_backoff)
+
+    def overheard(self, mid: MessageId) -> None:
+        """A copy of ``mid`` went by: no need to retransmit it."""
+        if self._pending and self._pending.pop(mid, None) is not None:
+            self.stats.repairs_suppressed += 1
+
+    def repair_due(self, now: float) -> list[Message]:
+        if self._repair_at is None or now < self._repair_at:
+            return []
+        self._repair_at = None
+        out = list(self._pending.values())
+        self._pending.clear()
+        self.stats.retransmitted += len(out)
+        return out
+
+    @property
+    def pending_repairs(self) -> int:
+        return len(self._pending)
+
+    # ---------------------------------------------------------------- timers
+    def check_due(self, now: float) -> bool:
+        return self._check_at is not None and now >= self._check_at
+
+    def next_deadline(self) -> float | None:
+        ds = [d for d in (self._check_at, self._nack_at, self._repair_at) if d is not None]
+        return min(ds) if ds else None
