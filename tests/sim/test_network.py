@@ -301,3 +301,14 @@ def test_uncovered_member_is_placed_in_a_cell_at_heal(kit: Any) -> None:
     kit.build(sc)
     kit.finish()
     assert kit.probes["m1"].attach[-1] == ("radio", "cell-a", 20.0)
+
+
+def test_restarted_addressed_node_is_told_where_it_is(kit: Any) -> None:
+    sc = _infra()
+    sc["faults"] = {"crash": [{"node": "m1", "at": 5.8, "restart": 9.0}]}
+    sim = kit.build(sc)
+    kit.finish()
+    m1 = kit.probes["m1"]
+    assert m1.ctx.ifaces == {"radio": "cell-b"}  # moved while down
+    assert m1.attach[0] == ("radio", "cell-b", 9.0)
+    assert sim.by_id["m1"].stack is m1

@@ -168,9 +168,6 @@ class Simulator:
                 else:
                     domain = self.network.by_name[dom_name] if dom_name else None
                 self.network.attach(node, i, domain)
-            if node.ctx is not None and node.addressed:
-                node.ctx.ifaces = {name: (d.name if d else None)
-                                   for name, d in zip(node.iface_names, node.attach, strict=True)}
 
     def start(self) -> None:
         """Boot every node at t=0 and schedule the scenario's faults and phases."""
@@ -307,6 +304,9 @@ class Simulator:
 
     def _boot(self, node: SimNode, t: float) -> None:
         assert node.ctx is not None
+        if node.addressed:  # where each interface is now (a restart may find it moved)
+            node.ctx.ifaces = {name: (d.name if d else None)
+                               for name, d in zip(node.iface_names, node.attach, strict=True)}
         node.stack = node.factory(node.ctx)
         node.timer_local = node.timer_at = None
         local = node.local(t)
