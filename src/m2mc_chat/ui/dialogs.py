@@ -20,6 +20,7 @@ TextPrompt, ConfirmDialog { align: center middle; }
 TextPrompt > Vertical, ConfirmDialog > Vertical {
     width: 64; height: auto; padding: 1 2; border: thick $accent; background: $surface;
 }
+TextPrompt Label, ConfirmDialog Label { width: 100%; }
 TextPrompt .title, ConfirmDialog .title { text-style: bold; margin-bottom: 1; }
 TextPrompt #prompt-error { color: $error; height: auto; }
 ConfirmDialog Horizontal { height: auto; margin-top: 1; align-horizontal: right; }

@@ -55,8 +55,10 @@ class MemberList(Static):
         if not members:
             self.update(Text("no group", style="dim"))
             return
-        present = sum(1 for m in members if m.state is not MemberState.LEFT)
-        out = Text(f"{present} present\n", style="dim")
+        present = sum(1 for m in members if m.state is MemberState.JOINED)
+        silent = sum(1 for m in members if m.state is MemberState.SILENT)
+        out = Text(f"{present} present" + (f", {silent} silent" if silent else "") + "\n",
+                   style="dim")
         out.append(Text("\n").join(member_line(m) for m in members))
         self.update(out)
 
