@@ -1,0 +1,141 @@
+"""The scripted, headless participant: script format, runs, transcripts."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from m2mc.errors import UsageError
+from m2mc_chat.fake import FakeBackend, FakeNetwork
+from m2mc_chat.script import (
+    Create,
+    Join,
+    Leave,
+    Reply,
+    ScriptRunner,
+    Send,
+    Wait,
+    WaitFor,
+    parse_script,
+    run_script_file,
+)
+from m2mc_chat.session import ChatSession
+
+SCRIPTS = Path(__file__).parent / "scripts"
+
+
+def test_parse_every_step() -> None:
+    text = """
+    # a comment
+    create lunch # and a hash in the description
+    join lunch
+    send Hello # not a comment either
+    reply 3 Yes, #3!
+    wait 0.25
+    wait_for 6
+    leave
+    """
+    assert parse_script(text) == [
+        Create("lunch # and a hash in the description"), Join("lunch"),
+        Send("Hello # not a comment either"), Reply(3, "Yes, #3!"), Wait(0.25), WaitFor(6),
+        Leave()]
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("shout hi", "unknown step 'shout'"),
+    ("send", "'send' needs an argument"),
+    ("reply 0 hi", "reply N TEXT"),
+    ("reply x hi", "reply N TEXT"),
+    ("reply 2", "reply N TEXT"),
+    ("wait soon", "wait SECONDS"),
+    ("wait -1", "between 0 and"),
+    ("wait_for many", "wait_for COUNT"),
+    ("leave now", "takes no argument"),
+])
+def test_parse_errors_name_the_line(line: str, message: str) -> None:
+    with pytest.raises(UsageError, match=f"steps.txt line 2: .*{message}"):
+        parse_script(f"create g\n{line}\n", "steps.txt")
+
+
+async def test_three_participants_end_with_the_same_tree() -> None:
+    net = FakeNetwork()
+    runners = []
+    for name in ("alice", "bob", "carol"):
+        session = ChatSession(FakeBackend(net, name), name)
+        await session.start()
+        runners.append((ScriptRunner(session, step_timeout=10),
+                        parse_script((SCRIPTS / f"{name}.txt").read_text()),
+                        asyncio.create_task(session.run())))
+    await asyncio.gather(*(runner.run(steps) for runner, steps, _ in runners))
+    transcripts = [runner.transcript() for runner, _, _ in runners]
+    for runner, _, pump in runners:
+        await runner.session.close()
+        await pump
+    assert transcripts[0]["tree"] == transcripts[1]["tree"] == transcripts[2]["tree"]
+    tree = transcripts[0]["tree"]
+
+    def shape(nodes: list[dict[str, object]]) -> list[object]:
+        return [(n["nick"], n["text"], shape(n["children"])) for n in nodes]  # type: ignore[arg-type]
+
+    assert shape(tree) == [
+        ("alice", "Where shall we eat today?", [
+            ("bob", "Pizza?", [("carol", "Pizza is fine", [("alice", "Then pizza it is", [])])]),
+            ("bob", "I will book a table", [])]),
+        ("carol", "Anyone for coffee after?", [])]
+    assert all(t["groups"][0]["left"] for t in transcripts)
+
+
+async def test_a_wait_that_runs_out_fails_and_still_writes_the_transcript(
+        tmp_path: Path) -> None:
+    net = FakeNetwork()
+    script = tmp_path / "s.txt"
+    script.write_text("create quiet\nsend anyone?\nwait_for 2\nsend never sent\n")
+    out = tmp_path / "out.json"
+    problems: list[str] = []
+    status = await run_script_file(ChatSession(FakeBackend(net, "a"), "alice"), script, out,
+                                   step_timeout=0.2, report=problems.append)
+    assert status == 1
+    assert problems == ["only 1 of 2 messages arrived in 0.2 s"]
+    transcript = json.loads(out.read_text())
+    assert [n["text"] for n in transcript["tree"]] == ["anyone?"]
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "m2mc.cli", "chat", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_cli_headless_demo_run_writes_the_transcript(tmp_path: Path) -> None:
+    script = tmp_path / "steps.txt"
+    script.write_text("join travel stories\nwait_for 8\nreply 2 Lovely\n")
+    done = run_cli("--demo", "--data-dir", str(tmp_path / "d"), "--nick", "zed",
+                   "--device-id", "zed1", "--script", str(script),
+                   "--transcript", str(tmp_path / "t.json"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    transcript = json.loads((tmp_path / "t.json").read_text())
+    assert (transcript["node"], transcript["nick"]) == ("zed1", "zed")
+    yes = transcript["tree"][0]["children"][0]
+    assert yes["text"] == "Yes! The Red Fort at dawn."
+    assert {"mid": "zed1:1", "parent": "bob:1", "author": "zed1", "nick": "zed",
+            "text": "Lovely", "children": []} in yes["children"]
+    assert (tmp_path / "d" / "chat.toml").read_text().count("zed1") == 1
+
+
+@pytest.mark.parametrize(("args", "error"), [
+    (["--transcript", "x.json"], "--transcript goes with --script"),
+    (["--script", "nope.txt", "--nick", "a"], "cannot read script"),
+    (["--script", "s.txt"], "--script needs a nick"),
+    (["--infra", "hostonly"], "is not host:port"),
+    (["--device-id", "a b"], "device id"),
+])
+def test_cli_usage_errors_are_one_line_exit_2(tmp_path: Path, args: list[str],
+                                              error: str) -> None:
+    (tmp_path / "s.txt").write_text("create g\n")
+    done = run_cli("--demo", "--data-dir", str(tmp_path / "d"), *args, cwd=tmp_path)
+    assert done.returncode == 2
+    assert error in done.stderr and len(done.stderr.strip().splitlines()) == 1
