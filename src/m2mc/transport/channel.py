@@ -118,14 +118,28 @@ class Channel(abc.ABC):
 
     async def recv_many(self, limit: int = 512) -> list[bytes]:
         """At least one and at most ``limit`` datagrams, all that are waiting."""
-        inbox = self._inbox
-        while not inbox:
+        while not self._inbox:
             await self._wait()
+        return self.recv_nowait(limit)
+
+    def recv_nowait(self, limit: int = 512) -> list[bytes]:
+        """Up to ``limit`` datagrams already waiting (after :meth:`poll`); never waits."""
+        inbox = self._inbox
         if len(inbox) <= limit:
             batch = list(inbox)
             inbox.clear()
             return batch
         return [inbox.popleft() for _ in range(limit)]
+
+    def poll(self) -> None:
+        """Move datagrams the OS already holds into the inbox, without waiting.
+
+        Lets a driver pick up a looped-back copy in the same turn it sent the packet
+        (on loopback multicast the copy is there when ``sendto`` returns), instead
+        of a trip through the event loop per packet. Channels without such a
+        shortcut do nothing.
+        """
+        return None
 
     def _deliver(self, datagram: bytes) -> None:
         """Called by subclasses for every datagram that arrives."""

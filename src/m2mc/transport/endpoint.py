@@ -34,6 +34,9 @@ from m2mc.wire.packet import fragment_count
 if TYPE_CHECKING:
     from m2mc.config import M2MPSettings
 
+# Rounds of send -> looped-back copy handled in one turn before yielding to the loop.
+_SHORTCUT_ROUNDS = 256
+
 
 class MessageAbandonedError(M2MCError):
     """An incoming message was abandoned before it completed (seeds/002 2.3)."""
@@ -217,42 +220,59 @@ class M2MPEndpoint:
         channel, layer = self._channel, self._layer
         assert self._loop is not None
         clock = self._loop.time
+        receive = layer.receive_datagram
         try:
             while True:
                 batch = await channel.recv_many()
-                now = clock()
-                receive = layer.receive_datagram
-                for datagram in batch:
-                    receive(datagram, now)
-                self._after_input(now)
+                # Keep going without the event loop while each packet we send brings its
+                # looped-back copy straight back (flow control, seeds/002 section 5);
+                # bounded so other tasks still run.
+                rounds = 0
+                while True:
+                    now = clock()
+                    for datagram in batch:
+                        receive(datagram, now)
+                    if not self._after_input(now) or rounds == _SHORTCUT_ROUNDS:
+                        break
+                    rounds += 1
+                    channel.poll()
+                    batch = channel.recv_nowait()
+                    if not batch:
+                        break
         except ChannelClosedError:
             if self._error is None:
                 self._log.warning("channel %s closed under us", channel.url)
                 self._error = ChannelClosedError(f"channel {channel.url} closed")
             self._wake_all()
 
-    def _after_input(self, now: float) -> None:
+    def _after_input(self, now: float) -> int:
+        """Deliver events, send what the layer released; return datagrams sent."""
         events = self._layer.events()
         if events:
             self._enqueue(events)
-        if self._layer.queued_packets:
-            self._flush(now)
+        sent = self._flush(now) if self._layer.queued_packets else 0
         self._arm_timer()
+        return sent
 
-    def _flush(self, now: float) -> None:
-        """Hand the layer's ready datagrams to the channel, in order."""
+    def _flush(self, now: float) -> int:
+        """Hand the layer's ready datagrams to the channel, in order; return how many."""
+        sent = 0
         if not self._pending:
             out = self._layer.datagrams_to_send(now)
             send_nowait = self._channel.send_nowait
-            for index, datagram in enumerate(out):
+            for datagram in out:
                 if not send_nowait(datagram):
-                    self._pending.extend(out[index:])
+                    self._pending.extend(out[sent:])
                     break
+                sent += 1
         if self._pending and (self._writer is None or self._writer.done()):
             assert self._loop is not None
             self._writer = self._loop.create_task(self._write_pending())
-        if self._progress:
+        # Wake blocked senders (and drain) only below the low-water mark: waking them
+        # for every packet that leaves would cost a task switch per packet.
+        if self._progress and self._backlog() <= self._max_send_queue // 2:
             self._wake_progress()
+        return sent
 
     async def _write_pending(self) -> None:
         pending, channel = self._pending, self._channel

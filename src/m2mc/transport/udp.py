@@ -61,6 +61,9 @@ class UdpChannel(Channel):
                 self._loop.remove_reader(sock.fileno())
             sock.close()
 
+    def poll(self) -> None:
+        self._on_readable()
+
     def _on_readable(self) -> None:
         sock = self._sock
         if sock is None:

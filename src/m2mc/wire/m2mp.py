@@ -22,7 +22,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 from m2mc.errors import DecodeError
-from m2mc.wire.packet import decode, fragments
+from m2mc.wire.packet import HEADER_SIZE, MAX_PACKET, decode, fragments
 from m2mc.wire.reassembly import Abandoned, Reassembler, ReassemblyLimits
 
 
@@ -152,20 +152,27 @@ class M2MPLayer:
 
     def datagrams_to_send(self, now: float) -> list[bytes]:
         """Datagrams the driver must transmit now, copies included, in order."""
-        out: list[bytes] = []
-        redundancy = self.config.redundancy
-        flow = self.config.flow_control
         queue = self._queue
-        while queue:
-            if flow and self._awaiting is not None:
-                break
+        if not queue:
+            return []
+        config = self.config
+        redundancy = config.redundancy
+        if config.flow_control:
+            # One packet (N copies) at a time, then wait for its looped-back copy.
+            if self._awaiting is not None:
+                return []
             packet = queue.popleft()
-            out.extend([packet] * redundancy)
-            if flow:
-                self._awaiting = packet[:8]
-                self._flow_deadline = now + self.config.flow_timeout
+            out = [packet] * redundancy
+            self._awaiting = packet[:8]
+            self._flow_deadline = now + config.flow_timeout
+            size = len(packet) * redundancy
+        else:
+            out = list(queue) if redundancy == 1 else [
+                p for p in queue for _ in range(redundancy)]
+            queue.clear()
+            size = sum(map(len, out))
         self.stats.packets_out += len(out)
-        self.stats.bytes_out += sum(len(d) for d in out)
+        self.stats.bytes_out += size
         return out
 
     @property
@@ -188,17 +195,20 @@ class M2MPLayer:
     def receive_datagram(self, datagram: bytes, now: float) -> None:
         stats = self.stats
         stats.packets_in += 1
-        stats.bytes_in += len(datagram)
-        try:
-            packet = decode(datagram)
-        except DecodeError:
-            stats.malformed += 1
-            return
-        if packet.message_id in self._own:
+        size = len(datagram)
+        stats.bytes_in += size
+        # Our own looped-back packets are recognised from the header alone: the
+        # hot path of flow control, so no full decode (seeds/002 section 5).
+        if HEADER_SIZE <= size <= MAX_PACKET and int.from_bytes(datagram[:4]) in self._own:
             stats.looped_back += 1
             if self._awaiting is not None and datagram[:8] == self._awaiting:
                 self._awaiting = None
                 self._flow_deadline = None
+            return
+        try:
+            packet = decode(datagram)
+        except DecodeError:
+            stats.malformed += 1
             return
         reassembler = self._reassembler
         before = reassembler.duplicates
@@ -213,7 +223,8 @@ class M2MPLayer:
             ):
                 stats.filtered_out += 1
                 reassembler.mark_done(packet.message_id, now)
-            self._collect_abandoned()
+            if reassembler.abandoned:
+                self._collect_abandoned()
             return
         if self.matches(message):
             stats.messages_in += 1
@@ -231,9 +242,10 @@ class M2MPLayer:
             self._flow_deadline = None
 
     def next_deadline(self) -> float | None:
-        deadlines = [d for d in (self._reassembler.next_deadline(), self._flow_deadline)
-                     if d is not None]
-        return min(deadlines) if deadlines else None
+        reassembly, flow = self._reassembler.next_deadline(), self._flow_deadline
+        if reassembly is None:
+            return flow
+        return reassembly if flow is None else min(reassembly, flow)
 
     # ------------------------------------------------------------------ events
     def events(self) -> list[M2MPEvent]:

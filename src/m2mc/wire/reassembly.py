@@ -141,7 +141,9 @@ class Reassembler:
             message = b"".join(parts[i] for i in range(partial.last + 1))
             self.mark_done(message_id, now)
             return message
-        self._enforce_bounds()
+        if len(self._partial) > limits.max_partial_messages or (
+                self._partial_bytes > limits.max_partial_bytes):
+            self._enforce_bounds()
         return None
 
     def on_timer(self, now: float) -> None:

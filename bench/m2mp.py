@@ -1,0 +1,269 @@
+"""M2MP throughput over loopback multicast, next to raw UDP multicast of the same packets.
+
+    .venv/bin/python bench/m2mp.py [--receivers 3] [--redundancy 1] [--quick]
+
+For 100-byte and 64 KiB messages: one sender process and N receiver processes
+on a fresh loopback multicast group. First the raw reference: the sender blasts
+the very packets M2MP would send (plain ``sendto`` in a loop) and each receiver
+counts them (plain ``recv``). Then M2MP: ``M2MPEndpoint.send`` for every message
+(with flow control), ``receive`` at each receiver. Rates are measured at the
+receivers, from the sender's first send to the receiver's last arrival, and
+averaged over receivers; raw and M2MP runs alternate ``--trials`` times and the
+medians are reported, since the machine's load drifts. Prints one JSON object;
+``ratio`` is the M2MP packet rate over the raw packet rate (target: at least 0.5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+from m2mc.transport.endpoint import M2MPEndpoint
+from m2mc.transport.multicast import open_multicast_socket
+from m2mc.transport.url import MulticastSpec, parse_channel_url
+from m2mc.wire.m2mp import M2MPConfig
+from m2mc.wire.packet import fragment_count, fragments
+
+END = b"END-OF-RAW-BENCH"  # not an M2MP-sized header; only the raw receivers look for it
+IDLE = 2.0  # a receiver stops after this long without traffic (after the first arrival)
+START_WAIT = 30.0
+
+
+def payloads(count: int, size: int) -> list[bytes]:
+    rng = random.Random(size)
+    return [rng.randbytes(size) for _ in range(count)]
+
+
+# ---------------------------------------------------------------- roles
+def raw_receiver(url: str) -> dict[str, Any]:
+    spec = parse_channel_url(url)
+    assert isinstance(spec, MulticastSpec)
+    sock = open_multicast_socket(spec)
+    sock.setblocking(True)
+    sock.settimeout(START_WAIT)
+    print("ready", file=sys.stderr, flush=True)
+    count = size = 0
+    first = last = 0.0
+    while True:
+        try:
+            data = sock.recv(4096)
+        except TimeoutError:
+            break
+        if data == END:
+            break
+        now = time.monotonic()
+        if not count:
+            first = now
+            sock.settimeout(IDLE)
+        count += 1
+        size += len(data) - 8
+        last = now
+    return {"packets": count, "payload_bytes": size, "first": first, "last": last}
+
+
+def raw_sender(url: str, count: int, size: int) -> dict[str, Any]:
+    spec = parse_channel_url(url)
+    assert isinstance(spec, MulticastSpec)
+    sock = open_multicast_socket(spec)
+    sock.setblocking(True)
+    rng = random.Random(1)
+    packets = [p for payload in payloads(count, size)
+               for p in fragments(rng.getrandbits(32), payload)]
+    destination = (spec.group, spec.port)
+    sendto = sock.sendto
+    start = time.monotonic()
+    for packet in packets:
+        sendto(packet, destination)
+    end = time.monotonic()
+    for _ in range(50):  # the end marker, repeated in case some copies are dropped
+        time.sleep(0.01)
+        sendto(END, destination)
+    return {"packets": len(packets), "start": start, "end": end}
+
+
+async def m2mp_receiver(url: str, count: int) -> dict[str, Any]:
+    async with M2MPEndpoint(url, M2MPConfig(), filters=[b""],
+                            max_receive_queue=1 << 20) as endpoint:
+        print("ready", file=sys.stderr, flush=True)
+        received = size = 0
+        first = last = 0.0
+
+        async def watchdog() -> None:
+            # Stop when idle: START_WAIT before the first message, IDLE after it.
+            loop = asyncio.get_running_loop()
+            seen, progress = 0, loop.time()
+            while True:
+                await asyncio.sleep(0.1)
+                if received != seen:
+                    seen, progress = received, loop.time()
+                elif loop.time() - progress > (IDLE if received else START_WAIT):
+                    await endpoint.close()
+                    return
+
+        guard = asyncio.ensure_future(watchdog())
+        async for message in endpoint:  # no per-message timeout: that costs a task each
+            last = time.monotonic()
+            if not received:
+                first = last
+            received += 1
+            size += len(message.payload)
+            if received == count:
+                break
+        guard.cancel()
+        stats = endpoint.stats
+    return {"messages": received, "payload_bytes": size, "first": first, "last": last,
+            "dropped_in_socket_or_inbox": stats["channel_dropped_inbound"],
+            "abandoned": stats["abandoned"]}
+
+
+async def m2mp_sender(url: str, count: int, size: int, redundancy: int) -> dict[str, Any]:
+    messages = payloads(count, size)
+    async with M2MPEndpoint(url, M2MPConfig(redundancy=redundancy)) as endpoint:
+        start = time.monotonic()
+        for payload in messages:
+            await endpoint.send(payload)
+        await endpoint.drain()
+        end = time.monotonic()
+        stats = endpoint.stats
+    return {"messages": count, "start": start, "end": end,
+            "flow_timeouts": stats["flow_timeouts"]}
+
+
+# --------------------------------------------------------- orchestration
+def spawn(*args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, __file__, "--role", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def wait_ready(proc: subprocess.Popen[bytes]) -> None:
+    assert proc.stderr is not None
+    line = proc.stderr.readline()  # the child prints "ready" once joined (or dies)
+    if b"ready" not in line:
+        raise RuntimeError(f"receiver failed to start: {line!r}")
+
+
+def collect(proc: subprocess.Popen[bytes]) -> dict[str, Any]:
+    out, err = proc.communicate(timeout=120)
+    if proc.returncode:
+        raise RuntimeError(f"bench child failed: {err.decode()[-500:]}")
+    result: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
+    return result
+
+
+def run_pair(kind: str, url: str, receivers: int, count: int, size: int,
+             redundancy: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    procs = [spawn(f"{kind}-recv", url, str(count)) for _ in range(receivers)]
+    try:
+        for proc in procs:
+            wait_ready(proc)
+        sender = spawn(f"{kind}-send", url, str(count), str(size), str(redundancy))
+        sent = collect(sender)
+        return sent, [collect(proc) for proc in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+
+
+def _url(rng: random.Random) -> str:
+    group = f"239.255.{rng.randrange(1, 255)}.{rng.randrange(1, 255)}"
+    return f"udp-multicast://{group}:{rng.randrange(20000, 60000)}?iface=127.0.0.1&ttl=1"
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+def measure(receivers: int, count: int, size: int, redundancy: int, trials: int,
+            rng: random.Random) -> dict[str, Any]:
+    """Raw and M2MP runs, interleaved ``trials`` times (the machine's load drifts); medians."""
+    per_message = fragment_count(size)
+    total_packets = count * per_message
+    raw_rates, raw_delivered, raw_seconds = [], [], []
+    msg_rates, delivered, seconds, flow_timeouts, drops = [], [], [], [], []
+    for _ in range(trials):
+        raw_sent, raw_got = run_pair("raw", _url(rng), receivers, count, size, redundancy)
+        rates = [r["packets"] / max(r["last"] - raw_sent["start"], 1e-9)
+                 for r in raw_got if r["packets"]]
+        raw_rates.append(sum(rates) / len(rates) if rates else 0.0)
+        raw_delivered.append(sum(r["packets"] for r in raw_got) / (total_packets * receivers))
+        raw_seconds.append(raw_sent["end"] - raw_sent["start"])
+
+        sent, got = run_pair("m2mp", _url(rng), receivers, count, size, redundancy)
+        rates = [r["messages"] / max(r["last"] - sent["start"], 1e-9)
+                 for r in got if r["messages"]]
+        msg_rates.append(sum(rates) / len(rates) if rates else 0.0)
+        delivered.append(sum(r["messages"] for r in got) / (count * receivers))
+        seconds.append(sent["end"] - sent["start"])
+        flow_timeouts.append(sent["flow_timeouts"])
+        drops.append(sum(r["dropped_in_socket_or_inbox"] for r in got))
+    msg_rate, raw_rate = _median(msg_rates), _median(raw_rates)
+    packet_rate = msg_rate * per_message
+    return {
+        "message_bytes": size, "messages": count, "packets_per_message": per_message,
+        "trials": trials,
+        "m2mp": {"messages_per_s": round(msg_rate, 1),
+                 "mb_per_s": round(msg_rate * size / 1e6, 3),
+                 "packets_per_s": round(packet_rate, 1),
+                 "delivered_fraction": round(_median(delivered), 4),
+                 "sender_seconds": round(_median(seconds), 3),
+                 "flow_timeouts": max(flow_timeouts),
+                 "inbox_drops": max(drops),
+                 "messages_per_s_each_trial": [round(r, 1) for r in msg_rates]},
+        "raw_udp_multicast": {"packets_per_s": round(raw_rate, 1),
+                              "mb_per_s": round(raw_rate * min(size, 500) / 1e6, 3),
+                              "delivered_fraction": round(_median(raw_delivered), 4),
+                              "sender_seconds": round(_median(raw_seconds), 3),
+                              "packets_per_s_each_trial": [round(r, 1) for r in raw_rates]},
+        "ratio": round(packet_rate / raw_rate, 3) if raw_rate else None,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--role", nargs="+", help=argparse.SUPPRESS)
+    parser.add_argument("--receivers", type=int, default=3)
+    parser.add_argument("--redundancy", type=int, default=1,
+                        help="M2MP redundancy (1: exactly the raw packets; default 1)")
+    parser.add_argument("--trials", type=int, default=3,
+                        help="interleaved raw/M2MP runs per size; medians are reported")
+    parser.add_argument("--quick", action="store_true", help="fewer messages (a smoke run)")
+    args = parser.parse_args()
+    if args.role:
+        role, url, *rest = args.role
+        numbers = [int(x) for x in rest]
+        result: dict[str, Any]
+        if role == "raw-recv":
+            result = raw_receiver(url)
+        elif role == "raw-send":
+            result = raw_sender(url, numbers[0], numbers[1])
+        elif role == "m2mp-recv":
+            result = asyncio.run(m2mp_receiver(url, numbers[0]))
+        else:
+            result = asyncio.run(m2mp_sender(url, numbers[0], numbers[1], numbers[2]))
+        print(json.dumps(result), flush=True)
+        return 0
+    scale = 5 if args.quick else 1
+    rng = random.Random()
+    results = [measure(args.receivers, 20000 // scale, 100, args.redundancy, args.trials, rng),
+               measure(args.receivers, 150 // scale, 64 * 1024, args.redundancy, args.trials,
+                       rng)]
+    ratios = [r["ratio"] for r in results if r["ratio"] is not None]
+    print(json.dumps({
+        "bench": "m2mp", "receivers": args.receivers, "redundancy": args.redundancy,
+        "cpus": os.cpu_count(), "python": sys.version.split()[0], "results": results,
+        "target_ratio": 0.5, "target_met": bool(ratios) and min(ratios) >= 0.5,
+    }, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
