@@ -76,3 +76,15 @@ def test_daemon_with_three_local_processes_and_the_network(m2mc: Spawn, tmp_path
     assert stats["from_clients"] >= 3 * 2  # three messages, redundancy 2
     assert stats["own_loopback"] == stats["external_datagrams_out"]
     assert stats["malformed"] == 0
+
+
+def test_listener_reports_a_daemon_that_goes_away(m2mc: Spawn) -> None:
+    daemon = m2mc("daemon", "--port", "0", "--channel", "null://")
+    local = f"daemon://127.0.0.1:{daemon_port(daemon, WAIT)}"
+    listener = m2mc("listen", "--channel", local)
+    listener.wait_stderr("listening on", WAIT)
+    daemon.proc.terminate()
+    assert daemon.finish(WAIT) == 0
+    assert listener.finish(WAIT) == 1
+    assert listener.stderr[-1].startswith("m2mc listen: error: channel daemon://")
+    assert not any("Traceback" in line for line in listener.stderr)

@@ -19,6 +19,7 @@ from typing import Any
 
 from m2mc.cli.send import positive_int
 from m2mc.config import Config, add_config_argument, load_config
+from m2mc.transport.channel import ChannelClosedError
 from m2mc.transport.endpoint import M2MPEndpoint
 from m2mc.wire.m2mp import MessageAbandoned, MessageReceived
 
@@ -71,6 +72,9 @@ def run(args: argparse.Namespace) -> int:
         return asyncio.run(listen(config, prefixes, args.count, args.timeout))
     except BrokenPipeError:
         return 0
+    except ChannelClosedError as exc:  # e.g. the daemon went away: the job found a problem
+        print(f"m2mc listen: error: {exc}", file=sys.stderr)
+        return 1
 
 
 async def listen(config: Config, prefixes: list[bytes], count: int | None,

@@ -15,6 +15,7 @@ from typing import Any
 
 from m2mc.config import Config, add_config_argument, load_config
 from m2mc.errors import UsageError
+from m2mc.transport.channel import ChannelClosedError
 from m2mc.transport.endpoint import M2MPEndpoint
 
 
@@ -46,7 +47,11 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config, overrides={
         "m2mp.channel": args.channel, "m2mp.redundancy": args.redundancy})
     payload = _read_payload(args.file)
-    message_id = asyncio.run(send_message(config, payload))
+    try:
+        message_id = asyncio.run(send_message(config, payload))
+    except ChannelClosedError as exc:  # e.g. the daemon went away mid-message
+        print(f"m2mc send: error: {exc}", file=sys.stderr)
+        return 1
     print(json.dumps({"id": message_id, "len": len(payload),
                       "sha256": hashlib.sha256(payload).hexdigest()}), flush=True)
     return 0
