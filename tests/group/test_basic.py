@@ -69,6 +69,7 @@ def test_late_joiner_catches_up_on_history() -> None:
         prev = net.send("a" if i % 2 else "b", gid, b"x" * 50, reply_to=prev)
     net.run(1.0)
     net.add("z")
+    net.run(0.5)
     net.do("z", lambda n: n.join_group(gid, net.now))
     net.run(3.0)
     net.check_group(gid, ["a", "b", "z"])

@@ -261,7 +261,10 @@ class GroupInstance:
             return
         members = self.row.membership.current()
         if mop.is_sequencer:
-            lowest = min(members, default=self.pid)
+            # Hand over to a lower ID only if it is alive (a crashed member stays current).
+            alive = [p for p in members if p == self.pid or
+                     now - self.last_heard.get(p, float("-inf")) < self.config.sequencer_timeout]
+            lowest = min(alive, default=self.pid)
             if lowest < self.pid:
                 info = mop.handover(lowest)
                 self.node._send(self.tag, Handover(self.pid, info))
@@ -352,8 +355,10 @@ class GroupInstance:
             self._check_sequencer(now)
 
     def next_deadline(self) -> float | None:
-        ds = [self.repair.next_deadline(), self._status_soon, self.lingering_until]
-        if not self.lingering:
-            ds += [self.msp.next_deadline(), self._status_at]
+        if self.lingering:  # only answering repairs until the linger ends
+            ds = [self.repair.repair_deadline, self.lingering_until]
+        else:
+            ds = [self.repair.next_deadline(), self._status_soon, self.msp.next_deadline(),
+                  self._status_at]
         present = [d for d in ds if d is not None]
         return min(present) if present else None

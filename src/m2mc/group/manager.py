@@ -154,6 +154,9 @@ class GroupNode:
         self._now = now
         if order is not None and order not in ORDERS:
             raise UsageError(f"unknown order {order!r}; expected one of {', '.join(ORDERS)}")
+        if order is None and gid not in self.gjlp.giit and gid not in self.gjlp.discovered:
+            raise UsageError(f"group {gid!r} is unknown here: wait until it is discovered, "
+                             "or give its order to join it by name")
         row = self.gjlp.row(gid, desc or gid, order or "sb")
         if row.state == MEMBER:
             return

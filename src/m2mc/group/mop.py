@@ -83,6 +83,11 @@ class Mop:
         if isinstance(self.core, CausalOrder):
             vclock = self.core.clock
             vclock[self.pid] = self.own_seq
+            if not parent.is_root and parent.pid != self.pid and (
+                    vclock.get(parent.pid, 0) < parent.seq):
+                # A reply to a message not delivered here yet: depend on it, so no
+                # one (the sender included) delivers the reply before its parent.
+                vclock[parent.pid] = parent.seq
         return Message(mid, parent, payload, vclock)
 
     # ------------------------------------------------------------- receive
@@ -126,7 +131,12 @@ class Mop:
     def _accept_total(self, message: Message, persist: bool) -> tuple[int, list[Message]]:
         core = self.core
         mid = message.mid
-        if core.has(mid) or mid in self.unstamped:
+        if mid in self.unstamped:
+            if message.gseq is None:
+                return DUP, []
+            # A repaired copy that carries the stamp we missed.
+            return DUP, self.apply_stamps([(message.gseq, mid)])
+        if core.has(mid):
             return DUP, []
         gseq = message.gseq
         if gseq is None:

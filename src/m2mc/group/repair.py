@@ -250,6 +250,10 @@ class Repair:
         return out
 
     @property
+    def repair_deadline(self) -> float | None:
+        return self._repair_at
+
+    @property
     def pending_repairs(self) -> int:
         return len(self._pending)
 

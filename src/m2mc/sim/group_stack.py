@@ -1,0 +1,129 @@
+"""The ``group`` stack: the whole M2MC group layer (:class:`~m2mc.group.manager.GroupNode`:
+M2MP, GJLP, MOP, MSP, NACK repair) on a simulated node, with its durable log in
+``durable_dir`` (SQLite), so a crash and restart keeps history and identities.
+
+[stack] keys: ``redundancy`` (1), ``flow_control`` (true), ``message_timeout``
+(5.0), ``flow_timeout`` (0.1), and any :class:`~m2mc.group.config.GroupConfig`
+field (``nack_backoff``, ``status_interval``, ``max_held``, ...).
+
+Groups are the scenario's named groups: their name is the group id, so every
+node that joins ``chat`` joins the same group without discovering it first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import fields
+from typing import Any
+
+from m2mc.errors import ConfigError, UsageError
+from m2mc.group.config import GroupConfig
+from m2mc.group.events import Delivered
+from m2mc.group.manager import GroupNode
+from m2mc.sim.node import NodeContext, register_stack
+from m2mc.sim.schema import Table
+from m2mc.store.sqlite import SqliteStore
+from m2mc.wire.m2mp import M2MPConfig
+
+M2MP_KEYS = ("redundancy", "flow_control", "message_timeout", "flow_timeout")
+_GROUP_KEYS = tuple(f.name for f in fields(GroupConfig))
+
+
+def check_params(params: Mapping[str, Any]) -> None:
+    t = Table(params, "stack")
+    t.string("kind")
+    t.integer("redundancy", 1, low=1)
+    t.boolean("flow_control", True)
+    t.number("message_timeout", 5.0, above=0.0)
+    t.number("flow_timeout", 0.1, above=0.0)
+    t.expect(*_GROUP_KEYS)
+    t.finish()
+    group_config(params)
+
+
+def group_config(params: Mapping[str, Any]) -> GroupConfig:
+    values = {k: v for k, v in params.items() if k in _GROUP_KEYS}
+    try:
+        return GroupConfig.from_mapping(values)
+    except ConfigError as exc:
+        raise ConfigError(f"stack: {exc}") from None
+
+
+class GroupSimStack:
+    """A :class:`~m2mc.sim.node.SimNodeStack` around one GroupNode."""
+
+    def __init__(self, ctx: NodeContext) -> None:
+        p = ctx.params
+        self.ctx = ctx
+        self.orders = {g.name: g.order for g in ctx.groups}
+        self.store = SqliteStore(ctx.durable_dir / "group.sqlite3")
+        self.node = GroupNode(
+            ctx.node_id, rng=ctx.rng, config=group_config(p), store=self.store,
+            trace=ctx.trace, run_id=ctx.run_id,
+            m2mp_config=M2MPConfig(
+                redundancy=int(p.get("redundancy", 1)),
+                flow_control=bool(p.get("flow_control", True)),
+                message_timeout=float(p.get("message_timeout", 5.0)),
+                flow_timeout=float(p.get("flow_timeout", 0.1))))
+        self._delivered: dict[str, list[str]] = {}
+
+    # ------------------------------------------------------------ lifecycle
+    def start(self, now: float) -> None:
+        first_boot = self.store.get_meta("sim_booted") is None
+        self.node.start(now)
+        if first_boot:
+            self.store.set_meta("sim_booted", "1")
+            for spec in self.ctx.groups:
+                self.node.join_group(spec.name, now, order=spec.order)
+        self._drain()
+
+    # ------------------------------------------------------------------ app
+    def app_send(self, group: str, payload: bytes, reply_to: str | None,
+                 now: float) -> str | None:
+        if not self.node.is_member(group):
+            return None
+        try:
+            mid = self.node.send(group, payload, now, reply_to or None)
+        except UsageError:
+            return None
+        self._drain()
+        return str(mid)
+
+    def delivered_mids(self, group: str) -> Sequence[str]:
+        return self._delivered.get(group, ())
+
+    def app_join(self, group: str, now: float) -> None:
+        self.node.join_group(group, now, order=self.orders.get(group, "sb"))
+        self._drain()
+
+    def app_leave(self, group: str, now: float) -> None:
+        if self.node.is_member(group):
+            self.node.leave_group(group, now)
+        self._drain()
+
+    # -------------------------------------------------------------- sans-IO
+    def receive_datagram(self, datagram: bytes, now: float) -> None:
+        self.node.receive_datagram(datagram, now)
+        self._drain()
+
+    def on_timer(self, now: float) -> None:
+        self.node.on_timer(now)
+        self._drain()
+
+    def next_deadline(self) -> float | None:
+        return self.node.next_deadline()
+
+    def datagrams_to_send(self, now: float) -> list[bytes]:
+        return self.node.datagrams_to_send(now)
+
+    def _drain(self) -> None:
+        for event in self.node.events():
+            if isinstance(event, Delivered):
+                self._delivered.setdefault(event.gid, []).append(str(event.message.mid))
+
+
+def _factory(ctx: NodeContext) -> GroupSimStack:
+    return GroupSimStack(ctx)
+
+
+register_stack("group", _factory, check_params=check_params)
