@@ -1,0 +1,87 @@
+"""A short fuzz run of every registered decoder: only typed errors come out, bounds hold."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from m2mc.errors import DecodeError
+from m2mc.fuzz_targets import BoundViolation, FuzzTarget, load_targets
+from m2mc.security.fuzzer import MutationalFuzzer, mutate
+
+ROOT = Path(__file__).resolve().parents[2]
+TARGETS, UNAVAILABLE = load_targets()
+SHORT_RUN = 600
+
+
+def test_registry_covers_the_decoders_that_exist() -> None:
+    names = {t.name for t in TARGETS}
+    assert {"m2mp.packet", "m2mp.reassembly", "m2mp.layer", "transport.frames",
+            "transport.url", "ordering.message_id", "security.open_hmac",
+            "security.open_aead"} <= names
+    assert ("group.frame" in names) == (importlib.util.find_spec("m2mc.group.codec") is not None)
+    assert ("infra.frame" in names) == (importlib.util.find_spec("m2mc.infra.codec") is not None)
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=lambda t: t.name)
+def test_short_fuzz_run_only_typed_errors(target: FuzzTarget) -> None:
+    fuzzer = MutationalFuzzer(target, random.Random(f"test:{target.name}"), max_len=1024)
+    report = fuzzer.run(SHORT_RUN)
+    assert report.crashes == [], report.crashes[0].traceback if report.crashes else ""
+    assert report.inputs == SHORT_RUN == sum(report.outcomes.values())
+    # The engine files anything outside target.expected under "CRASH <type>".
+    assert not [outcome for outcome in report.outcomes if outcome.startswith("CRASH")]
+    # Mutations reach code the seeds alone do not.
+    assert report.corpus > 0 and report.edges > 0
+
+
+def test_a_crash_is_recorded_with_its_input_and_fuzzing_goes_on() -> None:
+    def fragile(data: bytes) -> None:
+        if len(data) > 8:
+            raise KeyError("oops")
+        if data[:1] == b"\xff":
+            raise BoundViolation("table over bound")
+        if not data:
+            raise DecodeError("empty")
+
+    target = FuzzTarget("fragile", fragile, lambda: [b"", b"abc"])
+    fuzzer = MutationalFuzzer(target, random.Random(3), max_crashes=5)
+    report = fuzzer.run(2000)
+    assert report.inputs == 2000
+    assert report.crash_count == report.outcomes.get("CRASH KeyError", 0) + report.outcomes.get(
+        "CRASH BoundViolation", 0) > 0
+    assert report.outcomes.get("DecodeError", 0) >= 1
+    errors = {c.error.split(":")[0] for c in report.crashes}
+    assert "KeyError" in errors
+    assert all(len(c.data) > 8 or c.data[:1] == b"\xff" for c in report.crashes)
+    assert report.as_dict()["crashes"] == report.crash_count
+
+
+def test_mutate_respects_max_len_and_is_deterministic() -> None:
+    a = [mutate(b"seed" * 10, random.Random(5), [b"xyz"], 32) for _ in range(3)]
+    rng = random.Random(9)
+    outs = [mutate(b"seed" * 50, rng, [b"other"], 64) for _ in range(500)]
+    assert all(len(o) <= 64 for o in outs)
+    assert a[0] == a[1] == a[2]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("atheris") is None, reason="atheris not installed")
+def test_bench_fuzz_with_atheris_reports_json_counts(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "fuzz.py"), "--engine", "atheris",
+         "--inputs", "3000", "--targets", "ordering.message_id",
+         "--artifacts", str(tmp_path)],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    summary = json.loads(out.stdout)
+    assert summary["ok"] is True and summary["engine"] == "atheris"
+    for name in ("ordering.message_id",):
+        counts = summary["targets"][name]
+        assert counts["inputs"] == 3000 == sum(counts["outcomes"].values())
+        assert set(counts["outcomes"]) <= {"ok", "DecodeError"}
