@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from m2mc.errors import ConfigError
@@ -72,6 +72,7 @@ def test_daemon_must_be_local() -> None:
         parse_channel_url("daemon://239.1.1.1:5678")
 
 
+@settings(deadline=None)  # shared 2-core CI machines: no per-example deadline
 @given(st.integers(0, 255), st.integers(0, 255), st.integers(1, 65535), st.integers(0, 255))
 def test_multicast_round_trip(c: int, d: int, port: int, ttl: int) -> None:
     spec = MulticastSpec(f"239.255.{c}.{d}", port, "127.0.0.1", ttl)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from m2mc.errors import DecodeError
@@ -39,6 +39,7 @@ def test_decode_reads_the_same_fields() -> None:
     assert decode(bytes([0, 0, 0, 9, 0, 0, 0, 0])) == Packet(9, 0, False, b"")
 
 
+@settings(deadline=None)  # shared 2-core CI machines: no per-example deadline
 @given(packets)
 def test_encode_decode_round_trip(packet: Packet) -> None:
     wire = encode(packet)
@@ -46,6 +47,7 @@ def test_encode_decode_round_trip(packet: Packet) -> None:
     assert decode(wire) == packet
 
 
+@settings(deadline=None)  # shared 2-core CI machines: no per-example deadline
 @given(st.binary(min_size=8, max_size=MAX_PACKET))
 def test_every_datagram_of_legal_size_decodes_and_re_encodes_identically(wire: bytes) -> None:
     assert encode(decode(wire)) == wire
@@ -73,6 +75,7 @@ def test_fragment_count_is_q_plus_one_if_remainder(size: int, count: int) -> Non
     assert fragment_count(size) == count
 
 
+@settings(deadline=None)  # shared 2-core CI machines: no per-example deadline
 @given(st.integers(0, 0xFFFF_FFFF), st.binary(max_size=5 * MAX_FRAGMENT + 3))
 def test_fragments_split_as_the_seed_says(message_id: int, payload: bytes) -> None:
     wires = list(fragments(message_id, payload))

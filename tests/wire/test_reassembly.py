@@ -28,7 +28,7 @@ messages = st.dictionaries(st.integers(0, 0xFFFF_FFFF), st.binary(max_size=4 * M
                            min_size=1, max_size=8)
 
 
-@settings(max_examples=150)
+@settings(max_examples=150, deadline=None)
 @given(messages, st.integers(1, 3), st.randoms(use_true_random=False))
 def test_interleaved_senders_with_duplicates_deliver_each_message_once(
         sent: dict[int, bytes], copies: int, rng: random.Random) -> None:
@@ -43,7 +43,7 @@ def test_interleaved_senders_with_duplicates_deliver_each_message_once(
     assert reassembler.take_abandoned() == []
 
 
-@settings(max_examples=100)
+@settings(max_examples=100, deadline=None)
 @given(st.binary(min_size=MAX_FRAGMENT + 1, max_size=6 * MAX_FRAGMENT), st.data())
 def test_a_missing_fragment_means_no_delivery_then_timeout(payload: bytes,
                                                            data: st.DataObject) -> None:
