@@ -83,18 +83,38 @@ async def listen(config: Config, prefixes: list[bytes], count: int | None,
     async with M2MPEndpoint.from_settings(config.m2mp, filters=prefixes,
                                           node=config.node_id) as endpoint:
         print(f"m2mc listen: listening on {endpoint.channel.url}", file=sys.stderr, flush=True)
-        while count is None or received < count:
-            try:
-                event = await asyncio.wait_for(endpoint.receive_event(), silence)
-            except TimeoutError:
-                break
-            if isinstance(event, MessageAbandoned):
-                abandoned += 1
-                print(f"m2mc listen: message {event.message_id} abandoned ({event.reason})",
-                      file=sys.stderr, flush=True)
-                continue
-            sys.stdout.write(message_json(event) + "\n")
-            sys.stdout.flush()
-            received += 1
+        loop = asyncio.get_running_loop()
+        last_event = loop.time()
+        silent = False
+
+        async def silence_guard(seconds: float) -> None:
+            # One watchdog instead of a timeout per message (each would cost a task).
+            nonlocal silent
+            while (left := last_event + seconds - loop.time()) > 0:
+                await asyncio.sleep(left)
+            silent = True
+            await endpoint.close()
+
+        guard = asyncio.ensure_future(silence_guard(silence)) if silence else None
+        try:
+            while count is None or received < count:
+                try:
+                    event = await endpoint.receive_event()
+                except ChannelClosedError:
+                    if silent:
+                        break
+                    raise
+                last_event = loop.time()
+                if isinstance(event, MessageAbandoned):
+                    abandoned += 1
+                    print(f"m2mc listen: message {event.message_id} abandoned "
+                          f"({event.reason})", file=sys.stderr, flush=True)
+                    continue
+                sys.stdout.write(message_json(event) + "\n")
+                sys.stdout.flush()
+                received += 1
+        finally:
+            if guard is not None:
+                guard.cancel()
     short = count is not None and received < count
     return 1 if short or abandoned else 0
