@@ -303,7 +303,9 @@ class GroupNode:
 
     def datagrams_to_send(self, now: float) -> list[bytes]:
         self._now = now
-        idle = self.m2mp.queued_packets == 0
+        # Adaptive batching: while M2MP holds packets back (flow control), records
+        # pile up into fuller batches instead of one packet each.
+        idle = self.m2mp.queued_packets == 0 and not self.m2mp.flow_blocked
         for inst in self.groups.values():
             if inst.batch:
                 self._flush_group(inst, force=idle)

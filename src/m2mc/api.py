@@ -1,0 +1,384 @@
+"""The application API of M2MC: an asyncio :class:`Node` with :class:`Group` handles.
+
+>>> async def main() -> None:                                    # doctest: +SKIP
+...     async with Node(NodeConfig(channel="mem://demo")) as node:
+...         group = await node.create_group("threaded chat")
+...         first = await group.send(b"Did you visit Delhi?")
+...         await group.send(b"Yes", reply_to=first)
+...         async for message in group:
+...             print(message.sender, message.text)
+
+The seed's ``ApplGrpMngrInterface`` callbacks (seeds/000 IX.E) arrive as
+events from :meth:`Node.events`: :class:`~m2mc.group.events.GroupDiscovered`,
+:class:`~m2mc.group.events.MemberJoined`, :class:`~m2mc.group.events.MemberLeft`,
+:class:`~m2mc.group.events.CatchUpProgress`, :class:`~m2mc.group.events.GroupCreated`.
+Messages come from the group handles, in the group's order. For scripts
+without asyncio see :mod:`m2mc.runtime.sync` (:class:`SyncNode`). docs/api.md
+documents all of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import secrets
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import TracebackType
+
+from m2mc.errors import UsageError
+from m2mc.group.codec import GrpInfo
+from m2mc.group.config import GroupConfig
+from m2mc.group.events import Delivered, GroupEvent
+from m2mc.group.manager import GroupNode
+from m2mc.ordering import ROOT, Message, MessageId
+from m2mc.runtime.driver import StackDriver
+from m2mc.runtime.tracing import open_trace
+from m2mc.store import GroupStore, MemoryStore
+from m2mc.transport.url import DEFAULT_CHANNEL_URL, open_channel
+from m2mc.wire.m2mp import M2MPConfig
+
+__all__ = ["Group", "GroupMessage", "Node", "NodeConfig"]
+
+
+@dataclass(slots=True)
+class NodeConfig:
+    """How to run a node. ``pid``: this process's identity (kept in ``data_dir``
+    when there is one, else random). ``data_dir``: where the durable log lives
+    (None keeps everything in memory). ``trace_dir``: write CONTRACTS section 4
+    trace events there as ``<pid>.jsonl``."""
+
+    pid: str | None = None
+    channel: str = DEFAULT_CHANNEL_URL
+    data_dir: str | Path | None = None
+    trace_dir: str | Path | None = None
+    run_id: str = ""
+    group: GroupConfig = field(default_factory=GroupConfig)
+    m2mp: M2MPConfig = field(default_factory=M2MPConfig)
+    max_queued_messages: int = 100_000  # per group, delivered but not yet read by the app
+    max_queued_events: int = 10_000  # node events not yet read (oldest dropped past it)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMessage:
+    """A message delivered to the application (``sendMsg2Appl``)."""
+
+    gid: str
+    mid: MessageId
+    parent: MessageId
+    data: bytes
+    gseq: int | None = None
+
+    @property
+    def sender(self) -> str:
+        return self.mid.pid
+
+    @property
+    def text(self) -> str:
+        return self.data.decode("utf-8", errors="replace")
+
+    @property
+    def is_reply(self) -> bool:
+        return not self.parent.is_root
+
+
+ReplyTo = GroupMessage | MessageId | str | None
+
+
+class Node:
+    """One M2MC process: its groups, over one channel. Use ``async with``."""
+
+    def __init__(self, config: NodeConfig | None = None, **overrides: object) -> None:
+        config = config or NodeConfig()
+        if overrides:
+            config = replace(config, **overrides)  # type: ignore[arg-type]
+        if config.max_queued_messages < 1 or config.max_queued_events < 1:
+            raise UsageError("max_queued_messages and max_queued_events must be >= 1")
+        self.config = config
+        self._stack: GroupNode | None = None
+        self._driver: StackDriver | None = None
+        self._store: GroupStore | None = None
+        self._trace_close: object = None
+        self._queues: dict[str, deque[GroupMessage]] = {}
+        self._events: deque[GroupEvent] = deque()
+        self._waiters: list[asyncio.Future[None]] = []
+        self._poke_scheduled = False
+        self._closed = False
+        self.events_dropped = 0
+
+    # ------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        if self._stack is not None:
+            return
+        cfg = self.config
+        store: GroupStore
+        if cfg.data_dir is not None:
+            from m2mc.store.sqlite import SqliteStore
+
+            store = SqliteStore(Path(cfg.data_dir) / "m2mc.sqlite3")
+        else:
+            store = MemoryStore()
+        pid = cfg.pid or store.get_meta("pid") or f"n{secrets.token_hex(4)}"
+        if store.get_meta("pid") not in (None, pid):
+            raise UsageError(f"data_dir belongs to process {store.get_meta('pid')!r}, not {pid!r}")
+        store.set_meta("pid", pid)
+        store.commit()
+        self._store = store
+        channel = open_channel(cfg.channel)
+        m2mp = replace(cfg.m2mp, flow_control=cfg.m2mp.flow_control and channel.loops_back)
+        loop = asyncio.get_running_loop()
+        sink, self._trace_close = open_trace(cfg.trace_dir, pid, cfg.run_id, loop.time)
+        self._stack = GroupNode(pid, rng=random.Random(os.urandom(16)), config=cfg.group,
+                                m2mp_config=m2mp, store=store, trace=sink, run_id=cfg.run_id)
+        self._driver = StackDriver(self._stack, channel, on_input=self._dispatch,
+                                   paused=self._app_full)
+        await self._driver.start()
+        self._stack.start(self._driver.now())
+        self._driver.poke()
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._driver is not None:
+            self._driver.poke()
+            await self._driver.close()
+        if self._store is not None:
+            self._store.close()
+        close = self._trace_close
+        if callable(close):
+            close()
+        self._wake()
+
+    async def __aenter__(self) -> Node:
+        await self.start()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.close()
+
+    # ---------------------------------------------------------------- groups
+    @property
+    def pid(self) -> str:
+        return self._node().pid
+
+    async def create_group(self, desc: str, *, order: str = "sb") -> Group:
+        """CreateGroup: a new group (id ``<pid>/<n>``), announced to the network."""
+        stack, driver = self._node(), self._drv()
+        gid = stack.create_group(desc, driver.now(), order=order)
+        self._queues.setdefault(gid, deque())
+        driver.poke()
+        return Group(self, gid)
+
+    async def join(self, gid: str, *, order: str | None = None,
+                   timeout: float = 5.0) -> Group:
+        """joinThisGroup. A group not discovered yet is looked for (advertising
+        once) for up to ``timeout`` seconds, unless ``order`` is given: then it is
+        joined by name at once (every process naming it joins the same group)."""
+        stack, driver = self._node(), self._drv()
+        if order is None and stack.group_info(gid) is None:
+            await self.discover(gid, timeout=timeout)
+        self._queues.setdefault(gid, deque())
+        stack.join_group(gid, driver.now(), order=order)
+        driver.poke()
+        return Group(self, gid)
+
+    async def discover(self, gid: str | None = None, *, timeout: float = 2.0) -> list[GrpInfo]:
+        """Advertise and wait up to ``timeout`` for answers (for ``gid`` if given)."""
+        stack, driver = self._node(), self._drv()
+        stack.advertise(driver.now())
+        driver.poke()
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
+        while gid is not None and stack.group_info(gid) is None:
+            left = end - loop.time()
+            if left <= 0:
+                raise UsageError(f"group {gid!r} not found within {timeout} s")
+            await self._wait(left)
+        if gid is None:
+            await asyncio.sleep(timeout)
+        return stack.discovered()
+
+    def group(self, gid: str) -> Group:
+        """The handle of a group this node is a member of."""
+        if not self._node().is_member(gid):
+            raise UsageError(f"not a member of group {gid!r}")
+        return Group(self, gid)
+
+    def reject(self, gid: str) -> None:
+        """rejectGrp: do not offer this group again until the next advertisement."""
+        self._node().reject_group(gid)
+
+    def members(self, gid: str) -> list[str]:
+        return self._node().members(gid)
+
+    def discovered(self) -> list[GrpInfo]:
+        return self._node().discovered()
+
+    def stats(self) -> dict[str, int]:
+        return self._node().node_stats()
+
+    # ---------------------------------------------------------------- events
+    async def events(self) -> AsyncIterator[GroupEvent]:
+        """Group news (discovered, created, members joining/leaving, catch-up), as it comes."""
+        while True:
+            while not self._events:
+                if self._closed:
+                    return
+                await self._wait(None)
+            yield self._events.popleft()
+
+    # -------------------------------------------------------------- internals
+    def _node(self) -> GroupNode:
+        if self._stack is None or self._closed:
+            raise UsageError("node not running: use 'async with Node(...)' or await start()")
+        return self._stack
+
+    def _drv(self) -> StackDriver:
+        assert self._driver is not None
+        return self._driver
+
+    def _dispatch(self) -> None:
+        stack = self._stack
+        if stack is None:
+            return
+        events = stack.events()
+        if not events:
+            return
+        queues = self._queues
+        for event in events:
+            if isinstance(event, Delivered):
+                m = event.message
+                queue = queues.get(event.gid)
+                if queue is None:
+                    queue = queues[event.gid] = deque()
+                queue.append(GroupMessage(event.gid, m.mid, m.parent, m.payload, m.gseq))
+            else:
+                if len(self._events) >= self.config.max_queued_events:
+                    self._events.popleft()
+                    self.events_dropped += 1
+                self._events.append(event)
+        self._wake()
+
+    def _app_full(self) -> bool:
+        limit = self.config.max_queued_messages
+        return any(len(q) >= limit for q in self._queues.values())
+
+    def _schedule_poke(self) -> None:
+        if not self._poke_scheduled:
+            self._poke_scheduled = True
+            asyncio.get_running_loop().call_soon(self._poke)
+
+    def _poke(self) -> None:
+        self._poke_scheduled = False
+        if self._driver is not None and not self._closed:
+            self._driver.poke()
+
+    async def _wait(self, timeout: float | None) -> None:
+        future = asyncio.get_running_loop().create_future()
+        self._waiters.append(future)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(future, timeout)
+
+    def _wake(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for future in waiters:
+            if not future.done():
+                future.set_result(None)
+
+
+class Group:
+    """A group this node is in: send to it, read its messages (``async for``)."""
+
+    def __init__(self, node: Node, gid: str) -> None:
+        self.node = node
+        self.gid = gid
+
+    def __repr__(self) -> str:
+        return f"Group({self.gid!r})"
+
+    @property
+    def info(self) -> GrpInfo | None:
+        return self.node._node().group_info(self.gid)
+
+    @property
+    def order(self) -> str:
+        info = self.info
+        return info.order if info is not None else "sb"
+
+    @property
+    def members(self) -> list[str]:
+        return self.node.members(self.gid)
+
+    async def send(self, data: bytes | str, *, reply_to: ReplyTo = None) -> MessageId:
+        """Send ``data`` to the group, in reply to ``reply_to`` (its S_b parent).
+        Waits while too much is queued for the network (back-pressure)."""
+        node = self.node
+        stack = node._node()
+        payload = data.encode() if isinstance(data, str) else bytes(data)
+        parent = _parent(reply_to)
+        limit = stack.config.send_backlog
+        while stack.send_backlog >= limit:
+            node._drv().poke()
+            if stack.send_backlog < limit:
+                break
+            await node._wait(0.05)
+        mid = stack.send(self.gid, payload, node._drv().now(), parent)
+        node._schedule_poke()
+        return mid
+
+    async def receive(self, timeout: float | None = None) -> GroupMessage:
+        """The next message, in the group's order; TimeoutError after ``timeout``."""
+        node = self.node
+        loop = asyncio.get_running_loop()
+        end = None if timeout is None else loop.time() + timeout
+        while True:
+            queue = node._queues.get(self.gid)
+            if queue:
+                message = queue.popleft()
+                if len(queue) <= node.config.max_queued_messages // 2:
+                    node._drv().resume()
+                return message
+            if node._closed:
+                raise UsageError("node closed")
+            left = None if end is None else end - loop.time()
+            if left is not None and left <= 0:
+                raise TimeoutError(f"no message in group {self.gid!r} within {timeout} s")
+            await node._wait(left)
+
+    def __aiter__(self) -> AsyncIterator[GroupMessage]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[GroupMessage]:
+        while True:
+            try:
+                yield await self.receive()
+            except UsageError:
+                return
+
+    def pending(self) -> int:
+        """Messages delivered and not read yet."""
+        return len(self.node._queues.get(self.gid, ()))
+
+    async def leave(self) -> None:
+        """leaveThisGroup."""
+        node = self.node
+        node._node().leave_group(self.gid, node._drv().now())
+        node._drv().poke()
+
+
+def _parent(reply_to: ReplyTo) -> MessageId:
+    if reply_to is None:
+        return ROOT
+    if isinstance(reply_to, GroupMessage):
+        return reply_to.mid
+    if isinstance(reply_to, Message):
+        return reply_to.mid
+    if isinstance(reply_to, str):
+        return MessageId.parse(reply_to)
+    return reply_to

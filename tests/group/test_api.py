@@ -1,0 +1,105 @@
+"""The asyncio application API over the in-process mem:// channel."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+import pytest
+
+from m2mc.api import GroupMessage, Node, NodeConfig
+from m2mc.errors import UsageError
+from m2mc.group.events import GroupDiscovered, MemberJoined
+
+
+def _channel() -> str:
+    return f"mem://api-{uuid.uuid4().hex[:8]}"
+
+
+async def _collect(group, count: int, timeout: float = 10.0) -> list[GroupMessage]:  # type: ignore[no-untyped-def]
+    out = []
+    for _ in range(count):
+        out.append(await group.receive(timeout=timeout))
+    return out
+
+
+async def test_create_join_send_and_receive_in_sb_order() -> None:
+    channel = _channel()
+    async with Node(NodeConfig(pid="alice", channel=channel)) as alice, \
+            Node(NodeConfig(pid="bob", channel=channel)) as bob:
+        chat = await alice.create_group("threaded chat")
+        assert chat.gid == "alice/1"
+        joined = await bob.join(chat.gid, timeout=5.0)
+        q = await chat.send("Did you visit Delhi?")
+        got = await joined.receive(timeout=5.0)
+        assert (got.sender, got.text, got.is_reply) == ("alice", "Did you visit Delhi?", False)
+        await joined.send("Yes", reply_to=got)
+        mine = await _collect(chat, 2)  # the sender delivers its own message too
+        assert [m.text for m in mine] == ["Did you visit Delhi?", "Yes"]
+        assert mine[1].parent == q
+        assert sorted(chat.members) == ["alice", "bob"]
+
+
+async def test_events_report_discovery_and_members() -> None:
+    channel = _channel()
+    async with Node(NodeConfig(pid="a", channel=channel)) as a:
+        group = await a.create_group("games", order="total")
+        async with Node(NodeConfig(pid="b", channel=channel)) as b:
+            infos = await b.discover(timeout=0.5)
+            assert [i.gid for i in infos] == [group.gid]
+            assert infos[0].order == "total"
+            found = []
+            async for event in b.events():
+                found.append(event)
+                if isinstance(event, GroupDiscovered):
+                    break
+            await b.join(group.gid)
+            seen = []
+            async for event in a.events():
+                seen.append(event)
+                if isinstance(event, MemberJoined):
+                    break
+            assert any(isinstance(e, MemberJoined) and e.pid == "b" for e in seen)
+            await b.group(group.gid).send(b"x")
+            msg = await group.receive(timeout=5.0)
+            assert msg.gseq == 1
+
+
+async def test_many_messages_keep_order_and_arrive_once() -> None:
+    channel = _channel()
+    async with Node(NodeConfig(pid="s", channel=channel)) as s, \
+            Node(NodeConfig(pid="r", channel=channel)) as r:
+        g = await s.create_group("bulk")
+        rg = await r.join(g.gid)
+        await asyncio.sleep(0.2)
+        prev = None
+        for i in range(2000):
+            prev = await g.send(f"{i}", reply_to=prev if i % 2 else None)
+        got = await _collect(rg, 2000, timeout=20.0)
+        assert [m.text for m in got] == [str(i) for i in range(2000)]
+
+
+async def test_join_unknown_group_times_out_with_a_clear_error() -> None:
+    async with Node(NodeConfig(pid="x", channel=_channel())) as x:
+        with pytest.raises(UsageError, match="not found"):
+            await x.join("nobody/1", timeout=0.3)
+        g = await x.join("named", order="sb")  # by name: no discovery needed
+        await g.send(b"hi")
+        assert (await g.receive(timeout=2.0)).data == b"hi"
+
+
+async def test_durable_node_keeps_history_across_restart(tmp_path: Path) -> None:
+    channel = _channel()
+    cfg = NodeConfig(pid="d", channel=channel, data_dir=tmp_path / "d")
+    async with Node(cfg) as d:
+        g = await d.create_group("log")
+        ids = [await g.send(f"{i}") for i in range(5)]
+        await _collect(g, 5)
+    async with Node(NodeConfig(channel=channel, data_dir=tmp_path / "d")) as again:
+        assert again.pid == "d"
+        g2 = again.group(g.gid)
+        mid = await g2.send("after")
+        assert mid.seq == ids[-1].seq + 1
+        (m,) = await _collect(g2, 1)
+        assert m.text == "after"  # history is not delivered twice
