@@ -76,7 +76,8 @@ class M2MPEndpoint:
         self._pending: deque[bytes] = deque()  # datagrams the channel could not take at once
         self._inbox: deque[M2MPEvent] = deque()
         self._inbox_waiter: asyncio.Future[None] | None = None
-        self._progress: list[asyncio.Future[None]] = []
+        self._progress: list[asyncio.Future[None]] = []  # send() waiting for room
+        self._drained: list[asyncio.Future[None]] = []  # drain() waiting for an empty queue
         self._timer: asyncio.TimerHandle | None = None
         self._timer_when = 0.0
         self._error: ChannelClosedError | None = None
@@ -148,7 +149,7 @@ class M2MPEndpoint:
             raise UsageError(f"message of {len(payload)} bytes exceeds max_message_bytes={limit}")
         need = fragment_count(len(payload))
         while (backlog := self._backlog()) and backlog + need > self._max_send_queue:
-            await self._wait_progress()
+            await self._wait_progress(self._progress)
         now = loop.time()
         message_id = self._layer.send(bytes(payload), now)
         self._flush(now)
@@ -159,7 +160,7 @@ class M2MPEndpoint:
         """Wait until every queued packet has been handed to the channel."""
         self._running()
         while self._backlog():
-            await self._wait_progress()
+            await self._wait_progress(self._drained)
 
     def _backlog(self) -> int:
         return self._layer.queued_packets + len(self._pending)
@@ -268,10 +269,14 @@ class M2MPEndpoint:
         if self._pending and (self._writer is None or self._writer.done()):
             assert self._loop is not None
             self._writer = self._loop.create_task(self._write_pending())
-        # Wake blocked senders (and drain) only below the low-water mark: waking them
-        # for every packet that leaves would cost a task switch per packet.
-        if self._progress and self._backlog() <= self._max_send_queue // 2:
-            self._wake_progress()
+        # Wake blocked senders only below the low-water mark, and drain() only when
+        # empty: waking them for every packet that leaves costs a task switch each.
+        if self._progress or self._drained:
+            backlog = self._backlog()
+            if backlog <= self._max_send_queue // 2:
+                self._wake(self._progress)
+            if not backlog:
+                self._wake(self._drained)
         return sent
 
     async def _write_pending(self) -> None:
@@ -319,21 +324,23 @@ class M2MPEndpoint:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def _wait_progress(self) -> None:
+    async def _wait_progress(self, waiters: list[asyncio.Future[None]]) -> None:
         future = self._running().create_future()
-        self._progress.append(future)
+        waiters.append(future)
         await future
         if self._error is not None:
             raise self._error
 
-    def _wake_progress(self) -> None:
-        waiters, self._progress = self._progress, []
+    @staticmethod
+    def _wake(waiters: list[asyncio.Future[None]]) -> None:
         for future in waiters:
             if not future.done():
                 future.set_result(None)
+        waiters.clear()
 
     def _wake_all(self) -> None:
-        self._wake_progress()
+        self._wake(self._progress)
+        self._wake(self._drained)
         waiter = self._inbox_waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
