@@ -42,7 +42,7 @@ from m2mc.store import GroupStore, MemoryStore
 from m2mc.transport.url import DEFAULT_CHANNEL_URL, open_channel
 from m2mc.wire.m2mp import M2MPConfig
 
-__all__ = ["Group", "GroupMessage", "Node", "NodeConfig"]
+__all__ = ["Group", "GroupMessage", "Node", "NodeConfig", "ReplyTo"]
 
 
 @dataclass(slots=True)

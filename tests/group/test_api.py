@@ -103,3 +103,18 @@ async def test_durable_node_keeps_history_across_restart(tmp_path: Path) -> None
         assert mid.seq == ids[-1].seq + 1
         (m,) = await _collect(g2, 1)
         assert m.text == "after"  # history is not delivered twice
+
+
+def test_sync_facade_for_scripts() -> None:
+    from m2mc.runtime.sync import SyncNode
+
+    channel = _channel()
+    with SyncNode(NodeConfig(pid="p", channel=channel)) as p, \
+            SyncNode(NodeConfig(pid="q", channel=channel)) as q:
+        g = p.create_group("script")
+        qg = q.join(g.gid)
+        first = g.send("one")
+        qg.send("two", reply_to=first)
+        texts = [m.text for m in g.messages(idle=1.0)]
+        assert texts == ["one", "two"]
+        assert q.members(g.gid) == ["p", "q"]
