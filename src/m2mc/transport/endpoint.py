@@ -152,8 +152,11 @@ class M2MPEndpoint:
             await self._wait_progress(self._progress)
         now = loop.time()
         message_id = self._layer.send(bytes(payload), now)
-        self._flush(now)
-        self._arm_timer()
+        if not backlog:
+            # Otherwise packets are already waiting for a loopback (the reader sends on)
+            # or for the channel (the writer task sends on): nothing can go now.
+            self._flush(now)
+            self._arm_timer()
         return message_id
 
     async def drain(self) -> None:
