@@ -57,6 +57,7 @@ class NodeConfig:
     data_dir: str | Path | None = None
     trace_dir: str | Path | None = None
     run_id: str = ""
+    trace_flush_every: int = 8192  # 1 writes each event at once (survives kill -9)
     group: GroupConfig = field(default_factory=GroupConfig)
     m2mp: M2MPConfig = field(default_factory=M2MPConfig)
     max_queued_messages: int = 100_000  # per group, delivered but not yet read by the app
@@ -131,7 +132,8 @@ class Node:
         channel = open_channel(cfg.channel)
         m2mp = replace(cfg.m2mp, flow_control=cfg.m2mp.flow_control and channel.loops_back)
         loop = asyncio.get_running_loop()
-        sink, self._trace_close = open_trace(cfg.trace_dir, pid, cfg.run_id, loop.time)
+        sink, self._trace_close = open_trace(cfg.trace_dir, pid, cfg.run_id, loop.time,
+                                             flush_every=cfg.trace_flush_every)
         self._stack = GroupNode(pid, rng=random.Random(os.urandom(16)), config=cfg.group,
                                 m2mp_config=m2mp, store=store, trace=sink, run_id=cfg.run_id)
         self._driver = StackDriver(self._stack, channel, on_input=self._dispatch,

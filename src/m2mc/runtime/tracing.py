@@ -1,4 +1,5 @@
 """Trace events of a real run (CONTRACTS section 4): ``<trace_dir>/<pid>.jsonl``
+(``<pid>.1.jsonl``, ... for later incarnations of the same process)
 with ``t`` in wall-clock seconds, so traces of several processes line up.
 
 The stacks stamp events with the driver's monotonic clock; :class:`WallClockSink`
@@ -28,10 +29,18 @@ class WallClockSink:
 
 
 def open_trace(trace_dir: str | Path | None, pid: str, run_id: str,
-               monotonic: Callable[[], float]) -> tuple[TraceSink, Callable[[], None] | None]:
+               monotonic: Callable[[], float], *, flush_every: int = 8192
+               ) -> tuple[TraceSink, Callable[[], None] | None]:
     """The sink for ``pid`` and a function that flushes and closes it."""
     if trace_dir is None:
         return NullSink(), None
-    writer = TraceWriter(Path(trace_dir) / f"{safe_file_stem(pid)}.jsonl", run=run_id, node=pid,
-                         flush_interval=0.5)
+    # A restarted process must not overwrite what its earlier incarnation wrote.
+    stem = safe_file_stem(pid)
+    path = Path(trace_dir) / f"{stem}.jsonl"
+    n = 0
+    while path.exists():
+        n += 1
+        path = Path(trace_dir) / f"{stem}.{n}.jsonl"
+    writer = TraceWriter(path, run=run_id, node=pid,
+                         flush_every=flush_every, flush_interval=0.5)
     return WallClockSink(writer, time.time() - monotonic()), writer.close
