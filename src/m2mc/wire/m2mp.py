@@ -18,11 +18,17 @@ and never delivered to ourselves (seeds/002 2.3).
 from __future__ import annotations
 
 import random
+import struct
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
-from m2mc.errors import DecodeError
-from m2mc.wire.packet import HEADER_SIZE, MAX_PACKET, decode, fragments
+from m2mc.wire.packet import (
+    HEADER_SIZE,
+    LAST_FLAG,
+    MAX_FRAGMENT_NUMBER,
+    MAX_PACKET,
+    fragments,
+)
 from m2mc.wire.reassembly import Abandoned, Reassembler, ReassemblyLimits
 
 
@@ -90,6 +96,9 @@ class M2MPStats:
 
     def as_dict(self) -> dict[str, object]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+_HEADER = struct.Struct(">II")  # message ID, last flag + fragment number (CONTRACTS 1)
 
 
 class M2MPLayer:
@@ -176,11 +185,6 @@ class M2MPLayer:
         return out
 
     @property
-    def flow_blocked(self) -> bool:
-        """True while a sent packet's looped-back copy is awaited (flow control)."""
-        return self._awaiting is not None
-
-    @property
     def queued_packets(self) -> int:
         """Packets held back by flow control (the driver may apply back-pressure on this)."""
         return len(self._queue)
@@ -202,38 +206,38 @@ class M2MPLayer:
         stats.packets_in += 1
         size = len(datagram)
         stats.bytes_in += size
-        # Our own looped-back packets are recognised from the header alone: the
-        # hot path of flow control, so no full decode (seeds/002 section 5).
-        if HEADER_SIZE <= size <= MAX_PACKET and int.from_bytes(datagram[:4]) in self._own:
+        if not HEADER_SIZE <= size <= MAX_PACKET:
+            stats.malformed += 1  # the only way a datagram can fail to be a packet
+            return
+        # The header is read in place (no Packet object): this is the per-packet hot path.
+        message_id, word = _HEADER.unpack_from(datagram)
+        if message_id in self._own:
+            # Our own looped-back packet: releases flow control (seeds/002 section 5).
             stats.looped_back += 1
             if self._awaiting is not None and datagram[:8] == self._awaiting:
                 self._awaiting = None
                 self._flow_deadline = None
             return
-        try:
-            packet = decode(datagram)
-        except DecodeError:
-            stats.malformed += 1
-            return
+        fragment = word & MAX_FRAGMENT_NUMBER
+        data = datagram[HEADER_SIZE:]
         reassembler = self._reassembler
         before = reassembler.duplicates
-        message = reassembler.receive(packet, now)
+        message = reassembler.receive_fragment(message_id, fragment, word >= LAST_FLAG, data,
+                                               now)
         if reassembler.duplicates != before:
             stats.duplicates += 1
             return
         if message is None:
             # Early filtering: once fragment 0 is in, we know whether anyone wants it.
-            if packet.fragment == 0 and len(packet.data) >= self._longest_filter and not (
-                self.matches(packet.data)
-            ):
+            if fragment == 0 and len(data) >= self._longest_filter and not self.matches(data):
                 stats.filtered_out += 1
-                reassembler.mark_done(packet.message_id, now)
+                reassembler.mark_done(message_id, now)
             if reassembler.abandoned:
                 self._collect_abandoned()
             return
         if self.matches(message):
             stats.messages_in += 1
-            self._events.append(MessageReceived(packet.message_id, message))
+            self._events.append(MessageReceived(message_id, message))
         else:
             stats.filtered_out += 1
 

@@ -90,7 +90,12 @@ class Reassembler:
 
     def receive(self, packet: Packet, now: float) -> bytes | None:
         """Add one packet; return the whole message when it completes, else None."""
-        message_id = packet.message_id
+        return self.receive_fragment(packet.message_id, packet.fragment, packet.last,
+                                     packet.data, now)
+
+    def receive_fragment(self, message_id: int, fragment: int, last: bool, data: bytes,
+                         now: float) -> bytes | None:
+        """:meth:`receive` without a :class:`Packet` (the layer's hot path)."""
         done = self._done
         if message_id in done:
             if done[message_id] > now:
@@ -103,10 +108,10 @@ class Reassembler:
             del done[message_id]
         limits = self.limits
         # Fast path: a one-packet message that nobody was assembling.
-        if packet.last and packet.fragment == 0 and message_id not in self._partial:
+        if last and fragment == 0 and message_id not in self._partial:
             self.mark_done(message_id, now)
-            return packet.data
-        if (packet.fragment + 1) * MAX_FRAGMENT > limits.max_message_bytes + MAX_FRAGMENT:
+            return data
+        if (fragment + 1) * MAX_FRAGMENT > limits.max_message_bytes + MAX_FRAGMENT:
             self._abandon(message_id, "too_large")
             self.mark_done(message_id, now)
             return None
@@ -114,28 +119,29 @@ class Reassembler:
         if partial is None:
             partial = _Partial(deadline=now + limits.message_timeout)
             self._partial[message_id] = partial
-        elif packet.fragment in partial.parts:
+        elif fragment in partial.parts:
             self.duplicates += 1
             return None
         else:
             partial.deadline = now + limits.message_timeout
             self._partial.move_to_end(message_id)
-        if packet.last:
-            if partial.last not in (-1, packet.fragment) or any(
-                number > packet.fragment for number in partial.parts
+        if last:
+            if partial.last not in (-1, fragment) or any(
+                number > fragment for number in partial.parts
             ):
                 # Two different "last" fragments: not a message anyone sent. Drop it.
                 self._abandon(message_id, "malformed")
                 self.mark_done(message_id, now)
                 return None
-            partial.last = packet.fragment
-        elif partial.last != -1 and packet.fragment > partial.last:
+            partial.last = fragment
+        elif partial.last != -1 and fragment > partial.last:
             self._abandon(message_id, "malformed")
             self.mark_done(message_id, now)
             return None
-        partial.parts[packet.fragment] = packet.data
-        partial.size += len(packet.data)
-        self._partial_bytes += len(packet.data)
+        partial.parts[fragment] = data
+        size = len(data)
+        partial.size += size
+        self._partial_bytes += size
         if partial.last != -1 and len(partial.parts) == partial.last + 1:
             parts = partial.parts
             message = b"".join(parts[i] for i in range(partial.last + 1))
