@@ -135,6 +135,12 @@ class Net:
                 at = self.now + (0.0001 if dest == pid else self.rng.uniform(*self.delay))
                 heapq.heappush(self._queue, (at, self._n, dest, datagram))
 
+    def inject(self, datagram: bytes, to: str | None = None) -> None:
+        """A datagram from an outsider, to one node or to all."""
+        for dest in [to] if to else list(self.nodes):
+            self._n += 1
+            heapq.heappush(self._queue, (self.now + 0.0001, self._n, dest, datagram))
+
     # ------------------------------------------------------------ checks
     def check_group(self, gid: str, members: list[str]) -> None:
         """Every node in ``members`` delivered every message of ``gid`` exactly once,

@@ -53,7 +53,8 @@ class GroupConfig:
     max_pssit: int = 4096  # PSSIT rows (requesting processes remembered)
     max_status_senders: int = 256  # per-sender high-waters in a status message
     max_seq: int = 1 << 40  # sequence numbers at or above this are absurd: dropped
-    max_seq_jump: int = 1 << 20  # a high-water this far past what we know is not chased
+    max_seq_jump: int = 1 << 20  # a seqno this far past a sender's known high-water is absurd
+    max_senders: int = 4096  # distinct senders tracked per group (records of more: dropped)
     send_backlog: int = 4096  # packets queued in M2MP before send() pushes back
 
     def validate(self) -> None:

@@ -56,6 +56,7 @@ class GroupInstance:
         self.mop = Mop(node.pid, row.gid, row.order, config, node.store)
         self.msp = Msp(node.pid, row.gid, config, node.rng, node.store, self.mop.digest)
         self.repair = RepairState(node.pid, row.gid, config, node.rng, node.store)
+        self.repair.known = lambda pid: row.membership.get(pid) is not None
         self.lingering_until: float | None = None
         self.last_heard: dict[str, float] = {}
         self.batch: list[Message] = []
@@ -128,7 +129,8 @@ class GroupInstance:
         if sender == self.pid:
             node.stats.own_echo += 1
             return
-        self.last_heard[sender] = now
+        if sender in self.last_heard or len(self.last_heard) < self.config.max_senders:
+            self.last_heard[sender] = now
         if self.lingering:
             if isinstance(body, Nack):
                 self.repair.on_nack(body, now)
@@ -144,6 +146,9 @@ class GroupInstance:
             case SyncResp():
                 self._sync_resp(body, now)
             case Order(_, _, stamps):
+                top = self.mop.max_gseq + self.config.max_seq_jump
+                stamps = [s for s in stamps
+                          if s[0] <= top and self.repair.plausible(s[1].pid, s[1].seq)]
                 for _, mid in stamps:
                     self.repair.note(mid.pid, mid.seq, now)
                 for m in self.mop.apply_stamps(stamps):
@@ -176,6 +181,8 @@ class GroupInstance:
         new = 0
         for m in records:
             mid = m.mid
+            if not repair.plausible(mid.pid, mid.seq):
+                continue
             repair.overheard(mid)
             repair.note(mid.pid, mid.seq, now)
             status, out = mop.accept(m)
@@ -221,7 +228,8 @@ class GroupInstance:
         for pid, hw in st.summary.items():
             if pid != self.pid:
                 repair.note_high_water(pid, hw, now)
-        if st.max_gseq > self.mop.max_gseq and self.order == "total":
+        if (self.order == "total" and self.mop.max_gseq < st.max_gseq
+                <= self.mop.max_gseq + self.config.max_seq_jump):
             self.mop.max_gseq = st.max_gseq
             repair.suspect(now)
         self._membership(list(st.members), now)

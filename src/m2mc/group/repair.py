@@ -24,6 +24,7 @@ status high-waters more than ``max_seq_jump`` past what we know are ignored.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from m2mc.group.codec import Digest, Nack
@@ -44,6 +45,8 @@ class RepairStats:
     repairs_suppressed: int = 0
     repairs_refused: int = 0
     absurd_high_water: int = 0
+    absurd_seq: int = 0
+    senders_refused: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +67,9 @@ class Repair:
         self.rng = rng
         self.store = store
         self.hw: dict[str, int] = {}
+        # Members (membership is bounded itself) are tracked even past max_senders, so
+        # a flood of forged sender ids cannot lock a real member out.
+        self.known: Callable[[str], bool] = lambda pid: False
         self._check_at: float | None = None
         self._nack_at: float | None = None
         self._holdoff: dict[str, _Holdoff] = {}
@@ -74,6 +80,20 @@ class Repair:
         self.stats = RepairStats()
 
     # ------------------------------------------------------- what we know of
+    def plausible(self, pid: str, seq: int) -> bool:
+        """False for a record to drop: a seqno absurdly far past what we know of its
+        sender, or a new sender past the ``max_senders`` bound."""
+        h = self.hw.get(pid)
+        if h is None:
+            if len(self.hw) >= self.config.max_senders and not self.known(pid):
+                self.stats.senders_refused += 1
+                return False
+            h = 0
+        if seq - h > self.config.max_seq_jump:
+            self.stats.absurd_seq += 1
+            return False
+        return True
+
     def note(self, pid: str, seq: int, now: float) -> None:
         """A record of ``pid`` numbered ``seq`` was seen (new or duplicate)."""
         h = self.hw.get(pid, 0)
@@ -84,10 +104,14 @@ class Repair:
 
     def note_high_water(self, pid: str, seq: int, now: float) -> None:
         """A status message says ``pid`` sent up to ``seq``."""
-        h = self.hw.get(pid, 0)
+        h = self.hw.get(pid)
+        if h is None and len(self.hw) >= self.config.max_senders and not self.known(pid):
+            self.stats.senders_refused += 1
+            return
+        h = h or 0
         if seq <= h:
             return
-        if h and seq - h > self.config.max_seq_jump:
+        if seq - h > self.config.max_seq_jump:
             self.stats.absurd_high_water += 1
             return
         self.hw[pid] = seq
