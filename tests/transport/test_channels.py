@@ -109,3 +109,16 @@ async def test_closed_channel_raises_for_readers_and_writers() -> None:
         await channel.send(b"late")
     with pytest.raises(ChannelClosedError):
         await channel.start()
+
+
+async def test_multicast_inbox_bound_counts_what_it_drops(mcast_url: str) -> None:
+    async with open_channel(mcast_url) as sender, \
+            open_channel(mcast_url, max_inbound=3) as small:
+        for index in range(10):
+            await sender.send(bytes([index]))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + DEADLINE
+        while small.stats.datagrams_in < 10 and loop.time() < deadline:
+            await asyncio.sleep(0.005)
+        assert small.stats.datagrams_in == 10 and small.stats.dropped_inbound == 7
+        assert await small.recv_many() == [b"\x00", b"\x01", b"\x02"]

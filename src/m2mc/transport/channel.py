@@ -152,6 +152,19 @@ class Channel(abc.ABC):
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    def _deliver_many(self, datagrams: list[bytes]) -> None:
+        """:meth:`_deliver` for a batch read in one go (one wake-up for all)."""
+        count = len(datagrams)
+        self.stats.datagrams_in += count
+        room = self._max_inbound - len(self._inbox)
+        if count > room:
+            self.stats.dropped_inbound += count - max(room, 0)
+            datagrams = datagrams[:max(room, 0)]
+        self._inbox.extend(datagrams)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
     def _lost(self) -> None:
         """Called by subclasses when the medium went away (peer closed the connection)."""
         self._closed = True

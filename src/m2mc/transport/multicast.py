@@ -86,15 +86,16 @@ class MulticastChannel(Channel):
         sock = self._sock
         if sock is None:
             return
-        recv, deliver = sock.recv, self._deliver
-        for _ in range(_READ_BATCH):
-            try:
-                datagram = recv(RECV_SIZE)
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:
-                return  # e.g. ICMP errors surfaced on the socket: nothing to read
-            deliver(datagram)
+        recv = sock.recv
+        batch: list[bytes] = []
+        append = batch.append
+        try:
+            for _ in range(_READ_BATCH):
+                append(recv(RECV_SIZE))
+        except OSError:
+            pass  # BlockingIOError: all read; others (ICMP errors) leave nothing to read
+        if batch:
+            self._deliver_many(batch)
 
     def send_nowait(self, datagram: bytes) -> bool:
         sock = self._sock

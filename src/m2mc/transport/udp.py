@@ -68,14 +68,16 @@ class UdpChannel(Channel):
         sock = self._sock
         if sock is None:
             return
+        batch: list[bytes] = []
         for _ in range(_READ_BATCH):
             try:
-                datagram = sock.recv(RECV_SIZE)
+                batch.append(sock.recv(RECV_SIZE))
             except (BlockingIOError, InterruptedError):
-                return
+                break
             except OSError:
                 continue  # ICMP port unreachable from a peer that is down: skip it
-            self._deliver(datagram)
+        if batch:
+            self._deliver_many(batch)
 
     def send_nowait(self, datagram: bytes) -> bool:
         # Unicast to several peers cannot be half-done and retried cleanly, so a full
