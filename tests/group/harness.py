@@ -40,6 +40,7 @@ class Net:
     down: set[str] = field(default_factory=set)
     sides: dict[str, int] = field(default_factory=dict)  # partition side per node
     delivered: dict[str, dict[str, list[MessageId]]] = field(default_factory=dict)
+    events: dict[str, list[object]] = field(default_factory=dict)  # the other group events
     sent: list[Sent] = field(default_factory=list)
     trace: ListSink = field(default_factory=ListSink)
     datagrams: int = 0
@@ -121,6 +122,8 @@ class Net:
         for event in node.events():
             if isinstance(event, Delivered):
                 self.delivered[pid].setdefault(event.gid, []).append(event.message.mid)
+            else:
+                self.events.setdefault(pid, []).append(event)
         for datagram in node.datagrams_to_send(self.now):
             self.datagrams += 1
             if self.counter is not None:

@@ -1,0 +1,78 @@
+"""GJLP: advertisement replies are backed off and suppressed (no broadcast storm),
+the GIIT keeps N/A rows for rejected groups until the next advertisement, and
+membership lists merge by version so a process that left can come back."""
+
+from __future__ import annotations
+
+from m2mc.group.codec import HEADER_SIZE, Kind, MemberEntry
+from m2mc.group.config import GroupConfig
+from m2mc.group.events import GroupDiscovered
+from m2mc.group.membership import Membership
+from m2mc.wire.packet import HEADER_SIZE as M2MP_HEADER
+
+from .harness import Net
+
+
+def _replies_per_join(n: int, backoff: float, seed: int) -> int:
+    count = [0]
+
+    def counter(datagram: bytes) -> None:
+        if (len(datagram) > M2MP_HEADER + HEADER_SIZE and datagram[4:8] == b"\x80\x00\x00\x00"
+                and datagram[M2MP_HEADER + 11] == Kind.GRPS_INFO):
+            count[0] += 1
+
+    net = Net(seed=seed, config=lambda: GroupConfig(adv_reply_backoff=backoff))
+    for i in range(n):
+        net.add(f"p{i:02d}")
+        net.do(f"p{i:02d}", lambda node: node.join_group("room", net.now, order="sb"))
+    net.run(1.0)
+    net.counter = counter
+    newcomer = net.add("zz")  # advertises on start
+    net.run(0.5)
+    assert newcomer.group_info("room") is not None
+    return count[0]
+
+
+def test_advertisement_replies_are_suppressed() -> None:
+    n = 20
+    with_suppression = [_replies_per_join(n, 0.2, seed) for seed in (1, 2)]
+    seed_behaviour = _replies_per_join(n, 0.0, 1)  # no back-off: everyone answers
+    assert seed_behaviour >= n - 1
+    assert max(with_suppression) <= 4, with_suppression
+
+
+def test_rejected_group_is_na_until_next_advertisement() -> None:
+    net = Net(seed=2)
+    net.add("a")
+    net.add("b")
+    gid = str(net.do("a", lambda n: n.create_group("g", net.now)))
+    net.run(0.5)
+    b = net.nodes["b"]
+
+    def discovered() -> list[str]:
+        found = [e.info.gid for e in net.events.pop("b", []) if isinstance(e, GroupDiscovered)]
+        return found
+
+    assert discovered() == [gid]
+    b.reject_group(gid)
+    assert b.gjlp.giit[gid].state == "rejected"
+    net.do("a", lambda n: n.advertise(net.now))  # a's advertisement: b's N/A row holds
+    net.run(0.5)
+    assert discovered() == []
+    net.do("b", lambda n: n.advertise(net.now))  # b's own advertisement clears N/A rows
+    net.run(0.5)
+    assert discovered() == [gid]
+
+
+def test_membership_merge_keeps_the_newest_word_per_process() -> None:
+    m = Membership(10, [MemberEntry("a", 1, True), MemberEntry("b", 1, True)])
+    m.merge([MemberEntry("b", 2, False)])  # b left
+    assert (m.current(), m.departed()) == (["a"], ["b"])
+    m.merge([MemberEntry("b", 1, True)])  # stale news of b's first join changes nothing
+    assert m.current() == ["a"]
+    m.merge([MemberEntry("b", 3, True)])  # b rejoined: current again (the seed's rule
+    assert m.current() == ["a", "b"]       # would have kept it in lMemList forever)
+    assert m.covers([MemberEntry("b", 2, False), MemberEntry("a", 1, True)])
+    assert not m.covers([MemberEntry("c", 1, True)])
+    full = Membership(1, [MemberEntry("a", 1, True)])
+    assert not full.apply(MemberEntry("x", 1, True)) and full.refused == 1
