@@ -1,0 +1,80 @@
+"""Fixtures for tests on a real network made of namespaces (tests/netns/netns_lab.py).
+
+These tests need root and iproute2 (and nftables for loss and partitions);
+elsewhere they skip with the reason. All their traffic stays inside the
+namespaces the lab creates.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # the helpers below, for the test modules too
+
+from netns_lab import Lab, LabUnavailable
+
+pytestmark = pytest.mark.netns
+
+
+@pytest.fixture
+def lab() -> Iterator[Lab]:
+    made = Lab(size=4)
+    try:
+        made.create()
+    except LabUnavailable as exc:
+        made.destroy()
+        pytest.skip(f"network namespace tests skipped: {exc}")
+    try:
+        yield made
+    finally:
+        made.destroy()
+
+
+@pytest.fixture
+def child_env(tmp_path: Path) -> dict[str, str]:
+    """Environment for m2mc child processes: no user config, no M2MC_* variables."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("M2MC_")}
+    env["HOME"] = str(tmp_path)
+    env["XDG_CONFIG_HOME"] = str(tmp_path / ".config")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+M2MC = [sys.executable, "-m", "m2mc.cli"]
+
+
+class Lines:
+    """Collects a child's output lines in a thread, so the test can poll without blocking."""
+
+    def __init__(self, stream: IO[bytes] | None) -> None:
+        self.lines: list[str] = []
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: IO[bytes] | None) -> None:
+        if stream is None:
+            return
+        for raw in stream:
+            with self._lock:
+                self.lines.append(raw.decode(errors="replace").rstrip("\n"))
+
+    def snapshot(self) -> list[str]:
+        with self._lock:
+            return list(self.lines)
+
+    def closed(self, timeout: float = 10) -> list[str]:
+        """Every line, once the child closed its end (it has exited)."""
+        self._thread.join(timeout)
+        return self.snapshot()
+
+    def has(self, text: str) -> Callable[[], bool]:
+        """A condition for polling: some line so far contains ``text``."""
+        return lambda: any(text in line for line in self.snapshot())
