@@ -222,6 +222,20 @@ class Node:
     def discovered(self) -> list[GrpInfo]:
         return self._node().discovered()
 
+    def joined(self) -> list[GrpInfo]:
+        """The groups this node is a member of (after a restart: those in the durable log)."""
+        stack = self._node()
+        infos = (stack.group_info(gid) for gid in sorted(stack.groups) if stack.is_member(gid))
+        return [info for info in infos if info is not None]
+
+    def history(self, gid: str) -> list[GroupMessage]:
+        """The messages of ``gid`` this node has delivered, from the durable log, oldest first."""
+        self._node()
+        assert self._store is not None
+        return [GroupMessage(gid, s.message.mid, s.message.parent, s.message.payload,
+                             s.message.gseq)
+                for s in self._store.load_messages(gid) if s.delivered]
+
     def stats(self) -> dict[str, int]:
         return self._node().node_stats()
 
