@@ -107,9 +107,12 @@ class Reassembler:
                 return None
             del done[message_id]
         limits = self.limits
-        # Fast path: a one-packet message that nobody was assembling.
+        # Fast path: a one-packet message that nobody was assembling. The ID is not in
+        # ``done`` (checked above), so it goes to the end, keeping expiry order.
         if last and fragment == 0 and message_id not in self._partial:
-            self.mark_done(message_id, now)
+            done[message_id] = now + limits.message_timeout
+            if len(done) > limits.completed_cache:
+                done.popitem(last=False)
             return data
         if (fragment + 1) * MAX_FRAGMENT > limits.max_message_bytes + MAX_FRAGMENT:
             self._abandon(message_id, "too_large")
