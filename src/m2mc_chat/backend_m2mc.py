@@ -1,0 +1,200 @@
+"""The chat on the real group layer: :class:`M2MCBackend` over :class:`m2mc.api.Node`.
+
+One :class:`~m2mc.api.Node` per chat participant, its durable log in
+``<data-dir>/node-<device id>/``. The node hands out group news on one stream
+and each group's messages on its own; this adapter merges them into the single
+ordered stream the chat consumes (one reader task per joined group).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from urllib.parse import parse_qs, urlsplit
+
+from m2mc.api import Group, GroupMessage, Node, NodeConfig
+from m2mc.errors import ConfigError, UsageError
+from m2mc.group.codec import GrpInfo
+from m2mc.group.events import (
+    CatchUpProgress,
+    GroupCreated,
+    GroupDiscovered,
+    GroupEvent,
+)
+from m2mc.group.events import MemberJoined as NodeMemberJoined
+from m2mc.group.events import MemberLeft as NodeMemberLeft
+from m2mc.transport.url import DEFAULT_CHANNEL_URL
+from m2mc_chat.backend import (
+    BackendEvent,
+    BackendNotice,
+    Delivered,
+    GroupInfo,
+    GroupSeen,
+    MemberJoined,
+    MemberLeft,
+    SyncProgress,
+)
+from m2mc_chat.config import ChatConfig
+
+__all__ = ["M2MCBackend", "describe_channel", "group_info"]
+
+JOIN_TIMEOUT = 5.0
+"""Seconds to look for a group that was not discovered yet (Node.join)."""
+MAX_PENDING_EVENTS = 4096
+"""Events handed over but not yet consumed by the chat; past it the readers wait,
+and the node's own bounded queues push back on the network (m2mc.api)."""
+
+
+def group_info(info: GrpInfo) -> GroupInfo:
+    """GJLP's record (members with a joined flag) as the chat's (cMemList, lMemList)."""
+    return GroupInfo(gid=info.gid, desc=info.desc,
+                     members=tuple(m.pid for m in info.members if m.joined),
+                     left=tuple(m.pid for m in info.members if not m.joined))
+
+
+def describe_channel(url: str) -> str:
+    """``ad hoc 239.255.77.77:7777 (loopback only)`` for the title bar."""
+    parts = urlsplit(url)
+    iface = parse_qs(parts.query).get("iface", [""])[0]
+    where = parts.netloc or url
+    note = " (loopback only)" if iface.startswith("127.") else ""
+    return f"ad hoc {where}{note}"
+
+
+class M2MCBackend:
+    """Implements :class:`~m2mc_chat.backend.ChatBackend` with an M2MC node."""
+
+    def __init__(self, config: ChatConfig, *, node_config: NodeConfig | None = None) -> None:
+        if config.infra:
+            # seeds/001 members have a sans-IO core but no asyncio driver in m2mc.api yet.
+            raise ConfigError("--infra: infrastructure mode is not available to the chat yet; "
+                              "use ad hoc mode (--channel)")
+        self.config = config
+        self.channel = config.channel or DEFAULT_CHANNEL_URL
+        self._node_config = node_config or NodeConfig(
+            pid=config.device_id, channel=self.channel,
+            data_dir=config.data_dir / f"node-{config.device_id}")
+        self._node_config.pid = config.device_id
+        self.node = Node(self._node_config)
+        self._queue: asyncio.Queue[BackendEvent | None] = asyncio.Queue(MAX_PENDING_EVENTS)
+        self._readers: dict[str, asyncio.Task[None]] = {}
+        self._news: asyncio.Task[None] | None = None
+        self._closed = False
+
+    @property
+    def node_id(self) -> str:
+        return self.config.device_id
+
+    @property
+    def mode(self) -> str:
+        return describe_channel(self.channel)
+
+    # -------------------------------------------------------------- lifecycle
+
+    async def start(self) -> None:
+        await self.node.start()
+        self._news = asyncio.create_task(self._read_news(), name="chat-news")
+        for info in self.node.joined():
+            self._read_group(self.node.group(info.gid))
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        tasks = [*self._readers.values(), *([self._news] if self._news else [])]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.node.close()
+        while not self._queue.empty():   # make room for the end mark; nobody reads these now
+            self._queue.get_nowait()
+        self._queue.put_nowait(None)
+
+    async def events(self) -> AsyncIterator[BackendEvent]:
+        while (event := await self._queue.get()) is not None:
+            yield event
+
+    # ---------------------------------------------------------------- queries
+
+    def joined_groups(self) -> list[GroupInfo]:
+        return [group_info(info) for info in self.node.joined()]
+
+    def known_groups(self) -> list[GroupInfo]:
+        return [group_info(info) for info in self.node.discovered()] + self.joined_groups()
+
+    async def history(self, gid: str) -> list[Delivered]:
+        return [self._delivered(m, from_log=True) for m in self.node.history(gid)]
+
+    # --------------------------------------------------------------- commands
+
+    async def create_group(self, desc: str) -> GroupInfo:
+        group = await self.node.create_group(desc)
+        self._read_group(group)
+        return self._info_of(group)
+
+    async def join_group(self, gid: str) -> GroupInfo:
+        group = await self.node.join(gid, timeout=JOIN_TIMEOUT)
+        self._read_group(group)
+        return self._info_of(group)
+
+    async def leave_group(self, gid: str) -> None:
+        await self.node.group(gid).leave()
+        reader = self._readers.pop(gid, None)
+        if reader is not None:
+            reader.cancel()
+
+    async def send(self, gid: str, payload: bytes, reply_to: str | None = None) -> str:
+        mid = await self.node.group(gid).send(payload, reply_to=reply_to or None)
+        return str(mid)
+
+    # -------------------------------------------------------------- internals
+
+    def _info_of(self, group: Group) -> GroupInfo:
+        info = group.info
+        if info is None:
+            raise UsageError(f"group {group.gid!r} has no record")
+        return group_info(info)
+
+    @staticmethod
+    def _delivered(message: GroupMessage, *, from_log: bool = False) -> Delivered:
+        return Delivered(gid=message.gid, mid=str(message.mid), parent=str(message.parent),
+                         author=message.sender, payload=message.data, from_log=from_log)
+
+    def _read_group(self, group: Group) -> None:
+        if group.gid in self._readers and not self._readers[group.gid].done():
+            return
+
+        async def read() -> None:
+            async for message in group:
+                await self._queue.put(self._delivered(message))
+
+        self._readers[group.gid] = asyncio.create_task(read(), name=f"chat-{group.gid}")
+
+    async def _read_news(self) -> None:
+        async for event in self.node.events():
+            for translated in self._translate(event):
+                await self._queue.put(translated)
+
+    def _translate(self, event: GroupEvent) -> list[BackendEvent]:
+        match event:
+            case GroupDiscovered(info=info):
+                return [GroupSeen(group_info(info))]
+            case GroupCreated(gid=gid) | NodeMemberJoined(gid=gid) | NodeMemberLeft(gid=gid):
+                out: list[BackendEvent] = []
+                if isinstance(event, NodeMemberJoined):
+                    out.append(MemberJoined(gid, event.pid))
+                elif isinstance(event, NodeMemberLeft):
+                    out.append(MemberLeft(gid, event.pid))
+                try:
+                    record = self.node.group(gid).info
+                except UsageError:   # not (or no longer) a member
+                    record = None
+                if record is not None:
+                    out.append(GroupSeen(group_info(record)))
+                return out
+            case CatchUpProgress(gid=gid, remaining=remaining, done=done):
+                return [SyncProgress(gid, 0 if done else max(0, remaining))]
+        return [BackendNotice(f"unexpected group event {type(event).__name__}")]

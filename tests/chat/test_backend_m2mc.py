@@ -1,0 +1,124 @@
+"""The chat on the real group layer (m2mc.api.Node) over an in-process mem:// channel."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+import pytest
+
+from m2mc.errors import ConfigError
+from m2mc_chat.backend import ChatBackend
+from m2mc_chat.backend_m2mc import M2MCBackend, describe_channel
+from m2mc_chat.config import ChatConfig
+from m2mc_chat.presence import MemberState
+from m2mc_chat.session import ChatSession
+
+WAIT = 10.0  # generous: polled, never slept
+
+
+class Participant:
+    def __init__(self, session: ChatSession) -> None:
+        self.session = session
+        self.pump: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> ChatSession:
+        await self.session.start()
+        self.pump = asyncio.create_task(self.session.run())
+        return self.session
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.session.close()
+        assert self.pump is not None
+        await asyncio.wait_for(self.pump, WAIT)
+
+
+def participant(tmp_path: Path, channel: str, name: str) -> Participant:
+    config = ChatConfig(nick=name, device_id=name, data_dir=tmp_path / name, channel=channel)
+    return Participant(ChatSession(M2MCBackend(config), name))
+
+
+@pytest.fixture
+def channel() -> str:
+    return f"mem://chat-{uuid.uuid4().hex}"
+
+
+def test_m2mc_backend_is_a_chat_backend(tmp_path: Path, channel: str) -> None:
+    config = ChatConfig(nick="a", device_id="a", data_dir=tmp_path, channel=channel)
+    assert isinstance(M2MCBackend(config), ChatBackend)
+    with pytest.raises(ConfigError, match="infrastructure mode"):
+        M2MCBackend(ChatConfig(nick="a", device_id="a", data_dir=tmp_path,
+                               infra=("127.0.0.1:7001",)))
+    assert describe_channel("udp-multicast://239.255.77.77:7777?iface=127.0.0.1&ttl=1") == \
+        "ad hoc 239.255.77.77:7777 (loopback only)"
+
+
+async def test_create_discover_join_reply_leave(tmp_path: Path, channel: str) -> None:
+    async with participant(tmp_path, channel, "alice") as alice, \
+            participant(tmp_path, channel, "bob") as bob:
+        info = await alice.create_group("lunch")
+        assert await bob.wait_until(lambda: bob.find_group("lunch") is not None, WAIT)
+        question = await alice.send(info.gid, "Pizza or curry?")
+        await bob.join_group(info.gid)
+        bob_tree = bob.views[info.gid].tree
+        assert await bob.wait_until(lambda: question in bob_tree, WAIT)   # caught up
+        answer = await bob.send(info.gid, "Curry", reply_to=question)
+        alice_tree = alice.views[info.gid].tree
+        assert await alice.wait_until(lambda: answer in alice_tree, WAIT)
+        assert alice_tree.parent_of(answer) == question
+        assert alice_tree.get(answer).nick == "bob"  # type: ignore[union-attr]
+        assert alice_tree.transcript() == bob_tree.transcript()
+        presence = alice.views[info.gid].presence
+        assert await alice.wait_until(lambda: "bob" in presence, WAIT)
+        await bob.leave_group(info.gid)
+        assert await alice.wait_until(
+            lambda: presence.state("bob", alice.clock()) is MemberState.LEFT, WAIT)
+
+
+async def test_restart_brings_back_groups_and_history(tmp_path: Path, channel: str) -> None:
+    async with participant(tmp_path, channel, "alice") as alice:
+        info = await alice.create_group("diary")
+        first = await alice.send(info.gid, "day one")
+        await alice.send(info.gid, "and a follow-up", reply_to=first)
+        before = alice.views[info.gid].tree.transcript()
+    async with participant(tmp_path, channel, "alice") as again:
+        assert list(again.views) == [info.gid]
+        assert again.views[info.gid].info.desc == "diary"
+        assert again.views[info.gid].tree.transcript() == before
+        third = await again.send(info.gid, "day two")
+        assert third == "alice:3"          # identities never reused after a restart
+
+
+async def test_the_tui_on_the_real_group_layer(tmp_path: Path, channel: str) -> None:
+    from m2mc_chat.app import ChatApp
+    from m2mc_chat.testing import screen_text, settle, type_text
+
+    config = ChatConfig(nick="alice", device_id="alice", data_dir=tmp_path / "alice",
+                        channel=channel)
+    app = ChatApp(config, M2MCBackend)
+    async with participant(tmp_path, channel, "bob") as bob, \
+            app.run_test(size=(110, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("g", "n")
+        await settle(pilot)
+        await type_text(pilot, "standup")
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("n")
+        await type_text(pilot, "Who goes first?")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert await bob.wait_until(lambda: bob.find_group("standup") is not None, WAIT)
+        gid = bob.find_group("standup").gid  # type: ignore[union-attr]
+        await bob.join_group(gid)
+        assert await bob.wait_until(lambda: "alice:1" in bob.views[gid].tree, WAIT)
+        await bob.send(gid, "Me", reply_to="alice:1")
+        for _ in range(200):                    # polled; the network is real
+            if "bob: Me" in screen_text(app):
+                break
+            await pilot.pause(0.05)
+        text = screen_text(app)
+        assert "alice: Who goes first?" in text and "└─ ● bob: Me" in text
+        assert "ad hoc" in text
+        await pilot.press("ctrl+q")
