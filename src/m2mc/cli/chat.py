@@ -110,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
                           "pip install 'm2mc[chat]'") from None
     if config.nick and first_run:
         save_config(config)
-    app = ChatApp(config, backend_factory=lambda cfg: make_backend(cfg, demo=args.demo))
+    backend = make_backend(config, demo=args.demo)  # bad settings fail here, before the TUI
+    app = ChatApp(config, backend_factory=lambda _cfg: backend)
     app.run()
     return app.return_code or 0
 
