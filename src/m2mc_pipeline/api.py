@@ -33,7 +33,6 @@ from m2mc_pipeline.sweep import (
     outcomes_document,
     parse_spec,
     run_task,
-    sim_runner,
 )
 from m2mc_pipeline.tables import Tables, build
 
@@ -153,12 +152,14 @@ def analyze(paths: Sequence[str | Path], out: str | Path, master: str | None = N
     whether a sender must deliver its own message (True: S_b delivers locally).
     ``tables``: where Parquet tables go (default ``out/tables``; on a cluster give
     a shared path such as ``hdfs://...``, otherwise they are skipped).
+    ``stop``: stop the Spark session at the end if this call started it.
     Raises ``m2mc.errors.ConfigError`` on bad input (missing directory, no trace).
     """
     started = time.monotonic()
     check_inputs(paths)
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
+    owned = spark is None and SparkSession.getActiveSession() is None
     session = spark or get_session(master, conf=conf, log_path=out_dir / "spark.log")
     pr = Progress("analyze", enabled=progress, sc=session.sparkContext)
     pr.stage("load traces")
@@ -200,13 +201,14 @@ def analyze(paths: Sequence[str | Path], out: str | Path, master: str | None = N
             report.write(out_dir / "report.html", verify, metrics, pictures)
         finally:
             m.release()
+            tb.release()
     finally:
         loaded.events.unpersist()
     bad = sum(r.violations for r in results.values())
     pr.done("valid" if verify["valid"] else f"{bad} violations")
     timings = dict(pr.timings)
     timings["total"] = round(time.monotonic() - started, 3)
-    if stop and spark is None:
+    if stop and owned:
         stop_session(session)
     return AnalysisResult(valid=bool(verify["valid"]), out=out_dir, verify=verify,
                           metrics=metrics, timings=timings)
@@ -257,11 +259,12 @@ def sweep(spec: str | Path | SweepSpec, out: str | Path, master: str | None = No
     out_dir = Path(out)
     runs_dir = out_dir / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
+    owned = spark is None and SparkSession.getActiveSession() is None
     session = spark or get_session(master, conf=conf, log_path=out_dir / "spark.log")
     sc = session.sparkContext
     tasks = sweep_spec.tasks()
     job = functools.partial(run_task, runs_dir=str(runs_dir.resolve()),
-                            timeout=sweep_spec.timeout, runner=runner or sim_runner)
+                            timeout=sweep_spec.timeout, runner=runner or sweep_spec.runner())
     rdd = sc.parallelize(tasks, len(tasks))
     outcomes: list[TaskOutcome] = run_with_bar(
         sc, f"m2mc-sweep-{id(tasks)}", lambda: rdd.map(job).collect(), len(tasks),
@@ -278,6 +281,6 @@ def sweep(spec: str | Path | SweepSpec, out: str | Path, master: str | None = No
     if done:
         analysis = analyze(done, out_dir, spark=session, timeline_node=timeline_node,
                            self_delivery=self_delivery, progress=progress)
-    if stop and spark is None:
+    if stop and owned:
         stop_session(session)
     return SweepResult(out=out_dir, outcomes=outcomes, analysis=analysis)

@@ -99,6 +99,7 @@ def discover_local(root: Path, first_index: int) -> list[Scope]:
                     stack.append(child)
     if not files:
         raise ConfigError(f"no trace files (*.jsonl, *.parquet) under {root}")
+    files = _one_copy(files)
     grouped: dict[Path, list[Path]] = {}
     for f in sorted(files):
         scope_dir = _nearest_run_json(f.parent, base)
@@ -113,6 +114,21 @@ def discover_local(root: Path, first_index: int) -> list[Scope]:
             parquet=tuple(str(f) for f in group if f.name.endswith(".parquet")),
         ))
     return scopes
+
+
+def _stem(p: Path) -> Path:
+    name = p.name
+    for suffix in _TRACE_SUFFIXES:
+        if name.endswith(suffix):
+            return p.with_name(name[: -len(suffix)])
+    return p
+
+
+def _one_copy(files: list[Path]) -> list[Path]:
+    """Trace writers may leave ``n0.jsonl`` and its Parquet copy ``n0.parquet`` side by
+    side; the same events must be read once. The Parquet copy wins (typed, faster)."""
+    parquet_stems = {_stem(f) for f in files if f.name.endswith(".parquet")}
+    return [f for f in files if f.name.endswith(".parquet") or _stem(f) not in parquet_stems]
 
 
 def _nearest_run_json(d: Path, base: Path) -> Path:
@@ -245,7 +261,10 @@ def load(spark: SparkSession, paths: Sequence[str | Path]) -> Loaded:
     df = frames[0]
     for other in frames[1:]:
         df = df.unionByName(other)
-    _size_shuffles(spark, input_bytes)
+    target = _size_shuffles(spark, input_bytes)
+    if target and df.rdd.getNumPartitions() > target:
+        # Many small files (a sweep): fewer, fuller partitions; coalesce keeps file order.
+        df = df.coalesce(target)
     ok = (F.col("run").isNotNull() & F.col("node").isNotNull() & F.col("event").isNotNull()
           & F.col("t").isNotNull() & ~F.isnan("t"))
     events = df.select(*COLUMNS, SCOPE, F.monotonically_increasing_id().alias(POS),
@@ -253,13 +272,17 @@ def load(spark: SparkSession, paths: Sequence[str | Path]) -> Loaded:
     return Loaded(events=events.cache(), scopes=scopes, input_bytes=input_bytes)
 
 
-def _size_shuffles(spark: SparkSession, input_bytes: int) -> None:
-    """Few shuffle partitions for small traces (tasks cost more than data), more for big."""
-    if not input_bytes:
-        return
+def _size_shuffles(spark: SparkSession, input_bytes: int) -> int | None:
+    """Few partitions for small traces (a task costs more than its data), more for big.
+
+    Sets the shuffle partitions of an embedded session and returns how many
+    input partitions the events deserve; None when the size is unknown or the
+    session runs on a cluster (its own settings apply there).
+    """
     master = spark.sparkContext.master or ""
-    if not master.startswith("local"):
-        return
+    if not input_bytes or not master.startswith("local"):
+        return None
     parallelism = spark.sparkContext.defaultParallelism
     wanted = max(parallelism, math.ceil(input_bytes / (64 << 20)))
     spark.conf.set("spark.sql.shuffle.partitions", str(min(wanted, 4 * parallelism, 400)))
+    return max(parallelism, math.ceil(input_bytes / (32 << 20)))

@@ -5,6 +5,7 @@ A sweep file (TOML) names scenarios, seeds and a grid of parameters::
     scenarios = ["chat.toml"]          # relative to the sweep file; or scenario = "..."
     seeds = [1, 2, 3]                  # or seeds = 3, meaning 1, 2, 3
     timeout = 600                      # seconds per simulation (default 600)
+    command = ["m2mc", "sim"]          # optional: another simulator, same arguments
 
     [grid]                             # dotted paths into the scenario TOML
     "network.loss" = [0.0, 0.05, 0.1]
@@ -14,8 +15,8 @@ A sweep file (TOML) names scenarios, seeds and a grid of parameters::
 
 Every combination (scenario x seed x grid point) is one task. A task writes
 the scenario with its parameters applied, runs ``m2mc sim SCENARIO --seed N
---out DIR`` (CONTRACTS section 3) into ``OUT/runs/<task>/``, and records the
-parameters in that run's ``run.json``. Then the whole set is analysed. A failed
+--out DIR`` (CONTRACTS section 3; or ``command``) into ``OUT/runs/<task>/``, and
+records the parameters in that run's ``run.json``. Then the whole set is analysed. A failed
 simulation is reported with its seed; it does not stop the others.
 """
 
@@ -66,6 +67,10 @@ class SweepSpec:
     seeds: tuple[int, ...]
     grid: dict[str, tuple[Any, ...]]
     timeout: float = 600.0
+    command: tuple[str, ...] = ()
+
+    def runner(self) -> Runner:
+        return CommandRunner(self.command)
 
     def tasks(self) -> list[SweepTask]:
         keys = sorted(self.grid)
@@ -124,10 +129,14 @@ def spec_from_dict(doc: Mapping[str, Any], base: Path = Path(".")) -> SweepSpec:
     timeout = doc.get("timeout", 600)
     if not isinstance(timeout, int | float) or timeout <= 0:
         raise ConfigError("sweep: 'timeout' must be a positive number of seconds")
-    unknown = set(doc) - {"scenarios", "scenario", "seeds", "grid", "timeout"}
+    command = doc.get("command", [])
+    if not isinstance(command, list) or not all(isinstance(c, str) for c in command):
+        raise ConfigError("sweep: 'command' must be a list of strings")
+    unknown = set(doc) - {"scenarios", "scenario", "seeds", "grid", "timeout", "command"}
     if unknown:
         raise ConfigError(f"sweep: unknown field(s): {', '.join(sorted(unknown))}")
-    return SweepSpec(scenarios=tuple(scenarios), seeds=seeds, grid=grid, timeout=float(timeout))
+    return SweepSpec(scenarios=tuple(scenarios), seeds=seeds, grid=grid, timeout=float(timeout),
+                     command=tuple(command))
 
 
 def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -157,17 +166,35 @@ def apply_params(scenario: Mapping[str, Any], params: Mapping[str, Any]) -> dict
     return doc
 
 
+@dataclass(frozen=True, slots=True)
+class CommandRunner:
+    """Runs ``COMMAND SCENARIO --seed N --out DIR`` in a child process.
+
+    The default command is ``m2mc sim`` run by the Python of the Spark worker.
+    A sweep file may name another (``command = ["python3", "mysim.py"]``).
+    """
+
+    command: tuple[str, ...] = ()
+
+    def __call__(self, scenario: Path, seed: int, out: Path, timeout: float) -> None:
+        base = list(self.command) or [sys.executable, "-c", _SIM_MAIN, "sim"]
+        cmd = [*base, str(scenario), "--seed", str(seed), "--out", str(out)]
+        _run(cmd, timeout)
+
+
 def sim_runner(scenario: Path, seed: int, out: Path, timeout: float) -> None:
     """Run ``m2mc sim`` in a child process (the Python of this Spark worker)."""
-    cmd = [sys.executable, "-c", _SIM_MAIN, "sim", str(scenario), "--seed", str(seed),
-           "--out", str(out)]
+    CommandRunner()(scenario, seed, out, timeout)
+
+
+def _run(cmd: list[str], timeout: float) -> None:
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired as exc:
         raise RuntimeError(f"timed out after {timeout:g}s") from exc
     if done.returncode != 0:
         lines = (done.stderr or done.stdout or "").strip().splitlines()
-        raise RuntimeError(f"m2mc sim exited {done.returncode}: "
+        raise RuntimeError(f"{Path(cmd[0]).name} exited {done.returncode}: "
                            f"{lines[-1] if lines else 'no output'}")
 
 
@@ -182,7 +209,7 @@ def run_task(task: SweepTask, runs_dir: str, timeout: float, runner: Runner) -> 
         base = tomllib.loads(Path(task.scenario).read_text())
         scenario_file = where / "scenario.toml"
         scenario_file.write_text(tomli_w.dumps(apply_params(base, task.params)))
-        runner(scenario_file, task.seed, where / "trace", timeout)
+        runner(scenario_file, task.seed, where, timeout)
         _annotate(where, task)
         return TaskOutcome(task.task, task.scenario, task.seed, task.params, True,
                            round(time.monotonic() - started, 3))
@@ -195,7 +222,7 @@ def run_task(task: SweepTask, runs_dir: str, timeout: float, runner: Runner) -> 
 def _annotate(where: Path, task: SweepTask) -> None:
     """Record the task's parameters in the run.json that describes its trace."""
     found = sorted(where.rglob("run.json"))
-    target = found[0] if found else where / "trace" / "run.json"
+    target = found[0] if found else where / "run.json"
     meta: dict[str, Any] = {}
     if target.is_file():
         try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pyspark.sql.functions as F
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 
 from m2mc_pipeline.membership import crashed_for_good, membership_intervals
@@ -45,6 +46,11 @@ class Tables:
     gone: DataFrame          # nodes that crashed for good: (run, node, crash_t)
     violations_dir: str | None = None  # where checks write their violations (Parquet)
 
+    def release(self) -> None:
+        for df in (self.sends, self.delivered, self.recvd, self.group_order, self.intervals,
+                   self.gone):
+            df.unpersist()
+
 
 def build(events: DataFrame) -> Tables:
     ev = events.filter("ok")
@@ -71,9 +77,12 @@ def build(events: DataFrame) -> Tables:
                         F.countDistinct("order").alias("orders")))
     membership = ev.filter(F.col("event").isin(JOIN, LEAVE) & F.col("group").isNotNull())
     lifecycle = ev.filter(F.col("event").isin(CRASH, RESTART))
-    return Tables(events=ev, sends=sends, delivered=delivered, recvd=recvd,
-                  group_order=group_order, intervals=membership_intervals(membership),
-                  gone=crashed_for_good(lifecycle))
+    # Every check and metric reads these: compute each once, keep it (memory, then disk).
+    keep = StorageLevel.MEMORY_AND_DISK
+    return Tables(events=ev, sends=sends.persist(keep), delivered=delivered.persist(keep),
+                  recvd=recvd.persist(keep), group_order=group_order.persist(keep),
+                  intervals=membership_intervals(membership).persist(keep),
+                  gone=crashed_for_good(lifecycle).persist(keep))
 
 
 def with_order(df: DataFrame, group_order: DataFrame, wanted: str) -> DataFrame:
