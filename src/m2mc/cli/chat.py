@@ -106,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         from m2mc_chat.app import ChatApp
     except ModuleNotFoundError as exc:
-        raise ConfigError(f"the chat TUI needs the package {exc.name!r}: "
+        missing = (exc.name or "textual").split(".")[0]
+        raise ConfigError(f"the chat TUI needs the package {missing!r}: "
                           "pip install 'm2mc[chat]'") from None
     if config.nick and first_run:
         save_config(config)
