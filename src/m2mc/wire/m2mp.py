@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from m2mc.wire.packet import (
     HEADER_SIZE,
     LAST_FLAG,
+    MAX_FRAGMENT,
     MAX_FRAGMENT_NUMBER,
     MAX_PACKET,
     fragments,
@@ -155,7 +156,10 @@ class M2MPLayer:
     def send(self, payload: bytes, now: float) -> int:
         """Queue one message; return its random message ID. Drain with datagrams_to_send."""
         message_id = self._new_message_id()
-        self._queue.extend(fragments(message_id, payload))
+        if len(payload) <= MAX_FRAGMENT:  # one packet: skip the generator (small messages)
+            self._queue.append(_HEADER.pack(message_id, LAST_FLAG) + payload)
+        else:
+            self._queue.extend(fragments(message_id, payload))
         self.stats.messages_out += 1
         return message_id
 
