@@ -11,7 +11,9 @@ receivers, from the sender's first send to the receiver's last arrival, and
 averaged over receivers; raw and M2MP runs alternate ``--trials`` times and the
 medians are reported, since the machine's load drifts. Prints one JSON object;
 ``ratio`` is the median over trials of the M2MP packet rate over the raw packet
-rate of the same trial (target: at least 0.5).
+rate of the same trial (target: at least 0.5). Since other work on the machine
+moves wall-clock rates a lot, it also reports CPU microseconds per packet summed
+over all processes, for raw and M2MP, and their quotient ``cpu_ratio``.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ def raw_receiver(url: str) -> dict[str, Any]:
     sock.setblocking(True)
     sock.settimeout(START_WAIT)
     print("ready", file=sys.stderr, flush=True)
+    cpu = time.process_time()
     count = size = 0
     first = last = 0.0
     while True:
@@ -67,7 +70,8 @@ def raw_receiver(url: str) -> dict[str, Any]:
         count += 1
         size += len(data) - 8
         last = now
-    return {"packets": count, "payload_bytes": size, "first": first, "last": last}
+    return {"packets": count, "payload_bytes": size, "first": first, "last": last,
+            "cpu": time.process_time() - cpu}
 
 
 def raw_sender(url: str, count: int, size: int) -> dict[str, Any]:
@@ -80,20 +84,23 @@ def raw_sender(url: str, count: int, size: int) -> dict[str, Any]:
                for p in fragments(rng.getrandbits(32), payload)]
     destination = (spec.group, spec.port)
     sendto = sock.sendto
+    cpu = time.process_time()
     start = time.monotonic()
     for packet in packets:
         sendto(packet, destination)
     end = time.monotonic()
+    cpu = time.process_time() - cpu
     for _ in range(50):  # the end marker, repeated in case some copies are dropped
         time.sleep(0.01)
         sendto(END, destination)
-    return {"packets": len(packets), "start": start, "end": end}
+    return {"packets": len(packets), "start": start, "end": end, "cpu": cpu}
 
 
 async def m2mp_receiver(url: str, count: int) -> dict[str, Any]:
     async with M2MPEndpoint(url, M2MPConfig(), filters=[b""],
                             max_receive_queue=1 << 20) as endpoint:
         print("ready", file=sys.stderr, flush=True)
+        cpu = time.process_time()
         received = size = 0
         first = last = 0.0
 
@@ -119,22 +126,25 @@ async def m2mp_receiver(url: str, count: int) -> dict[str, Any]:
             if received == count:
                 break
         guard.cancel()
+        cpu = time.process_time() - cpu
         stats = endpoint.stats
     return {"messages": received, "payload_bytes": size, "first": first, "last": last,
-            "dropped_in_socket_or_inbox": stats["channel_dropped_inbound"],
+            "cpu": cpu, "dropped_in_socket_or_inbox": stats["channel_dropped_inbound"],
             "abandoned": stats["abandoned"]}
 
 
 async def m2mp_sender(url: str, count: int, size: int, redundancy: int) -> dict[str, Any]:
     messages = payloads(count, size)
     async with M2MPEndpoint(url, M2MPConfig(redundancy=redundancy)) as endpoint:
+        cpu = time.process_time()
         start = time.monotonic()
         for payload in messages:
             await endpoint.send(payload)
         await endpoint.drain()
         end = time.monotonic()
+        cpu = time.process_time() - cpu
         stats = endpoint.stats
-    return {"messages": count, "start": start, "end": end,
+    return {"messages": count, "start": start, "end": end, "cpu": cpu,
             "flow_timeouts": stats["flow_timeouts"]}
 
 
@@ -190,6 +200,7 @@ def measure(receivers: int, count: int, size: int, redundancy: int, trials: int,
     total_packets = count * per_message
     raw_rates, raw_delivered, raw_seconds = [], [], []
     msg_rates, delivered, seconds, flow_timeouts, drops = [], [], [], [], []
+    raw_cpu, m2mp_cpu = [], []  # CPU seconds of all processes per packet sent
     for _ in range(trials):
         raw_sent, raw_got = run_pair("raw", _url(rng), receivers, count, size, redundancy)
         rates = [r["packets"] / max(r["last"] - raw_sent["start"], 1e-9)
@@ -197,6 +208,7 @@ def measure(receivers: int, count: int, size: int, redundancy: int, trials: int,
         raw_rates.append(sum(rates) / len(rates) if rates else 0.0)
         raw_delivered.append(sum(r["packets"] for r in raw_got) / (total_packets * receivers))
         raw_seconds.append(raw_sent["end"] - raw_sent["start"])
+        raw_cpu.append((raw_sent["cpu"] + sum(r["cpu"] for r in raw_got)) / total_packets)
 
         sent, got = run_pair("m2mp", _url(rng), receivers, count, size, redundancy)
         rates = [r["messages"] / max(r["last"] - sent["start"], 1e-9)
@@ -206,6 +218,7 @@ def measure(receivers: int, count: int, size: int, redundancy: int, trials: int,
         seconds.append(sent["end"] - sent["start"])
         flow_timeouts.append(sent["flow_timeouts"])
         drops.append(sum(r["dropped_in_socket_or_inbox"] for r in got))
+        m2mp_cpu.append((sent["cpu"] + sum(r["cpu"] for r in got)) / total_packets)
     msg_rate, raw_rate = _median(msg_rates), _median(raw_rates)
     packet_rate = msg_rate * per_message
     # Each trial's raw and M2MP runs are back to back, so their ratio sees the same load.
@@ -228,6 +241,11 @@ def measure(receivers: int, count: int, size: int, redundancy: int, trials: int,
                               "packets_per_s_each_trial": [round(r, 1) for r in raw_rates]},
         "ratio": round(_median(ratios), 3) if ratios else None,
         "ratio_each_trial": [round(r, 3) for r in ratios],
+        # Load-independent view: CPU microseconds per packet, all processes together;
+        # their quotient is the rate ratio a CPU-bound machine would show.
+        "cpu_us_per_packet": {"m2mp": round(_median(m2mp_cpu) * 1e6, 2),
+                              "raw": round(_median(raw_cpu) * 1e6, 2)},
+        "cpu_ratio": round(_median(raw_cpu) / _median(m2mp_cpu), 3) if m2mp_cpu else None,
     }
 
 
