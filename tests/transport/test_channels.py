@@ -122,3 +122,27 @@ async def test_multicast_inbox_bound_counts_what_it_drops(mcast_url: str) -> Non
             await asyncio.sleep(0.005)
         assert small.stats.datagrams_in == 10 and small.stats.dropped_inbound == 7
         assert await small.recv_many() == [b"\x00", b"\x01", b"\x02"]
+
+
+async def test_a_sink_gets_queued_and_new_datagrams_pushed(mcast_url: str) -> None:
+    async with open_channel(mcast_url) as sender, open_channel(mcast_url) as receiver:
+        await sender.send(b"queued")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + DEADLINE
+        while receiver.stats.datagrams_in < 1 and loop.time() < deadline:
+            await asyncio.sleep(0.005)
+        pushed: list[bytes] = []
+        assert receiver.set_sink(pushed.extend)
+        assert pushed == [b"queued"]  # what waited in the inbox is handed over
+        await sender.send(b"pushed")
+        while len(pushed) < 2 and loop.time() < deadline:
+            await asyncio.sleep(0.005)
+        assert pushed == [b"queued", b"pushed"]
+        assert not open_channel("mem://no-sink").set_sink(pushed.extend)
+
+
+async def test_poll_returns_what_the_socket_holds_without_waiting(mcast_url: str) -> None:
+    async with open_channel(mcast_url) as channel:
+        assert channel.poll() == []
+        await channel.send(b"mine")  # on loopback the copy is back when sendto returns
+        assert channel.poll() == [b"mine"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import abc
 import asyncio
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 
@@ -52,6 +53,7 @@ class Channel(abc.ABC):
         self._max_inbound = max_inbound
         self._inbox: deque[bytes] = deque()
         self._waiter: asyncio.Future[None] | None = None
+        self._sink: Callable[[list[bytes]], None] | None = None
         self._started = False
         self._closed = False
 
@@ -131,19 +133,41 @@ class Channel(abc.ABC):
             return batch
         return [inbox.popleft() for _ in range(limit)]
 
-    def poll(self) -> None:
-        """Move datagrams the OS already holds into the inbox, without waiting.
+    def poll(self) -> list[bytes]:
+        """A datagram the OS already holds, if any (``[]`` otherwise); never waits.
 
         Lets a driver pick up a looped-back copy in the same turn it sent the packet
         (on loopback multicast the copy is there when ``sendto`` returns), instead
-        of a trip through the event loop per packet. Channels without such a
-        shortcut do nothing.
+        of a trip through the event loop per packet. Bypasses the inbox and the
+        sink. Channels without such a shortcut return ``[]``.
         """
-        return None
+        return []
+
+    def set_sink(self, sink: Callable[[list[bytes]], None] | None) -> bool:
+        """Ask for arriving datagrams to be pushed to ``sink`` (from the event loop's
+        reader callback) instead of queued for :meth:`recv`; saves a task switch per
+        datagram. Return False if this channel does not support it (then use recv).
+
+        Only channels whose datagrams arrive from a reader callback support it:
+        delivering inside :meth:`send` (``mem://``) would re-enter the caller.
+        """
+        return False
+
+    def _install_sink(self, sink: Callable[[list[bytes]], None] | None) -> bool:
+        """For subclasses that support sinks: set it and hand over what is queued."""
+        self._sink = sink
+        if sink is not None and self._inbox:
+            batch = list(self._inbox)
+            self._inbox.clear()
+            sink(batch)
+        return True
 
     def _deliver(self, datagram: bytes) -> None:
         """Called by subclasses for every datagram that arrives."""
         self.stats.datagrams_in += 1
+        if self._sink is not None:
+            self._sink([datagram])
+            return
         if len(self._inbox) >= self._max_inbound:
             self.stats.dropped_inbound += 1
             return
@@ -156,6 +180,9 @@ class Channel(abc.ABC):
         """:meth:`_deliver` for a batch read in one go (one wake-up for all)."""
         count = len(datagrams)
         self.stats.datagrams_in += count
+        if self._sink is not None:
+            self._sink(datagrams)
+            return
         room = self._max_inbound - len(self._inbox)
         if count > room:
             self.stats.dropped_inbound += count - max(room, 0)

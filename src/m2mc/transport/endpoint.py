@@ -107,6 +107,7 @@ class M2MPEndpoint:
             return
         self._loop = asyncio.get_running_loop()
         await self._channel.start()
+        self._channel.set_sink(self._on_datagrams)  # if the channel can push: no task switch
         self._reader = self._loop.create_task(self._read_loop())
 
     async def close(self) -> None:
@@ -221,33 +222,39 @@ class M2MPEndpoint:
         return self._loop
 
     async def _read_loop(self) -> None:
-        channel, layer = self._channel, self._layer
-        assert self._loop is not None
-        clock = self._loop.time
-        receive = layer.receive_datagram
+        channel = self._channel
         try:
+            # With a sink (set in start) datagrams come through _on_datagrams directly
+            # and this only waits for the channel to close.
             while True:
-                batch = await channel.recv_many()
-                # Keep going without the event loop while each packet we send brings its
-                # looped-back copy straight back (flow control, seeds/002 section 5);
-                # bounded so other tasks still run.
-                rounds = 0
-                while True:
-                    now = clock()
-                    for datagram in batch:
-                        receive(datagram, now)
-                    if not self._after_input(now) or rounds == _SHORTCUT_ROUNDS:
-                        break
-                    rounds += 1
-                    channel.poll()
-                    batch = channel.recv_nowait()
-                    if not batch:
-                        break
+                self._on_datagrams(await channel.recv_many())
         except ChannelClosedError:
             if self._error is None:
                 self._log.warning("channel %s closed under us", channel.url)
                 self._error = ChannelClosedError(f"channel {channel.url} closed")
             self._wake_all()
+        finally:
+            channel.set_sink(None)
+
+    def _on_datagrams(self, batch: list[bytes]) -> None:
+        """Feed a batch to the layer, then act on what it decided."""
+        if self._error is not None:
+            return
+        assert self._loop is not None
+        clock, receive, channel = self._loop.time, self._layer.receive_datagram, self._channel
+        rounds = 0
+        while True:
+            now = clock()
+            for datagram in batch:
+                receive(datagram, now)
+            # Keep going while each packet we send brings its looped-back copy straight
+            # back (flow control, seeds/002 section 5); bounded so other work still runs.
+            if not self._after_input(now) or rounds == _SHORTCUT_ROUNDS:
+                return
+            rounds += 1
+            batch = channel.poll()
+            if not batch:
+                return
 
     def _after_input(self, now: float) -> int:
         """Deliver events, send what the layer released; return datagrams sent."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+from collections.abc import Callable
 
 from m2mc.errors import ConfigError
 from m2mc.transport.channel import DEFAULT_MAX_INBOUND, RECV_SIZE, Channel, ChannelClosedError
@@ -70,17 +71,21 @@ class MulticastChannel(Channel):
                 self._loop.remove_reader(sock.fileno())
             sock.close()
 
-    def poll(self) -> None:
+    def poll(self) -> list[bytes]:
         # One read: the looped-back copy the driver is after is normally first, and a
-        # failed read costs a syscall and an exception; the event loop drains the rest.
+        # failed read costs a syscall and an exception; the event loop reads the rest.
         sock = self._sock
         if sock is None:
-            return
+            return []
         try:
             datagram = sock.recv(RECV_SIZE)
         except OSError:
-            return
-        self._deliver(datagram)
+            return []
+        self.stats.datagrams_in += 1
+        return [datagram]
+
+    def set_sink(self, sink: Callable[[list[bytes]], None] | None) -> bool:
+        return self._install_sink(sink)
 
     def _on_readable(self) -> None:
         sock = self._sock

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+from collections.abc import Callable
 
 from m2mc.errors import ConfigError
 from m2mc.transport.channel import DEFAULT_MAX_INBOUND, RECV_SIZE, Channel, ChannelClosedError
@@ -61,8 +62,8 @@ class UdpChannel(Channel):
                 self._loop.remove_reader(sock.fileno())
             sock.close()
 
-    def poll(self) -> None:
-        self._on_readable()
+    def set_sink(self, sink: Callable[[list[bytes]], None] | None) -> bool:
+        return self._install_sink(sink)
 
     def _on_readable(self) -> None:
         sock = self._sock
