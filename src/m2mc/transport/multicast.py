@@ -9,6 +9,7 @@ keeps datagrams of other groups on the same port out.
 
 from __future__ import annotations
 
+import array
 import asyncio
 import contextlib
 import socket
@@ -20,6 +21,14 @@ from m2mc.transport.url import MulticastSpec
 
 # Datagrams read per readiness callback before yielding to other tasks.
 _READ_BATCH = 256
+
+try:  # POSIX: bytes of the next waiting datagram (0 if none)
+    import fcntl
+    import termios
+
+    _FIONREAD: int | None = termios.FIONREAD
+except ImportError:  # pragma: no cover - not POSIX
+    _FIONREAD = None
 
 
 def open_multicast_socket(spec: MulticastSpec) -> socket.socket:
@@ -54,6 +63,7 @@ class MulticastChannel(Channel):
         self._destination = (spec.group, spec.port)
         self._sock: socket.socket | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._fionread = array.array("i", [0])
 
     @property
     def loops_back(self) -> bool:
@@ -92,15 +102,30 @@ class MulticastChannel(Channel):
         if sock is None:
             return
         recv = sock.recv
-        batch: list[bytes] = []
-        append = batch.append
         try:
-            for _ in range(_READ_BATCH):
-                append(recv(RECV_SIZE))
+            batch = [recv(RECV_SIZE)]
         except OSError:
-            pass  # BlockingIOError: all read; others (ICMP errors) leave nothing to read
-        if batch:
-            self._deliver_many(batch)
+            return  # nothing after all (or an ICMP error surfaced on the socket)
+        # With flow control, packets often arrive one per wake-up. Asking the kernel
+        # whether another waits is cheaper than a read that fails (and raises).
+        if self._more_waiting():
+            append = batch.append
+            try:
+                for _ in range(_READ_BATCH - 1):
+                    append(recv(RECV_SIZE))
+            except OSError:
+                pass  # BlockingIOError: all read
+        self._deliver_many(batch)
+
+    def _more_waiting(self) -> bool:
+        sock = self._sock
+        if _FIONREAD is None or sock is None:
+            return True
+        try:
+            fcntl.ioctl(sock.fileno(), _FIONREAD, self._fionread, True)
+        except OSError:
+            return True
+        return self._fionread[0] > 0
 
     def send_nowait(self, datagram: bytes) -> bool:
         sock = self._sock
