@@ -43,7 +43,7 @@ def test_flow_control_waits_for_the_looped_back_copy() -> None:
     first = sender.datagrams_to_send(0.0)
     assert len(first) == 2 and decode(first[0]).fragment == 0
     assert sender.datagrams_to_send(0.01) == []  # still waiting for the loopback
-    assert sender.queued_packets == 2
+    assert sender.queued_packets == 2 and sender.flow_blocked
     sender.receive_datagram(first[0], 0.02)  # loopback: our own, never delivered
     second = sender.datagrams_to_send(0.02)
     assert [decode(d).fragment for d in second] == [1, 1]

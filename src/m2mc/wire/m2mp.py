@@ -189,6 +189,11 @@ class M2MPLayer:
         return out
 
     @property
+    def flow_blocked(self) -> bool:
+        """True while a sent packet's looped-back copy is awaited (flow control)."""
+        return self._awaiting is not None
+
+    @property
     def queued_packets(self) -> int:
         """Packets held back by flow control (the driver may apply back-pressure on this)."""
         return len(self._queue)
