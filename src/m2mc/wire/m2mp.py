@@ -108,7 +108,9 @@ class M2MPLayer:
     def __init__(self, config: M2MPConfig | None = None, rng: random.Random | None = None) -> None:
         self.config = config or M2MPConfig()
         self.config.validate()
-        self._rng = rng or random.Random(0)
+        # No generator given: seed one from OS entropy. A fixed seed would make two
+        # processes draw the same message IDs and drop each other's messages as their own.
+        self._rng = rng if rng is not None else random.Random()
         cfg = self.config
         self._reassembler = Reassembler(ReassemblyLimits(
             message_timeout=cfg.message_timeout,
