@@ -170,3 +170,13 @@ def test_tag_is_sixteen_bytes_and_header_is_documented_layout() -> None:
     assert header[4:9] == b"alice"
     assert int.from_bytes(header[9:17], "big") == 0
     assert header[17:21] == b"body" and len(header) == 21 + TAG_SIZE
+
+
+@settings(max_examples=50, deadline=None)
+@given(key=st.binary(min_size=16, max_size=64), data=st.binary(max_size=2000))
+def test_precomputed_hmac_is_rfc2104_hmac_sha256(key: bytes, data: bytes) -> None:
+    import hmac
+
+    from m2mc.security.auth import _Mac
+
+    assert _Mac(key).tag(data) == hmac.digest(key, data, "sha256")[:TAG_SIZE]

@@ -23,8 +23,8 @@ def test_window_semantics_match_the_model(window: int, counters: list[int]) -> N
         else:
             expected = Verdict.FRESH
         assert table.check("s", c) == expected
+        assert table.admit("s", c) == expected  # records it when FRESH
         if expected == Verdict.FRESH:
-            table.accept("s", c)
             accepted.add(c)
     # Every counter is accepted at most once: never twice, whatever the order.
     assert len(accepted) <= len(counters)
@@ -51,7 +51,7 @@ def test_at_the_bound_the_least_recently_heard_sender_is_forgotten() -> None:
     for sender in ("a", "b", "c"):
         table.accept(sender, 1)
     table.accept("a", 2)  # a is now the most recent; b the least
-    table.accept("d", 1)
+    assert table.admit("d", 1) == Verdict.EVICTED
     assert len(table) == 3 and table.evictions == 1
     assert "b" not in table and {"a", "c", "d"} <= {s for s in "abcd" if s in table}
     # The forgotten sender starts afresh (documented: docs/security.md).

@@ -37,6 +37,7 @@ class Verdict:
     FRESH = "fresh"
     REPLAY = "replay"
     STALE = "stale"
+    EVICTED = "fresh, evicted another sender"  # only from admit(): accepted
 
 
 class ReplayTable:
@@ -71,23 +72,51 @@ class ReplayTable:
             return Verdict.STALE
         return Verdict.REPLAY if state.seen >> offset & 1 else Verdict.FRESH
 
-    def accept(self, sender: str, counter: int) -> None:
-        """Record ``counter`` as accepted; call only after :meth:`check` said FRESH."""
+    def accept(self, sender: str, counter: int) -> bool:
+        """Record ``counter`` as accepted (call only after :meth:`check` said FRESH).
+
+        Returns True if admitting a new sender evicted another one.
+        """
         windows = self._windows
         state = windows.get(sender)
         if state is None:
             windows[sender] = _Window(counter, 1)
-            while len(windows) > self.max_senders:
+            if len(windows) > self.max_senders:
                 windows.popitem(last=False)
                 self.evictions += 1
-            return
+                return True
+            return False
         windows.move_to_end(sender)
-        if counter > state.high:
-            shift = counter - state.high
+        high = state.high
+        if counter > high:
+            shift = counter - high
             state.seen = ((state.seen << shift) | 1) & self._mask if shift < self.window else 1
             state.high = counter
         else:
-            state.seen |= 1 << (state.high - counter)
+            state.seen |= 1 << (high - counter)
+        return False
+
+    def admit(self, sender: str, counter: int) -> str:
+        """:meth:`check` then, if FRESH, :meth:`accept`, in one step (the hot path).
+
+        Returns FRESH (recorded), EVICTED (recorded; a least recent sender was
+        forgotten to make room), REPLAY or STALE (nothing recorded).
+        """
+        state = self._windows.get(sender)
+        if state is not None:
+            high = state.high
+            if counter == high + 1:  # the usual case: the sender's next message
+                self._windows.move_to_end(sender)
+                state.seen = ((state.seen << 1) | 1) & self._mask
+                state.high = counter
+                return Verdict.FRESH
+            if counter <= high:
+                offset = high - counter
+                if offset >= self.window:
+                    return Verdict.STALE
+                if state.seen >> offset & 1:
+                    return Verdict.REPLAY
+        return Verdict.EVICTED if self.accept(sender, counter) else Verdict.FRESH
 
     def high(self, sender: str) -> int | None:
         """Highest counter accepted from ``sender`` (None if unknown or evicted)."""
