@@ -17,6 +17,7 @@ from pyspark.sql.types import DoubleType, LongType, StringType, StructField, Str
 
 from m2mc_pipeline.load import Scope
 from m2mc_pipeline.metrics.quantiles import records, summarize_by
+from m2mc_pipeline.session import small_frame
 
 _RUN_INFO = StructType([
     StructField("run", StringType()), StructField("scenario", StringType()),
@@ -88,7 +89,7 @@ def runs(events: DataFrame, group_order: DataFrame, scopes: Sequence[Scope]
 
 def run_info(spark: SparkSession, run_rows: Sequence[dict[str, Any]]) -> DataFrame:
     rows = [(r["run"], r["scenario"] or "(all runs)", r["seed"], r["loss"]) for r in run_rows]
-    return spark.createDataFrame(rows, _RUN_INFO)
+    return small_frame(spark, rows, _RUN_INFO)
 
 
 def compare_orderings(deliveries: DataFrame, info: DataFrame) -> dict[str, Any]:

@@ -11,12 +11,14 @@ import os
 import sys
 import tempfile
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from pyspark import SparkConf, SparkContext
 from pyspark.java_gateway import launch_gateway
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 DEFAULT_MASTER = "local[*]"
 DEFAULT_DRIVER_MEMORY = "4g"
@@ -113,6 +115,14 @@ def get_session(master: str | None = None, *, app_name: str = "m2mc-pipeline",
     sc = SparkContext(conf=spark_conf, gateway=gateway)
     sc.setLogLevel("WARN")
     return SparkSession.builder.getOrCreate()
+
+
+def small_frame(spark: SparkSession, rows: Sequence[tuple[Any, ...]], schema: StructType | str
+                ) -> DataFrame:
+    """A DataFrame from a few driver-side rows (metadata, never events)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # pandas 3 notice, see above
+        return spark.createDataFrame(list(rows), schema)
 
 
 def stop_session(spark: SparkSession) -> None:
