@@ -34,6 +34,7 @@ from m2mc.errors import UsageError
 from m2mc.group.codec import GrpInfo
 from m2mc.group.config import GroupConfig
 from m2mc.group.events import Delivered, GroupEvent
+from m2mc.group.fastobj import fast_constructor
 from m2mc.group.manager import GroupNode
 from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.runtime.driver import StackDriver
@@ -88,6 +89,7 @@ class GroupMessage:
 
 
 ReplyTo = GroupMessage | MessageId | str | None
+_make_message = fast_constructor(GroupMessage)
 
 
 class Node:
@@ -107,6 +109,7 @@ class Node:
         self._queues: dict[str, deque[GroupMessage]] = {}
         self._events: deque[GroupEvent] = deque()
         self._waiters: list[asyncio.Future[None]] = []
+        self._send_waiters: list[asyncio.Future[None]] = []
         self._poke_scheduled = False
         self._closed = False
         self.events_dropped = 0
@@ -155,6 +158,9 @@ class Node:
         if callable(close):
             close()
         self._wake()
+        for future in self._send_waiters:
+            if not future.done():
+                future.set_result(None)
 
     async def __aenter__(self) -> Node:
         await self.start()
@@ -263,6 +269,11 @@ class Node:
         stack = self._stack
         if stack is None:
             return
+        if self._send_waiters and stack.send_backlog <= stack.config.send_backlog // 2:
+            waiters, self._send_waiters = self._send_waiters, []
+            for future in waiters:
+                if not future.done():
+                    future.set_result(None)
         events = stack.events()
         if not events:
             return
@@ -273,7 +284,7 @@ class Node:
                 queue = queues.get(event.gid)
                 if queue is None:
                     queue = queues[event.gid] = deque()
-                queue.append(GroupMessage(event.gid, m.mid, m.parent, m.payload, m.gseq))
+                queue.append(_make_message(event.gid, m.mid, m.parent, m.payload, m.gseq))
             else:
                 if len(self._events) >= self.config.max_queued_events:
                     self._events.popleft()
@@ -343,7 +354,11 @@ class Group:
             node._drv().poke()
             if stack.send_backlog < limit:
                 break
-            await node._wait(0.05)
+            future = asyncio.get_running_loop().create_future()
+            node._send_waiters.append(future)
+            await future
+            if node._closed:
+                raise UsageError("node closed")
         mid = stack.send(self.gid, payload, node._drv().now(), parent)
         node._schedule_poke()
         return mid
@@ -366,6 +381,18 @@ class Group:
             if left is not None and left <= 0:
                 raise TimeoutError(f"no message in group {self.gid!r} within {timeout} s")
             await node._wait(left)
+
+    async def receive_many(self, limit: int = 4096,
+                           timeout: float | None = None) -> list[GroupMessage]:
+        """At least one and at most ``limit`` messages: all that are waiting."""
+        first = await self.receive(timeout)
+        queue = self.node._queues.get(self.gid)
+        out = [first]
+        while queue and len(out) < limit:
+            out.append(queue.popleft())
+        if queue is not None and len(queue) <= self.node.config.max_queued_messages // 2:
+            self.node._drv().resume()
+        return out
 
     def __aiter__(self) -> AsyncIterator[GroupMessage]:
         return self._iterate()

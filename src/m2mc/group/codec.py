@@ -32,6 +32,7 @@ from typing import Any
 import msgpack
 
 from m2mc.errors import DecodeError
+from m2mc.group.fastobj import make_message, make_mid
 from m2mc.ordering import ROOT, Message, MessageId
 
 MAGIC = b"MC"
@@ -250,10 +251,22 @@ def record_wire(m: Message) -> list[Any]:
     return [mid.pid, mid.seq, parent.pid, parent.seq, m.payload]
 
 
+def _uint_size(v: int) -> int:
+    return 1 if v < 128 else 2 if v < 256 else 3 if v < 65536 else 5 if v < 1 << 32 else 9
+
+
 def record_size(m: Message) -> int:
-    """A cheap upper estimate of a record's encoded size (for batching)."""
-    extra = 0 if m.vclock is None else 12 * len(m.vclock) + 4
-    return len(m.payload) + len(m.mid.pid) + len(m.parent.pid) + 28 + extra
+    """A record's encoded size (exact for ASCII process ids; for batching, where
+    an error only makes one batch span two packets)."""
+    size = len(m.payload)
+    size += 2 if size < 256 else 3 if size < 65536 else 5
+    pid, ppid = m.mid.pid, m.parent.pid
+    size += 3 + len(pid) + len(ppid) + _uint_size(m.mid.seq) + _uint_size(m.parent.seq)
+    if m.gseq is not None:
+        size += _uint_size(m.gseq)
+    if m.vclock is not None:
+        size += 3 + sum(len(k) + 1 + _uint_size(v) for k, v in m.vclock.items())
+    return size
 
 
 def encode_records_body(sender: str, records: list[list[Any]]) -> bytes:
@@ -337,30 +350,40 @@ def _int(value: Any, low: int, high: int) -> int:
 
 
 def _records(raw: Any, max_seq: int) -> list[Message]:
+    """The hot path of every receiver: checks and builds each record as cheaply as
+    Python allows (fast constructors; a parent that is the previous record of the
+    batch reuses that record's identity object)."""
     out: list[Message] = []
+    append = out.append
+    prev: MessageId = ROOT
     for r in _list(raw):
-        if type(r) is not list or not 5 <= len(r) <= 7:
+        if type(r) is not list:
             raise DecodeError("bad data record")
-        pid, seq, ppid, pseq, payload = r[0], r[1], r[2], r[3], r[4]
-        if (type(pid) is not str or not pid or len(pid) > MAX_PID or type(seq) is not int
-                or not 1 <= seq < max_seq or type(ppid) is not str or len(ppid) > MAX_PID
-                or type(pseq) is not int or type(payload) is not bytes):
+        n = len(r)
+        if n == 5:
+            pid, seq, ppid, pseq, payload = r
+            gseq = vclock = None
+        elif n == 6 or n == 7:
+            pid, seq, ppid, pseq, payload = r[0], r[1], r[2], r[3], r[4]
+            gseq = None if r[5] is None else _int(r[5], 1, max_seq)
+            vclock = _vclock(r[6], max_seq) if n == 7 else None
+        else:
+            raise DecodeError("bad data record")
+        if (type(pid) is not str or type(seq) is not int or type(ppid) is not str
+                or type(pseq) is not int or type(payload) is not bytes
+                or not 0 < len(pid) <= MAX_PID or not 1 <= seq < max_seq
+                or len(ppid) > MAX_PID):
             raise DecodeError("bad data record")
         if ppid:
             if not 1 <= pseq < max_seq:
                 raise DecodeError("bad parent seqno")
-            parent = MessageId(ppid, pseq)
+            parent = prev if pseq == prev.seq and ppid == prev.pid else make_mid(ppid, pseq)
         elif pseq == 0:
             parent = ROOT
         else:
             raise DecodeError("bad parent seqno")
-        gseq = None
-        vclock = None
-        if len(r) >= 6 and r[5] is not None:
-            gseq = _int(r[5], 1, max_seq)
-        if len(r) == 7:
-            vclock = _vclock(r[6], max_seq)
-        out.append(Message(MessageId(pid, seq), parent, payload, vclock, gseq))
+        prev = make_mid(pid, seq)
+        append(make_message(prev, parent, payload, vclock, gseq))
     return out
 
 

@@ -30,6 +30,7 @@ from m2mc.group.codec import (
     SyncReq,
     SyncResp,
     group_tag,
+    record_size,
 )
 from m2mc.group.events import CatchUpProgress, MemberJoined, MemberLeft
 from m2mc.group.gjlp import GiitRow
@@ -59,8 +60,13 @@ class GroupInstance:
         self.repair.known = lambda pid: row.membership.get(pid) is not None
         self.lingering_until: float | None = None
         self.last_heard: dict[str, float] = {}
-        self.batch: list[Message] = []
+        self.batch: list[Message] = []  # the open batch of our data records
         self.batch_size = 0
+        self._full: list[list[Message]] = []  # closed batches waiting to be sent
+        self.pending_records = 0
+        # One batch fills one M2MP packet: 500 bytes less the group header (13) and the
+        # body's array headers and sender id.
+        self.batch_budget = max(64, min(config.batch_bytes, 481 - len(node.pid.encode())))
         self._status_at: float | None = None
         self._status_soon: float | None = None
         self._status_covered = False
@@ -89,37 +95,28 @@ class GroupInstance:
 
     # ------------------------------------------------------------- sending
     def queue_data(self, message: Message, now: float) -> None:
-        from m2mc.group.codec import record_size
-
+        """Add a record of ours to the open batch; a full batch is closed."""
+        size = record_size(message)
+        if self.batch and self.batch_size + size > self.batch_budget:
+            self._full.append(self.batch)
+            self.batch = []
+            self.batch_size = 0
         self.batch.append(message)
-        self.batch_size += record_size(message)
+        self.batch_size += size
+        self.pending_records += 1
         if self._status_soon is None:
             self._status_soon = now + self.config.status_delay
 
     def take_batches(self, force: bool) -> list[list[Message]]:
-        """Data records to send now, in batches of at most ``batch_bytes``."""
-        if not self.batch:
-            return []
-        if not force and self.batch_size < self.config.batch_bytes:
-            return []
-        out: list[list[Message]] = [[]]
-        size = 0
-        from m2mc.group.codec import record_size
-
-        for m in self.batch:
-            s = record_size(m)
-            if out[-1] and size + s > self.config.batch_bytes:
-                out.append([])
-                size = 0
-            out[-1].append(m)
-            size += s
-        if not force and size < self.config.batch_bytes and len(out) > 1:
-            last = out.pop()
-            self.batch = last
-            self.batch_size = size
-        else:
+        """The closed batches, and the open one too if ``force``."""
+        out = self._full
+        if force and self.batch:
+            out.append(self.batch)
             self.batch = []
             self.batch_size = 0
+        if out:
+            self._full = []
+            self.pending_records = len(self.batch)
         return out
 
     # ------------------------------------------------------------ receiving
@@ -174,21 +171,34 @@ class GroupInstance:
                 node.stats.wrong_kind += 1
 
     def _records(self, records: list[Message], peer: str, now: float) -> int:
+        """The receive hot path: plausibility, repair bookkeeping, ordering, delivery."""
         node = self.node
-        mop = self.mop
+        accept = self.mop.accept
         repair = self.repair
+        hw = repair.hw
+        jump = self.config.max_seq_jump
         tracing = node.tracing
         new = 0
         for m in records:
             mid = m.mid
-            if not repair.plausible(mid.pid, mid.seq):
-                continue
-            repair.overheard(mid)
-            repair.note(mid.pid, mid.seq, now)
-            status, out = mop.accept(m)
+            pid = mid.pid
+            seq = mid.seq
+            h = hw.get(pid)
+            if h is None or seq - h > jump:
+                if not repair.plausible(pid, seq):
+                    continue
+                h = 0
+            if repair.pending:
+                repair.overheard(mid)
+            if seq > h:
+                hw[pid] = seq
+                if seq > h + 1:
+                    repair.suspect(now)
+            status, out = accept(m)
             if status == NEW:
                 new += 1
-                repair.progress(mid.pid)
+                if repair.tries:
+                    repair.progress(pid)
                 if tracing:
                     node._trace("recv", self.gid, m, peer=peer)
                 if not out or out[0] is not m:
@@ -202,8 +212,12 @@ class GroupInstance:
                 repair.suspect(now)
             else:
                 node.stats.malformed_records += 1
-            for d in out:
-                self._deliver(d, now)
+            if out:
+                self.delivered_count += len(out)
+                deliver = node._delivered
+                gid = self.gid
+                for d in out:
+                    deliver(gid, d)
         return new
 
     def _deliver(self, m: Message, now: float) -> None:
@@ -364,9 +378,14 @@ class GroupInstance:
 
     def next_deadline(self) -> float | None:
         if self.lingering:  # only answering repairs until the linger ends
-            ds = [self.repair.repair_deadline, self.lingering_until]
-        else:
-            ds = [self.repair.next_deadline(), self._status_soon, self.msp.next_deadline(),
-                  self._status_at]
-        present = [d for d in ds if d is not None]
-        return min(present) if present else None
+            return _earliest(self.repair.repair_deadline, self.lingering_until)
+        return _earliest(_earliest(self.repair.next_deadline(), self._status_soon),
+                         _earliest(self.msp.next_deadline(), self._status_at))
+
+
+def _earliest(a: float | None, b: float | None) -> float | None:
+    if a is None:
+        return b
+    if b is None or a < b:
+        return a
+    return b

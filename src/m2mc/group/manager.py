@@ -47,6 +47,7 @@ from m2mc.group.events import (
     MemberJoined,
     MemberLeft,
 )
+from m2mc.group.fastobj import fast_constructor
 from m2mc.group.gjlp import LEFT, MEMBER, GiitRow, Gjlp
 from m2mc.group.instance import GroupInstance
 from m2mc.group.membership import Membership
@@ -73,6 +74,9 @@ class NodeStats:
     sent: int = 0
     delivered: int = 0
     extra: dict[str, int] = field(default_factory=dict)
+
+
+_make_delivered = fast_constructor(Delivered)
 
 
 class GroupNode:
@@ -195,20 +199,30 @@ class GroupNode:
         (the S_b parent; None or ROOT for a message that answers nothing)."""
         self._now = now
         inst = self.groups.get(gid)
-        if inst is None or inst.lingering:
+        if inst is None or inst.lingering_until is not None:
             raise UsageError(f"not a member of group {gid!r}")
         if len(payload) > self.config.max_payload:
             raise UsageError(f"payload of {len(payload)} bytes exceeds {self.config.max_payload}")
-        parent = MessageId.parse(reply_to) if isinstance(reply_to, str) else (reply_to or ROOT)
-        message = inst.mop.next_message(bytes(payload), parent)
+        if type(payload) is not bytes:
+            payload = bytes(payload)
+        if reply_to is None:
+            parent = ROOT
+        elif isinstance(reply_to, str):
+            parent = MessageId.parse(reply_to)
+        else:
+            parent = reply_to
+        message = inst.mop.next_message(payload, parent)
         self.stats.sent += 1
-        if self.tracing:
+        tracing = self.tracing
+        if tracing:
             self._trace("send", gid, message)
         _, out = inst.mop.accept(message)
-        if self.tracing:
+        if tracing:
             self._trace("recv", gid, message, peer=self.pid)
-        for m in out:
-            inst._deliver(m, now)
+        if out:
+            inst.delivered_count += len(out)
+            for m in out:
+                self._delivered(gid, m)
         inst.queue_data(message, now)
         return message.mid
 
@@ -253,6 +267,7 @@ class GroupNode:
     def node_stats(self) -> dict[str, int]:
         out = {name: getattr(self.stats, name) for name in self.stats.__dataclass_fields__
                if isinstance(getattr(self.stats, name), int)}
+        out["delivered"] = sum(inst.delivered_count for inst in self.groups.values())
         for name in self.gjlp.stats.__dataclass_fields__:
             value = getattr(self.gjlp.stats, name)
             if isinstance(value, int):
@@ -262,7 +277,7 @@ class GroupNode:
     @property
     def send_backlog(self) -> int:
         """Packets waiting in M2MP plus unsent data records (for back-pressure)."""
-        return self.m2mp.queued_packets + sum(len(g.batch) for g in self.groups.values())
+        return self.m2mp.queued_packets + sum(g.pending_records for g in self.groups.values())
 
     # ================================================================ SansIOStack
     def receive_datagram(self, datagram: bytes, now: float) -> None:
@@ -296,10 +311,15 @@ class GroupNode:
             inst.on_timer(now)
 
     def next_deadline(self) -> float | None:
-        deadlines = [self.m2mp.next_deadline(), self.gjlp.next_deadline()]
-        deadlines.extend(inst.next_deadline() for inst in self.groups.values())
-        present = [d for d in deadlines if d is not None]
-        return min(present) if present else None
+        best = self.m2mp.next_deadline()
+        d = self.gjlp.next_deadline()
+        if d is not None and (best is None or d < best):
+            best = d
+        for inst in self.groups.values():
+            d = inst.next_deadline()
+            if d is not None and (best is None or d < best):
+                best = d
+        return best
 
     def datagrams_to_send(self, now: float) -> list[bytes]:
         self._now = now
@@ -307,7 +327,7 @@ class GroupNode:
         # pile up into fuller batches instead of one packet each.
         idle = self.m2mp.queued_packets == 0 and not self.m2mp.flow_blocked
         for inst in self.groups.values():
-            if inst.batch:
+            if inst.pending_records:
                 self._flush_group(inst, force=idle)
             if inst.mop.new_stamps:
                 self._send_stamps(inst)
@@ -436,12 +456,11 @@ class GroupNode:
         self._out.append(encode(tag, body))
 
     def _delivered(self, gid: str, m: Message) -> None:
-        self.stats.delivered += 1
         if self.tracing:
             self._trace("deliver", gid, m)
         if self.record_delivered:
             self.delivered_ids.setdefault(gid, []).append(m.mid)
-        self._events.append(Delivered(gid, m))
+        self._events.append(_make_delivered(gid, m))
 
     def _event(self, event: GroupEvent) -> None:
         self._events.append(event)

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 
 from m2mc.group.codec import SequencerInfo
 from m2mc.group.config import GroupConfig
+from m2mc.group.fastobj import make_message, make_mid
 from m2mc.group.seqsets import Intervals, normalize
 from m2mc.ordering import ROOT, Message, MessageId, Sequencer, TotalOrder, make_core
 from m2mc.ordering.causal import CausalOrder
@@ -78,9 +79,9 @@ class Mop:
     def next_message(self, payload: bytes, parent: MessageId = ROOT) -> Message:
         """RESPOND state: a new identity ``<pid, seqno+1>`` and its ordering headers."""
         self.own_seq += 1
-        mid = MessageId(self.pid, self.own_seq)
+        mid = make_mid(self.pid, self.own_seq)
         vclock = None
-        if isinstance(self.core, CausalOrder):
+        if self.order == "causal" and isinstance(self.core, CausalOrder):
             vclock = self.core.clock
             vclock[self.pid] = self.own_seq
             if not parent.is_root and parent.pid != self.pid and (
@@ -88,7 +89,7 @@ class Mop:
                 # A reply to a message not delivered here yet: depend on it, so no
                 # one (the sender included) delivers the reply before its parent.
                 vclock[parent.pid] = parent.seq
-        return Message(mid, parent, payload, vclock)
+        return make_message(mid, parent, payload, vclock, None)
 
     # ------------------------------------------------------------- receive
     def accept(self, message: Message, persist: bool = True) -> tuple[int, list[Message]]:

@@ -241,11 +241,13 @@ class Msp:
         return out
 
     def next_deadline(self) -> float | None:
-        deadlines = [m.deadline for m in self.mirs.values() if m.deadline is not None]
         c = self.catchup
-        if c is not None and not c.done:
-            deadlines.append(c.deadline)
-        return min(deadlines) if deadlines else None
+        best = c.deadline if c is not None and not c.done else None
+        if self.mirs:
+            for m in self.mirs.values():
+                if m.deadline is not None and (best is None or m.deadline < best):
+                    best = m.deadline
+        return best
 
     def mir_size(self) -> int:
         return sum(count(ivs) for m in self.mirs.values() for ivs in m.missing.values())

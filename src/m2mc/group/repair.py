@@ -74,8 +74,8 @@ class Repair:
         self._nack_at: float | None = None
         self._holdoff: dict[str, _Holdoff] = {}
         self._gseq_holdoff: _Holdoff = []
-        self._tries: dict[str, int] = {}
-        self._pending: dict[MessageId, Message] = {}
+        self.tries: dict[str, int] = {}
+        self.pending: dict[MessageId, Message] = {}
         self._repair_at: float | None = None
         self.stats = RepairStats()
 
@@ -119,8 +119,8 @@ class Repair:
 
     def progress(self, pid: str) -> None:
         """A new message of ``pid`` arrived: its ranges are being repaired."""
-        if self._tries:
-            self._tries.pop(pid, None)
+        if self.tries:
+            self.tries.pop(pid, None)
 
     def suspect(self, now: float) -> None:
         """Something may be missing: look in ``nack_delay``."""
@@ -210,8 +210,8 @@ class Repair:
             ivs = ivs[:budget]
             budget -= len(ivs)
             ranges[pid] = ivs
-            tries = self._tries.get(pid, 0)
-            self._tries[pid] = tries + 1
+            tries = self.tries.get(pid, 0)
+            self.tries[pid] = tries + 1
             until = now + min(self.config.nack_holdoff * (2 ** min(tries, 16)),
                               self.config.nack_holdoff_max)
             self._holdoff.setdefault(pid, []).extend((lo, hi, until) for lo, hi in ivs)
@@ -241,7 +241,7 @@ class Repair:
     def on_nack(self, nack: Nack, now: float) -> None:
         """Schedule retransmission of what we hold among the requested messages."""
         self.stats.nacks_received += 1
-        room = self.config.max_pending_repairs - len(self._pending)
+        room = self.config.max_pending_repairs - len(self.pending)
         found: list[Message] = []
         for pid, ivs in nack.ranges.items():
             for lo, hi in ivs[:self.config.max_nack_intervals]:
@@ -255,21 +255,21 @@ class Repair:
         if room <= 0 and (nack.ranges or nack.gseqs):
             self.stats.repairs_refused += 1
         for m in found:
-            self._pending[m.mid] = m
-        if self._pending and self._repair_at is None:
+            self.pending[m.mid] = m
+        if self.pending and self._repair_at is None:
             self._repair_at = now + self.rng.uniform(0.0, self.config.repair_backoff)
 
     def overheard(self, mid: MessageId) -> None:
         """A copy of ``mid`` went by: no need to retransmit it."""
-        if self._pending and self._pending.pop(mid, None) is not None:
+        if self.pending and self.pending.pop(mid, None) is not None:
             self.stats.repairs_suppressed += 1
 
     def repair_due(self, now: float) -> list[Message]:
         if self._repair_at is None or now < self._repair_at:
             return []
         self._repair_at = None
-        out = list(self._pending.values())
-        self._pending.clear()
+        out = list(self.pending.values())
+        self.pending.clear()
         self.stats.retransmitted += len(out)
         return out
 
@@ -279,12 +279,15 @@ class Repair:
 
     @property
     def pending_repairs(self) -> int:
-        return len(self._pending)
+        return len(self.pending)
 
     # ---------------------------------------------------------------- timers
     def check_due(self, now: float) -> bool:
         return self._check_at is not None and now >= self._check_at
 
     def next_deadline(self) -> float | None:
-        ds = [d for d in (self._check_at, self._nack_at, self._repair_at) if d is not None]
-        return min(ds) if ds else None
+        best = self._check_at
+        for d in (self._nack_at, self._repair_at):
+            if d is not None and (best is None or d < best):
+                best = d
+        return best

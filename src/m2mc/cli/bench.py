@@ -1,0 +1,214 @@
+"""``m2mc bench throughput --receivers N --count N --size B``: group-layer throughput.
+
+Starts N receiver processes and one sender process on a fresh loopback multicast
+channel (random 239.255.x.y group, iface 127.0.0.1, TTL 1). All join one S_b
+group with NACK repair and the SQLite log on; the sender sends ``--count``
+messages of ``--size`` bytes, each replying to the one before (so a loss holds
+everything after it until repaired) as fast as back-pressure lets it. Each
+receiver counts deliveries. The last stdout line is::
+
+    {"sent": .., "received_min": .., "msgs_per_s": .., "seconds": ..}
+
+``msgs_per_s`` is the per-receiver delivery rate (the slowest receiver's
+messages delivered divided by the time from the first send to its last delivery);
+``seconds`` the time until the last receiver finished. Exit status 1 if some
+receiver did not deliver every message within ``--timeout``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from m2mc.errors import UsageError
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("bench", help="measure throughput of the group layer",
+                                   description="Benchmarks of the group layer over loopback.")
+    sub = parser.add_subparsers(dest="bench", metavar="BENCH", parser_class=type(parser))
+    t = sub.add_parser("throughput", help="messages/s per receiver through the group layer",
+                       description=__doc__.split("\n\n")[1] if __doc__ else None)
+    _common(t)
+    t.add_argument("--receivers", type=_positive, default=3, help="receiver processes (3)")
+    t.add_argument("--timeout", type=float, default=120.0, help="give up after S seconds")
+    t.add_argument("--channel", default=None, help="channel URL (default: a random loopback "
+                   "multicast group)")
+    t.add_argument("--verbose-stats", action="store_true",
+                   help="also print each process's counters and CPU time")
+    t.set_defaults(func=run_throughput)
+    for role in ("_receiver", "_sender"):
+        r = sub.add_parser(role, help=argparse.SUPPRESS)
+        _common(r)
+        r.add_argument("--channel", required=True)
+        r.add_argument("--pid", required=True)
+        r.add_argument("--members", type=int, default=1)
+        r.add_argument("--data", default=None)
+        r.set_defaults(func=run_role, role=role)
+    parser.set_defaults(func=lambda args: _usage(parser))
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--count", type=_positive, default=20_000, help="messages to send (20000)")
+    p.add_argument("--size", type=_nonnegative, default=100, help="payload bytes (100)")
+    p.add_argument("--redundancy", type=_positive, default=1,
+                   help="M2MP copies of each packet (1: repair does the rest)")
+    p.add_argument("--no-durable", dest="durable", action="store_false",
+                   help="keep the message log in memory instead of SQLite")
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _nonnegative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
+# ----------------------------------------------------------------- orchestrator
+def run_throughput(args: argparse.Namespace) -> int:
+    from m2mc.cli.demo import Child, random_multicast_url
+
+    if args.size > 60_000:
+        raise UsageError("--size must be at most 60000 bytes")
+    url = args.channel or random_multicast_url(random.Random())
+    common = ["--count", str(args.count), "--size", str(args.size),
+              "--redundancy", str(args.redundancy), "--channel", url,
+              "--members", str(args.receivers + 1)]
+    if not args.durable:
+        common.append("--no-durable")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("M2MC_")}
+    with tempfile.TemporaryDirectory(prefix="m2mc-bench-") as tmp:
+        receivers = [Child(["bench", "_receiver", *common, "--pid", f"r{i}", "--data",
+                            str(Path(tmp) / f"r{i}")], env=env)
+                     for i in range(args.receivers)]
+        sender = None
+        try:
+            for child in receivers:
+                child.wait_stderr("ready", 30.0)
+            sender = Child(["bench", "_sender", *common, "--pid", "s", "--data",
+                            str(Path(tmp) / "s")], env=env)
+            results = []
+            for child in receivers:
+                status = child.finish(args.timeout)
+                rows = child.json_lines()
+                if status != 0 or not rows:
+                    print(f"receiver failed ({status}): {' | '.join(child.stderr[-3:])}",
+                          file=sys.stderr)
+                results.append(rows[-1] if rows else {"received": 0, "last": None})
+            start = _sender_start(sender)
+        finally:
+            for child in [*receivers, *([sender] if sender else [])]:
+                child.kill()
+    received = [int(r.get("received", 0)) for r in results]
+    lasts = [r["last"] for r in results if r.get("last") is not None]
+    seconds = max(lasts) - start if lasts and start is not None else None
+    rates = [r["received"] / (r["last"] - start) for r in results
+             if r.get("last") is not None and start is not None and r["last"] > start]
+    summary = {"sent": args.count, "received_min": min(received),
+               "msgs_per_s": round(min(rates), 1) if len(rates) == len(results) else 0.0,
+               "seconds": round(seconds, 3) if seconds is not None else None}
+    if args.verbose_stats:
+        print(json.dumps({"receivers": results,
+                          "sender": [line for line in (sender.stderr if sender else [])
+                                     if line.startswith("sent")]}), flush=True)
+    print(json.dumps(summary), flush=True)
+    return 0 if min(received) == args.count else 1
+
+
+def _sender_start(sender: Any) -> float | None:
+    try:
+        line = sender.wait_stderr("start", 5.0)
+    except TimeoutError:
+        return None
+    return float(line.split()[-1])
+
+
+# ------------------------------------------------------------------------ roles
+def run_role(args: argparse.Namespace) -> int:
+    return asyncio.run(_receiver(args) if args.role == "_receiver" else _sender(args))
+
+
+def _node_config(args: argparse.Namespace) -> Any:
+    from m2mc.api import NodeConfig
+    from m2mc.wire.m2mp import M2MPConfig
+
+    return NodeConfig(pid=args.pid, channel=args.channel,
+                      data_dir=args.data if args.durable else None,
+                      m2mp=M2MPConfig(redundancy=args.redundancy))
+
+
+async def _receiver(args: argparse.Namespace) -> int:
+    from m2mc.api import Node
+
+    async with Node(_node_config(args)) as node:
+        group = await node.join("bench", order="sb")
+        print("ready", file=sys.stderr, flush=True)
+        received = 0
+        last = None
+        while received < args.count:
+            try:
+                batch = await group.receive_many(timeout=30.0)
+            except TimeoutError:
+                break
+            received += len(batch)
+            last = time.time()
+        stack = node._node()
+        print(json.dumps({"received": received, "last": last, "cpu": time.process_time(),
+                          "stats": node.stats(), "group": stack.group_stats("bench"),
+                          "m2mp": stack.m2mp.stats.as_dict(),
+                          "channel": node._drv().channel.stats.as_dict()}), flush=True)
+        await asyncio.sleep(0.3)  # answer the others' last repairs
+    return 0 if received >= args.count else 1
+
+
+async def _sender(args: argparse.Namespace) -> int:
+    from m2mc.api import Node
+
+    async with Node(_node_config(args)) as node:
+        group = await node.join("bench", order="sb")
+        deadline = time.monotonic() + 30.0
+        while len(group.members) < args.members and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.2)
+
+        async def drain_own() -> None:
+            while True:
+                await group.receive_many()
+
+        drain = asyncio.create_task(drain_own())
+        payload = os.urandom(args.size)
+        print(f"start {time.time()}", file=sys.stderr, flush=True)
+        previous = None
+        for _ in range(args.count):
+            previous = await group.send(payload, reply_to=previous)
+        print(f"sent {args.count} {time.time()} cpu {time.process_time()}", file=sys.stderr,
+              flush=True)
+        await asyncio.sleep(3600)  # keep answering repairs until the bench kills us
+        drain.cancel()
+    return 0
