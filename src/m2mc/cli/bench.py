@@ -113,7 +113,7 @@ def run_throughput(args: argparse.Namespace) -> int:
                 child.wait_stderr("ready", 30.0)
             sender = Child(["bench", "_sender", *common, "--pid", "s", "--data",
                             str(Path(tmp) / "s")], env=env)
-            results = []
+            results: list[dict[str, Any]] = []
             for child in receivers:
                 status = child.finish(args.timeout)
                 rows = child.json_lines()
