@@ -25,8 +25,15 @@ def test_registry_covers_the_decoders_that_exist() -> None:
     assert {"m2mp.packet", "m2mp.reassembly", "m2mp.layer", "transport.frames",
             "transport.url", "ordering.message_id", "security.open_hmac",
             "security.open_aead"} <= names
-    assert ("group.frame" in names) == (importlib.util.find_spec("m2mc.group.codec") is not None)
-    assert ("infra.frame" in names) == (importlib.util.find_spec("m2mc.infra.codec") is not None)
+    assert ("group.frame" in names) == _exists("m2mc.group.codec")
+    assert ("infra.frame" in names) == _exists("m2mc.infra.codec")
+
+
+def _exists(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # its package is not there at all
+        return False
 
 
 @pytest.mark.parametrize("target", TARGETS, ids=lambda t: t.name)
