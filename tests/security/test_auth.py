@@ -180,3 +180,22 @@ def test_precomputed_hmac_is_rfc2104_hmac_sha256(key: bytes, data: bytes) -> Non
     from m2mc.security.auth import _Mac
 
     assert _Mac(key).tag(data) == hmac.digest(key, data, "sha256")[:TAG_SIZE]
+
+
+def test_each_header_fault_is_named_and_counted() -> None:
+    _, bob = pair()
+    good = GroupAuth("g", KEY, "alice").seal(PREFIX, b"body")
+    at = len(PREFIX)
+    cases = {
+        "too short": good[:at + 2],
+        "version": good[:at] + b"\x09" + good[at + 1:],
+        "suite": good[:at + 1] + b"\x03" + good[at + 2:],
+        "truncated": good[:at + 3] + b"\x00" + good[at + 4:],
+        "UTF-8": good[:at + 4] + b"\xff" + good[at + 5:],
+    }
+    for words, message in cases.items():
+        with pytest.raises(MalformedAuthError, match=words):
+            bob.open(message, at)
+    with pytest.raises(UnknownKeyError):
+        bob.open(good[:at + 2] + b"\x07" + good[at + 3:], at)
+    assert (bob.stats.malformed, bob.stats.unknown_key, bob.stats.opened) == (5, 1, 0)

@@ -300,24 +300,28 @@ class GroupAuth:
 
     def _malformed(self, data: bytes, prefix_size: int) -> NoReturn:
         """Count and raise the precise reason a message's auth header is unusable."""
-        stats = self.stats
-        stats.malformed += 1
+        error = self._header_fault(data, prefix_size)
+        if isinstance(error, UnknownKeyError):
+            self.stats.unknown_key += 1
+        else:
+            self.stats.malformed += 1
+        raise error
+
+    def _header_fault(self, data: bytes, prefix_size: int) -> MalformedAuthError | UnknownKeyError:
         header = data[prefix_size:prefix_size + _FIXED_SIZE]
         if len(header) < _FIXED_SIZE:
-            raise MalformedAuthError("message too short for its authentication header")
+            return MalformedAuthError("message too short for its authentication header")
         version, suite, key_id, sender_len = header
         if version != AUTH_VERSION:
-            raise MalformedAuthError(f"unsupported authentication version {version}")
+            return MalformedAuthError(f"unsupported authentication version {version}")
         if suite != self.suite:
-            raise MalformedAuthError(f"auth suite {suite} is not this group's ({self.suite})")
+            return MalformedAuthError(f"auth suite {suite} is not this group's ({self.suite})")
         if not 0 < sender_len <= MAX_SENDER or len(data) < (
                 prefix_size + _FIXED_SIZE + sender_len + _COUNTER_SIZE + TAG_SIZE):
-            raise MalformedAuthError("truncated authentication header")
+            return MalformedAuthError("truncated authentication header")
         if key_id not in self._keys:
-            stats.malformed -= 1
-            stats.unknown_key += 1
-            raise UnknownKeyError(f"no key with id {key_id}")
-        raise MalformedAuthError("sender id is not UTF-8")
+            return UnknownKeyError(f"no key with id {key_id}")
+        return MalformedAuthError("sender id is not UTF-8")
 
     def _decrypt(self, key: _Key, data: bytes, prefix_size: int, body_start: int) -> bytes:
         from cryptography.exceptions import InvalidTag
