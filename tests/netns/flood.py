@@ -1,13 +1,17 @@
 """Flood a multicast group with garbage and forged M2MP packets, as fast as one process can.
 
 Run inside a lab namespace by tests/netns (never on a real network):
-    python flood.py GROUP PORT IFACE [--seed N]
+    python flood.py GROUP PORT IFACE [--seed N] [--forge-group GID]
 Stops on SIGTERM and prints ``{"sent": N, "errors": E}``.
 
 The mix: random bytes of 0..700 bytes (some too short, some over 508), forged
 fragments of messages that never complete (random IDs, fragment numbers, full
 500-byte fragments: they fill the receiver's reassembly tables), pairs of
 contradictory "last" fragments, and complete one-packet messages of random junk.
+With ``--forge-group``, half the pool is well-formed group messages of that
+group from invented processes: joins, status, sync requests and NACKs (which
+ask the members for work), data with absurd sequence numbers, and floods of
+invented groups on the discovery channel.
 """
 
 from __future__ import annotations
@@ -42,14 +46,56 @@ def pool(rng: random.Random, size: int = 4096) -> list[bytes]:
     return out
 
 
+def forged_group_messages(rng: random.Random, gid: str, size: int) -> list[bytes]:
+    from m2mc.group import codec
+    from m2mc.ordering import ROOT, Message, MessageId
+    from m2mc.wire.packet import fragments
+
+    tag = codec.group_tag(gid)
+    out: list[bytes] = []
+    while len(out) < size:
+        pid = f"x{rng.getrandbits(24):06x}"
+        kind = rng.randrange(7)
+        body: codec.Body
+        if kind == 0:
+            body = codec.Join(pid, 1, "sb", "")
+        elif kind == 1:
+            body = codec.Status(pid, rng.randrange(1, 1 << 30),
+                                {f"y{i}": rng.randrange(1, 1 << 30) for i in range(20)}, (),
+                                None, 0)
+        elif kind == 2:
+            body = codec.SyncReq(pid, rng.randrange(1, 1 << 20), {})
+        elif kind == 3:
+            body = codec.Nack(pid, {p: [(1, 1 << 20)] for p in "abcd"}, [])
+        elif kind == 4:
+            body = codec.Data(pid, [Message(MessageId(pid, rng.randrange(1, 1 << 39)), ROOT,
+                                            rng.randbytes(100))])
+        elif kind == 5:
+            body = codec.Data(pid, [Message(MessageId(pid, 1), MessageId(f"z{pid}", 7),
+                                            rng.randbytes(50))])
+        else:
+            infos = tuple(codec.GrpInfo(f"spam/{rng.getrandbits(32)}", "", "sb", ())
+                          for _ in range(10))
+            out.extend(fragments(rng.getrandbits(32),
+                                 codec.encode(codec.DISCOVERY_TAG, codec.GrpsInfo(pid, infos))))
+            continue
+        out.extend(fragments(rng.getrandbits(32), codec.encode(tag, body)))
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("group")
     parser.add_argument("port", type=int)
     parser.add_argument("iface")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--forge-group", default=None)
     args = parser.parse_args()
-    datagrams = pool(random.Random(args.seed))
+    rng = random.Random(args.seed)
+    datagrams = pool(rng)
+    if args.forge_group:
+        datagrams = datagrams[:2048] + forged_group_messages(rng, args.forge_group, 2048)
+        rng.shuffle(datagrams)
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(args.iface))
     sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
