@@ -21,7 +21,7 @@ class GroupConfig:
     adv_reply_backoff: float = 0.2  # grpsInfoList replies to an advertisement: uniform [0, x]
     advertise_on_start: bool = True
     # ---------------------------------------------------------------- MSP
-    sync_backoff: float = 0.1  # the seed's random counter before a SyncResp: uniform [0, x]
+    sync_backoff: float = 0.25  # the seed's random counter before a SyncResp: uniform [0, x]
     sync_timeout: float = 1.0  # a SyncReq with no answer is repeated after this
     sync_attempts: int = 3  # SyncReqs sent for one catch-up before gap repair takes over
     sync_chunk_bytes: int = 8000  # a SyncResp message carries at most this much

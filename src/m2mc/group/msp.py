@@ -180,9 +180,10 @@ class Msp:
         mir.missing = self._subtract(mir.missing, sent)
         mir.heard = True
         if resp.remaining > 0 and mir.deadline is not None:
-            # Another member is still sending: let it finish before we repeat it.
-            mir.deadline = max(mir.deadline,
-                               now + self.config.sync_backoff + self.rng.uniform(0.0, 0.05))
+            # Another member is still sending: let it finish before we repeat what it
+            # has not sent by then (allowing about 100 microseconds per message).
+            mir.deadline = max(mir.deadline, now + self.config.sync_backoff
+                               + min(resp.remaining * 1e-4, 10.0) + self.rng.uniform(0.0, 0.05))
 
     def _drop_older(self, pid: str, seqno: int) -> None:
         for key in [k for k in self.mirs if k[0] == pid and k[1] < seqno]:
@@ -223,10 +224,14 @@ class Msp:
         self.stats.messages_sent += len(records)
         chunks: list[list[Message]] = []
         size = 0
-        budget = self.config.sync_chunk_bytes
+        # The first response fits one packet, so the other responders hear at once
+        # that someone is answering (their suppression); the rest are bigger.
+        budget = min(400, self.config.sync_chunk_bytes)
         for m in records:
             s = record_size(m)
             if not chunks or (size + s > budget and chunks[-1]):
+                if chunks:
+                    budget = self.config.sync_chunk_bytes
                 chunks.append([])
                 size = 0
             chunks[-1].append(m)
