@@ -112,7 +112,7 @@ async def _drain(node: Any) -> Any:
 
 
 def _spawn(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, os.environ.get("CATCHUP_ROLE_SCRIPT", str(HERE)), "--role", *args], stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, str(HERE), "--role", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 

@@ -1,7 +1,8 @@
 """A threaded-chat bot on the M2MC application API (seeds/000 II, the Threaded Chat).
 
     .venv/bin/python examples/chat_bot.py                # self-contained demo (mem://)
-    .venv/bin/python examples/chat_bot.py --channel 'udp-multicast://239.255.77.77:7777?iface=127.0.0.1&ttl=1' --serve
+    .venv/bin/python examples/chat_bot.py --serve \
+        --channel 'udp-multicast://239.255.77.77:7777?iface=127.0.0.1&ttl=1'
 
 The bot joins the group ``lobby`` and answers every question (a message ending
 in ``?``) with a reply linked to it, so every member shows the answer under its

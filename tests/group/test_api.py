@@ -118,3 +118,16 @@ def test_sync_facade_for_scripts() -> None:
         texts = [m.text for m in g.messages(idle=1.0)]
         assert texts == ["one", "two"]
         assert q.members(g.gid) == ["p", "q"]
+
+
+def test_chat_bot_example_runs() -> None:
+    import subprocess
+    import sys
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "chat_bot.py"
+    done = subprocess.run([sys.executable, str(example), "--channel", _channel()],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-500:]
+    lines = done.stdout.splitlines()
+    assert "alice: Did you visit Delhi?" in lines
+    assert "    bot: good question, alice: 'Did you visit Delhi?'" in lines
