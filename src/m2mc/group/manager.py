@@ -97,6 +97,9 @@ class GroupNode:
         self.store: GroupStore = store if store is not None else MemoryStore()
         self.trace_sink: TraceSink = trace or NullSink()
         self.tracing = self.trace_sink.enabled
+        # Trace events wait for the store commit in datagrams_to_send: a process killed
+        # before it leaves no event about a message its log does not have.
+        self._trace_out: list[TraceEvent] = []
         self.run_id = run_id
         self.gjlp = Gjlp(pid, self.config, rng)
         self.groups: dict[str, GroupInstance] = {}
@@ -332,6 +335,11 @@ class GroupNode:
             if inst.mop.new_stamps:
                 self._send_stamps(inst)
         self.store.commit()
+        if self._trace_out:
+            emit = self.trace_sink.emit
+            for event in self._trace_out:
+                emit(event)
+            self._trace_out.clear()
         m2mp = self.m2mp
         for message in self._out:
             m2mp.send(message, now)
@@ -481,11 +489,11 @@ class GroupNode:
             vdetail = detail
             if m.vclock is not None and detail is None and event in ("send", "deliver"):
                 vdetail = detail_json(vclock=dict(sorted(m.vclock.items())))
-            self.trace_sink.emit(TraceEvent(
+            self._trace_out.append(TraceEvent(
                 self.run_id, self.pid, self._now, event, gid, str(m.mid), str(m.parent), order,
                 m.gseq if order == "total" else None, len(m.payload), peer, vdetail))
         else:
-            self.trace_sink.emit(TraceEvent(self.run_id, self.pid, self._now, event, gid,
+            self._trace_out.append(TraceEvent(self.run_id, self.pid, self._now, event, gid,
                                             order=order, peer=peer, detail=detail))
 
 
