@@ -19,12 +19,12 @@ from typing import Any
 import pyspark.sql.functions as F
 from pyspark.sql import DataFrame, SparkSession
 
+from m2mc.errors import ConfigError
 from m2mc_pipeline import checks, compare, plots, report
 from m2mc_pipeline.checks.base import CheckResult
-from m2mc_pipeline.load import Loaded, check_inputs, load
+from m2mc_pipeline.load import check_inputs, load
 from m2mc_pipeline.metrics import compute
 from m2mc_pipeline.progress import Progress, run_with_bar
-from m2mc_pipeline.schema import EVENTS
 from m2mc_pipeline.session import get_session, is_local, stop_session
 from m2mc_pipeline.sweep import (
     Runner,
@@ -66,9 +66,13 @@ class AnalysisResult:
         return self.out / "report.html"
 
 
-def run_checks(tb: Tables, self_delivery: bool = True,
-               progress: Progress | None = None) -> dict[str, CheckResult]:
-    """Every check of CONTRACTS section 5, in the contract's order."""
+def run_checks(tb: Tables, self_delivery: bool = True, progress: Progress | None = None,
+               orders: set[str] | None = None) -> dict[str, CheckResult]:
+    """Every check of CONTRACTS section 5, in the contract's order.
+
+    ``orders``: the orderings groups asked for; an order check has nothing to look
+    at when no group asked for its ordering, and is not run (0 violations).
+    """
     runs = {
         "unexpected": lambda: checks.unexpected(tb),
         "duplicated": lambda: checks.duplicated(tb),
@@ -78,12 +82,10 @@ def run_checks(tb: Tables, self_delivery: bool = True,
         "total_order": lambda: checks.total_order(tb),
         "fifo_order": lambda: checks.fifo_order(tb),
     }
-    # An order check has nothing to look at when no group asked for its ordering.
-    present = {r["order"] for r in tb.group_order.select("order").distinct().collect()}
     needs = {"causal_order": "causal", "total_order": "total", "fifo_order": "fifo"}
     results = {}
     for name in checks.CHECK_NAMES:
-        if name in needs and needs[name] not in present:
+        if orders is not None and name in needs and needs[name] not in orders:
             results[name] = CheckResult(name=name, violations=0)
             continue
         if progress is not None:
@@ -92,20 +94,13 @@ def run_checks(tb: Tables, self_delivery: bool = True,
     return results
 
 
-def counts(loaded: Loaded, tb: Tables) -> dict[str, int]:
-    """verify.json's counts; this first action also fills the event cache."""
-    row = loaded.events.agg(
-        F.count(F.when(F.col("ok"), 1)).alias("events"),
-        F.count(F.when(~F.col("ok"), 1)).alias("malformed"),
-        F.count(F.when(F.col("ok") & ~F.col("event").isin(*sorted(EVENTS)), 1))
-        .alias("unknown_events"),
-        F.countDistinct(F.when(F.col("ok"), F.struct("run", "node"))).alias("nodes"),
-        F.countDistinct(F.when(F.col("ok"), F.col("run"))).alias("runs"),
-    ).collect()[0]
-    messages = tb.sends.count()
-    return {"events": int(row["events"]), "messages": int(messages), "nodes": int(row["nodes"]),
-            "runs": int(row["runs"]), "malformed": int(row["malformed"]),
-            "unknown_events": int(row["unknown_events"])}
+def counts(nodes: Sequence[dict[str, Any]], messages: int) -> dict[str, int]:
+    """verify.json's counts, from the per-(run, node) rows of compare.node_rows."""
+    live = [n for n in nodes if n["events"]]
+    return {"events": sum(n["events"] for n in nodes), "messages": messages,
+            "nodes": len(live), "runs": len({n["run"] for n in live}),
+            "malformed": sum(n["malformed"] for n in nodes),
+            "unknown_events": sum(n["unknown"] for n in nodes)}
 
 
 def verify_document(results: Mapping[str, CheckResult], counts_: Mapping[str, int]
@@ -174,40 +169,35 @@ def analyze(paths: Sequence[str | Path], out: str | Path, master: str | None = N
     try:
         tb = build(loaded.events)
         tb.violations_dir = tables_at
-        cnt = counts(loaded, tb)
+        nodes = compare.node_rows(loaded.events)  # the first action: fills the event cache
+        cnt = counts(nodes, tb.sends.count())
         if cnt["events"] == 0:
-            from m2mc.errors import ConfigError
             raise ConfigError("the trace files hold no well-formed event")
-        results = run_checks(tb, self_delivery, pr)
+        orders: dict[str, list[str]] = {}
+        for r in tb.group_order.select("run", "order").distinct().collect():
+            orders.setdefault(r["run"], []).append(r["order"])
+        results = run_checks(tb, self_delivery, pr, {o for v in orders.values() for o in v})
         verify = verify_document(results, cnt)
         (out_dir / "verify.json").write_text(json.dumps(verify, indent=2) + "\n")
-        m = compute(tb, tables_at, pr)
-        try:
-            pr.stage("compare orderings")
-            run_rows = compare.runs(tb.events, tb.group_order, loaded.scopes)
-            info = compare.run_info(session, run_rows)
-            comparison = compare.compare_orderings(m.deliveries, info)
-            comparison["latency_vs_loss"] = compare.latency_vs_loss(m.deliveries, info)
-            comparison["repair_vs_loss"] = compare.repair_vs_loss(
-                m.summary["overhead"]["by_run"], run_rows)
-            metrics = {**m.summary, "comparison": comparison, "runs": run_rows,
-                       "self_delivery": self_delivery}
-            (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-            pr.stage("report")
-            tl_rows, tl_node, tl_run = _timeline(tb.events, run_rows, metrics, timeline_node)
-            pictures = {
-                "delay_by_ordering": plots.delay_by_ordering(m.cdf_delay),
-                "latency_by_ordering": plots.delay_by_ordering(m.cdf_latency,
-                                                               "end-to-end latency"),
-                "latency_vs_loss": plots.latency_vs_loss(comparison["latency_vs_loss"]),
-                "repair_overhead": plots.repair_overhead(comparison["repair_vs_loss"]),
-                "throughput": plots.throughput(m.throughput, metrics["throughput"]["bucket_s"]),
-                "timeline": plots.timeline(tl_rows, tl_node or "", tl_run or ""),
-            }
-            report.write(out_dir / "report.html", verify, metrics, pictures)
-        finally:
-            m.release()
-            tb.release()
+        run_rows = compare.runs(nodes, orders, loaded.scopes)
+        m = compute(tb, tables_at, compare.run_info(session, run_rows), pr)
+        metrics = {**m.summary, "runs": run_rows, "self_delivery": self_delivery}
+        metrics["comparison"]["repair_vs_loss"] = compare.repair_vs_loss(
+            m.summary["overhead"]["by_run"], run_rows)
+        (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        pr.stage("report")
+        tl_rows, tl_node, tl_run = _timeline(tb.events, run_rows, metrics, timeline_node)
+        comparison = metrics["comparison"]
+        pictures = {
+            "delay_by_ordering": plots.delay_by_ordering(m.cdf_delay),
+            "latency_by_ordering": plots.delay_by_ordering(m.cdf_latency, "end-to-end latency"),
+            "latency_vs_loss": plots.latency_vs_loss(comparison["latency_vs_loss"]),
+            "repair_overhead": plots.repair_overhead(comparison["repair_vs_loss"]),
+            "throughput": plots.throughput(m.throughput, metrics["throughput"]["bucket_s"]),
+            "timeline": plots.timeline(tl_rows, tl_node or "", tl_run or ""),
+        }
+        report.write(out_dir / "report.html", verify, metrics, pictures)
+        tb.release()
     finally:
         loaded.events.unpersist()
     bad = sum(r.violations for r in results.values())

@@ -1,13 +1,14 @@
-"""Runs and their metadata, and the side-by-side comparison of orderings.
+"""Runs and their metadata (run.json), which the comparison of orderings keys on.
 
 The same scenario run under S_b, causal and total order (a sweep over
 ``ordering``, or several ``m2mc sim`` runs) is compared on its delivery-delay
-and latency distributions: one row per (scenario, order).
+and latency distributions, one row per (scenario, order): metrics/stats.py
+computes them; this module says which run belongs to which scenario and loss.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import PurePath
 from typing import Any
 
@@ -16,7 +17,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
 from m2mc_pipeline.load import Scope
-from m2mc_pipeline.metrics.quantiles import records, summarize_by
+from m2mc_pipeline.metrics.quantiles import records
+from m2mc_pipeline.schema import EVENTS
 from m2mc_pipeline.session import small_frame
 
 _RUN_INFO = StructType([
@@ -55,28 +57,47 @@ def _number(value: Any) -> float | None:
         return None
 
 
-def runs(events: DataFrame, group_order: DataFrame, scopes: Sequence[Scope]
-         ) -> list[dict[str, Any]]:
+def node_rows(events: DataFrame) -> list[dict[str, Any]]:
+    """One small row per (run, node) over every loaded row, malformed ones included:
+    the counts of verify.json and the run table both come from it (one job)."""
+    ok = F.col("ok")
+    return records(events.groupBy("run", "node").agg(
+        F.count(F.when(ok, 1)).alias("events"),
+        F.count(F.when(~ok, 1)).alias("malformed"),
+        F.count(F.when(ok & ~F.col("event").isin(*sorted(EVENTS)), 1)).alias("unknown"),
+        F.count(F.when(ok & (F.col("event") == "send"), 1)).alias("messages"),
+        F.min("scope").alias("scope"),
+        F.min(F.when(ok, F.col("t"))).alias("t_first"),
+        F.max(F.when(ok, F.col("t"))).alias("t_last")))
+
+
+def runs(nodes: Sequence[dict[str, Any]], orders: Mapping[str, list[str]],
+         scopes: Sequence[Scope]) -> list[dict[str, Any]]:
     """One JSON-ready record per run: counts, orders, and its run.json facts."""
     by_scope = {s.index: s for s in scopes}
-    per_run = (events.groupBy("run")
-               .agg(F.count(F.lit(1)).alias("events"),
-                    F.countDistinct("node").alias("nodes"),
-                    F.count(F.when(F.col("event") == "send", 1)).alias("messages"),
-                    F.min("scope").alias("scope"),
-                    F.min("t").alias("t_first"), F.max("t").alias("t_last"))
-               .join(group_order.groupBy("run")
-                     .agg(F.array_sort(F.collect_set("order")).alias("orders")), "run", "left")
-               .orderBy("run"))
+    per_run: dict[str, dict[str, Any]] = {}
+    for n in nodes:
+        if not n["events"]:
+            continue
+        r = per_run.setdefault(n["run"], {"run": n["run"], "events": 0, "nodes": 0,
+                                          "messages": 0, "scope": n["scope"],
+                                          "t_first": n["t_first"], "t_last": n["t_last"]})
+        r["events"] += n["events"]
+        r["nodes"] += 1
+        r["messages"] += n["messages"]
+        r["t_first"] = min(r["t_first"], n["t_first"])
+        r["t_last"] = max(r["t_last"], n["t_last"])
+        if n["scope"] is not None and (r["scope"] is None or n["scope"] < r["scope"]):
+            r["scope"] = n["scope"]
     out = []
-    for r in records(per_run):
+    for r in sorted(per_run.values(), key=lambda x: str(x["run"])):
         scope = by_scope.get(r["scope"]) if r["scope"] is not None else None
         meta = scope.meta if scope else {}
         if not meta:  # run.json files that name their run
             meta = next((s.meta for s in scopes if s.meta.get("run") == r["run"]), {})
         seed = find_key(meta, "seed")
         out.append({
-            **r, "orders": r["orders"] or [],
+            **r, "orders": sorted(orders.get(r["run"], [])),
             "dir": scope.path if scope else None,
             "scenario": scenario_name(meta),
             "seed": int(seed) if _number(seed) is not None else None,
@@ -90,26 +111,6 @@ def runs(events: DataFrame, group_order: DataFrame, scopes: Sequence[Scope]
 def run_info(spark: SparkSession, run_rows: Sequence[dict[str, Any]]) -> DataFrame:
     rows = [(r["run"], r["scenario"] or "(all runs)", r["seed"], r["loss"]) for r in run_rows]
     return small_frame(spark, rows, _RUN_INFO)
-
-
-def compare_orderings(deliveries: DataFrame, info: DataFrame) -> dict[str, Any]:
-    """Delay and latency quantiles per (scenario, order), and a side-by-side view."""
-    d = deliveries.join(F.broadcast(info.select("run", "scenario")), "run", "left").fillna(
-        {"scenario": "(all runs)"})
-    delay = records(summarize_by(d, "delay", ["scenario", "order"]))
-    latency = records(summarize_by(d, "latency", ["scenario", "order"]))
-    side: dict[str, dict[str, Any]] = {}
-    for row in delay:
-        side.setdefault(row["scenario"], {})[row["order"]] = {
-            k: row[k] for k in ("count", "p50", "p90", "p99", "max")}
-    return {"delay": delay, "latency": latency, "delay_side_by_side": side}
-
-
-def latency_vs_loss(deliveries: DataFrame, info: DataFrame) -> list[dict[str, Any]]:
-    """Latency quantiles per (order, loss) over runs whose run.json gives a loss rate."""
-    d = deliveries.join(F.broadcast(info.filter(F.col("loss").isNotNull())
-                                    .select("run", "loss")), "run")
-    return records(summarize_by(d, "latency", ["order", "loss"]))
 
 
 def repair_vs_loss(overhead_rows: Sequence[dict[str, Any]], run_rows: Sequence[dict[str, Any]]

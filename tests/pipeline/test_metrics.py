@@ -59,7 +59,6 @@ def metrics(spark: Any, make_trace: Any, tmp_path_factory: pytest.TempPathFactor
     m = compute(tb, None)
     summary = dict(m.summary)
     summary["cdf_delay"] = m.cdf_delay
-    m.release()
     tb.release()
     loaded.events.unpersist()
     return summary

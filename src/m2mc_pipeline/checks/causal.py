@@ -35,13 +35,20 @@ def dependency_edges(tb: Tables) -> DataFrame:
                           F.lit(_SEND).alias("kind"))
              .unionByName(delivered.select("run", "node", "group", "mid", "t", "pos",
                                            F.lit(_DELIVER).alias("kind"))))
+    # Rows between two sends of a node form a block; ``before`` (sends strictly before
+    # the row) numbers it, and the block's last row is the send that follows them all.
+    # Growing frames (unbounded preceding) are incremental in Spark; a frame reaching to
+    # unbounded following would be recomputed per row, quadratic in a node's events.
     w = Window.partitionBy("run", "node", "group").orderBy("t", "pos")
     sent = F.when(F.col("kind") == _SEND, F.col("mid"))
+    is_send = (F.col("kind") == _SEND).cast("int")
     steps = (steps
-             .withColumn("next_send", F.first(sent, ignorenulls=True).over(
-                 w.rowsBetween(1, Window.unboundedFollowing)))
+             .withColumn("before", F.coalesce(F.sum(is_send).over(
+                 w.rowsBetween(Window.unboundedPreceding, -1)), F.lit(0)))
              .withColumn("prev_send", F.last(sent, ignorenulls=True).over(
                  w.rowsBetween(Window.unboundedPreceding, -1))))
+    block = Window.partitionBy("run", "node", "group", "before")
+    steps = steps.withColumn("next_send", F.max(sent).over(block))
     after_delivery = (steps.filter((F.col("kind") == _DELIVER) & F.col("next_send").isNotNull())
                       .select("run", "group", F.col("mid").alias("dep"),
                               F.col("next_send").alias("mid")))

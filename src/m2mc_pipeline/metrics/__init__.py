@@ -1,7 +1,13 @@
-"""All metrics of a trace: metrics.json (summaries) plus Parquet tables (docs/pipeline.md)."""
+"""All metrics of a trace: metrics.json (summaries) plus Parquet tables (docs/pipeline.md).
+
+Jobs are few on purpose: every distribution comes out of one grouping-sets
+aggregation (stats.py), and each small table is persisted once, then written
+and collected from memory.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,7 +16,8 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
 from m2mc_pipeline.metrics.delay import deliveries, osms_occupancy
-from m2mc_pipeline.metrics.quantiles import cdf_by, records, summarize_by
+from m2mc_pipeline.metrics.quantiles import records, summary_columns
+from m2mc_pipeline.metrics.stats import Distributions, split_levels, stats_frame
 from m2mc_pipeline.metrics.traffic import (
     catchup_times,
     overhead,
@@ -22,18 +29,16 @@ from m2mc_pipeline.tables import Tables
 
 # Per-node breakdowns go into metrics.json only up to this many rows (always into Parquet).
 INLINE_ROWS = 500
+THROUGHPUT_ROWS = 20_000
+_KEEP = StorageLevel.MEMORY_AND_DISK
 
 
 @dataclass(slots=True)
 class Metrics:
     summary: dict[str, Any]
-    deliveries: DataFrame          # persisted per-delivery table (delay, latency)
     cdf_delay: dict[str, list[float]] = field(default_factory=dict)
     cdf_latency: dict[str, list[float]] = field(default_factory=dict)
     throughput: list[dict[str, Any]] = field(default_factory=list)
-
-    def release(self) -> None:
-        self.deliveries.unpersist()
 
 
 def _write(df: DataFrame, tables: str | None, name: str) -> None:
@@ -41,86 +46,143 @@ def _write(df: DataFrame, tables: str | None, name: str) -> None:
         df.write.mode("overwrite").parquet(f"{tables}/{name}.parquet")
 
 
-def _inline(df: DataFrame, tables: str | None, name: str) -> dict[str, Any]:
+def _cap(rows: list[dict[str, Any]], tables: str | None, name: str) -> dict[str, Any]:
     """Small tables go inline in metrics.json; big ones only to Parquet, with a pointer."""
-    rows = records(df, INLINE_ROWS + 1)
-    if len(rows) > INLINE_ROWS:
-        return {"rows": None, "table": f"tables/{name}.parquet"}
-    return {"rows": rows, "table": f"tables/{name}.parquet" if tables is not None else None}
+    table = f"tables/{name}.parquet" if tables is not None else None
+    return {"rows": rows if len(rows) <= INLINE_ROWS else None, "table": table}
 
 
-def compute(tb: Tables, tables: str | None, progress: Any = None) -> Metrics:
-    """Every metric; Parquet tables are written under ``tables`` when given."""
+def _kept(df: DataFrame, tables: str | None, name: str,
+          collect: Callable[[DataFrame], list[dict[str, Any]]] = records
+          ) -> list[dict[str, Any]]:
+    """Persist a small derived table, write it, collect it: computed once for both."""
+    df = df.persist(_KEEP)
+    try:
+        _write(df, tables, name)
+        return collect(df)
+    finally:
+        df.unpersist()
+
+
+def compute(tb: Tables, tables: str | None, info: DataFrame | None = None,
+            progress: Any = None) -> Metrics:
+    """Every metric; Parquet tables are written under ``tables`` when given.
+
+    ``info`` (run, scenario, loss) ties runs to their scenario and loss rate for
+    the comparison of orderings and the latency-against-loss view.
+    """
     def step(name: str) -> None:
         if progress is not None:
             progress.stage(name)
 
     step("metrics: delivery delay and latency")
-    dl = deliveries(tb).persist(StorageLevel.MEMORY_AND_DISK)
-    _write(dl, tables, "deliveries")
-    delay_by_order = summarize_by(dl, "delay", ["order"])
-    delay_by_group = summarize_by(dl, "delay", ["run", "group", "order"])
-    delay_by_node = summarize_by(dl, "delay", ["run", "group", "node", "order"])
-    latency_by_order = summarize_by(dl, "latency", ["order"])
-    latency_by_group = summarize_by(dl, "latency", ["run", "group", "order"])
-    for df, name in ((delay_by_group, "delay_by_group"), (delay_by_node, "delay_by_node"),
-                     (latency_by_group, "latency_by_group")):
-        _write(df, tables, name)
-    summary: dict[str, Any] = {
+    dl = deliveries(tb)
+    if info is not None:
+        dl = dl.join(F.broadcast(info.select("run", "scenario", "loss")), "run", "left")
+    else:
+        dl = (dl.withColumn("scenario", F.lit(None).cast("string"))
+              .withColumn("loss", F.lit(None).cast("double")))
+    dl = dl.persist(_KEEP)
+    try:
+        _write(dl, tables, "deliveries")
+        dist = split_levels(_kept(stats_frame(tb.events.sparkSession, dl), tables,
+                                  "delay_latency_stats"))
+        step("metrics: out-of-sequence store")
+        occ_rows, occ_by_order = _osms(dl, tables)
+    finally:
+        dl.unpersist()
+    summary = _distributions(dist, tables)
+    summary["osms_occupancy"] = {"unit": "messages", "by_order": occ_by_order,
+                                 "by_node": _cap(occ_rows, tables, "osms_occupancy")}
+
+    step("metrics: throughput and overhead")
+    tp_df, width = throughput(tb.events)
+    tp_rows = _kept(tp_df, tables, "throughput", lambda d: records(d, THROUGHPUT_ROWS + 1))
+    if len(tp_rows) > THROUGHPUT_ROWS:
+        tp_rows = tp_rows[:THROUGHPUT_ROWS]
+        by_run = records(throughput_summary(tp_df, width))
+    else:
+        by_run = _throughput_by_run(tp_rows, width)
+    summary["throughput"] = {"bucket_s": width, "by_run": by_run}
+    summary["overhead"] = {"by_run": _kept(overhead(tb.events), tables, "overhead")}
+
+    step("metrics: repair and catch-up")
+    summary["repair"] = _repair(tb)
+    return Metrics(summary=summary, cdf_delay=dist.cdf_delay, cdf_latency=dist.cdf_latency,
+                   throughput=tp_rows)
+
+
+def _distributions(dist: Distributions, tables: str | None) -> dict[str, Any]:
+    side: dict[str, dict[str, Any]] = {}
+    for row in dist.delay["scenario"]:
+        side.setdefault(str(row["scenario"] or "(all runs)"), {})[str(row["order"])] = {
+            k: row[k] for k in ("count", "p50", "p90", "p99", "max")}
+    return {
         "delivery_delay": {
             "unit": "s", "definition": "first deliver - first recv of a message at a node",
-            "by_order": records(delay_by_order),
-            "by_group": _inline(delay_by_group, tables, "delay_by_group"),
-            "by_node": _inline(delay_by_node, tables, "delay_by_node"),
+            "by_order": dist.delay["order"],
+            "by_group": _cap(dist.delay["group"], tables, "delay_latency_stats"),
+            "by_node": _cap(dist.delay["node"], tables, "delay_latency_stats"),
         },
         "latency": {
             "unit": "s", "definition": "first deliver at a non-sender - send",
-            "by_order": records(latency_by_order),
-            "by_group": _inline(latency_by_group, tables, "latency_by_group"),
+            "by_order": dist.latency["order"],
+            "by_group": _cap(dist.latency["group"], tables, "delay_latency_stats"),
+        },
+        "comparison": {
+            "delay": dist.delay["scenario"], "latency": dist.latency["scenario"],
+            "delay_side_by_side": side,
+            "latency_vs_loss": [r for r in dist.latency["loss"] if r["loss"] is not None],
         },
     }
-    cdf_delay = cdf_by(dl, "delay", "order")
-    cdf_latency = cdf_by(dl, "latency", "order")
 
-    step("metrics: throughput and overhead")
-    tp, width = throughput(tb.events)
-    tp = tp.persist(StorageLevel.MEMORY_AND_DISK)
-    _write(tp, tables, "throughput")
-    summary["throughput"] = {"bucket_s": width,
-                             "by_run": records(throughput_summary(tp, width))}
-    tp_rows = records(tp, 20_000)
-    tp.unpersist()
-    oh = overhead(tb.events)
-    _write(oh, tables, "overhead")
-    summary["overhead"] = {"by_run": records(oh)}
 
-    step("metrics: repair and out-of-sequence store")
+def _osms(dl: DataFrame, tables: str | None) -> tuple[list[dict[str, Any]],
+                                                      list[dict[str, Any]]]:
+    occ = osms_occupancy(dl).persist(_KEEP)
+    try:
+        _write(occ, tables, "osms_occupancy")
+        by_order = records(occ.groupBy("order")
+                           .agg(F.max("max").alias("max"), F.mean("max").alias("mean_node_max"),
+                                F.mean("mean").alias("mean"))
+                           .orderBy("order"))
+        return records(occ, INLINE_ROWS + 1), by_order
+    finally:
+        occ.unpersist()
+
+
+def _throughput_by_run(rows: list[dict[str, Any]], width: float) -> list[dict[str, Any]]:
+    runs: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        agg = runs.setdefault(r["run"], {"run": r["run"], "sends": 0, "deliveries": 0,
+                                         "buckets": 0, "peak": 0})
+        agg["sends"] += r["sends"]
+        agg["deliveries"] += r["deliveries"]
+        agg["buckets"] = max(agg["buckets"], r["bucket"] + 1)
+        agg["peak"] = max(agg["peak"], r["deliveries"])
+    out = []
+    for agg in sorted(runs.values(), key=lambda a: str(a["run"])):
+        duration = agg["buckets"] * width
+        out.append({"run": agg["run"], "sends": agg["sends"], "deliveries": agg["deliveries"],
+                    "duration": duration,
+                    "deliveries_per_s": agg["deliveries"] / duration if duration else None,
+                    "peak_deliveries_per_s": agg["peak"] / width})
+    return out
+
+
+def _repair(tb: Tables) -> dict[str, Any]:
     rep = repair_times(tb.events, tb.recvd)
-    cat = catchup_times(tb.events)
-    rep_sum = summarize_by(rep.withColumn("all", F.lit("all")), "repair", ["all"])
-    cat_sum = summarize_by(cat.withColumn("all", F.lit("all")), "catchup", ["all"])
-    summary["repair"] = {
+    per_run = records(rep.rollup("run").agg(
+        *summary_columns("repair"), F.count(F.when(F.col("repair").isNull(), 1))
+        .alias("unrepaired")))
+    overall = next((r for r in per_run if r["run"] is None), None)
+    cat = records(catchup_times(tb.events).agg(*summary_columns("catchup")))
+    return {
         "unit": "s",
-        "repair_time": _first(records(rep_sum)),
-        "repair_time_by_run": records(summarize_by(rep, "repair", ["run"])),
-        "catchup_time": _first(records(cat_sum)),
-        "unrepaired": rep.filter(F.col("repair").isNull()).count(),
+        "repair_time": {k: v for k, v in (overall or {"count": 0}).items()
+                        if k not in ("run", "unrepaired")},
+        "repair_time_by_run": [{k: v for k, v in r.items() if k != "unrepaired"}
+                               for r in per_run if r["run"] is not None],
+        "catchup_time": cat[0] if cat else {"count": 0},
+        "unrepaired": int(overall["unrepaired"]) if overall else 0,
     }
-    occ = osms_occupancy(dl)
-    _write(occ, tables, "osms_occupancy")
-    occ_by_order = (occ.groupBy("order")
-                    .agg(F.max("max").alias("max"), F.mean("max").alias("mean_node_max"),
-                         F.mean("mean").alias("mean"))
-                    .orderBy("order"))
-    summary["osms_occupancy"] = {"unit": "messages", "by_order": records(occ_by_order),
-                                 "by_node": _inline(occ, tables, "osms_occupancy")}
-    return Metrics(summary=summary, deliveries=dl, cdf_delay=cdf_delay,
-                   cdf_latency=cdf_latency, throughput=tp_rows)
-
-
-def _first(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    if not rows:
-        return {"count": 0}
-    row = dict(rows[0])
-    row.pop("all", None)
-    return row

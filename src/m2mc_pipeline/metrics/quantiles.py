@@ -7,7 +7,6 @@ that for groups of up to 10,000 values, and is within 1/10,000 in rank above).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import pyspark.sql.functions as F
@@ -23,20 +22,6 @@ def summary_columns(value: str) -> list[Column]:
             F.mean(value).alias("mean"),
             q[0].alias("p50"), q[1].alias("p90"), q[2].alias("p99"),
             F.max(value).alias("max")]
-
-
-def summarize_by(df: DataFrame, value: str, by: Sequence[str]) -> DataFrame:
-    """One row per ``by`` key: count, mean, p50, p90, p99, max of ``value`` (nulls skipped)."""
-    return (df.filter(F.col(value).isNotNull()).groupBy(*by).agg(*summary_columns(value))
-            .orderBy(*by))
-
-
-def cdf_by(df: DataFrame, value: str, by: str, points: int = 100) -> dict[str, list[float]]:
-    """``{key: [q_1%, ..., q_100%]}``: a distribution in ``points`` quantiles, for plots."""
-    probs = [(i + 1) / points for i in range(points)]
-    rows = (df.filter(F.col(value).isNotNull()).groupBy(by)
-            .agg(F.percentile_approx(F.col(value), probs, ACCURACY).alias("q")).collect())
-    return {str(r[by]): [float(x) for x in r["q"]] for r in rows}
 
 
 def records(df: DataFrame, limit: int | None = None) -> list[dict[str, Any]]:

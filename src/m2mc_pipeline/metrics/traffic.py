@@ -123,9 +123,11 @@ def repair_times(events: DataFrame, recvd: DataFrame) -> DataFrame:
 def catchup_times(events: DataFrame) -> DataFrame:
     """``(run, node, group, catchup)``: each sync_req to the node's next sync_resp."""
     sync = events.filter(F.col("event").isin(SYNC_REQ, SYNC_RESP) & ~_suppressed())
-    w = Window.partitionBy("run", "node", "group").orderBy("t", "pos")
+    # Latest-first order with a growing frame: "the next response" without a frame
+    # reaching to unbounded following (which Spark recomputes per row).
+    w = Window.partitionBy("run", "node", "group").orderBy(F.desc("t"), F.desc("pos"))
     resp_t = F.when(F.col("event") == SYNC_RESP, F.col("t"))
-    return (sync.withColumn("t_resp", F.first(resp_t, ignorenulls=True).over(
-        w.rowsBetween(1, Window.unboundedFollowing)))
+    return (sync.withColumn("t_resp", F.last(resp_t, ignorenulls=True).over(
+        w.rowsBetween(Window.unboundedPreceding, -1)))
         .filter(F.col("event") == SYNC_REQ)
         .select("run", "node", "group", (F.col("t_resp") - F.col("t")).alias("catchup")))
