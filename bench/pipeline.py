@@ -187,7 +187,8 @@ CREATE TEMP TABLE gone AS
 """
 
 DUCKDB_CHECKS = {
-    "unexpected": """SELECT count(*) FROM delivered d ANTI JOIN sends s USING (run, "group", mid)""",
+    "unexpected": """SELECT count(*) FROM delivered d
+                     ANTI JOIN sends s USING (run, "group", mid)""",
     "duplicated": "SELECT count(*) FROM delivered WHERE n > 1",
     "lost": """
       WITH expected AS (
@@ -346,9 +347,10 @@ def main(argv: list[str] | None = None) -> int:
             small, big = report["sizes"][keys[0]], report["sizes"][keys[-1]]
             report["scaling"] = {
                 "events_factor": round(big["events"] / small["events"], 2),
-                "spark_checks_time_factor": round(big["spark_checks_s"] / small["spark_checks_s"], 2),
-                "spark_analyze_time_factor": round(big["spark_analyze_s"] / small["spark_analyze_s"],
-                                                   2),
+                "spark_checks_time_factor": round(
+                    big["spark_checks_s"] / small["spark_checks_s"], 2),
+                "spark_analyze_time_factor": round(
+                    big["spark_analyze_s"] / small["spark_analyze_s"], 2),
             }
         report["targets"] = {
             "checks_within_10x_duckdb": all(s["ratio_checks_spark_over_duckdb"] <= 10
