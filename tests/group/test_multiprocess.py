@@ -63,3 +63,13 @@ def test_four_processes_leave_rejoin_and_kill_9(tmp_path: Path) -> None:
     for pid in "abcd":
         delivered = {r["mid"] for r in rows if r["event"] == "deliver" and r["node"] == pid}
         assert len(delivered) == 160
+
+
+def test_bench_throughput_prints_the_contract_json(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("M2MC_")}
+    child = Child(["bench", "throughput", "--receivers", "2", "--count", "300", "--size", "50"],
+                  env=env, cwd=tmp_path)
+    assert child.finish(WAIT) == 0, child.stderr[-5:]
+    last = json.loads(child.stdout[-1])
+    assert set(last) == {"sent", "received_min", "msgs_per_s", "seconds"}
+    assert last["sent"] == 300 and last["received_min"] == 300 and last["msgs_per_s"] > 0

@@ -34,7 +34,7 @@ from m2mc.errors import UsageError
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("bench", help="measure throughput of the group layer",
                                    description="Benchmarks of the group layer over loopback.")
-    sub = parser.add_subparsers(dest="bench", metavar="BENCH", parser_class=type(parser))
+    sub = parser.add_subparsers(dest="bench", metavar="{throughput}", parser_class=type(parser))
     t = sub.add_parser("throughput", help="messages/s per receiver through the group layer",
                        description=__doc__.split("\n\n")[1] if __doc__ else None)
     _common(t)
@@ -46,7 +46,7 @@ def register(subparsers: Any) -> None:
                    help="also print each process's counters and CPU time")
     t.set_defaults(func=run_throughput)
     for role in ("_receiver", "_sender"):
-        r = sub.add_parser(role, help=argparse.SUPPRESS)
+        r = sub.add_parser(role)  # internal: the processes the benchmark starts
         _common(r)
         r.add_argument("--channel", required=True)
         r.add_argument("--pid", required=True)
