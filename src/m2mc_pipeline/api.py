@@ -94,13 +94,21 @@ def run_checks(tb: Tables, self_delivery: bool = True, progress: Progress | None
     return results
 
 
-def counts(nodes: Sequence[dict[str, Any]], messages: int) -> dict[str, int]:
-    """verify.json's counts, from the per-(run, node) rows of compare.node_rows."""
+def counts(nodes: Sequence[dict[str, Any]], sends: DataFrame) -> dict[str, int]:
+    """verify.json's counts, from the per-(run, node) rows of compare.node_rows.
+
+    ``messages`` counts distinct (run, group, mid) sent; ``sent_twice`` the messages
+    with more than one ``send`` event (a writer's bug: each is counted once here).
+    """
+    per_msg = sends.groupBy("run", "group", "mid").count()
+    msgs = per_msg.agg(F.count(F.lit(1)).alias("messages"),
+                       F.count(F.when(F.col("count") > 1, 1)).alias("twice")).collect()[0]
     live = [n for n in nodes if n["events"]]
-    return {"events": sum(n["events"] for n in nodes), "messages": messages,
+    return {"events": sum(n["events"] for n in nodes), "messages": int(msgs["messages"]),
             "nodes": len(live), "runs": len({n["run"] for n in live}),
             "malformed": sum(n["malformed"] for n in nodes),
-            "unknown_events": sum(n["unknown"] for n in nodes)}
+            "unknown_events": sum(n["unknown"] for n in nodes),
+            "sent_twice": int(msgs["twice"])}
 
 
 def verify_document(results: Mapping[str, CheckResult], counts_: Mapping[str, int]
@@ -170,7 +178,7 @@ def analyze(paths: Sequence[str | Path], out: str | Path, master: str | None = N
         tb = build(loaded.events)
         tb.violations_dir = tables_at
         nodes = compare.node_rows(loaded.events)  # the first action: fills the event cache
-        cnt = counts(nodes, tb.sends.count())
+        cnt = counts(nodes, tb.sends)
         if cnt["events"] == 0:
             raise ConfigError("the trace files hold no well-formed event")
         orders: dict[str, list[str]] = {}

@@ -95,8 +95,15 @@ def get_session(master: str | None = None, *, app_name: str = "m2mc-pipeline",
     if active is not None:
         return active
     spark_conf = build_conf(master, app_name, conf)
-    if "PYSPARK_GATEWAY_PORT" in os.environ:  # under spark-submit: the JVM exists already
-        spark = SparkSession.builder.config(conf=spark_conf).getOrCreate()
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        # Under spark-submit: the JVM exists and spark-submit's --master and --conf rule;
+        # only what the caller asked for explicitly is added.
+        builder = SparkSession.builder.appName(app_name)
+        if master:
+            builder = builder.master(master)
+        for key, value in (conf or {}).items():
+            builder = builder.config(key, value)
+        spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("WARN")
         return spark
     if is_local(spark_conf.get("spark.master") or DEFAULT_MASTER):

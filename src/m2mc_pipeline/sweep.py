@@ -152,17 +152,34 @@ def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def apply_params(scenario: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of ``scenario`` with each dotted-path parameter set (tables created as needed)."""
+    """A copy of ``scenario`` with each dotted-path parameter set.
+
+    ``network.loss`` sets a key of a table (tables are created as needed);
+    ``groups.0.order`` indexes an array of tables (``[[groups]]``) from 0.
+    """
     doc: dict[str, Any] = json.loads(json.dumps(scenario))
     for path, value in params.items():
-        node = doc
+        node: Any = doc
         parts = path.split(".")
-        for part in parts[:-1]:
-            nxt = node.setdefault(part, {})
-            if not isinstance(nxt, dict):
-                raise ConfigError(f"sweep: {path!r}: {part!r} is not a table in the scenario")
-            node = nxt
-        node[parts[-1]] = value
+        for depth, part in enumerate(parts):
+            last = depth == len(parts) - 1
+            where = ".".join(parts[:depth + 1])
+            if isinstance(node, list):
+                if not part.isdigit() or int(part) >= len(node):
+                    raise ConfigError(f"sweep: {path!r}: {where!r} is not an index of the "
+                                      f"array (0..{len(node) - 1})")
+                if last:
+                    node[int(part)] = value
+                else:
+                    node = node[int(part)]
+            elif isinstance(node, dict):
+                if last:
+                    node[part] = value
+                else:
+                    node = node.setdefault(part, {})
+            else:
+                raise ConfigError(f"sweep: {path!r}: {'.'.join(parts[:depth])!r} is not a "
+                                  "table in the scenario")
     return doc
 
 

@@ -98,6 +98,10 @@ def test_apply_params_sets_dotted_paths() -> None:
     assert doc["network"]["loss"] == 0.0  # the original is not modified
     with pytest.raises(ConfigError, match="not a table"):
         apply_params(doc, {"name.sub": 1})
+    groups = {"groups": [{"order": "sb"}, {"order": "sb"}]}
+    assert apply_params(groups, {"groups.1.order": "total"})["groups"][1] == {"order": "total"}
+    with pytest.raises(ConfigError, match="not an index"):
+        apply_params(groups, {"groups.2.order": "total"})
 
 
 def test_a_task_runs_the_real_simulator_and_records_its_parameters(tmp_path: Path) -> None:
