@@ -162,6 +162,7 @@ async def trial(missed: int, size: int, warmup: int) -> dict[str, Any]:
                 a_stats = node._node().group_stats(GROUP)
                 result["a_sync_responses"] = a_stats.get("responses_sent")
                 result["a_sync_suppressed"] = a_stats.get("responses_suppressed")
+                result["a_flow_timeouts"] = node._node().m2mp.stats.flow_timeouts
                 b.terminate()
                 b_out = b.communicate()[0].strip().splitlines()
                 if b_out:
