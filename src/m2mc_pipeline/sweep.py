@@ -224,8 +224,12 @@ def run_task(task: SweepTask, runs_dir: str, timeout: float, runner: Runner) -> 
     try:
         where.mkdir(parents=True, exist_ok=True)
         base = tomllib.loads(Path(task.scenario).read_text())
+        doc = apply_params(base, task.params)
+        # One run id per task: every task of a scenario would otherwise be "<name>-<seed>",
+        # and the pipeline would take six runs for one and count their deliveries together.
+        doc.setdefault("run", {})["id"] = f"{doc.get('name', Path(task.scenario).stem)}-{task.task}"
         scenario_file = where / "scenario.toml"
-        scenario_file.write_text(tomli_w.dumps(apply_params(base, task.params)))
+        scenario_file.write_text(tomli_w.dumps(doc))
         runner(scenario_file, task.seed, where, timeout)
         _annotate(where, task)
         return TaskOutcome(task.task, task.scenario, task.seed, task.params, True,

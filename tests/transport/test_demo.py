@@ -20,7 +20,7 @@ pytestmark = pytest.mark.multiprocess
 def test_demo_passes_and_writes_its_results(tmp_path: Path,
                                             isolated_env: dict[str, str]) -> None:
     out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "m2mc.cli", "demo", "--out", str(out)],
+    done = subprocess.run([sys.executable, "-m", "m2mc.cli", "demo", "--quick", "--out", str(out)],
                           cwd=tmp_path, env=isolated_env, capture_output=True, timeout=120)
     assert done.returncode == 0, done.stdout.decode() + done.stderr.decode()
     report = json.loads((out / "demo.json").read_text())
@@ -43,7 +43,7 @@ def test_a_failing_step_makes_the_demo_exit_1(monkeypatch: pytest.MonkeyPatch,
 
     monkeypatch.setattr(demo, "STEPS", [("fine", fine)])
     demo.add_step("lost", lost)
-    assert demo.run(argparse.Namespace(out=str(tmp_path), seed=1)) == 1
+    assert demo.run(argparse.Namespace(out=str(tmp_path), seed=1, quick=True)) == 1
     assert ran == ["fine", "lost"]
     report = json.loads((tmp_path / "demo.json").read_text())
     assert [s["ok"] for s in report["steps"]] == [True, False]

@@ -260,9 +260,16 @@ def run_steps(ctx: DemoContext, steps: Sequence[tuple[str, DemoStep]] | None = N
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "demo", help="the main job, end to end, on embedded defaults",
-        description="A tour of m2mc with real processes on loopback: multicast listeners "
-                    "and senders, then the M2MP daemon serving local processes.")
-    parser.add_argument("--out", metavar="DIR", help="write demo.json (the results) here")
+        description="The main job, end to end, on loopback: M2MP listeners and senders over "
+                    "multicast, the M2MP daemon serving local processes, threaded-chat bots "
+                    "on real nodes in an S_b, a causal and a total-order group, a simulator "
+                    "sweep comparing the orderings (as Spark tasks), and the PySpark pipeline "
+                    "over all of it: verify.json, metrics.json and report.html under --out.")
+    parser.add_argument("--out", metavar="DIR", default=None,
+                        help="write demo.json, the traces and the report here "
+                             "(default: demo-out for the full tour)")
+    parser.add_argument("--quick", action="store_true",
+                        help="only the M2MP steps (multicast, daemon): seconds, no Spark")
     parser.add_argument("--seed", type=int, default=None,
                         help="seed for payloads and group/port choice (default: random)")
     parser.set_defaults(func=run)
@@ -273,6 +280,10 @@ def run(args: argparse.Namespace) -> int:
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
     ctx = DemoContext(out=out, rng=random.Random(args.seed))
+    if not getattr(args, "quick", False) and not any(name == "pipeline" for name, _ in STEPS):
+        from m2mc.demo.steps import register as register_full_tour
+
+        register_full_tour()
     started = time.monotonic()
     results = run_steps(ctx)
     passed = sum(r.ok for r in results)

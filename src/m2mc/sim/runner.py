@@ -76,7 +76,7 @@ def run_scenario(scenario: Path | str | Mapping[str, Any], seed: int, out: Path,
     wall = time.perf_counter()
     spec, drawn = resolve(scenario, seed, swarm)
     out = Path(out)
-    run_id = f"{spec.name}-{seed}" + ("-swarm" if swarm else "")
+    run_id = f"{spec.run_name or spec.name}-{seed}" + ("-swarm" if swarm else "")
     trace_dir = out / "trace"
     _clear_old_traces(trace_dir)
     tracing = spec.trace.enabled if trace is None else trace

@@ -162,6 +162,7 @@ class Scenario:
     area: tuple[float, float, float, float]
     swarm: Mapping[str, Any]
     raw: Mapping[str, Any]
+    run_name: str = ""  # [run] id: the trace's run column is "<run_name>-<seed>"
 
     @property
     def stack_kind(self) -> str:
@@ -202,6 +203,11 @@ def parse_scenario(data: Mapping[str, Any], default_name: str) -> Scenario:
     run = top.table("run")
     chaos = run.number("chaos", above=0.0)
     heal = run.number("heal", 10.0, low=0.0)
+    # The trace's run column is "<id>-<seed>"; id defaults to the scenario's name. A sweep
+    # sets it per task so that runs of one scenario stay apart in the pipeline.
+    run_name = run.string("id", name)
+    if not run_name:
+        raise run.fail("id", "must not be empty")
     run.finish()
 
     stack = top.table("stack")
@@ -264,6 +270,7 @@ def parse_scenario(data: Mapping[str, Any], default_name: str) -> Scenario:
             raise ConfigError(f"{where}: at={when} is not inside the chaos phase (< {chaos})")
     return Scenario(
         name=name, description=description, chaos=chaos, heal=heal, stack=stack_params,
+        run_name=run_name,
         trace=trace, domains=domains, links=links, nodes=nodes, groups=groups,
         partitions=partitions, crashes=crashes, schedule=schedule, cells=cells,
         mobility_tick=tick, area=(area[0], area[1], area[2], area[3]), swarm=dict(swarm),
