@@ -84,7 +84,7 @@ def step_pipeline(ctx: DemoContext) -> StepResult:
     spec = spec_from_dict(SWEEP)
     session = get_session(None, log_path=out / "spark.log")
     try:
-        swept = sweep(spec, out / "sweep", spark=session)
+        swept = sweep(spec, out / "sweep", spark=session, analyze_runs=False)
         runs = sorted(p for p in (out / "sweep" / "runs").iterdir() if (p / "run.json").exists())
         inputs: list[Path] = [out / "real", *runs]
         result = analyze(inputs, out, spark=session)
