@@ -117,3 +117,51 @@ def test_fifo_random_arrivals(scenario: tuple[list[Message], list[Message]]) -> 
         assert o.held_count == len(arrived) - len(delivered)
     assert sorted(d.mid for d in delivered) == sorted(x.mid for x in messages)
     assert o.duplicates == len(arrival) - len(messages)
+
+
+def reply(text: str, parent: str) -> Message:
+    return Message(MessageId.parse(text), parent=MessageId.parse(parent))
+
+
+def test_fifo_keeps_s_b_a_reply_waits_for_the_message_it_answers() -> None:
+    # CONTRACTS section 5: sb_order applies to every group, FIFO ones included.
+    o = FifoOrder()
+    assert o.receive(reply("B:1", "A:1")) == []  # B's first message answers A:1
+    assert o.missing() == [MessageId("A", 1)]
+    assert o.receive(reply("B:2", "B:1")) == []  # FIFO behind B:1
+    assert ids(o.receive(m("A:1"))) == ["A:1", "B:1", "B:2"]
+    assert o.held_count == 0 and o.missing() == []
+
+
+def test_fifo_preload_releases_replies_to_preloaded_messages() -> None:
+    o = FifoOrder()
+    assert o.receive(reply("B:1", "A:1")) == []
+    o.preload([m("A:1")])
+    assert ids(o.take_ready()) == ["B:1"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 120), st.floats(0.0, 0.3))
+def test_fifo_with_replies_random_arrivals_fifo_and_s_b_hold(seed: int, n: int,
+                                                             dup: float) -> None:
+    import random
+
+    from m2mc.ordering.workload import reply_tree
+
+    rng = random.Random(seed)
+    messages = reply_tree(rng, n, senders=4)
+    arrivals = list(messages) + [x for x in messages if rng.random() < dup]
+    rng.shuffle(arrivals)
+    o = FifoOrder()
+    out: list[Message] = []
+    for x in arrivals:
+        out.extend(o.receive(x))
+    assert sorted(ids(out)) == sorted(ids(messages))  # each exactly once
+    position = {str(x.mid): i for i, x in enumerate(out)}
+    last: dict[str, int] = {}
+    for x in out:
+        assert x.mid.seq == last.get(x.mid.pid, 0) + 1  # FIFO from 1
+        last[x.mid.pid] = x.mid.seq
+        if not x.parent.is_root:
+            assert position[str(x.parent)] < position[str(x.mid)]  # S_b
+    assert o.held_count == 0
