@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -223,7 +224,11 @@ def _tables_location(spark: SparkSession, out_dir: Path, tables: str | None,
     if tables is not None:
         return tables.rstrip("/")
     if is_local(spark.sparkContext.master or ""):
-        return str(out_dir / "tables")
+        local = out_dir / "tables"
+        # A check clean now must not leave the violations of an earlier run behind.
+        for stale in local.glob("violations_*.parquet"):
+            shutil.rmtree(stale, ignore_errors=True)
+        return str(local)
     pr.note("cluster master and no --tables: Parquet tables skipped "
             "(give a shared path, e.g. --tables hdfs:///m2mc/tables)")
     return None
@@ -250,7 +255,8 @@ class SweepResult:
 def sweep(spec: str | Path | SweepSpec, out: str | Path, master: str | None = None, *,
           runner: Runner | None = None, spark: SparkSession | None = None,
           conf: Mapping[str, str] | None = None, progress: bool = True, stop: bool = False,
-          timeline_node: str | None = None, self_delivery: bool = True) -> SweepResult:
+          timeline_node: str | None = None, self_delivery: bool = True,
+          analyze_runs: bool = True) -> SweepResult:
     """Run the grid of ``spec`` (a sweep TOML file or a SweepSpec) as Spark tasks, then analyse.
 
     Writes ``out/runs/<task>/`` (scenario.toml and the trace of each simulation),
@@ -282,7 +288,7 @@ def sweep(spec: str | Path | SweepSpec, out: str | Path, master: str | None = No
                     f"params {json.dumps(o.params, sort_keys=True)}: {o.error}")
     done = [runs_dir / o.task for o in outcomes if o.ok]
     analysis = None
-    if done:
+    if done and analyze_runs:  # False: the caller analyses the runs with other traces
         analysis = analyze(done, out_dir, spark=session, timeline_node=timeline_node,
                            self_delivery=self_delivery, progress=progress)
     if stop and owned:

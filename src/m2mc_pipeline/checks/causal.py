@@ -18,29 +18,30 @@ the group when d was sent (and n did not send d itself). All joins, no UDF.
 from __future__ import annotations
 
 import pyspark.sql.functions as F
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Window
 
 from m2mc_pipeline.checks.base import CheckResult, summarize
-from m2mc_pipeline.tables import Tables, with_order
+from m2mc_pipeline.tables import Tables, before, with_order
 
 _SEND, _DELIVER = 1, 0
 
 
 def dependency_edges(tb: Tables) -> DataFrame:
-    """``(run, group, dep, mid)``: dep happened directly before the send of mid."""
+    """``(dk, mk)``: message dk happened directly before the send of message mk."""
     sends = with_order(tb.sends, tb.group_order, "causal")
     delivered = with_order(tb.delivered, tb.group_order, "causal")
-    steps = (sends.select("run", F.col("sender").alias("node"), "group", "mid",
+    steps = (sends.select("run", F.col("sender").alias("node"), "group", "mk",
                           F.col("t_send").alias("t"), F.col("pos_send").alias("pos"),
                           F.lit(_SEND).alias("kind"))
-             .unionByName(delivered.select("run", "node", "group", "mid", "t", "pos",
+             .unionByName(delivered.select("run", "node", "group", "mk", "t", "pos",
                                            F.lit(_DELIVER).alias("kind"))))
     # Rows between two sends of a node form a block; ``before`` (sends strictly before
     # the row) numbers it, and the block's last row is the send that follows them all.
     # Growing frames (unbounded preceding) are incremental in Spark; a frame reaching to
     # unbounded following would be recomputed per row, quadratic in a node's events.
     w = Window.partitionBy("run", "node", "group").orderBy("t", "pos")
-    sent = F.when(F.col("kind") == _SEND, F.col("mid"))
+    sent = F.when(F.col("kind") == _SEND, F.col("mk"))
     is_send = (F.col("kind") == _SEND).cast("int")
     steps = (steps
              .withColumn("before", F.coalesce(F.sum(is_send).over(
@@ -50,48 +51,57 @@ def dependency_edges(tb: Tables) -> DataFrame:
     block = Window.partitionBy("run", "node", "group", "before")
     steps = steps.withColumn("next_send", F.max(sent).over(block))
     after_delivery = (steps.filter((F.col("kind") == _DELIVER) & F.col("next_send").isNotNull())
-                      .select("run", "group", F.col("mid").alias("dep"),
-                              F.col("next_send").alias("mid")))
+                      .select(F.col("mk").alias("dk"), F.col("next_send").alias("mk")))
     after_send = (steps.filter((F.col("kind") == _SEND) & F.col("prev_send").isNotNull())
-                  .select("run", "group", F.col("prev_send").alias("dep"), "mid"))
+                  .select(F.col("prev_send").alias("dk"), "mk"))
     return after_delivery.unionByName(after_send)
 
 
 def causal_order(tb: Tables) -> CheckResult:
     delivered = with_order(tb.delivered, tb.group_order, "causal")
-    edges = dependency_edges(tb)
-    at = delivered.select("run", "group", "mid", "node", "key")
-    dep_at = delivered.select("run", "group", F.col("mid").alias("dep"), "node",
-                              F.col("key").alias("dep_key"))
-    candidates = (edges.join(at, ["run", "group", "mid"])
-                  .join(dep_at, ["run", "group", "dep", "node"], "left")
-                  .filter(F.col("dep_key").isNull() | (F.col("dep_key") > F.col("key"))))
+    at = delivered.select("mk", "nk", "t", "pos")
+    dep_at = delivered.select(F.col("mk").alias("dk"), "nk", F.col("t").alias("dep_t"),
+                              F.col("pos").alias("dep_pos"))
+    candidates = (dependency_edges(tb).join(at, "mk")
+                  .join(dep_at, ["dk", "nk"], "left")
+                  .filter(F.col("dep_t").isNull() | before("t", "pos", "dep_t", "dep_pos"))
+                  .select("mk", "dk", "nk", "t", "dep_t")
+                  .persist(StorageLevel.MEMORY_AND_DISK))
+    try:
+        if candidates.isEmpty():  # the usual case: the heavy part is done
+            return CheckResult(name="causal_order", violations=0)
+        return summarize("causal_order", _explain(tb, delivered, candidates),
+                         ["run", "node", "t_deliver", "mid", "dep"], save_to=tb.violations_dir)
+    finally:
+        candidates.unpersist()
+
+
+def _explain(tb: Tables, delivered: DataFrame, candidates: DataFrame) -> DataFrame:
+    """Name the candidates, and drop the dependencies a node could not have had."""
+    names = delivered.select("mk", "nk", "run", "node", "group", "mid")
+    dep_send = tb.sends.select(F.col("mk").alias("dk"), F.col("mid").alias("dep"),
+                               F.col("nk").alias("dep_sender"),
+                               F.col("t_send").alias("dep_t_send"))
+    named = (candidates.join(names, ["mk", "nk"]).join(dep_send, "dk", "left"))
     # A dependency never delivered at n is excused when n could not have had it:
     # n sent it itself, or n was not a member when it was sent. (A dependency that
     # was never sent at all is the ``unexpected`` check's business.)
-    dep_send = tb.sends.select("run", "group", F.col("mid").alias("dep"),
-                               F.col("sender").alias("dep_sender"),
-                               F.col("t_send").alias("dep_t_send"))
     member = tb.intervals.select("run", "node", "group", "join_t", "leave_t")
-    missing = (candidates.filter(F.col("dep_key").isNull())
-               .join(dep_send, ["run", "group", "dep"], "left")
-               .filter(F.col("dep_sender").isNull() | (F.col("dep_sender") != F.col("node")))
+    missing = (named.filter(F.col("dep_t").isNull() & F.col("dep_sender").isNotNull()
+                            & (F.col("dep_sender") != F.col("nk")))
                .join(member, ["run", "node", "group"], "left")
                .withColumn("was_member", F.col("join_t").isNotNull()
                            & (F.col("join_t") <= F.col("dep_t_send"))
                            & (F.col("leave_t").isNull()
                               | (F.col("dep_t_send") <= F.col("leave_t"))))
-               .groupBy("run", "node", "group", "mid", "dep", "key")
+               .groupBy("run", "node", "group", "mid", "dep", "t", "dep_t")
                .agg(F.max("was_member").alias("was_member"))
                .filter(F.col("was_member"))
-               .select("run", "node", "group", "mid", "dep", "key",
-                       F.lit(None).cast("struct<t:double,pos:bigint>").alias("dep_key")))
-    late = candidates.filter(F.col("dep_key").isNotNull()).select(
-        "run", "node", "group", "mid", "dep", "key", "dep_key")
-    bad = (late.unionByName(missing).dropDuplicates(["run", "node", "group", "mid", "dep"])
-           .select("run", "node", "group", "mid", "dep",
-                   F.col("key.t").alias("t_deliver"), F.col("dep_key.t").alias("t_dep"),
-                   F.when(F.col("dep_key").isNull(), "dependency never delivered")
-                   .otherwise("dependency delivered after").alias("problem")))
-    return summarize("causal_order", bad, ["run", "node", "t_deliver", "mid", "dep"],
-                     save_to=tb.violations_dir)
+               .drop("was_member"))
+    late = named.filter(F.col("dep_t").isNotNull()).select(
+        "run", "node", "group", "mid", "dep", "t", "dep_t")
+    return (late.unionByName(missing).dropDuplicates(["run", "node", "group", "mid", "dep"])
+            .select("run", "node", "group", "mid", "dep", F.col("t").alias("t_deliver"),
+                    F.col("dep_t").alias("t_dep"),
+                    F.when(F.col("dep_t").isNull(), "dependency never delivered")
+                    .otherwise("dependency delivered after").alias("problem")))

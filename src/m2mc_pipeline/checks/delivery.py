@@ -16,13 +16,13 @@ import pyspark.sql.functions as F
 from pyspark.sql import DataFrame
 
 from m2mc_pipeline.checks.base import CheckResult, summarize
-from m2mc_pipeline.tables import Tables
+from m2mc_pipeline.tables import Tables, node_key
 
 MSG = ["run", "group", "mid"]
 
 
 def unexpected(tb: Tables) -> CheckResult:
-    bad = (tb.delivered.join(tb.sends.select(*MSG), MSG, "left_anti")
+    bad = (tb.delivered.join(tb.sends.select("mk"), "mk", "left_anti")
            .select("run", "node", "group", "mid", F.col("t").alias("t_deliver")))
     return summarize("unexpected", bad, ["run", "node", "t_deliver", "mid"],
                      save_to=tb.violations_dir)
@@ -37,7 +37,7 @@ def duplicated(tb: Tables) -> CheckResult:
 
 
 def expected_deliveries(tb: Tables, self_delivery: bool = True) -> DataFrame:
-    """``(run, group, mid, node, sender, t_send)``: who had to deliver each message.
+    """``(mk, nk, run, group, mid, node, sender, t_send)``: who had to deliver what.
 
     Every member at send time, the sender included when ``self_delivery`` (the
     S_b sender delivers its own message locally, seeds/003 IV). Exemptions of
@@ -45,36 +45,36 @@ def expected_deliveries(tb: Tables, self_delivery: bool = True) -> DataFrame:
     """
     iv = tb.intervals
     members = (tb.sends.alias("s")
-               .join(iv.alias("i"),
+               .join(F.broadcast(iv.alias("i")),
                      (F.col("s.run") == F.col("i.run")) & (F.col("s.group") == F.col("i.group"))
                      & (F.col("i.join_t") <= F.col("s.t_send"))
                      & (F.col("i.leave_t").isNull() | (F.col("s.t_send") <= F.col("i.leave_t"))))
-               .select("s.run", "s.group", "s.mid", "i.node", "s.sender", "s.t_send"))
+               .select("s.mk", node_key("s.run", "i.node").alias("nk"), "s.run", "s.group",
+                       "s.mid", "i.node", "s.sender", "s.t_send"))
     if not self_delivery:
         members = members.filter(F.col("node") != F.col("sender"))
     return members
 
 
 def exempt_messages(tb: Tables) -> DataFrame:
-    """``(run, group, mid)`` of messages whose sender crashed for good before any
-    node other than the sender delivered them."""
+    """``(mk)`` of messages whose sender crashed for good before any node other than
+    the sender delivered them."""
     gone = tb.gone.select("run", F.col("node").alias("sender"), "crash_t")
-    doomed = tb.sends.join(F.broadcast(gone), ["run", "sender"]).select(*MSG, "sender",
-                                                                         "crash_t")
-    first_elsewhere = (tb.delivered.join(F.broadcast(doomed), MSG)
-                       .filter(F.col("node") != F.col("sender"))
-                       .groupBy(*MSG).agg(F.min("t").alias("first_t")))
-    return (doomed.join(first_elsewhere, MSG, "left")
+    doomed = tb.sends.join(F.broadcast(gone), ["run", "sender"]).select("mk", "nk", "crash_t")
+    first_elsewhere = (tb.delivered.select("mk", F.col("nk").alias("at"), "t")
+                       .join(F.broadcast(doomed), "mk")
+                       .filter(F.col("at") != F.col("nk"))
+                       .groupBy("mk").agg(F.min("t").alias("first_t")))
+    return (doomed.join(first_elsewhere, "mk", "left")
             .filter(F.col("first_t").isNull() | (F.col("first_t") > F.col("crash_t")))
-            .select(*MSG))
+            .select("mk"))
 
 
 def lost(tb: Tables, self_delivery: bool = True) -> CheckResult:
     expected = expected_deliveries(tb, self_delivery)
     expected = expected.join(F.broadcast(tb.gone.select("run", "node")), ["run", "node"],
                              "left_anti")
-    expected = expected.join(exempt_messages(tb), MSG, "left_anti")
-    bad = expected.join(tb.delivered.select("run", "node", "group", "mid"),
-                        ["run", "node", "group", "mid"], "left_anti")
+    expected = expected.join(exempt_messages(tb), "mk", "left_anti")
+    bad = expected.join(tb.delivered.select("mk", "nk"), ["mk", "nk"], "left_anti")
     return summarize("lost", bad.select("run", "node", "group", "mid", "sender", "t_send"),
                      ["run", "node", "t_send", "mid"], save_to=tb.violations_dir)

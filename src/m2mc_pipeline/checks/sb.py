@@ -12,22 +12,21 @@ from __future__ import annotations
 import pyspark.sql.functions as F
 
 from m2mc_pipeline.checks.base import CheckResult, summarize
-from m2mc_pipeline.tables import Tables
+from m2mc_pipeline.tables import Tables, before
 
 
 def sb_order(tb: Tables) -> CheckResult:
-    children = (tb.sends.filter(F.col("parent").isNotNull() & (F.col("parent") != ""))
-                .select("run", "group", "mid", "parent"))
-    child = (tb.delivered.join(children, ["run", "group", "mid"])
-             .select("run", "node", "group", "mid", "parent", "key"))
-    parent = tb.delivered.select("run", "node", "group", F.col("mid").alias("parent"),
-                                 F.col("key").alias("parent_key"))
-    bad = (child.join(parent, ["run", "node", "group", "parent"], "left")
-           .filter(F.col("parent_key").isNull() | (F.col("parent_key") > F.col("key")))
+    children = tb.sends.filter(F.col("pk").isNotNull()).select("mk", "pk", "parent")
+    child = tb.delivered.join(children, "mk").select("run", "node", "group", "mid", "parent",
+                                                     "pk", "nk", "t", "pos")
+    parent = tb.delivered.select(F.col("mk").alias("pk"), "nk", F.col("t").alias("parent_t"),
+                                 F.col("pos").alias("parent_pos"))
+    never = F.col("parent_t").isNull()
+    bad = (child.join(parent, ["pk", "nk"], "left")
+           .filter(never | before("t", "pos", "parent_t", "parent_pos"))
            .select("run", "node", "group", "mid", "parent",
-                   F.col("key.t").alias("t_child"),
-                   F.col("parent_key.t").alias("t_parent"),
-                   F.when(F.col("parent_key").isNull(), "parent never delivered")
+                   F.col("t").alias("t_child"), F.col("parent_t").alias("t_parent"),
+                   F.when(never, "parent never delivered")
                    .otherwise("parent delivered after child").alias("problem")))
     return summarize("sb_order", bad, ["run", "node", "t_child", "mid"],
                      save_to=tb.violations_dir)

@@ -23,25 +23,32 @@ import pyspark.sql.functions as F
 from pyspark.sql import DataFrame, Window
 
 from m2mc_pipeline.checks.base import CheckResult, summarize
-from m2mc_pipeline.tables import Tables, with_order
+from m2mc_pipeline.tables import Tables, before, with_order
 
 _COLS = ["run", "node", "group", "mid", "gseq", "other", "other_gseq", "t_deliver", "problem"]
 
 
 def _conflicts(d: DataFrame) -> DataFrame:
     labelled = d.filter(F.col("gseq").isNotNull())
-    per_msg = (labelled.groupBy("run", "group", "mid")
-               .agg(F.min("gseq").alias("lo"), F.max("gseq_max").alias("hi"),
-                    F.min("node").alias("node"), F.min("t").alias("t_deliver"))
-               .filter(F.col("lo") != F.col("hi"))
-               .select("run", "node", "group", "mid", F.col("lo").alias("gseq"),
-                       F.lit(None).cast("string").alias("other"),
-                       F.col("hi").alias("other_gseq"), "t_deliver",
+    names = labelled.select("mk", "run", "node", "group", "mid", "t")
+    # Aggregate on the 64-bit keys (hash aggregation), then name the few offenders.
+    several = (labelled.groupBy("mk")
+               .agg(F.min("gseq").alias("gseq"), F.max("gseq_max").alias("other_gseq"))
+               .filter(F.col("gseq") != F.col("other_gseq")))
+    per_msg = (names.join(F.broadcast(several), "mk")
+               .groupBy("run", "group", "mid", "gseq", "other_gseq")
+               .agg(F.min("node").alias("node"), F.min("t").alias("t_deliver"))
+               .select("run", "node", "group", "mid", "gseq",
+                       F.lit(None).cast("string").alias("other"), "other_gseq", "t_deliver",
                        F.lit("message has several gseq").alias("problem")))
-    per_seq = (labelled.groupBy("run", "group", "gseq")
+    shared = (labelled.groupBy("run", "group", "gseq")
+              .agg(F.min("mk").alias("lo"), F.max("mk").alias("hi"))
+              .filter(F.col("lo") != F.col("hi"))
+              .select("run", "group", "gseq"))
+    per_seq = (labelled.join(F.broadcast(shared), ["run", "group", "gseq"])
+               .groupBy("run", "group", "gseq")
                .agg(F.min("mid").alias("mid"), F.max("mid").alias("other"),
                     F.min("node").alias("node"), F.min("t").alias("t_deliver"))
-               .filter(F.col("mid") != F.col("other"))
                .select("run", "node", "group", "mid", "gseq", "other",
                        F.col("gseq").alias("other_gseq"), "t_deliver",
                        F.lit("gseq shared by several messages").alias("problem")))
@@ -62,19 +69,22 @@ def _regressions(d: DataFrame) -> DataFrame:
 def _unlabelled_inversions(d: DataFrame) -> DataFrame:
     unlabelled = d.filter(F.col("gseq").isNull())
     w = Window.partitionBy("run", "node", "group").orderBy("t", "pos")
-    pairs = (unlabelled.withColumn("next", F.lead("mid").over(w))
+    pairs = (unlabelled.withColumn("next", F.lead("mk").over(w))
+             .withColumn("next_mid", F.lead("mid").over(w))
+             .withColumn("witness", F.col("node"))
              .filter(F.col("next").isNotNull())
-             .select("run", "group", F.col("node").alias("witness"), "mid", "next"))
-    a = unlabelled.select("run", "group", "node", "mid", F.col("key").alias("key_a"))
-    b = unlabelled.select("run", "group", "node", F.col("mid").alias("next"),
-                          F.col("key").alias("key_b"))
-    return (pairs.join(a, ["run", "group", "mid"])
-            .filter(F.col("node") != F.col("witness"))
-            .join(b, ["run", "group", "node", "next"])
-            .filter(F.col("key_b") < F.col("key_a"))
+             .select("mk", "next", "next_mid", "witness", F.col("nk").alias("witness_nk")))
+    a = unlabelled.select("mk", "nk", "run", "node", "group", "mid", "t", "pos")
+    b = unlabelled.select(F.col("mk").alias("next"), "nk", F.col("t").alias("t_b"),
+                          F.col("pos").alias("pos_b"))
+    return (pairs.join(a, "mk")
+            .filter(F.col("nk") != F.col("witness_nk"))
+            .join(b, ["next", "nk"])
+            .filter(before("t_b", "pos_b", "t", "pos"))
             .select("run", "node", "group", "mid", F.lit(None).cast("long").alias("gseq"),
-                    F.col("next").alias("other"), F.lit(None).cast("long").alias("other_gseq"),
-                    F.col("key_a.t").alias("t_deliver"),
+                    F.col("next_mid").alias("other"),
+                    F.lit(None).cast("long").alias("other_gseq"),
+                    F.col("t").alias("t_deliver"),
                     F.concat(F.lit("order differs from node "), F.col("witness"))
                     .alias("problem")))
 

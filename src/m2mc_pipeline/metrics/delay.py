@@ -20,10 +20,11 @@ from m2mc_pipeline.tables import Tables
 
 def deliveries(tb: Tables) -> DataFrame:
     """One row per first delivery: who, what, when sent/received/delivered, delay, latency."""
-    sends = tb.sends.select("run", "group", "mid", "sender", "t_send", "send_order", "bytes")
-    d = (tb.delivered.select("run", "node", "group", "mid", F.col("t").alias("t_deliver"))
-         .join(sends, ["run", "group", "mid"], "left")
-         .join(tb.recvd, ["run", "node", "group", "mid"], "left")
+    sends = tb.sends.select("mk", "sender", "t_send", "send_order", "bytes")
+    d = (tb.delivered.select("mk", "nk", "run", "node", "group", "mid",
+                             F.col("t").alias("t_deliver"))
+         .join(sends, "mk", "left")
+         .join(tb.recvd.select("mk", "nk", "t_recv"), ["mk", "nk"], "left")
          .join(F.broadcast(tb.group_order.select("run", "group", "order")), ["run", "group"],
                "left"))
     order = F.coalesce(F.col("order"), F.col("send_order"), F.lit("none"))

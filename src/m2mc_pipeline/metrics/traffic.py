@@ -114,7 +114,8 @@ def repair_times(events: DataFrame, recvd: DataFrame) -> DataFrame:
     """``(run, node, group, mid, repair)``: first nack of a message at a node to its recv."""
     nacks = (events.filter((F.col("event") == NACK) & F.col("mid").isNotNull() & ~_suppressed())
              .groupBy("run", "node", "group", "mid").agg(F.min("t").alias("t_nack")))
-    return (nacks.join(recvd, ["run", "node", "group", "mid"], "left")
+    return (nacks.join(recvd.select("run", "node", "group", "mid", "t_recv"),
+                       ["run", "node", "group", "mid"], "left")
             .select("run", "node", "group", "mid",
                     F.when(F.col("t_recv") >= F.col("t_nack"), F.col("t_recv") - F.col("t_nack"))
                     .alias("repair")))
