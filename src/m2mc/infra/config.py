@@ -1,0 +1,89 @@
+"""Settings of infrastructure mode: timers (seconds), bounds, and the switches of
+the seeds/001 section 4 extensions. One :class:`InfraConfig` is shared by hosts
+and members of a deployment; :meth:`InfraConfig.check` validates it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from m2mc.errors import ConfigError
+
+
+@dataclass(frozen=True, slots=True)
+class InfraConfig:
+    # ------------------------------------------------ seeds/001 section 4 extensions
+    subscribe: bool = False  # 4.1: NORMALs only to gateways with members (plus replicas)
+    member_buffer: int = 4096  # 4.2: mybuf capacity (0 = no buffering at all)
+    skip_membership: bool = False  # 4.3: cells relay only their own membership changes
+    # ------------------------------------------------ cell (seeds/001 2.3, 2.4, 3.3)
+    beacon_interval: float = 0.1  # T_B
+    local_timeout: float = 0.35  # a computer silent this long leaves `local` (B2)
+    retransmit: float = 0.08  # A1: resend an unacknowledged frame after this
+    nack_timer: float = 0.15  # figure 6: no further NACK while this timer runs
+    confirm_timeout: float = 2.0  # resend own NEWs not seen sequenced after this
+    host_silence: float = 0.6  # member: no beacon this long -> its host is gone
+    transfer_chunk: int = 64  # records per TRANSFER datagram burst step
+    max_datagram: int = 8192  # bytes of one cell datagram (batches stop here)
+    max_payload: int = 60000  # largest application message
+    max_pending_sends: int = 4096  # member: queued plus unconfirmed NEWs
+    stabinfo_interval: float = 0.1  # gateway: STABINFO from greetings at most this often
+    # ------------------------------------------------ coordinator (seeds/001 3.1, 2.3)
+    early_new_limit: int = 1024  # early NEWs buffered per member (beyond: dropped)
+    mcache_size: int = 65536  # membership cache entries (A6)
+    mcache_ttl: float = 60.0  # an entry is forgotten after this
+    max_members: int = 4096  # JOINs beyond are refused (dropped, retried by the member)
+    member_timeout: float = 30.0  # a member unseen by every host this long is expelled
+    fetch_limit: int = 512  # records in one Fetched answer
+    # ------------------------------------------------ hosts (seeds/004 4.2, 4.5, 5.1, 5.3)
+    status_interval: float = 0.1
+    host_timeout: float = 0.5  # a host whose last status is older is dead
+    election_collect: float = 0.15  # step 3: statuses accepted this long after a start
+    election_vote: float = 0.15  # step 7: votes collected this long
+    election_announce: float = 0.4  # no master announced this long after voting: restart
+    takeover_timeout: float = 0.6  # the elected host waits this long for a quorum of logs
+    forward_retry: float = 1.0  # gateway: resend an unacknowledged forward after this
+    replicate_retry: float = 0.5  # coordinator: resend records a host has not accepted
+    balance_interval: float = 1.0  # master: load check period (seeds/004 4.4)
+    balance: bool = True
+    max_forward_queue: int = 65536  # gateway: requests kept until sequenced
+    max_queued_requests: int = 65536  # coordinator: requests held during a takeover
+    batch_records: int = 256  # records per Replicate frame
+
+    def check(self) -> InfraConfig:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool):
+                continue
+            if isinstance(value, int | float) and value < 0:
+                raise ConfigError(f"infra.{f.name}: must be >= 0, got {value}")
+        for name in ("beacon_interval", "local_timeout", "retransmit", "nack_timer",
+                     "status_interval", "host_timeout", "election_collect", "election_vote",
+                     "takeover_timeout", "max_datagram", "transfer_chunk", "batch_records"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"infra.{name}: must be > 0")
+        if self.host_timeout <= self.status_interval:
+            raise ConfigError("infra.host_timeout must exceed infra.status_interval")
+        if self.local_timeout <= self.beacon_interval:
+            raise ConfigError("infra.local_timeout must exceed infra.beacon_interval")
+        return self
+
+    def with_overrides(self, values: dict[str, Any]) -> InfraConfig:
+        """A copy with ``values`` (from a TOML table or flags); unknown keys are errors."""
+        known = {f.name: f for f in fields(self)}
+        clean: dict[str, Any] = {}
+        for key, value in values.items():
+            if key not in known:
+                raise ConfigError(f"infra.{key}: unknown setting")
+            current = getattr(self, key)
+            if isinstance(current, bool):
+                if not isinstance(value, bool):
+                    raise ConfigError(f"infra.{key}: expected true or false, got {value!r}")
+            elif isinstance(current, int):
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise ConfigError(f"infra.{key}: expected an integer, got {value!r}")
+            elif isinstance(value, bool) or not isinstance(value, int | float):
+                raise ConfigError(f"infra.{key}: expected a number, got {value!r}")
+            clean[key] = value
+        return replace(self, **clean).check()

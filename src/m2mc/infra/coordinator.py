@@ -1,0 +1,372 @@
+"""The coordinator S_C of seeds/001 3.1, run by the elected master host.
+
+It keeps ``members``, ``seqnum`` and ``first``/``last``/``recv`` in a working
+:class:`~m2mc.infra.state.CoordState` (everything it decided, committed or not),
+``stable`` and the norm-buffer's pending sets, the early NEWs of each member,
+and the subscr-set of 4.1. Each decision is a :class:`~m2mc.infra.messages.Record`
+appended to the host's :class:`~m2mc.infra.replog.ReplicaLog` and replicated to
+the other hosts; a record is committed when a quorum of hosts holds it, and only
+then relayed to cells (docs/infra.md, "Failover"). The seed's FIFO-multicast of
+NORMAL messages to all gateways is this replication stream.
+
+Request handling follows the seed exactly: figure 3 for JOIN, LEAVE and LEAVEOK,
+steps (1)-(5) and the buffering of early NEWs, STABINFO steps (1)-(3), A5, A6.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from m2mc.infra import messages as msg
+from m2mc.infra.config import InfraConfig
+from m2mc.infra.ids import Epoch, MemberId
+from m2mc.infra.replog import ReplicaLog
+from m2mc.infra.state import CoordState
+
+Out = tuple[str, msg.BackboneMessage]  # (destination host, message)
+
+
+@dataclass(slots=True)
+class Peer:
+    """Replication progress of one host in this epoch."""
+
+    sent: int = 0  # highest lsn sent
+    acked: int = 0  # highest lsn it said it holds in this epoch
+    synced: bool = False  # received a Sync in this epoch
+    applied: int = 0  # its applied point, from its status
+    last_progress: float = 0.0
+    last_sync: float = -1e9
+
+
+@dataclass(slots=True)
+class CoordStats:
+    sequenced: int = 0
+    duplicates: int = 0
+    early_buffered: int = 0
+    early_dropped: int = 0
+    discarded_a5: int = 0
+    discarded_a6: int = 0
+    expelled: int = 0
+    refused_full: int = 0
+
+
+@dataclass(slots=True)
+class _Early:
+    items: dict[int, msg.NewItem] = field(default_factory=dict)
+
+
+class Coordinator:
+    """The sequencer of one epoch. ``work`` = committed tables + uncommitted records."""
+
+    def __init__(self, host: str, epoch: Epoch, cfg: InfraConfig, log: ReplicaLog,
+                 work: CoordState, now: float) -> None:
+        self.host = host
+        self.epoch = epoch
+        self.cfg = cfg
+        self.log = log
+        self.work = work
+        self.commit = log.applied
+        self.started = now
+        self.stats = CoordStats()
+        self.norm_buffer: dict[int, set[MemberId]] = {}  # gseq -> pending
+        self.stable: dict[MemberId, int] = {}
+        self.early: dict[MemberId, _Early] = {}
+        self.peers: dict[str, Peer] = {}
+        self.subscribers: set[str] = set()
+        self.last_seen: dict[MemberId, float] = {}
+        self.out: list[Out] = []
+        self._commit_dirty = False
+        self._rebuild_norm_buffer(now)
+
+    # ================================================================ set-up
+    def _rebuild_norm_buffer(self, now: float) -> None:
+        """Pending sets after a takeover, from the rows (docs/infra.md): every
+        multicast still held is pending for every member whose [first, last]
+        covers it; ``stable`` is unknown (0) until STABINFO arrives."""
+        rows = self.work.rows
+        for lsn in range(self.log.low, self.log.high + 1):
+            r = self.log.get(lsn)
+            if r is None or not r.gseq:
+                continue
+            self.norm_buffer[r.gseq] = {
+                mid for mid, row in rows.items()
+                if row.first <= r.gseq and (row.last == 0 or r.gseq <= row.last)}
+            if not self.norm_buffer[r.gseq]:
+                del self.norm_buffer[r.gseq]
+        for mid in self.work.members:
+            self.stable[mid] = 0
+            self.last_seen[mid] = now
+
+    # ================================================================ decisions
+    def _append(self, kind: int, mid: MemberId, nseq: int = 0, app_seq: int = 0,
+                body: bytes = b"", now: float = 0.0) -> msg.Record:
+        r = self.work.next_record(kind, mid, nseq, app_seq, body)
+        self.work.apply(r, now)
+        self.log.append((r,))
+        if r.gseq:
+            pending = set(self.work.members)
+            if kind in (msg.LEFT, msg.EXPELLED):
+                pending.add(mid)  # figure 3 line 19: "members and mid"
+            if pending:
+                self.norm_buffer[r.gseq] = pending
+        return r
+
+    def handle_forward(self, fwd: msg.Forward, now: float) -> None:
+        req = fwd.request
+        mid = req.mid
+        if isinstance(req, msg.NewReq):
+            self._on_new(mid, req.items, now)
+        elif isinstance(req, msg.JoinReq):
+            self._on_join(mid, now)
+        elif isinstance(req, msg.LeaveReq):
+            self._on_leave(mid, now)
+        else:
+            self._on_leaveok(mid, now)
+        if mid in self.work.members:
+            self.last_seen[mid] = now
+        self.out.append((fwd.host, msg.FwdAck(self.epoch, fwd.fseq, self.work.lsn)))
+
+    def _on_join(self, mid: MemberId, now: float) -> None:
+        w = self.work
+        if mid in w.members or mid in w.rows or mid in w.mcache:  # A6
+            self.stats.discarded_a6 += 1
+            return
+        if len(w.members) >= self.cfg.max_members:
+            self.stats.refused_full += 1
+            return
+        self._append(msg.JOINED, mid, now=now)  # figure 3 lines 2-12
+        self.stable[mid] = 0
+        self.last_seen[mid] = now
+
+    def _on_leave(self, mid: MemberId, now: float) -> None:
+        if mid not in self.work.members:  # A5
+            self.stats.discarded_a5 += 1
+            return
+        self._append(msg.LEFT, mid, now=now)  # figure 3 lines 14-19
+        self.early.pop(mid, None)
+
+    def _on_leaveok(self, mid: MemberId, now: float) -> None:
+        row = self.work.rows.get(mid)
+        if row is None or mid in self.work.members:  # a duplicate ("if present")
+            return
+        self._free_member(mid, row.first, row.last)
+        self._append(msg.CLEANUP, mid, now=now)  # figure 3 lines 21-27
+
+    def _free_member(self, mid: MemberId, first: int, last: int) -> None:
+        """Figure 3 lines 22-26: remove mid from every pending set."""
+        low = max(first, self.stable.get(mid, 0) + 1)
+        for g in range(low, (last or self.work.gseq) + 1):
+            pending = self.norm_buffer.get(g)
+            if pending is not None:
+                pending.discard(mid)
+                if not pending:
+                    del self.norm_buffer[g]
+        self.stable.pop(mid, None)
+        self.last_seen.pop(mid, None)
+        self.early.pop(mid, None)
+
+    def _on_new(self, mid: MemberId, items: tuple[msg.NewItem, ...], now: float) -> None:
+        w = self.work
+        if mid not in w.members:  # A5
+            self.stats.discarded_a5 += 1
+            return
+        row = w.rows[mid]
+        for item in items:
+            if item.nseq == row.recv + 1:
+                self._append(msg.APP, mid, item.nseq, item.app_seq, item.body, now)
+                self.stats.sequenced += 1
+            elif item.nseq <= row.recv:
+                self.stats.duplicates += 1
+            else:
+                early = self.early.setdefault(mid, _Early())
+                if item.nseq in early.items:
+                    self.stats.duplicates += 1
+                elif len(early.items) >= self.cfg.early_new_limit:
+                    self.stats.early_dropped += 1  # the member resends it
+                else:
+                    early.items[item.nseq] = item
+                    self.stats.early_buffered += 1
+        early_buf = self.early.get(mid)
+        if early_buf is not None:
+            while (nxt := early_buf.items.pop(row.recv + 1, None)) is not None:
+                self._append(msg.APP, mid, nxt.nseq, nxt.app_seq, nxt.body, now)
+                self.stats.sequenced += 1
+            for stale in [n for n in early_buf.items if n <= row.recv]:
+                del early_buf.items[stale]
+            if not early_buf.items:
+                del self.early[mid]
+
+    def handle_stabinfo(self, pairs: tuple[tuple[MemberId, int], ...]) -> None:
+        for mid, s in pairs:
+            s = min(s, self.work.gseq)
+            old = self.stable.get(mid)
+            if mid not in self.work.members or old is None or old >= s:  # step (1)
+                continue
+            self.stable[mid] = s  # step (2)
+            row = self.work.rows[mid]
+            nb = self.norm_buffer
+            low = max(old + 1, row.first)
+            if nb:
+                low = max(low, next(iter(nb)))
+            for g in range(low, s + 1):  # step (3)
+                pending = nb.get(g)
+                if pending is not None:
+                    pending.discard(mid)
+                    if not pending:
+                        del nb[g]
+
+    def stable_watermark(self) -> int:
+        """Every multicast up to this one is stable (out of the norm-buffer)."""
+        if self.norm_buffer:
+            return next(iter(self.norm_buffer)) - 1
+        return self.work.gseq
+
+    def expel(self, mid: MemberId, now: float) -> None:
+        """seeds/004 4.5 "Messenger crash": a leave and its LEAVEOK on its behalf."""
+        if mid not in self.work.members:
+            return
+        self._append(msg.EXPELLED, mid, now=now)
+        row = self.work.rows[mid]
+        self._free_member(mid, row.first, row.last)
+        self._append(msg.CLEANUP, mid, now=now)
+        self.stats.expelled += 1
+
+    def saw_members(self, mids: tuple[MemberId, ...], now: float) -> None:
+        for mid in mids:
+            if mid in self.work.members:
+                self.last_seen[mid] = now
+
+    # ================================================================ replication
+    def peer(self, host: str) -> Peer:
+        p = self.peers.get(host)
+        if p is None:
+            p = self.peers[host] = Peer()
+        return p
+
+    def handle_accepted(self, a: msg.Accepted, now: float) -> None:
+        if a.epoch != self.epoch:
+            return
+        p = self.peer(a.host)
+        if a.gap:  # it needs a Sync from a.high (its log is good up to there)
+            p.synced = False
+            p.applied = a.high
+            return
+        p.synced = True
+        if a.high > p.acked:
+            p.acked = a.high
+            p.last_progress = now
+
+    def note_status(self, st: msg.Status, now: float) -> None:
+        p = self.peer(st.host)
+        p.applied = st.commit
+        if st.log_epoch != self.epoch:
+            p.synced = False
+        self.saw_members(st.local_m, now)
+
+    def update_commit(self, quorum: int, live: set[str]) -> bool:
+        """Advance the commit point to what ``quorum`` hosts hold; True if it moved."""
+        highs = sorted((self.peers[h].acked for h in live
+                        if h != self.host and h in self.peers and self.peers[h].synced),
+                       reverse=True)
+        highs.insert(0, self.log.high)
+        highs.sort(reverse=True)
+        if len(highs) < quorum:
+            return False
+        candidate = highs[quorum - 1]
+        if candidate > self.commit:
+            self.commit = candidate
+            self._commit_dirty = True
+            return True
+        return False
+
+    def targets(self, live: list[str], quorum: int) -> list[str]:
+        """Hosts that get every record: all of them, or with 4.1 a quorum of replicas
+        (the lowest IDs) plus the subscribed gateways."""
+        others = sorted(h for h in live if h != self.host)
+        if not self.cfg.subscribe:
+            return others
+        return sorted(set(self.replicas(live, quorum)) | (self.subscribers & set(others)))
+
+    def replicas(self, live: list[str], quorum: int) -> list[str]:
+        """With 4.1, the other hosts that hold the log regardless of subscription."""
+        return sorted(h for h in live if h != self.host)[:max(0, quorum - 1)]
+
+    def flush(self, live: list[str], quorum: int, now: float) -> None:
+        """Queue Replicate/Sync messages so every target catches up with the log."""
+        log = self.log
+        for h in self.targets(live, quorum):
+            p = self.peer(h)
+            if not p.synced:
+                if now - p.last_sync >= self.cfg.replicate_retry:
+                    self._sync(h, p, now)
+                continue
+            if p.acked < p.sent and now - p.last_progress > self.cfg.replicate_retry:
+                p.sent = p.acked  # nothing heard for a while: resend what is unaccepted
+                p.last_progress = now
+            while p.sent < log.high:
+                if not log.has_from(p.sent + 1):
+                    p.synced = False
+                    self._sync(h, p, now)
+                    break
+                last = min(log.high, p.sent + self.cfg.batch_records)
+                self.out.append((h, msg.Replicate(self.epoch, self.commit,
+                                                  log.range(p.sent + 1, last))))
+                p.sent = last
+        if self._commit_dirty:
+            self._commit_dirty = False
+            replicas = tuple(self.replicas(live, quorum)) if self.cfg.subscribe else ()
+            c = msg.Commit(self.epoch, self.commit, self.stable_watermark(), replicas)
+            for h in live:
+                if h != self.host:
+                    self.out.append((h, c))
+
+    def _sync(self, h: str, p: Peer, now: float) -> None:
+        """Bring host h onto this epoch's log from its applied point."""
+        log = self.log
+        p.last_sync = now
+        p.last_progress = now
+        base = p.applied
+        snapshot = None
+        if not log.has_from(base + 1) or base > log.high:
+            base = log.applied
+            snapshot = log.state.snapshot()
+        last = min(log.high, base + self.cfg.batch_records * 4)
+        records = log.range(base + 1, last) if last > base else ()
+        self.out.append((h, msg.Sync(self.epoch, self.commit, base, snapshot, records)))
+        p.sent = last
+        p.acked = min(p.acked, base)
+        p.synced = True  # optimistic: Replicates may follow the Sync in FIFO order
+
+    def handle_subscribe(self, host: str, applied: int, now: float) -> None:
+        """seeds/001 4.1: SUBSCOK is a Sync carrying the rows (first, last)."""
+        self.subscribers.add(host)
+        p = self.peer(host)
+        p.applied = max(p.applied, applied)
+        p.synced = False
+        p.last_sync = -1e9
+
+    def handle_unsubscribe(self, host: str) -> None:
+        self.subscribers.discard(host)
+
+    def handle_fetch(self, f: msg.Fetch) -> None:
+        """Copies from the norm-buffer for a gateway's state transfer (3.2)."""
+        top = min(f.hi, self.log.committed_gseq(), f.lo + self.cfg.fetch_limit - 1)
+        recs = []
+        for g in range(f.lo, top + 1):
+            r = self.log.by_gseq(g)
+            if r is not None:
+                recs.append(r)
+        if recs:
+            self.out.append((f.host, msg.Fetched(tuple(recs))))
+
+    def check_members(self, now: float) -> None:
+        self.work.mcache.expire(now)
+        timeout = self.cfg.member_timeout
+        if timeout <= 0:
+            return
+        for mid in [m for m, t in self.last_seen.items() if now - t > timeout]:
+            self.expel(mid, now)
+
+    def drain(self) -> list[Out]:
+        out, self.out = self.out, []
+        return out

@@ -1,0 +1,494 @@
+"""One host of infrastructure mode: a gateway for its cell, a replica of the
+coordinator's log, a voter, and the coordinator itself when elected master.
+
+Sans-IO: the driver feeds :meth:`HostCore.receive_backbone` (frames from other
+hosts, over reliable FIFO links), :meth:`HostCore.receive_cell` (uplink frames
+from members), :meth:`HostCore.on_timer`, and sends what :meth:`HostCore.drain`
+returns: :class:`HostSend` values for the backbone (``dest`` a host ID, or None
+for every peer) or the cell (``dest`` a member address, or None to broadcast).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from dataclasses import dataclass
+
+from m2mc.errors import DecodeError
+from m2mc.infra import messages as msg
+from m2mc.infra.balance import plan
+from m2mc.infra.codec import decode, encode
+from m2mc.infra.config import InfraConfig
+from m2mc.infra.coordinator import Coordinator
+from m2mc.infra.directory import Directory
+from m2mc.infra.election import Election
+from m2mc.infra.gateway import Gateway
+from m2mc.infra.ids import NO_EPOCH, Epoch
+from m2mc.infra.replog import ReplicaLog
+from m2mc.infra.takeover import TakeoverRound, state_reply
+from m2mc.trace.schema import NullSink, TraceEvent, TraceSink, detail_json
+
+_FOR_COORDINATOR = (msg.Forward, msg.StabInfo, msg.Subscribe, msg.Unsubscribe, msg.Fetch)
+
+
+@dataclass(frozen=True, slots=True)
+class HostIdentity:
+    host: str
+    address: str = "127.0.0.1"
+    port: int = 0
+    cell: str = ""  # the cell's channel (multicast URL, or the simulator's domain)
+    uplink: str = ""  # where members send (a unicast address, or the host ID)
+
+
+@dataclass(frozen=True, slots=True)
+class HostSend:
+    link: str  # "backbone" | "cell"
+    dest: str | None
+    data: bytes
+
+
+@dataclass(slots=True)
+class HostStats:
+    decode_errors: int = 0
+    elections_started: int = 0
+    takeovers: int = 0
+    queued_dropped: int = 0
+
+
+class HostCore:
+    def __init__(self, ident: HostIdentity, cfg: InfraConfig, rng: random.Random, *,
+                 expected_hosts: int = 1, trace: TraceSink | None = None, run_id: str = "",
+                 incarnation: int = 0, group: str = "infra") -> None:
+        self.ident = ident
+        self.me = ident.host
+        self.cfg = cfg
+        self.rng = rng
+        self.trace: TraceSink = trace or NullSink()
+        self.run_id = run_id
+        self.group = group
+        self.incarnation = incarnation
+        self.log = ReplicaLog(cfg.mcache_size, cfg.mcache_ttl)
+        self.gateway = Gateway(self.me, cfg, self.log, ident.uplink or self.me)
+        self.directory = Directory(self.me, cfg.host_timeout, expected_hosts)
+        self.election = Election(self.me, cfg.election_collect, cfg.election_vote,
+                                 cfg.election_announce, rng)
+        self.coordinator: Coordinator | None = None
+        self.takeover: TakeoverRound | None = None
+        self.master = ""
+        self.epoch: Epoch = NO_EPOCH
+        self.commit = 0
+        self.stable = 0
+        self.stats = HostStats()
+        self.first_sequenced: tuple[float, int] | None = None  # (time, gseq) after a takeover
+        self._reported_first = True
+        self._queued: deque[tuple[str, msg.BackboneMessage]] = deque()
+        self._local: deque[tuple[str, msg.BackboneMessage]] = deque()
+        self._bb: list[tuple[str | None, msg.BackboneMessage]] = []
+        self._last_gap = -1
+        self._started = 0.0
+        self._next_status = 0.0
+        self._next_check = 0.0
+        self._next_balance = 0.0
+
+    # ================================================================ driver API
+    def start(self, now: float) -> None:
+        self._started = now
+        self._next_status = now
+        # a grace period to discover the others; jitter so hosts rarely start together
+        self._next_check = now + self.cfg.host_timeout + self.rng.uniform(
+            0.0, 2 * self.cfg.status_interval)
+        self._next_balance = now + self.cfg.balance_interval
+        self._send_status(now)
+
+    def receive_backbone(self, src: str, data: bytes, now: float) -> None:
+        try:
+            m = decode(data)
+        except DecodeError:
+            self.stats.decode_errors += 1
+            return
+        self._local.append((src, m))  # type: ignore[arg-type]
+        self._settle(now)
+
+    def receive_cell(self, src: str, data: bytes, now: float) -> None:
+        try:
+            m = decode(data)
+        except DecodeError:
+            self.stats.decode_errors += 1
+            return
+        if isinstance(m, msg.Hello | msg.JoinReq | msg.NewReq | msg.LeaveReq | msg.LeaveOkReq
+                      | msg.NackReq):
+            self.gateway.on_uplink(src, m, now)
+            self._settle(now)
+
+    def on_timer(self, now: float) -> None:
+        cfg = self.cfg
+        if now >= self._next_status:
+            self._next_status = now + cfg.status_interval
+            self._send_status(now)
+            for gone in self.directory.expire(now):
+                self._host_gone(gone)
+            if self.coordinator is not None:
+                self.coordinator.check_members(now)
+            self._refresh_directory()
+        if now >= self._next_check:  # seeds/004 4.5: is anybody the master?
+            self._next_check = now + 2 * cfg.status_interval
+            if not self._master_alive() and not self.election.running and self.takeover is None:
+                self._start_election(now)
+        outcome = self.election.tick(now, self.directory.quorum())
+        if outcome.vote is not None:
+            self._bb.append((None, outcome.vote))
+        if outcome.start is not None:
+            self._announce_start(outcome.start, now)
+        if outcome.won is not None:
+            self._won(outcome.won, now)
+        if self.takeover is not None and now >= self.takeover.deadline:
+            self.takeover = None  # no quorum answered: vote again
+            self.election.schedule_restart(now)
+        if self.coordinator is not None and cfg.balance and now >= self._next_balance:
+            self._next_balance = now + cfg.balance_interval
+            self._balance()
+        self.gateway.tick(now)
+        self._settle(now)
+
+    def next_deadline(self) -> float | None:
+        ds = [self._next_status, self._next_check, self.gateway.next_deadline()]
+        e = self.election.next_deadline()
+        if e is not None:
+            ds.append(e)
+        if self.takeover is not None:
+            ds.append(self.takeover.deadline)
+        if self.coordinator is not None and self.cfg.balance:
+            ds.append(self._next_balance)
+        if self.gateway.transfers_ready() or self._bb or self.gateway.cell_out:
+            ds.append(0.0)
+        return min(ds)
+
+    def drain(self, now: float) -> list[HostSend]:
+        """Everything to send now, encoded."""
+        if self.coordinator is not None:
+            self.coordinator.flush(self.directory.live(), self.directory.quorum(), now)
+            self._route_coordinator()
+        self.gateway.flush(now)
+        self._settle(now)
+        out: list[HostSend] = []
+        cache: dict[int, bytes] = {}
+        for dest, m in self._bb:
+            data = cache.get(id(m))
+            if data is None:
+                data = cache[id(m)] = encode(m)
+            out.append(HostSend("backbone", dest, data))
+        self._bb = []
+        for dest_addr, dm in self.gateway.cell_out:
+            out.append(HostSend("cell", dest_addr, encode(dm)))
+        self.gateway.cell_out = []
+        return out
+
+    # ================================================================ routing
+    def _settle(self, now: float) -> None:
+        """Run messages addressed to ourselves until none is left."""
+        while True:
+            for m in self.gateway.to_coord:
+                self._to_master(m)
+            self.gateway.to_coord = []
+            if not self._local:
+                break
+            src, m = self._local.popleft()
+            self._on_backbone(src, m, now)
+            self._route_coordinator()
+        c = self.coordinator
+        if c is not None and c.update_commit(self.directory.quorum(), set(self.directory.live())):
+            self._advance(c.commit, c.stable_watermark(), now)
+        if c is not None and not self._reported_first and c.stats.sequenced:
+            self._reported_first = True
+            self.first_sequenced = (now, c.work.gseq)
+            self._emit("elect", now, detail_json(phase="first_sequenced", epoch=str(c.epoch),
+                                                 gseq=c.work.gseq))
+
+    def _route_coordinator(self) -> None:
+        if self.coordinator is None:
+            return
+        for dest, m in self.coordinator.drain():
+            self._to_host(dest, m)
+
+    def _to_host(self, dest: str, m: msg.BackboneMessage) -> None:
+        if dest == self.me:
+            self._local.append((self.me, m))
+        else:
+            self._bb.append((dest, m))
+
+    def _to_master(self, m: msg.BackboneMessage) -> None:
+        if self.master:
+            self._to_host(self.master, m)
+
+    # ================================================================ backbone input
+    def _on_backbone(self, src: str, m: msg.BackboneMessage, now: float) -> None:
+        if isinstance(m, _FOR_COORDINATOR):
+            self._for_coordinator(src, m, now)
+        elif isinstance(m, msg.Replicate):
+            self._on_replicate(src, m, now)
+        elif isinstance(m, msg.Commit):
+            if m.epoch == self.epoch and self.log.log_epoch == m.epoch:
+                self._advance(m.commit, m.stable, now)
+                self._maybe_free_replica(m)
+        elif isinstance(m, msg.Accepted):
+            if self.coordinator is not None:
+                self.coordinator.handle_accepted(m, now)
+        elif isinstance(m, msg.FwdAck):
+            self.gateway.on_fwd_ack(m)
+        elif isinstance(m, msg.Status):
+            self._on_status(m, now)
+        elif isinstance(m, msg.Sync):
+            self._on_sync(src, m, now)
+        elif isinstance(m, msg.Fetched):
+            self.gateway.on_fetched(m.records)
+        elif isinstance(m, msg.ElectStart):
+            if self.election.on_start(m.eid, now):
+                self._send_status(now)
+        elif isinstance(m, msg.Vote):
+            self.election.on_vote(m)
+        elif isinstance(m, msg.Takeover):
+            self._on_takeover(m, now)
+        elif isinstance(m, msg.StateReply):
+            if self.takeover is not None:
+                self.takeover.add(m)
+                if self.takeover.ready:
+                    self._activate(now)
+        elif isinstance(m, msg.TakeoverReject):
+            if self.takeover is not None and m.epoch == self.takeover.epoch:
+                self.takeover = None
+                self.election.see_round(m.promised.round)
+                self.election.schedule_restart(now)
+        elif isinstance(m, msg.Reroute) and m.epoch == self.epoch:
+            self.gateway.on_reroute(m.count, m.target)
+
+    def _for_coordinator(self, src: str, m: msg.BackboneMessage, now: float) -> None:
+        c = self.coordinator
+        if c is None:
+            if self.takeover is not None or self.master == self.me:
+                if len(self._queued) < self.cfg.max_queued_requests:
+                    self._queued.append((src, m))
+                else:
+                    self.stats.queued_dropped += 1
+            return
+        if isinstance(m, msg.Forward):
+            c.handle_forward(m, now)
+        elif isinstance(m, msg.StabInfo):
+            c.handle_stabinfo(m.pairs)
+        elif isinstance(m, msg.Subscribe):
+            st = self.directory.status(m.host)
+            applied = self.log.applied if m.host == self.me else (st.commit if st else 0)
+            c.handle_subscribe(m.host, applied, now)
+            if m.host == self.me:
+                self.gateway.on_synced()
+        elif isinstance(m, msg.Unsubscribe):
+            c.handle_unsubscribe(m.host)
+        elif isinstance(m, msg.Fetch):
+            c.handle_fetch(m)
+
+    def _on_replicate(self, src: str, m: msg.Replicate, now: float) -> None:
+        if m.epoch < self.log.promised or m.epoch < self.epoch:
+            return  # an old master's records: refused (docs/infra.md)
+        if m.epoch > self.epoch:
+            self._follow(src, m.epoch, now)
+        if self.log.log_epoch != m.epoch:
+            self._gap(m.epoch, self.log.applied)  # not synced yet: ask for a Sync
+            return
+        if not self.log.append(m.records):
+            self._gap(m.epoch, self.log.high)
+            return
+        self._last_gap = -1
+        self._to_host(src, msg.Accepted(m.epoch, self.me, self.log.high))
+        self._advance(m.commit, self.stable, now)
+
+    def _gap(self, epoch: Epoch, high: int) -> None:
+        if high != self._last_gap:  # one notice per hole, not one per message
+            self._last_gap = high
+            self._to_master(msg.Accepted(epoch, self.me, high, gap=True))
+
+    def _on_sync(self, src: str, m: msg.Sync, now: float) -> None:
+        if m.epoch < self.log.promised or m.epoch < self.epoch:
+            return
+        self.log.promised = m.epoch
+        if m.epoch > self.epoch or self.master != src:
+            self._follow(src, m.epoch, now)
+        if not self.log.replace_after(m.base, m.snapshot, m.records, now):
+            self._gap(m.epoch, self.log.applied)
+            return
+        self.log.log_epoch = m.epoch
+        self._last_gap = -1
+        self._to_host(src, msg.Accepted(m.epoch, self.me, self.log.high))
+        self.gateway.on_synced()
+        self._advance(m.commit, self.stable, now)
+
+    def _follow(self, master: str, epoch: Epoch, now: float) -> None:
+        """Accept ``master`` of ``epoch`` as coordinator."""
+        if self.coordinator is not None and self.coordinator.epoch < epoch:
+            self.coordinator = None  # a newer master exists: step down
+        if self.takeover is not None and self.takeover.epoch < epoch:
+            self.takeover = None
+        self.master = master
+        self.epoch = epoch
+        self.commit = 0
+        self.election.see_round(epoch.round)
+        self.election.settle()
+        self.gateway.new_master(master, epoch, now)
+        self._emit("elect", now, detail_json(phase="follow", epoch=str(epoch), master=master))
+
+    def _advance(self, commit: int, stable: int, now: float) -> None:
+        if commit > self.commit:
+            self.commit = commit
+        self.stable = max(self.stable, stable)
+        records = self.log.commit_to(self.commit, now)
+        if records:
+            self.gateway.on_committed(records)
+        self.gateway.on_commit_point(self.commit, self.stable)
+        self.log.gc(min(self.stable, self.log.committed_gseq()))
+
+    def _maybe_free_replica(self, c: msg.Commit) -> None:
+        """4.1, figure 7 line 15: a gateway that left the subscr-set and is no replica
+        frees its tables; a later SUBSCOK (Sync) brings them back."""
+        g = self.gateway
+        if not self.cfg.subscribe or g.subscribed or g.sub_requested or self.me in c.replicas:
+            return
+        if self.log.high or self.log.state.rows:
+            promised = self.log.promised
+            self.log.reset()
+            self.log.promised = promised
+            self.commit = 0
+
+    # ================================================================ status, discovery
+    def _status(self, eid: Epoch | None) -> msg.Status:
+        i = self.ident
+        return msg.Status(self.me, self.incarnation, i.address, i.port, i.cell,
+                          i.uplink or self.me, self.gateway.load(), tuple(self.gateway.local_m),
+                          self.master if self._master_active() else "", self.epoch,
+                          self.log.log_epoch, self.log.applied, self.log.high, eid)
+
+    def _send_status(self, now: float) -> None:
+        voting = self.election.running and self.election.state.value == "voting"
+        st = self._status(self.election.eid if voting else None)
+        self._bb.append((None, st))
+        if voting:
+            self.election.on_status(st, now)  # we are a participant too
+
+    def _master_active(self) -> bool:
+        return self.master == self.me and self.coordinator is not None
+
+    def _on_status(self, st: msg.Status, now: float) -> None:
+        if st.host == self.me:
+            return
+        fresh, restarted = self.directory.on_status(st, now)
+        self.election.see_round(max(st.epoch.round, st.eid.round if st.eid else 0))
+        if st.eid is not None and st.eid > self.election.eid \
+                and self.election.on_start(st.eid, now):
+            self._send_status(now)
+        self.election.on_status(st, now)
+        c = self.coordinator
+        if c is not None:
+            if restarted:
+                c.peers.pop(st.host, None)
+            c.note_status(st, now)
+        if st.master == st.host and st.epoch > self.epoch and st.epoch >= self.log.promised:
+            self._follow(st.host, st.epoch, now)  # a master we missed the takeover of
+        if fresh or restarted:
+            self._refresh_directory()
+
+    def _refresh_directory(self) -> None:
+        cells = []
+        for h in self.directory.live():
+            if h == self.me:
+                cells.append(msg.CellInfo(h, self.ident.cell, self.ident.uplink or h,
+                                          self.gateway.load()))
+            else:
+                st = self.directory.status(h)
+                if st is not None:
+                    cells.append(msg.CellInfo(h, st.cell, st.uplink, st.load))
+        self.gateway.directory = tuple(cells)
+
+    def _host_gone(self, host: str) -> None:
+        self._refresh_directory()
+
+    def _master_alive(self) -> bool:
+        if not self.master:
+            return False
+        if self.master == self.me:
+            return self.coordinator is not None or self.takeover is not None
+        return self.directory.is_live(self.master)
+
+    # ================================================================ election, takeover
+    def _start_election(self, now: float) -> None:
+        self.stats.elections_started += 1
+        self._announce_start(self.election.begin(now), now)
+
+    def _announce_start(self, start: msg.ElectStart, now: float) -> None:
+        self._bb.append((None, start))
+        self._send_status(now)
+
+    def _won(self, epoch: Epoch, now: float) -> None:
+        if epoch < self.log.promised or (epoch == self.log.promised and self.master != self.me):
+            self.election.schedule_restart(now)
+            return
+        self.stats.takeovers += 1
+        self.log.promised = epoch
+        self.coordinator = None
+        self.takeover = TakeoverRound(self.me, epoch, self.log, self.directory.quorum(), now,
+                                      self.cfg.takeover_timeout)
+        self.master = self.me
+        self.epoch = epoch
+        self.commit = 0
+        self.gateway.new_master(self.me, epoch, now)
+        self._bb.append((None, self.takeover.request()))
+        self._emit("elect", now, detail_json(phase="won", epoch=str(epoch), master=self.me))
+        if self.takeover.ready:
+            self._activate(now)
+
+    def _on_takeover(self, m: msg.Takeover, now: float) -> None:
+        stale = m.epoch == self.log.promised and m.master != self.master
+        if m.epoch < self.log.promised or stale:
+            self._to_host(m.master, msg.TakeoverReject(m.epoch, self.me, self.log.promised))
+            return
+        self.log.promised = m.epoch
+        if m.epoch != self.epoch or self.master != m.master:
+            self._follow(m.master, m.epoch, now)
+        self._to_host(m.master, state_reply(self.me, m.epoch, self.log, m.commit))
+
+    def _activate(self, now: float) -> None:
+        t = self.takeover
+        assert t is not None
+        work, resumed = t.adopt(now)
+        c = Coordinator(self.me, t.epoch, self.cfg, self.log, work, now)
+        for h, applied in t.answered().items():
+            p = c.peer(h)
+            p.applied = applied
+        self.coordinator = c
+        self.takeover = None
+        self._reported_first = False
+        self._emit("elect", now, detail_json(phase="active", epoch=str(t.epoch), master=self.me,
+                                             resumed_lsn=self.log.high, resumed_gseq=work.gseq,
+                                             uncommitted=resumed))
+        queued, self._queued = self._queued, deque()
+        for src, qm in queued:
+            self._for_coordinator(src, qm, now)
+        self._route_coordinator()
+
+    def _balance(self) -> None:
+        loads: dict[str, int] = {}
+        cells: dict[str, msg.CellInfo] = {}
+        for c in self.gateway.directory:
+            loads[c.host] = c.load
+            cells[c.host] = c
+        loads[self.me] = self.gateway.load()
+        order = plan(loads)
+        if order is None or order.target not in cells:
+            return
+        target = cells[order.target]
+        if order.source == self.me:
+            self.gateway.on_reroute(order.count, target)
+        else:
+            self._bb.append((order.source, msg.Reroute(self.epoch, order.count, target)))
+
+    # ================================================================ trace
+    def _emit(self, event: str, now: float, detail: str) -> None:
+        if self.trace.enabled:
+            self.trace.emit(TraceEvent(self.run_id, self.me, now, event, self.group, None, None,
+                                       None, None, None, None, detail))

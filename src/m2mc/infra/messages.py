@@ -1,0 +1,399 @@
+"""Every message of infrastructure mode, as frozen dataclasses (codec: :mod:`.codec`).
+
+Three families (docs/infra.md, "Message formats"):
+
+* cell downlink, gateway -> members (seeds/001 2.4, 3.2; seeds/004 3.1 "Local
+  Multicast"): :class:`Beacon`, :class:`Normals`, :class:`Transfer`, :class:`Ack`,
+  :class:`Move`;
+* cell uplink, member -> its gateway (seeds/001 2.3, 3.3; seeds/004 "Unicast"):
+  :class:`Hello` (the beacon's greeting and the seeds/004 heartbeat),
+  :class:`JoinReq`, :class:`NewReq`, :class:`LeaveReq`, :class:`LeaveOkReq`,
+  :class:`NackReq`;
+* backbone, host <-> host (seeds/001 "wired network"; seeds/004 "Global
+  Multicast"): status, election, forwarding to the coordinator, replication of
+  the coordinator's log, commit, subscription, fetch, reroute.
+
+The coordinator's decisions are :class:`Record` values in a replicated log
+(docs/infra.md, "Failover"). A record that carries a multicast (``gseq > 0``) is
+what the seed calls a NORMAL message; sent to one member it is a TRANSFER.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from m2mc.infra.ids import Epoch, MemberId
+
+# Record kinds.
+APP = 0  # a multicast from a member (seeds/001: NEW turned NORMAL)
+JOINED = 1  # "mid has joined"
+LEFT = 2  # "mid has left" after its LEAVE
+EXPELLED = 3  # "mid has left" because its computer went silent (seeds/004 4.5)
+CLEANUP = 4  # LEAVEOK processed: tables freed (seeds/001 figure 3 line 27); no gseq
+
+MEMBERSHIP_KINDS = frozenset({JOINED, LEFT, EXPELLED})
+RECORD_KINDS = frozenset({APP, JOINED, LEFT, EXPELLED, CLEANUP})
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One decision of the coordinator, at log position ``lsn``.
+
+    ``gseq`` is the multicast's sequence number (0 for CLEANUP). ``mid`` is the
+    sender (APP) or the member concerned (JOINED, LEFT, EXPELLED, CLEANUP).
+    ``nseq`` is the sender's NEW number (seeds/001 3.1), ``app_seq`` the
+    sender's application message number (the trace ``mid``). ``prememb`` is the
+    number of membership changes immediately before this multicast (seeds/001 4.3).
+    """
+
+    lsn: int
+    gseq: int
+    kind: int
+    mid: MemberId
+    nseq: int = 0
+    app_seq: int = 0
+    prememb: int = 0
+    body: bytes = b""
+
+    @property
+    def is_membership(self) -> bool:
+        return self.kind in MEMBERSHIP_KINDS
+
+
+@dataclass(frozen=True, slots=True)
+class CellInfo:
+    """Where a host's cell is: its multicast channel and its uplink address."""
+
+    host: str
+    cell: str
+    uplink: str
+    load: int = 0
+
+
+# --------------------------------------------------------------------- cell downlink
+@dataclass(frozen=True, slots=True)
+class Beacon:
+    """Every T_B seconds (seeds/001 2.4). ``high``: highest gseq relayed in the cell."""
+
+    host: str
+    high: int
+    uplink: str
+    master: str
+    directory: tuple[CellInfo, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Normals:
+    """NORMAL multicasts broadcast in the cell, in gseq order (a batch)."""
+
+    host: str
+    records: tuple[Record, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Transfer:
+    """TRANSFER copies for one member (seeds/001 figure 5 lines 26-31)."""
+
+    host: str
+    dest: MemberId
+    records: tuple[Record, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    """ack(m) of seeds/001 (A2): the gateway took responsibility for frame ``rseq``."""
+
+    host: str
+    node: str
+    rseq: int
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """Load balancing (seeds/004 5.5): ``node`` should attach to ``target``."""
+
+    host: str
+    node: str
+    target: CellInfo
+
+
+# --------------------------------------------------------------------- cell uplink
+@dataclass(frozen=True, slots=True)
+class Hello:
+    """Greeting in answer to a beacon, and heartbeat (seeds/001 2.4; seeds/004 4.5).
+
+    ``mid`` is set from the moment the computer asks to join ("I am a group
+    member and mid is my member identifier"); ``mystable`` is a cumulative
+    acknowledgement the gateway turns into STABINFO.
+    """
+
+    node: str
+    host: str
+    mid: MemberId | None
+    mystable: int
+    member: bool = False  # has delivered its own "has joined"
+
+
+@dataclass(frozen=True, slots=True)
+class NotMember:
+    """The gateway's replica shows ``mid`` is no longer a member (expelled or cleaned
+    up): it must stop acting as one and join again."""
+
+    host: str
+    mid: MemberId
+
+
+@dataclass(frozen=True, slots=True)
+class NewItem:
+    nseq: int
+    app_seq: int
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class JoinReq:
+    node: str
+    host: str
+    rseq: int
+    mid: MemberId
+
+
+@dataclass(frozen=True, slots=True)
+class NewReq:
+    """One or more NEW messages of one member, consecutive ``nseq`` (one frame)."""
+
+    node: str
+    host: str
+    rseq: int
+    mid: MemberId
+    items: tuple[NewItem, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveReq:
+    node: str
+    host: str
+    rseq: int
+    mid: MemberId
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveOkReq:
+    node: str
+    host: str
+    rseq: int
+    mid: MemberId
+
+
+@dataclass(frozen=True, slots=True)
+class NackReq:
+    """``<NACK, s1, s2, mid>``: delivered up to s1, missed (s1, s2) (seeds/001 3.2)."""
+
+    node: str
+    host: str
+    rseq: int
+    mid: MemberId
+    s1: int
+    s2: int
+
+
+MemberRequest = JoinReq | NewReq | LeaveReq | LeaveOkReq
+UplinkMessage = Hello | JoinReq | NewReq | LeaveReq | LeaveOkReq | NackReq
+DownlinkMessage = Beacon | Normals | Transfer | Ack | Move | NotMember
+
+
+# --------------------------------------------------------------------- backbone
+@dataclass(frozen=True, slots=True)
+class Status:
+    """Periodic status update (seeds/004 4.2, 4.5, 5.2); also an election's status.
+
+    ``eid`` is set when sent as part of election ``eid`` (seeds/004 5.1 step 2).
+    """
+
+    host: str
+    incarnation: int
+    address: str
+    port: int
+    cell: str
+    uplink: str
+    load: int
+    local_m: tuple[MemberId, ...]
+    master: str
+    epoch: Epoch
+    log_epoch: Epoch
+    commit: int
+    high: int
+    eid: Epoch | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ElectStart:
+    eid: Epoch
+
+
+@dataclass(frozen=True, slots=True)
+class Vote:
+    eid: Epoch
+    voter: str
+    candidate: str
+
+
+@dataclass(frozen=True, slots=True)
+class Takeover:
+    """The elected master announces itself and asks for every host's log."""
+
+    epoch: Epoch
+    master: str
+    commit: int
+
+
+@dataclass(frozen=True, slots=True)
+class TakeoverReject:
+    epoch: Epoch
+    host: str
+    promised: Epoch
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One member's entry in the coordinator's tables (seeds/001 3.1 first/last/recv)."""
+
+    mid: MemberId
+    first: int
+    last: int
+    recv: int
+    member: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The replicated tables after applying every record up to ``lsn``."""
+
+    lsn: int
+    gseq: int
+    last_app_gseq: int
+    rows: tuple[Row, ...]
+    mcache: tuple[MemberId, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StateReply:
+    """A host's answer to :class:`Takeover`: its log after ``base`` (and a snapshot
+    at ``base`` when it can no longer give the records the master asked from)."""
+
+    epoch: Epoch
+    host: str
+    log_epoch: Epoch
+    commit: int
+    high: int
+    snapshot: Snapshot | None
+    records: tuple[Record, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Forward:
+    """A member's request relayed by gateway ``host`` to the coordinator (A4)."""
+
+    host: str
+    fseq: int
+    request: MemberRequest
+
+
+@dataclass(frozen=True, slots=True)
+class FwdAck:
+    """The coordinator processed forward ``fseq``; its effect is in the log up to ``upto``."""
+
+    epoch: Epoch
+    fseq: int
+    upto: int
+
+
+@dataclass(frozen=True, slots=True)
+class StabInfo:
+    """``<STABINFO, s, mid>`` for several members at once."""
+
+    host: str
+    pairs: tuple[tuple[MemberId, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Subscribe:
+    host: str
+
+
+@dataclass(frozen=True, slots=True)
+class Unsubscribe:
+    host: str
+
+
+@dataclass(frozen=True, slots=True)
+class Fetch:
+    """A gateway asks the coordinator's norm-buffer for multicasts [lo, hi]."""
+
+    host: str
+    lo: int
+    hi: int
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    records: tuple[Record, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Replicate:
+    """New records from the coordinator, in log order."""
+
+    epoch: Epoch
+    commit: int
+    records: tuple[Record, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Sync:
+    """Replace everything after ``base`` by ``records`` (takeover, catch-up, SUBSCOK)."""
+
+    epoch: Epoch
+    commit: int
+    base: int
+    snapshot: Snapshot | None
+    records: tuple[Record, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """A host holds the coordinator's log up to ``high`` in ``epoch``; ``gap``: it
+    received records that did not follow on and needs them from ``high + 1``."""
+
+    epoch: Epoch
+    host: str
+    high: int
+    gap: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """Records up to ``commit`` are committed; multicasts up to ``stable`` are stable.
+
+    ``replicas`` (4.1 only): the hosts that hold the log whether subscribed or not; a
+    host outside it with no members frees its tables (seeds/001 figure 7 line 15).
+    """
+
+    epoch: Epoch
+    commit: int
+    stable: int
+    replicas: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Reroute:
+    """The master asks a host to move ``count`` members to ``target`` (seeds/004 5.5)."""
+
+    epoch: Epoch
+    count: int
+    target: CellInfo
+
+
+BackboneMessage = (Status | ElectStart | Vote | Takeover | TakeoverReject | StateReply
+                   | Forward | FwdAck | StabInfo | Subscribe | Unsubscribe | Fetch | Fetched
+                   | Replicate | Sync | Accepted | Commit | Reroute)

@@ -1,0 +1,165 @@
+"""Acknowledged hops (seeds/001 A1-A3; seeds/004 5.3).
+
+* :class:`ReliableSender`: a mobile computer's uplink. One frame outstanding at a
+  time, resent every ``retransmit`` seconds until its ack (A1); duplicate acks are
+  ignored (A3); nothing is resent while out of coverage (A1 footnote).
+* :class:`Outbox`: a gateway's requests forwarded to the coordinator. Each is kept
+  until the coordinator acknowledged it *and* the log position it reported is
+  committed, and is forwarded again to a new coordinator (docs/infra.md,
+  "Failover": nothing a member handed over is lost with the coordinator).
+
+seeds/004 5.3 gives up after three retries; we do not, because giving up loses a
+message the protocol promises to deliver (docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from m2mc.infra import messages as msg
+from m2mc.infra.ids import Epoch
+
+
+@dataclass(slots=True)
+class _Outstanding:
+    rseq: int
+    frame: msg.UplinkMessage
+    sent_at: float
+
+
+class ReliableSender:
+    """One outstanding uplink frame; the caller builds frames on demand."""
+
+    __slots__ = ("_next_rseq", "outstanding", "retransmit", "retransmits")
+
+    def __init__(self, retransmit: float) -> None:
+        self.retransmit = retransmit
+        self._next_rseq = 1
+        self.outstanding: _Outstanding | None = None
+        self.retransmits = 0
+
+    def next_rseq(self) -> int:
+        r = self._next_rseq
+        self._next_rseq += 1
+        return r
+
+    @property
+    def busy(self) -> bool:
+        return self.outstanding is not None
+
+    def start(self, rseq: int, frame: msg.UplinkMessage, now: float) -> msg.UplinkMessage:
+        self.outstanding = _Outstanding(rseq, frame, now)
+        return frame
+
+    def on_ack(self, rseq: int) -> msg.UplinkMessage | None:
+        """The acknowledged frame, or None for a duplicate or stale ack (A3)."""
+        o = self.outstanding
+        if o is None or o.rseq != rseq:
+            return None
+        self.outstanding = None
+        return o.frame
+
+    def due(self, now: float, readdress: Callable[[msg.UplinkMessage], msg.UplinkMessage]
+            ) -> msg.UplinkMessage | None:
+        """The frame to resend now, if its timer ran out (readdressed to the current gateway)."""
+        o = self.outstanding
+        if o is None or now < o.sent_at + self.retransmit:
+            return None
+        o.frame = readdress(o.frame)
+        o.sent_at = now
+        self.retransmits += 1
+        return o.frame
+
+    def resend_now(self, now: float,
+                   readdress: Callable[[msg.UplinkMessage], msg.UplinkMessage]
+                   ) -> msg.UplinkMessage | None:
+        """The outstanding frame, at once (a new gateway is in reach)."""
+        o = self.outstanding
+        if o is None:
+            return None
+        o.sent_at = -1e18
+        return self.due(now, readdress)
+
+    def deadline(self) -> float | None:
+        o = self.outstanding
+        return None if o is None else o.sent_at + self.retransmit
+
+    def abandon(self) -> msg.UplinkMessage | None:
+        o, self.outstanding = self.outstanding, None
+        return None if o is None else o.frame
+
+
+@dataclass(slots=True)
+class _Forwarded:
+    request: msg.MemberRequest
+    sent_at: float
+    upto: int | None = None  # log position the coordinator reported, in `epoch`
+    epoch: Epoch | None = None
+
+
+class Outbox:
+    """Requests a gateway forwarded, kept until their effect is committed."""
+
+    __slots__ = ("_entries", "_next", "limit", "retry")
+
+    def __init__(self, limit: int, retry: float) -> None:
+        self.limit = limit
+        self.retry = retry
+        self._next = 1
+        self._entries: OrderedDict[int, _Forwarded] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def add(self, request: msg.MemberRequest, now: float) -> int | None:
+        """The forward number, or None when full (the member's retry brings it back)."""
+        if len(self._entries) >= self.limit:
+            return None
+        fseq = self._next
+        self._next += 1
+        self._entries[fseq] = _Forwarded(request, now)
+        return fseq
+
+    def get(self, fseq: int) -> msg.MemberRequest:
+        return self._entries[fseq].request
+
+    def on_ack(self, fseq: int, upto: int, epoch: Epoch) -> None:
+        e = self._entries.get(fseq)
+        if e is not None:
+            e.upto = upto
+            e.epoch = epoch
+
+    def release(self, commit: int, epoch: Epoch) -> int:
+        """Drop the requests whose effect is committed in ``epoch``.
+
+        The coordinator answers forwards in order over a FIFO link and its log
+        only grows, so released requests form a prefix of the outbox.
+        """
+        entries = self._entries
+        n = 0
+        while entries:
+            fseq, e = next(iter(entries.items()))
+            if e.upto is None or e.epoch != epoch or e.upto > commit:
+                break
+            del entries[fseq]
+            n += 1
+        return n
+
+    def all_for_new_master(self, now: float) -> list[tuple[int, msg.MemberRequest]]:
+        """Everything unreleased, to forward again to a new coordinator."""
+        for e in self._entries.values():
+            e.upto = None
+            e.epoch = None
+            e.sent_at = now
+        return [(f, e.request) for f, e in self._entries.items()]
+
+    def due(self, now: float) -> list[tuple[int, msg.MemberRequest]]:
+        """Unacknowledged requests older than ``retry`` (seeds/004 5.3 retry)."""
+        out = []
+        for f, e in self._entries.items():
+            if e.upto is None and now - e.sent_at >= self.retry:
+                e.sent_at = now
+                out.append((f, e.request))
+        return out

@@ -1,0 +1,134 @@
+"""Each host's copy of the coordinator's log (docs/infra.md, "Failover").
+
+The log holds the records from ``low`` to ``high`` (contiguous). Records up to
+``applied`` are committed and applied to :attr:`ReplicaLog.state`; the ones
+after may still be replaced by a new coordinator (:meth:`ReplicaLog.replace_after`).
+Committed records are never replaced and are the only ones a gateway relays to
+its cell, so a member never delivers a multicast that a later coordinator could
+number differently.
+
+The log doubles as the gateway's norm-cache (seeds/001 3.2): TRANSFER copies are
+taken from it by sequence number. Records are freed once committed and stable
+(delivered by every member, seeds/001 2.2).
+"""
+
+from __future__ import annotations
+
+from m2mc.infra import messages as msg
+from m2mc.infra.ids import NO_EPOCH, Epoch
+from m2mc.infra.state import CoordState, StateError
+
+
+class ReplicaLog:
+    __slots__ = ("_by_gseq", "_records", "applied", "high", "log_epoch", "low",
+                 "mcache_size", "mcache_ttl", "promised", "state")
+
+    def __init__(self, mcache_size: int = 65536, mcache_ttl: float = 60.0) -> None:
+        self.mcache_size = mcache_size
+        self.mcache_ttl = mcache_ttl
+        self.state = CoordState(mcache_size, mcache_ttl)  # committed tables at `applied`
+        self._records: dict[int, msg.Record] = {}
+        self._by_gseq: dict[int, int] = {}  # gseq -> lsn
+        self.low = 1  # lowest lsn held (when empty: high + 1)
+        self.high = 0
+        self.applied = 0
+        self.log_epoch: Epoch = NO_EPOCH  # epoch whose coordinator last synced this log
+        self.promised: Epoch = NO_EPOCH  # highest epoch this host answered a takeover of
+
+    # ------------------------------------------------------------- reading
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def get(self, lsn: int) -> msg.Record | None:
+        return self._records.get(lsn)
+
+    def by_gseq(self, gseq: int) -> msg.Record | None:
+        lsn = self._by_gseq.get(gseq)
+        return None if lsn is None else self._records[lsn]
+
+    def committed_gseq(self) -> int:
+        return self.state.gseq
+
+    def has_from(self, lsn: int) -> bool:
+        """Whether every record from ``lsn`` to ``high`` is held."""
+        return lsn >= self.low or lsn > self.high
+
+    def range(self, first: int, last: int) -> tuple[msg.Record, ...]:
+        """Records ``first..last`` (all must be held)."""
+        recs = self._records
+        return tuple(recs[i] for i in range(first, last + 1))
+
+    # ------------------------------------------------------------- writing
+    def append(self, records: tuple[msg.Record, ...] | list[msg.Record]) -> bool:
+        """Add records that follow on; skip ones already held. False on a gap."""
+        for r in records:
+            if r.lsn <= self.high:
+                continue
+            if r.lsn != self.high + 1:
+                return False
+            self._records[r.lsn] = r
+            if r.gseq:
+                self._by_gseq[r.gseq] = r.lsn
+            self.high = r.lsn
+        return True
+
+    def replace_after(self, base: int, snapshot: msg.Snapshot | None,
+                      records: tuple[msg.Record, ...], now: float) -> bool:
+        """Make the log: committed prefix, then ``records`` after ``base`` (a Sync).
+
+        A snapshot newer than what was applied replaces the tables and the log.
+        Records at or below ``applied`` are committed and kept as they are.
+        False if the records do not follow on from what is held.
+        """
+        if snapshot is not None and snapshot.lsn > self.applied:
+            self.state = CoordState.from_snapshot(snapshot, now, self.mcache_size, self.mcache_ttl)
+            self._records.clear()
+            self._by_gseq.clear()
+            self.applied = self.high = snapshot.lsn
+            self.low = snapshot.lsn + 1
+            base = snapshot.lsn
+        keep = max(base, self.applied)
+        if keep > self.high:
+            return False  # a hole between what we hold and what we are given
+        for lsn in range(keep + 1, self.high + 1):
+            r = self._records.pop(lsn)
+            if r.gseq:
+                self._by_gseq.pop(r.gseq, None)
+        self.high = keep
+        if self.low > self.high + 1:
+            self.low = self.high + 1
+        return self.append(tuple(r for r in records if r.lsn > keep))
+
+    def commit_to(self, commit: int, now: float) -> list[msg.Record]:
+        """Apply the records up to ``commit`` that are held; return them in order."""
+        target = min(commit, self.high)
+        out: list[msg.Record] = []
+        state = self.state
+        while self.applied < target:
+            r = self._records[self.applied + 1]
+            state.apply(r, now)
+            self.applied += 1
+            out.append(r)
+        return out
+
+    def gc(self, stable_gseq: int) -> int:
+        """Free committed records whose multicast is stable; return how many."""
+        freed = 0
+        recs = self._records
+        while self.low <= self.applied:
+            r = recs[self.low]
+            if r.gseq > stable_gseq:
+                break
+            del recs[self.low]
+            if r.gseq:
+                self._by_gseq.pop(r.gseq, None)
+            self.low += 1
+            freed += 1
+        return freed
+
+    def reset(self) -> None:
+        """Forget everything (a restarted host)."""
+        self.__init__(self.mcache_size, self.mcache_ttl)  # type: ignore[misc]
+
+
+__all__ = ["ReplicaLog", "StateError"]

@@ -1,0 +1,80 @@
+"""How an elected host becomes the coordinator (docs/infra.md, "Failover").
+
+1. The winner sends ``Takeover(epoch, commit)``. A host that has not promised a
+   newer epoch promises this one (it will refuse records of older epochs) and
+   answers with its log after the winner's commit point (:func:`state_reply`).
+2. With the answers of a quorum (itself included) the winner adopts the log of the
+   answer with the newest ``log_epoch``, the longest among those (the rule of
+   Viewstamped Replication): every record committed under any earlier master is
+   in it, because a committed record is held by a quorum and every quorum shares
+   a host with this one.
+3. The winner's working tables are its committed tables plus the adopted records;
+   sequencing resumes after the highest of them. Every host is then brought onto
+   the adopted log by a Sync.
+"""
+
+from __future__ import annotations
+
+from m2mc.infra import messages as msg
+from m2mc.infra.ids import Epoch
+from m2mc.infra.replog import ReplicaLog
+from m2mc.infra.state import CoordState
+
+
+def state_reply(host: str, epoch: Epoch, log: ReplicaLog, after: int) -> msg.StateReply:
+    """A host's answer: its records after ``after`` (with a snapshot if it freed some)."""
+    snapshot = None
+    base = after
+    if not log.has_from(after + 1):
+        snapshot = log.state.snapshot()
+        base = log.applied
+    records = log.range(base + 1, log.high) if log.high > base else ()
+    return msg.StateReply(epoch, host, log.log_epoch, log.applied, log.high, snapshot, records)
+
+
+class TakeoverRound:
+    """The winner's collection of answers."""
+
+    def __init__(self, host: str, epoch: Epoch, log: ReplicaLog, quorum: int, now: float,
+                 timeout: float) -> None:
+        self.host = host
+        self.epoch = epoch
+        self.log = log
+        self.quorum = quorum
+        self.deadline = now + timeout
+        self.base = log.applied
+        self.replies: dict[str, msg.StateReply] = {host: state_reply(host, epoch, log, log.applied)}
+
+    def request(self) -> msg.Takeover:
+        return msg.Takeover(self.epoch, self.host, self.base)
+
+    def add(self, reply: msg.StateReply) -> None:
+        if reply.epoch == self.epoch:
+            self.replies[reply.host] = reply
+
+    @property
+    def ready(self) -> bool:
+        return len(self.replies) >= self.quorum
+
+    def adopt(self, now: float) -> tuple[CoordState, int]:
+        """Make our log the adopted one; return the working tables and how many
+        records (beyond our commit point) we resumed with."""
+        best = max(self.replies.values(), key=lambda r: (r.log_epoch, r.high, r.host == self.host))
+        log = self.log
+        if best.host != self.host:
+            if not log.replace_after(self.base, best.snapshot, best.records, now):
+                raise RuntimeError("adopted log does not follow on from ours")
+        else:
+            # Our own log wins; records others hold beyond a stale prefix are not ours.
+            pass
+        log.log_epoch = self.epoch
+        work = log.state.copy(now)
+        for lsn in range(log.applied + 1, log.high + 1):
+            r = log.get(lsn)
+            assert r is not None
+            work.apply(r, now)
+        return work, log.high - log.applied
+
+    def answered(self) -> dict[str, int]:
+        """Each host that answered, with its applied point (where its Sync starts)."""
+        return {h: r.commit for h, r in self.replies.items() if h != self.host}

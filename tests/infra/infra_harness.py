@@ -1,0 +1,338 @@
+"""A small deterministic network for the infrastructure-mode cores (tests only).
+
+Virtual time, one event heap. Hosts are joined by reliable FIFO links (constant
+delay per link, so order is kept); each host's cell is a broadcast domain in
+which every datagram is lost with probability ``loss`` per receiver. Members are
+attached to at most one cell at a time (``move``). Hosts can crash.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from m2mc.infra import messages as msg
+from m2mc.infra.codec import decode, encode
+from m2mc.infra.config import InfraConfig
+from m2mc.infra.host import HostCore, HostIdentity
+from m2mc.infra.member import Delivered, Joined, Left, MemberCore, MoveRequest, ViewChange
+from m2mc.trace.schema import ListSink
+
+
+@dataclass
+class MemberLog:
+    delivered: list[Delivered] = field(default_factory=list)
+    views: list[ViewChange] = field(default_factory=list)
+    joined: list[Joined] = field(default_factory=list)
+    left: list[Left] = field(default_factory=list)
+    moves: list[MoveRequest] = field(default_factory=list)
+    sent: dict[str, bytes] = field(default_factory=dict)
+
+
+class Net:
+    def __init__(self, *, seed: int = 1, hosts: Iterable[str] = ("H1", "H2", "H3"),
+                 cfg: InfraConfig | None = None, loss: float = 0.0,
+                 backbone_delay: float = 0.002, cell_delay: float = 0.001,
+                 trace: bool = False) -> None:
+        self.cfg = (cfg or InfraConfig()).check()
+        self.rng = random.Random(seed)
+        self.loss = loss
+        self.backbone_delay = backbone_delay
+        self.cell_delay = cell_delay
+        self.now = 0.0
+        self._heap: list[tuple[float, int, Callable[[], None]]] = []
+        self._seq = 0
+        self.sink = ListSink() if trace else None
+        self.host_ids = list(hosts)
+        self.hosts: dict[str, HostCore] = {}
+        self.alive: dict[str, bool] = {}
+        self._incarnation: dict[str, int] = {}
+        self.members: dict[str, MemberCore] = {}
+        self.logs: dict[str, MemberLog] = {}
+        self.where: dict[str, str | None] = {}
+        self._wake: dict[str, float] = {}
+        self.cell_drops = 0
+        for i, h in enumerate(self.host_ids):
+            self._boot_host(h, i)
+
+    # ------------------------------------------------------------------ set-up
+    def _boot_host(self, h: str, index: int | None = None) -> None:
+        if index is None:
+            index = self.host_ids.index(h)
+        inc = self._incarnation.get(h, -1) + 1
+        self._incarnation[h] = inc
+        core = HostCore(HostIdentity(h, "127.0.0.1", 7100 + index, cell=h, uplink=h), self.cfg,
+                        random.Random(self.rng.getrandbits(32)),
+                        expected_hosts=len(self.host_ids), trace=self.sink, incarnation=inc)
+        self.hosts[h] = core
+        self.alive[h] = True
+        core.start(self.now)
+        self._after(h)
+
+    def add_member(self, node: str, cell: str | None, *, join: bool = True,
+                   cfg: InfraConfig | None = None) -> MemberCore:
+        m = MemberCore(node, cfg or self.cfg, random.Random(self.rng.getrandbits(32)),
+                       trace=self.sink)
+        self.members[node] = m
+        self.logs[node] = MemberLog()
+        self.where[node] = cell
+        m.on_attach(cell, self.now)
+        if join:
+            m.join(self.now)
+        self._after(node)
+        return m
+
+    # ------------------------------------------------------------------ events
+    def at(self, t: float, fn: Callable[[], None]) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (t, self._seq, fn))
+
+    def run_until(self, t_end: float) -> None:
+        while self._heap and self._heap[0][0] <= t_end:
+            t, _, fn = heapq.heappop(self._heap)
+            self.now = max(self.now, t)
+            fn()
+        self.now = max(self.now, t_end)
+
+    def run_while(self, cond: Callable[[], bool], limit: float, step: float = 0.05) -> bool:
+        """Run until ``cond()`` is false or time reaches ``limit``; True if it became false."""
+        while cond():
+            if self.now >= limit:
+                return False
+            self.run_until(self.now + step)
+        return True
+
+    # ------------------------------------------------------------------ actions
+    def send(self, node: str, body: bytes) -> str:
+        mid = self.members[node].send(body, self.now)
+        self.logs[node].sent[mid] = body
+        self._after(node)
+        return mid
+
+    def leave(self, node: str) -> None:
+        self.members[node].leave(self.now)
+        self._after(node)
+
+    def move(self, node: str, cell: str | None) -> None:
+        self.where[node] = cell
+        self.members[node].on_attach(cell, self.now)
+        self._after(node)
+
+    def crash(self, h: str) -> None:
+        self.alive[h] = False
+
+    def restart(self, h: str) -> None:
+        self._boot_host(h)
+
+    def coordinator(self) -> str | None:
+        live = [h for h, c in self.hosts.items() if self.alive[h] and c.coordinator is not None]
+        return max(live, key=lambda h: self.hosts[h].coordinator.epoch) if live else None  # type: ignore[union-attr]
+
+    # ------------------------------------------------------------------ plumbing
+    def _after(self, node: str) -> None:
+        """Send what ``node`` produced and schedule its next timer."""
+        if node in self.hosts:
+            self._after_host(node)
+        else:
+            self._after_member(node)
+
+    def _after_host(self, h: str) -> None:
+        if not self.alive[h]:
+            return
+        core = self.hosts[h]
+        for s in core.drain(self.now):
+            if s.link == "backbone":
+                dests = [s.dest] if s.dest is not None else [x for x in self.host_ids if x != h]
+                for d in dests:
+                    self._backbone(h, d, s.data)
+            else:
+                self._cell(h, s.dest, s.data)
+        self._schedule(h, core.next_deadline(), core)
+
+    def _after_member(self, node: str) -> None:
+        m = self.members[node]
+        for up in m.drain():
+            cell = self.where[node]
+            if cell is None or cell != up.host or not self.alive.get(cell, False):
+                continue
+            if self.rng.random() < self.loss:
+                self.cell_drops += 1
+                continue
+            data = encode(up.message)
+            self.at(self.now + self.cell_delay,
+                    lambda c=cell, d=data, n=node: self._host_cell(c, n, d))
+        log = self.logs[node]
+        for ev in m.events():
+            if isinstance(ev, Delivered):
+                log.delivered.append(ev)
+            elif isinstance(ev, ViewChange):
+                log.views.append(ev)
+            elif isinstance(ev, Joined):
+                log.joined.append(ev)
+            elif isinstance(ev, Left):
+                log.left.append(ev)
+            else:
+                log.moves.append(ev)
+        self._schedule(node, m.next_deadline(), m)
+
+    def _schedule(self, node: str, deadline: float | None, core: object) -> None:
+        if deadline is None:
+            return
+        t = max(deadline, self.now)
+        if t == self.now and node in self.hosts:
+            t = self.now + 1e-6  # flush-now requests: give other events a turn
+        if self._wake.get(node, float("inf")) <= t and self._wake.get(node, -1.0) >= self.now:
+            return
+        self._wake[node] = t
+        self.at(t, lambda: self._timer(node, t))
+
+    def _timer(self, node: str, t: float) -> None:
+        if self._wake.get(node) != t:
+            return
+        del self._wake[node]
+        if node in self.hosts:
+            if not self.alive[node]:
+                return
+            self.hosts[node].on_timer(self.now)
+        else:
+            self.members[node].on_timer(self.now)
+        self._after(node)
+
+    def _backbone(self, src: str, dst: str, data: bytes) -> None:
+        if not self.alive.get(dst, False):
+            return
+        inc = self._incarnation[dst]
+
+        def deliver() -> None:
+            if self.alive[src] and self.alive[dst] and self._incarnation[dst] == inc:
+                self.hosts[dst].receive_backbone(src, data, self.now)
+                self._after(dst)
+
+        self.at(self.now + self.backbone_delay, deliver)
+
+    def _cell(self, h: str, dest: str | None, data: bytes) -> None:
+        nodes = [n for n, c in self.where.items() if c == h] if dest is None else (
+            [dest] if self.where.get(dest) == h else [])
+        for n in nodes:
+            if self.rng.random() < self.loss:
+                self.cell_drops += 1
+                continue
+            self.at(self.now + self.cell_delay, lambda n=n, d=data: self._member_cell(h, n, d))
+
+    def _member_cell(self, h: str, node: str, data: bytes) -> None:
+        if self.where.get(node) != h:
+            return  # moved away while the datagram was in the air
+        m = self.members[node]
+        m.receive(decode(data), self.now)  # type: ignore[arg-type]
+        self._after(node)
+
+    def _host_cell(self, h: str, node: str, data: bytes) -> None:
+        if not self.alive[h] or self.where.get(node) != h:
+            return
+        self.hosts[h].receive_cell(node, data, self.now)
+        self._after(h)
+
+    # ------------------------------------------------------------------ checks
+    def all_sent(self) -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        for log in self.logs.values():
+            out.update(log.sent)
+        return out
+
+    def pending(self) -> int:
+        return sum(m.pending_sends for m in self.members.values())
+
+
+def check_total_order(net: Net) -> dict[int, str]:
+    """P1, P2, P6: one gseq -> message map, increasing gseqs, no duplicates, all sent."""
+    sent = net.all_sent()
+    by_gseq: dict[int, str] = {}
+    for node, log in net.logs.items():
+        seen: set[str] = set()
+        last = 0
+        for d in log.delivered:
+            assert d.gseq > last, f"{node}: gseq {d.gseq} after {last}"
+            last = d.gseq
+            assert d.mid not in seen, f"{node}: duplicate {d.mid}"
+            seen.add(d.mid)
+            assert by_gseq.setdefault(d.gseq, d.mid) == d.mid, f"{node}: gseq {d.gseq} differs"
+            assert sent.get(d.mid) == d.body, f"{node}: {d.mid} never sent like this"
+    return by_gseq
+
+
+def check_complete(net: Net, nodes: Iterable[str] | None = None) -> None:
+    """P4/P5: every message sent is delivered by every member that was a member then."""
+    by_gseq = check_total_order(net)
+    sent = net.all_sent()
+    assert set(by_gseq.values()) == set(sent), (
+        f"never sequenced: {sorted(set(sent) - set(by_gseq.values()))[:5]}")
+    for node in nodes if nodes is not None else net.members:
+        log = net.logs[node]
+        assert log.joined, f"{node} never joined"
+        first = log.joined[0].gseq
+        last = log.left[-1].gseq if log.left else max(by_gseq, default=0)
+        want = {g for g in by_gseq if first <= g <= last}
+        got = {d.gseq for d in log.delivered}
+        missing = sorted(want - got)
+        assert not missing, f"{node} missed gseqs {missing[:10]} (of {len(missing)})"
+
+
+def mid_of(r: msg.Record) -> str:
+    return f"{r.mid.node}:{r.app_seq}"
+
+
+def run_workload(net: Net, *, members: int = 9, rounds: int = 150, p_send: float = 0.3,
+                 p_move: float = 0.02, crash_at: int | None = None, gaps: bool = True,
+                 leave_all: bool = True) -> None:
+    """Members join in the cells, send and move (into gaps too); optionally the
+    coordinator crashes at round ``crash_at``; then everyone comes back into a
+    live cell, drains and (``leave_all``) leaves."""
+    cells = list(net.host_ids)
+    for i in range(members):
+        net.add_member(f"M{i}", cells[i % len(cells)])
+    net.run_until(net.now + 3.0)
+    places: list[str | None] = [*cells, None] if gaps else list(cells)
+    for k in range(rounds):
+        t = net.now
+        for n in list(net.members):
+            if net.rng.random() < p_send and net.members[n].phase.value in ("joining", "member"):
+                net.send(n, f"{n}-{k}".encode())
+            if net.rng.random() < p_move:
+                net.move(n, net.rng.choice(places))
+        if k == crash_at:
+            c = net.coordinator()
+            assert c is not None
+            net.crash(c)
+        net.run_until(t + 0.02)
+    live = [h for h in cells if net.alive[h]]
+    for i, n in enumerate(net.members):
+        where = net.where[n]
+        if where is None or not net.alive[where]:
+            net.move(n, live[i % len(live)])
+    assert net.run_while(lambda: net.pending() > 0, net.now + 60), "sends never sequenced"
+    if leave_all:
+        for n in net.members:
+            net.leave(n)
+        assert net.run_while(
+            lambda: any(m.phase.value != "left" for m in net.members.values()), net.now + 60), \
+            {n: m.phase.value for n, m in net.members.items()}
+    net.run_until(net.now + 2.0)
+
+
+def check_garbage_collected(net: Net) -> None:
+    """P7: after every member left, nothing is held for any of them anywhere."""
+    c_host = net.coordinator()
+    assert c_host is not None
+    c = net.hosts[c_host].coordinator
+    assert c is not None
+    assert c.work.members == set() and c.work.rows == {}
+    assert c.norm_buffer == {} and c.stable == {} and c.early == {} and c.last_seen == {}
+    for h, core in net.hosts.items():
+        if not net.alive[h]:
+            continue
+        g = core.gateway
+        assert g.local_m == {} and g.trans == {} and len(g.outbox) == 0, h
+        assert core.log.state.rows == {}, h
+        assert len(core.log) == 0, (h, core.log.low, core.log.high)  # every copy freed
