@@ -35,7 +35,7 @@ class Net:
     def __init__(self, *, seed: int = 1, hosts: Iterable[str] = ("H1", "H2", "H3"),
                  cfg: InfraConfig | None = None, loss: float = 0.0,
                  backbone_delay: float = 0.002, cell_delay: float = 0.001,
-                 trace: bool = False) -> None:
+                 trace: bool = False, obey_moves: bool = False) -> None:
         self.cfg = (cfg or InfraConfig()).check()
         self.rng = random.Random(seed)
         self.loss = loss
@@ -54,6 +54,7 @@ class Net:
         self.where: dict[str, str | None] = {}
         self._wake: dict[str, float] = {}
         self.cell_drops = 0
+        self.obey_moves = obey_moves  # members follow MoveRequest (as the real driver does)
         for i, h in enumerate(self.host_ids):
             self._boot_host(h, i)
 
@@ -175,6 +176,9 @@ class Net:
                 log.left.append(ev)
             else:
                 log.moves.append(ev)
+                if self.obey_moves and self.where[node] != ev.target.cell:
+                    cell = ev.target.cell
+                    self.at(self.now, lambda n=node, c=cell: self.move(n, c))
         self._schedule(node, m.next_deadline(), m)
 
     def _schedule(self, node: str, deadline: float | None, core: object) -> None:
