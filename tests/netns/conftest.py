@@ -7,12 +7,15 @@ namespaces the lab creates.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pytest
 
@@ -78,3 +81,36 @@ class Lines:
     def has(self, text: str) -> Callable[[], bool]:
         """A condition for polling: some line so far contains ``text``."""
         return lambda: any(text in line for line in self.snapshot())
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30,
+               detail: Callable[[], object] = lambda: "") -> None:
+    """Poll ``condition`` until it holds; fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what} {detail()}")
+        time.sleep(0.05)
+
+
+def wait_all(lines: dict[str, Lines], text: Callable[[str], str], what: str,
+             timeout: float = 180) -> None:
+    """Wait until each child ``pid`` has printed a line containing ``text(pid)``."""
+    wait_until(lambda: all(lines[pid].has(text(pid))() for pid in lines), what, timeout,
+               lambda: {pid: lines[pid].snapshot()[-3:] for pid in lines})
+
+
+Child = tuple["subprocess.Popen[bytes]", Lines, Lines]  # process, stdout, stderr
+
+
+def stop_nodes(nodes: dict[str, Child]) -> dict[str, tuple[int | None, Any]]:
+    """SIGTERM every node, wait, and collect (exit status, last stdout line as JSON)."""
+    for process, _, _ in nodes.values():
+        if process.poll() is None:
+            process.terminate()
+    results: dict[str, tuple[int | None, Any]] = {}
+    for pid, (process, out, _) in nodes.items():
+        process.wait(timeout=30)
+        lines = out.closed()
+        results[pid] = (process.returncode, json.loads(lines[-1]) if lines else None)
+    return results

@@ -14,12 +14,10 @@ import json
 import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import M2MC, Lines
+from conftest import M2MC, Lines, stop_nodes, wait_all
 from netns_lab import Lab
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow,
@@ -36,17 +34,6 @@ ORDERS = ["sb", "causal", "fifo", "total"]
 # FIFO group here sends no replies.
 REPLY_ORDERS = ["sb", "causal", "total"]
 LOSS = 20
-DEADLINE = 180.0
-
-
-def wait_all(lines: dict[str, Lines], text: Callable[[str], str], what: str,
-             timeout: float = DEADLINE) -> None:
-    deadline = time.monotonic() + timeout
-    while not all(lines[pid].has(text(pid))() for pid in lines):
-        if time.monotonic() > deadline:
-            tails = {pid: lines[pid].snapshot()[-3:] for pid in lines}
-            raise AssertionError(f"timed out waiting for {what}: {tails}")
-        time.sleep(0.05)
 
 
 def test_adhoc_loss_partition_heal_judged_by_the_pipeline(
@@ -79,14 +66,7 @@ def test_adhoc_loss_partition_heal_judged_by_the_pipeline(
         lab.heal()
         wait_all(progress, lambda pid: f"{pid} done", "every node to deliver everything")
     finally:
-        for process, _, _ in nodes.values():
-            if process.poll() is None:
-                process.terminate()
-        results = {}
-        for pid, (process, out, _) in nodes.items():
-            process.wait(timeout=30)
-            lines = out.closed()
-            results[pid] = (process.returncode, json.loads(lines[-1]) if lines else None)
+        results = stop_nodes(nodes)
     for pid, (status, result) in results.items():
         assert status == 0 and result is not None, (pid, status, result)
         assert result["delivered"] == {order: 4 * SEND for order in ORDERS}, result

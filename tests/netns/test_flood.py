@@ -12,11 +12,10 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import M2MC, Lines
+from conftest import M2MC, Lines, wait_until
 from netns_lab import Lab, rss_bytes
 
 pytestmark = pytest.mark.netns
@@ -30,14 +29,6 @@ RSS_GROWTH_LIMIT = 16 << 20  # after the bounds have filled
 
 def url(address: str) -> str:
     return f"udp-multicast://{GROUP}:{PORT}?iface={address}&ttl=1"
-
-
-def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def test_flood_neither_starves_legitimate_traffic_nor_grows_memory(
@@ -54,14 +45,14 @@ def test_flood_neither_starves_legitimate_traffic_nor_grows_memory(
                                    marker.hex(), "--config", str(config)], env=child_env)
         listeners[host.index] = (process, Lines(process.stdout), Lines(process.stderr))
     for _, _, err in listeners.values():
-        wait_for(err.has("listening"), 30, "the listeners to start")
+        wait_until(err.has("listening"), "the listeners to start")
 
     rx_before = lab.counter(receiver, "rx_packets")
     flood = lab.spawn(flooder, [sys.executable, FLOOD, GROUP, str(PORT), flooder.address],
                       env=child_env)
     flood_started = time.monotonic()
-    wait_for(lambda: lab.counter(receiver, "rx_packets") - rx_before > 20_000, 30,
-             "the flood to reach the receiver")
+    wait_until(lambda: lab.counter(receiver, "rx_packets") - rx_before > 20_000,
+               "the flood to reach the receiver")
 
     listener_pid = listeners[receiver.index][0].pid
     samples: list[tuple[float, int]] = []

@@ -15,11 +15,10 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import Lines
+from conftest import Lines, stop_nodes, wait_all
 from netns_lab import Lab, rss_bytes
 
 pytestmark = pytest.mark.netns
@@ -28,17 +27,7 @@ NODE = str(Path(__file__).with_name("adhoc_node.py"))
 FLOOD = str(Path(__file__).with_name("flood.py"))
 GROUP, PORT = "239.255.90.20", 47020
 SEND = 30
-DEADLINE = 180.0
 RSS_GROWTH_LIMIT = 24 << 20
-
-
-def wait_all(lines: dict[str, Lines], text: Callable[[str], str], what: str) -> None:
-    deadline = time.monotonic() + DEADLINE
-    while not all(lines[pid].has(text(pid))() for pid in lines):
-        if time.monotonic() > deadline:
-            tails = {pid: lines[pid].snapshot()[-3:] for pid in lines}
-            raise AssertionError(f"timed out waiting for {what}: {tails}")
-        time.sleep(0.05)
 
 
 def test_members_deliver_everything_under_a_forged_group_flood(
@@ -78,14 +67,7 @@ def test_members_deliver_everything_under_a_forged_group_flood(
         sampling.set()
         if flood is not None and flood.poll() is None:
             flood.terminate()
-        for process, _, _ in nodes.values():
-            if process.poll() is None:
-                process.terminate()
-        results = {}
-        for pid, (process, out, _) in nodes.items():
-            process.wait(timeout=30)
-            lines = out.closed()
-            results[pid] = (process.returncode, json.loads(lines[-1]) if lines else None)
+        results = stop_nodes(nodes)
     flood_out, _ = flood.communicate(timeout=10)
     sent = json.loads(flood_out.decode().strip().splitlines()[-1])["sent"]
     for pid, (status, result) in results.items():

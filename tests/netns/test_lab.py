@@ -6,12 +6,10 @@ import json
 import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import Lines
+from conftest import Lines, wait_until
 from netns_lab import Host, Lab, LabUnavailable
 
 pytestmark = pytest.mark.netns
@@ -77,13 +75,13 @@ def exchange(lab: Lab, sender: Host, receivers: list[Host], count: int,
                                    host.address])
         probes[host.index] = (process, Lines(process.stdout))
     for _, lines in probes.values():
-        wait(lines.has("ready"), "a probe to start")
+        wait_until(lines.has("ready"), "a probe to start")
     sent = lab.exec(sender, [sys.executable, PROBE, "send", GROUP, str(PORT), sender.address,
                              str(count)])
     assert sent.returncode == 0, sent.stderr.decode()
     waiting_for = [sync.index] if sync is not None else list(probes)
     for index in waiting_for:
-        wait(probes[index][1].has('"end"'), "the END marker")
+        wait_until(probes[index][1].has('"end"'), "the END marker")
     counts = {}
     for index, (process, lines) in probes.items():
         ended = [line for line in lines.snapshot() if '"end"' in line]
@@ -95,14 +93,6 @@ def exchange(lab: Lab, sender: Host, receivers: list[Host], count: int,
             process.wait(timeout=10)
             counts[index] = json.loads(lines.closed()[-1])["data"]
     return counts
-
-
-def wait(condition: Callable[[], bool], what: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def test_stale_labs_of_dead_processes_are_removed() -> None:
