@@ -75,6 +75,7 @@ class Coordinator:
         self.subscribers: set[str] = set()
         self.last_seen: dict[MemberId, float] = {}
         self.out: list[Out] = []
+        self.first_app_gseq: int | None = None  # first multicast this coordinator numbered
         self._commit_dirty = False
         self._rebuild_norm_buffer(now)
 
@@ -102,6 +103,8 @@ class Coordinator:
                 body: bytes = b"", now: float = 0.0) -> msg.Record:
         r = self.work.next_record(kind, mid, nseq, app_seq, body)
         self.work.apply(r, now)
+        if kind == msg.APP and self.first_app_gseq is None:
+            self.first_app_gseq = r.gseq
         self.log.append((r,))
         if r.gseq:
             pending = set(self.work.members)

@@ -198,11 +198,11 @@ class HostCore:
         c = self.coordinator
         if c is not None and c.update_commit(self.directory.quorum(), set(self.directory.live())):
             self._advance(c.commit, c.stable_watermark(), now)
-        if c is not None and not self._reported_first and c.stats.sequenced:
+        if c is not None and not self._reported_first and c.first_app_gseq is not None:
             self._reported_first = True
-            self.first_sequenced = (now, c.work.gseq)
+            self.first_sequenced = (now, c.first_app_gseq)
             self._emit("elect", now, detail_json(phase="first_sequenced", epoch=str(c.epoch),
-                                                 gseq=c.work.gseq))
+                                                 gseq=c.first_app_gseq))
 
     def _route_coordinator(self) -> None:
         if self.coordinator is None:

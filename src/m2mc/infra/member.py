@@ -208,6 +208,11 @@ class MemberCore:
         return len(self._news) + len(self._unconfirmed) + len(self._in_flight())
 
     @property
+    def app_seq(self) -> int:
+        """The last application sequence number used (message ids are "node:app_seq")."""
+        return self._app_seq
+
+    @property
     def is_member(self) -> bool:
         return self.phase in (Phase.MEMBER, Phase.LEAVING)
 
