@@ -320,9 +320,11 @@ def main(argv: list[str] | None = None) -> int:
                             log_path=work / "spark.log")
         spark.range(1).count()
         report["spark_startup_s"] = round(time.perf_counter() - t0, 2)
-        # Warm the JVM (class loading, code generation) on a tiny trace first.
-        generate(20_000, work / "warmup")
+        # Warm the JVM (class loading, code generation, JIT) on a smaller trace first.
+        w0 = time.perf_counter()
+        generate(200_000, work / "warmup")
         spark_analyze(spark, work / "warmup", work / "warmup-out")
+        report["spark_warmup_s"] = round(time.perf_counter() - w0, 2)
         for n in sizes:
             d = work / f"trace-{n}"
             g0 = time.perf_counter()

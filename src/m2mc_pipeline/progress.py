@@ -40,6 +40,8 @@ class Progress:
         self._finish()
         self._name = name
         self._start = time.monotonic()
+        if self.sc is not None:  # names the jobs in Spark's UI and event log
+            self.sc.setJobDescription(f"m2mc {self.label}: {name}")
         if not self.enabled:
             return
         if self.tty:

@@ -73,29 +73,35 @@ def build(events: DataFrame) -> Tables:
     ``first()`` of a string would force a sort of every delivery.
     """
     ev = events.filter("ok")
+    # Sends, deliveries and receipts are all hash-partitioned by message key. Joins on
+    # ``mk`` (or ``mk`` and ``nk``, with requireAllClusterKeysForCoPartition off) then
+    # find both sides already in place and shuffle nothing.
+    ev.sparkSession.conf.set("spark.sql.requireAllClusterKeysForCoPartition", "false")
     root = F.col("parent").isNull() | (F.col("parent") == "")
     sends = (ev.filter(F.col("event") == SEND).filter(F.col("mid").isNotNull())
              .select(message_key().alias("mk"), node_key().alias("nk"),
                      F.when(~root, message_key(mid="parent")).alias("pk"),
                      "run", "group", "mid", F.col("node").alias("sender"),
                      F.col("t").alias("t_send"), F.col("pos").alias("pos_send"),
-                     "parent", F.col("order").alias("send_order"), "bytes"))
+                     "parent", F.col("order").alias("send_order"), "bytes")
+             .repartition("mk"))
     # First delivery: earliest t, and the place in the file of that earliest one
     # (two deliveries of one message at the same instant at one node: either place).
     delivered = (ev.filter(F.col("event") == DELIVER).filter(F.col("mid").isNotNull())
-                 .groupBy("run", "node", "group", "mid")
+                 .withColumn("mk", message_key()).repartition("mk")
+                 .groupBy("mk", "run", "node", "group", "mid")
                  .agg(F.count(F.lit(1)).alias("n"),
                       F.min("t").alias("t"),
                       F.min_by("pos", "t").alias("pos"),
                       F.min("gseq").alias("gseq"),
                       F.max("gseq").alias("gseq_max"))
-                 .select(message_key().alias("mk"), node_key().alias("nk"), "run", "node",
-                         "group", "mid", "n", "t", "pos", "gseq", "gseq_max"))
+                 .select("mk", node_key().alias("nk"), "run", "node", "group", "mid", "n",
+                         "t", "pos", "gseq", "gseq_max"))
     recvd = (ev.filter(F.col("event") == RECV).filter(F.col("mid").isNotNull())
-             .groupBy("run", "node", "group", "mid")
+             .withColumn("mk", message_key()).repartition("mk")
+             .groupBy("mk", "run", "node", "group", "mid")
              .agg(F.min("t").alias("t_recv"))
-             .select(message_key().alias("mk"), node_key().alias("nk"), "run", "node",
-                     "group", "mid", "t_recv"))
+             .select("mk", node_key().alias("nk"), "run", "node", "group", "mid", "t_recv"))
     membership = ev.filter(F.col("event").isin(JOIN, LEAVE) & F.col("group").isNotNull())
     lifecycle = ev.filter(F.col("event").isin(CRASH, RESTART))
     # Every check and metric reads these: compute each once, keep it (memory, then disk).
