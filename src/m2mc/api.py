@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from m2mc.errors import UsageError
 from m2mc.group.codec import GrpInfo
@@ -63,6 +64,12 @@ class NodeConfig:
     m2mp: M2MPConfig = field(default_factory=M2MPConfig)
     max_queued_messages: int = 100_000  # per group, delivered but not yet read by the app
     max_queued_events: int = 10_000  # node events not yet read (oldest dropped past it)
+    # Infrastructure mode (docs/infra.md): mode="infra" attaches this process as a
+    # member to the hosts whose cells (udp-multicast:// URLs) are listed in `hosts`.
+    mode: str = "adhoc"  # "adhoc" | "infra"
+    hosts: tuple[str, ...] = ()
+    infra_cell: str | None = None  # the cell to start in (default: the first of hosts)
+    infra: Any = None  # an m2mc.infra.config.InfraConfig (default settings if None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +101,16 @@ _make_message = fast_constructor(GroupMessage)
 
 class Node:
     """One M2MC process: its groups, over one channel. Use ``async with``."""
+
+    def __new__(cls, config: NodeConfig | None = None, **overrides: object) -> Node:
+        mode = overrides.get("mode", config.mode if config is not None else "adhoc")
+        if mode not in ("adhoc", "infra"):
+            raise UsageError(f"mode must be 'adhoc' or 'infra', got {mode!r}")
+        if cls is Node and mode == "infra":  # same API, infrastructure-mode member
+            from m2mc.infra_runtime.node import InfraNode
+
+            return object.__new__(InfraNode)
+        return object.__new__(cls)
 
     def __init__(self, config: NodeConfig | None = None, **overrides: object) -> None:
         config = config or NodeConfig()

@@ -93,3 +93,13 @@ def test_member_that_disappears_for_long_is_expelled_and_rejoins_on_return() -> 
     net.run_until(13.0)
     assert log.delivered[-1].body == b"after return"
     check_total_order(net)
+
+
+def test_members_in_reach_are_never_expelled_even_when_quiet() -> None:
+    """seeds/004 4.5: heartbeats keep a live member in; only silence expels."""
+    net = Net(seed=12, cfg=InfraConfig(member_timeout=2.0))
+    for i, cell in enumerate(["H1", "H2", "H3", "H1", "H2", "H3"]):
+        net.add_member(f"M{i}", cell)
+    net.run_until(10.0)  # five member_timeouts without a single multicast
+    assert all(not log.left for log in net.logs.values())
+    assert all(len(log.joined) == 1 for log in net.logs.values())

@@ -127,7 +127,8 @@ class HostCore:
             self._send_status(now)
             for gone in self.directory.expire(now):
                 self._host_gone(gone)
-            if self.coordinator is not None:
+            if self.coordinator is not None:  # our own cell counts as "seen" too
+                self.coordinator.saw_members(tuple(self.gateway.local_m), now)
                 self.coordinator.check_members(now)
             self._refresh_directory()
         if now >= self._next_check:  # seeds/004 4.5: is anybody the master?

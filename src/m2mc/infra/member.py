@@ -277,9 +277,9 @@ class MemberCore:
             for item in frame.items:
                 if item.nseq > self._confirmed:  # the ack may come after the delivery
                     self._unconfirmed[item.nseq] = (item, now)
-        elif isinstance(frame, msg.JoinReq):
-            self._control_acked["join"] = now
-        elif isinstance(frame, msg.LeaveReq):
+        elif isinstance(frame, msg.JoinReq) and self.phase == Phase.JOINING:
+            self._control_acked["join"] = now  # (the ack may come after "has joined")
+        elif isinstance(frame, msg.LeaveReq) and self.phase == Phase.LEAVING:
             self._control_acked["leave"] = now
         elif isinstance(frame, msg.LeaveOkReq):
             self.phase = Phase.LEFT  # step (iii) done: nothing more to do for this mid
@@ -406,8 +406,9 @@ class MemberCore:
 
     # ================================================================ NACK (figure 6)
     def _nack_now(self) -> msg.NackReq | None:
-        if self.seen_high <= self.mystable or self.mid is None:
-            return None  # mylow = 0
+        if self.seen_high <= self.mystable or self.mid is None \
+                or self.phase not in (Phase.JOINING, Phase.MEMBER, Phase.LEAVING):
+            return None  # mylow = 0, or nothing more to deliver in this membership
         s2 = min(self.mybuf) if self.mybuf else self.seen_high + 1
         if self.phase == Phase.JOINING:
             # Which multicasts we need starts at our "has joined", unknown yet: ask

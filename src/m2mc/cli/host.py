@@ -1,0 +1,128 @@
+"""``m2mc host``: run an infrastructure-mode host (docs/infra.md).
+
+A host is a gateway for its cell (a multicast group on loopback), a replica of the
+coordinator's log and a voter; the elected master host is the coordinator.
+
+    m2mc host --id H1 --listen 127.0.0.1:7101 \\
+        --peer 127.0.0.1:7102 --peer 127.0.0.1:7103 \\
+        --cell "udp-multicast://239.255.20.1:7711?iface=127.0.0.1&ttl=1" \\
+        --uplink 127.0.0.1:7201
+
+Every flag may come from ``--config FILE.toml`` instead: a ``[host]`` table (``id``,
+``listen``, ``peers``, ``cell``, ``uplink``, ``trace_dir``, ``run_id``) and an
+``[infra]`` table of protocol settings (any field of
+:class:`~m2mc.infra.config.InfraConfig`); flags win. Once up it prints one line on
+stderr: ``m2mc host: H1 up, backbone 127.0.0.1:7101, cell URL, uplink ADDR``.
+Stops on SIGINT or SIGTERM (or after ``--run-for`` seconds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from m2mc.errors import ConfigError, UsageError
+from m2mc.infra.config import InfraConfig
+from m2mc.infra_runtime.host_driver import HostDriver, settings_from_strings
+
+_HOST_KEYS = ("id", "listen", "peers", "cell", "uplink", "trace_dir", "run_id")
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "host", help="run an infrastructure-mode host",
+        description="An infrastructure-mode host: gateway of one cell, replica of the "
+                    "coordinator's log, voter in elections, coordinator when elected.")
+    p.add_argument("--id", help="host identity (default: the --listen address)")
+    p.add_argument("--listen", metavar="ADDR", help="backbone TCP address, 127.0.0.1:PORT")
+    p.add_argument("--peer", metavar="ADDR", action="append", default=None,
+                   help="backbone address of another host (repeat; comma lists too)")
+    p.add_argument("--cell", metavar="URL",
+                   help="this host's cell: udp-multicast://239.255.X.Y:PORT?iface=127.0.0.1&ttl=1")
+    p.add_argument("--uplink", metavar="ADDR",
+                   help="UDP address members send to (default: 127.0.0.1, any port)")
+    p.add_argument("--subscribe", action="store_true", default=None,
+                   help="seeds/001 4.1: multicasts only to gateways with members")
+    p.add_argument("--skip-membership", action="store_true", default=None,
+                   help="seeds/001 4.3: cells relay only their own membership changes")
+    p.add_argument("--trace-dir", metavar="DIR", help="write trace events (elect) here")
+    p.add_argument("--run-id", default=None, help="the trace's run column")
+    p.add_argument("--run-for", metavar="S", type=float, default=None,
+                   help="stop after S seconds (default: until SIGINT/SIGTERM)")
+    p.add_argument("--config", metavar="FILE", help="TOML file with [host] and [infra] tables")
+    p.set_defaults(func=run)
+
+
+def _load(path: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    if path is None:
+        return {}, {}
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except OSError as exc:
+        raise ConfigError(f"--config {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"--config {path}: {exc}") from None
+    host = data.get("host", {})
+    infra = data.get("infra", {})
+    if not isinstance(host, dict) or not isinstance(infra, dict):
+        raise ConfigError(f"--config {path}: [host] and [infra] must be tables")
+    unknown = sorted(set(host) - set(_HOST_KEYS))
+    if unknown:
+        raise ConfigError(f"host.{unknown[0]}: unknown key (known: {', '.join(_HOST_KEYS)})")
+    unknown_top = sorted(set(data) - {"host", "infra"})
+    if unknown_top:
+        raise ConfigError(f"{unknown_top[0]}: unknown table in {path}")
+    return host, infra
+
+
+def run(args: argparse.Namespace) -> int:
+    host, infra = _load(args.config)
+    if args.subscribe:
+        infra["subscribe"] = True
+    if args.skip_membership:
+        infra["skip_membership"] = True
+    config = InfraConfig().with_overrides(infra)
+    listen = args.listen or host.get("listen")
+    cell = args.cell or host.get("cell")
+    if not listen:
+        raise UsageError("--listen is required (the backbone address, 127.0.0.1:PORT)")
+    if not cell:
+        raise UsageError("--cell is required (the cell's udp-multicast:// URL)")
+    peers_raw = args.peer if args.peer is not None else host.get("peers", [])
+    if isinstance(peers_raw, str):
+        peers_raw = [peers_raw]
+    peers = [p.strip() for item in peers_raw for p in str(item).split(",") if p.strip()]
+    settings = settings_from_strings(args.id or host.get("id"), str(listen), str(cell),
+                                     args.uplink or host.get("uplink"), peers, config,
+                                     args.trace_dir or host.get("trace_dir"),
+                                     args.run_id if args.run_id is not None
+                                     else str(host.get("run_id", "")))
+    return asyncio.run(_serve(HostDriver(settings), args.run_for))
+
+
+async def _serve(driver: HostDriver, run_for: float | None) -> int:
+    await driver.start()
+    s = driver.s
+    assert driver.core is not None
+    print(f"m2mc host: {s.host_id} up, backbone {s.listen[0]}:{s.listen[1]}, cell {s.cell}, "
+          f"uplink {driver.core.ident.uplink}", file=sys.stderr, flush=True)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        if run_for is None:
+            await stop.wait()
+        else:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), run_for)
+    finally:
+        await driver.close()
+    return 0

@@ -1,0 +1,157 @@
+"""``HostDriver``: one infrastructure-mode host on real sockets (``m2mc host``).
+
+Backbone: TCP to every other host (listen address + peers). Cell: the host
+broadcasts on its cell's multicast group and receives members' frames on its
+uplink UDP address, which its beacons advertise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from m2mc.infra.config import InfraConfig
+from m2mc.infra.host import HostCore, HostIdentity
+from m2mc.infra_runtime.net import Backbone, Udp, format_address, multicast_spec, parse_address
+from m2mc.log import node_logger
+from m2mc.runtime.tracing import open_trace
+
+
+@dataclass
+class HostSettings:
+    host_id: str
+    listen: tuple[str, int]
+    cell: str
+    uplink: tuple[str, int]
+    peers: list[tuple[str, int]] = field(default_factory=list)
+    config: InfraConfig = field(default_factory=InfraConfig)
+    trace_dir: str | Path | None = None
+    run_id: str = ""
+    group: str = "infra"
+
+
+class HostDriver:
+    def __init__(self, settings: HostSettings) -> None:
+        self.s = settings
+        self.loop = asyncio.get_event_loop()
+        self.log = node_logger("m2mc.infra.host", settings.host_id)
+        self.core: HostCore | None = None
+        self.backbone: Backbone | None = None
+        self.uplink: Udp | None = None
+        self._cell_addr = (multicast_spec(settings.cell).group, multicast_spec(settings.cell).port)
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: float | None = None
+        self._poked = False
+        self._closed = asyncio.Event()
+        self._trace_close: object = None
+        self._addr_of: dict[str, tuple[str, int]] = {}
+
+    def now(self) -> float:
+        return self.loop.time()
+
+    async def start(self) -> None:
+        s = self.s
+        self.loop = asyncio.get_running_loop()
+        sink, self._trace_close = open_trace(s.trace_dir, s.host_id, s.run_id, self.loop.time,
+                                             flush_every=1)
+        self.uplink = await Udp.unicast(s.uplink, self._on_uplink)
+        ident = HostIdentity(s.host_id, s.listen[0], s.listen[1], s.cell,
+                             format_address(self.uplink.address))
+        self.core = HostCore(ident, s.config, random.Random(), expected_hosts=1 + len(s.peers),
+                             trace=sink, run_id=s.run_id, group=s.group,
+                             incarnation=int(time.time() * 1000) & 0x7FFF_FFFF)
+        self.backbone = Backbone(s.host_id, s.listen, list(s.peers), self._on_frame)
+        await self.backbone.start()
+        self.core.start(self.now())
+        self.log.info("host up: backbone %s, cell %s, uplink %s", format_address(s.listen),
+                      s.cell, ident.uplink)
+        self._service()
+
+    async def serve_forever(self) -> None:
+        await self._closed.wait()
+
+    async def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if self.backbone is not None:
+            await self.backbone.close()
+        if self.uplink is not None:
+            self.uplink.close()
+        if callable(self._trace_close):
+            self._trace_close()
+        self._closed.set()
+
+    # ------------------------------------------------------------ inputs
+    def _on_frame(self, src: str, data: bytes) -> None:
+        assert self.core is not None
+        self.core.receive_backbone(src, data, self.now())
+        self._poke()
+
+    def _on_uplink(self, data: bytes, addr: tuple[str, int]) -> None:
+        assert self.core is not None
+        self.core.receive_cell(format_address(addr), data, self.now())
+        self._poke()
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_at = None
+        assert self.core is not None
+        self.core.on_timer(self.now())
+        self._service()
+
+    # ------------------------------------------------------------ outputs
+    def _poke(self) -> None:
+        """Serve once per loop iteration: everything that arrived meanwhile is batched."""
+        if not self._poked:
+            self._poked = True
+            self.loop.call_soon(self._service)
+
+    def _service(self) -> None:
+        self._poked = False
+        core, bb, up = self.core, self.backbone, self.uplink
+        if core is None or bb is None or up is None:
+            return
+        for s in core.drain(self.now()):
+            if s.link == "backbone":
+                if s.dest is None:
+                    bb.broadcast(s.data)
+                else:
+                    addr = self._address(s.dest)
+                    if addr is not None:
+                        bb.send(addr, s.data)
+            elif s.dest is None:
+                up.send(s.data, self._cell_addr)
+            else:
+                up.send(s.data, parse_address(s.dest, "member address"))
+        deadline = core.next_deadline()
+        if deadline is None or deadline == self._timer_at:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = deadline
+        self._timer = self.loop.call_at(max(deadline, self.now()), self._on_timer)
+
+    def _address(self, host: str) -> tuple[str, int] | None:
+        addr = self._addr_of.get(host)
+        if addr is None:
+            assert self.core is not None and self.backbone is not None
+            st = self.core.directory.status(host)
+            if st is None:
+                return None
+            addr = self._addr_of[host] = (st.address, st.port)
+            self.backbone.connect(addr)  # a host we discovered
+        return addr
+
+
+def settings_from_strings(host_id: str | None, listen: str, cell: str, uplink: str | None,
+                          peers: list[str], config: InfraConfig, trace_dir: str | None,
+                          run_id: str) -> HostSettings:
+    lst = parse_address(listen, "--listen")
+    up = parse_address(uplink, "--uplink") if uplink else (lst[0], 0)
+    multicast_spec(cell)
+    return HostSettings(host_id or format_address(lst), lst, cell, up,
+                        [parse_address(p, "--peer") for p in peers if p and p != listen],
+                        config, trace_dir, run_id)

@@ -1,0 +1,121 @@
+"""``MemberDriver``: one infrastructure-mode member on real sockets.
+
+It listens on the multicast group of the cell it is "in" and sends its uplink
+frames from its own UDP socket to the gateway's uplink address (from the
+beacons), which answers there (ACK, TRANSFER, MOVE). Moving to another cell
+(load balancing, a silent host, or :meth:`MemberDriver.move`) leaves one
+multicast group and joins another: the protocol does the rest (seeds/001 2.4).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable
+
+from m2mc.errors import DecodeError
+from m2mc.infra import messages as msg
+from m2mc.infra.codec import decode, encode
+from m2mc.infra.config import InfraConfig
+from m2mc.infra.member import MemberCore, MemberEvent, MoveRequest
+from m2mc.infra_runtime.net import Udp, parse_address
+from m2mc.trace.schema import TraceSink
+
+log = logging.getLogger("m2mc.infra.member")
+_DOWNLINK = (msg.Beacon, msg.Normals, msg.Transfer, msg.Ack, msg.Move, msg.NotMember)
+
+
+class MemberDriver:
+    def __init__(self, node: str, cells: list[str], config: InfraConfig, *,
+                 trace: TraceSink | None = None, run_id: str = "", group: str = "infra",
+                 on_events: Callable[[list[MemberEvent]], None] | None = None,
+                 rng: random.Random | None = None) -> None:
+        self.cells = list(cells)
+        self.core = MemberCore(node, config, rng or random.Random(), group=group, trace=trace,
+                               run_id=run_id)
+        self.on_events = on_events
+        self.loop = asyncio.get_event_loop()
+        self.uplink: Udp | None = None
+        self.cell_sock: Udp | None = None
+        self.cell: str | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: float | None = None
+        self._poked = False
+        self.decode_errors = 0
+        self.moves = 0
+
+    def now(self) -> float:
+        return self.loop.time()
+
+    async def start(self, cell: str | None = None) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.uplink = await Udp.unicast(("127.0.0.1", 0), self._on_datagram)
+        await self.move(cell if cell is not None else (self.cells[0] if self.cells else None))
+
+    async def move(self, cell: str | None) -> None:
+        """Be in ``cell`` from now on (None: out of every cell)."""
+        if cell == self.cell and (cell is None or self.cell_sock is not None):
+            return
+        if self.cell_sock is not None:
+            self.cell_sock.close()
+            self.cell_sock = None
+        if cell is not None:
+            self.cell_sock = await Udp.multicast(cell, self._on_datagram)
+            if cell not in self.cells:
+                self.cells.append(cell)
+        self.cell = cell
+        self.moves += 1
+        self.core.on_attach(cell, self.now())
+        self.service()
+
+    async def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if self.cell_sock is not None:
+            self.cell_sock.close()
+        if self.uplink is not None:
+            self.uplink.close()
+
+    def _on_datagram(self, data: bytes, addr: tuple[str, int]) -> None:
+        try:
+            m = decode(data)
+        except DecodeError:
+            self.decode_errors += 1
+            return
+        if isinstance(m, _DOWNLINK):
+            self.core.receive(m, self.now())
+            self.poke()
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_at = None
+        self.core.on_timer(self.now())
+        self.service()
+
+    def poke(self) -> None:
+        if not self._poked:
+            self._poked = True
+            self.loop.call_soon(self.service)
+
+    def service(self) -> None:
+        self._poked = False
+        up = self.uplink
+        if up is not None:
+            for u in self.core.drain():
+                if u.addr:
+                    up.send(encode(u.message), parse_address(u.addr, "gateway uplink"))
+        events = self.core.events()
+        if events:
+            for ev in events:
+                if isinstance(ev, MoveRequest) and ev.target.cell != self.cell:
+                    self.loop.create_task(self.move(ev.target.cell))
+            if self.on_events is not None:
+                self.on_events(events)
+        deadline = self.core.next_deadline()
+        if deadline is None or deadline == self._timer_at:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = deadline
+        self._timer = self.loop.call_at(max(deadline, self.now()), self._on_timer)

@@ -1,0 +1,288 @@
+"""The application API (:class:`m2mc.api.Node`, :class:`m2mc.api.Group`) over an
+infrastructure-mode member: ``Node(NodeConfig(mode="infra", hosts=[cell URLs]))``.
+
+The same calls as ad hoc mode: ``create_group``/``join`` make this process a member
+of the deployment's group (seeds/001 has one group), ``Group.send`` multicasts,
+``Group.receive`` and ``async for`` deliver in the total order, ``leave`` leaves
+(seeds/001 3.3). Every message carries its ``gseq``. Any requested order is
+honoured because the coordinator's total order also keeps S_b, FIFO and causal
+order: a member sends only after delivering what it answers, and the coordinator
+numbers its NEWs in sending order.
+
+``hosts`` lists the cells' multicast URLs; the member starts in the first one
+(``infra_cell`` picks another) and moves when the master balances load or its host
+goes silent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import struct
+from collections import deque
+from collections.abc import AsyncIterator
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from m2mc.errors import BufferFullError, UsageError
+from m2mc.group.codec import GrpInfo
+from m2mc.group.events import GroupCreated, GroupEvent, MemberJoined, MemberLeft
+from m2mc.infra.config import InfraConfig
+from m2mc.infra.member import Delivered, Joined, Left, MemberEvent, Phase, ViewChange
+from m2mc.infra_runtime.member_driver import MemberDriver
+from m2mc.ordering import ROOT, MessageId
+from m2mc.runtime.tracing import open_trace
+
+if TYPE_CHECKING:
+    from m2mc.api import GroupMessage, NodeConfig, ReplyTo
+
+from m2mc import api
+
+_PARENT = struct.Struct(">H")
+
+
+def pack_body(data: bytes, parent: MessageId) -> bytes:
+    """The application payload with its S_b parent (``\\x00`` + data, or ``\\x01`` +
+    length + parent id + data)."""
+    if parent.is_root:
+        return b"\x00" + data
+    p = str(parent).encode()
+    return b"\x01" + _PARENT.pack(len(p)) + p + data
+
+
+def unpack_body(body: bytes) -> tuple[bytes, MessageId]:
+    if body[:1] == b"\x01" and len(body) >= 3:
+        (n,) = _PARENT.unpack_from(body, 1)
+        try:
+            return body[3 + n:], MessageId.parse(body[3:3 + n].decode())
+        except (UnicodeDecodeError, ValueError):
+            return body, ROOT
+    return body[1:], ROOT
+
+
+class InfraNode(api.Node):
+    """``Node`` in infrastructure mode (built by ``Node(...)`` when ``mode="infra"``)."""
+
+    def __init__(self, config: NodeConfig | None = None, **overrides: object) -> None:
+        super().__init__(config, **overrides)
+        cfg = self.config
+        if not cfg.hosts:
+            raise UsageError("mode='infra' needs hosts=[the cells' udp-multicast:// URLs]")
+        self.infra: InfraConfig = cfg.infra or InfraConfig()
+        self.driver: MemberDriver | None = None
+        self.gid: str | None = None
+        self._order = "total"
+        self._view: set[str] = set()
+        self._queue: deque[GroupMessage] = deque()
+        self._pid = ""
+
+    # ------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        if self.driver is not None:
+            return
+        cfg = self.config
+        self._pid = cfg.pid or f"n{secrets.token_hex(4)}"
+        loop = asyncio.get_running_loop()
+        sink, self._trace_close = open_trace(cfg.trace_dir, self._pid, cfg.run_id, loop.time,
+                                             flush_every=cfg.trace_flush_every)
+        self.driver = MemberDriver(self._pid, list(cfg.hosts), self.infra, trace=sink,
+                                   run_id=cfg.run_id, on_events=self._on_events)
+        cells = list(cfg.hosts)
+        await self.driver.start(cfg.infra_cell or cells[0])
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self.driver is not None:
+            await self.driver.close()
+        close = self._trace_close
+        if callable(close):
+            close()
+        self._wake()
+
+    async def __aenter__(self) -> InfraNode:
+        await self.start()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.close()
+
+    # ---------------------------------------------------------------- groups
+    @property
+    def pid(self) -> str:
+        self._drv_infra()
+        return self._pid
+
+    async def create_group(self, desc: str, *, order: str = "total") -> InfraGroup:
+        group = await self._join(desc, order, 5.0)
+        self._push_event(GroupCreated(desc, desc, "total"))
+        return group
+
+    async def join(self, gid: str, *, order: str | None = None,
+                   timeout: float = 5.0) -> InfraGroup:
+        return await self._join(gid, order or "total", timeout)
+
+    async def _join(self, gid: str, order: str, timeout: float) -> InfraGroup:
+        d = self._drv_infra()
+        if order not in api_orders():
+            raise UsageError(f"unknown order {order!r}")
+        if self.gid is not None and self.gid != gid and d.core.phase != Phase.LEFT:
+            raise UsageError(f"infrastructure mode has one group; already in {self.gid!r}")
+        self.gid = gid
+        d.core.group = gid
+        if d.core.phase in (Phase.IDLE, Phase.LEFT):
+            d.core.join(d.now())
+            d.service()
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
+        while not d.core.is_member and loop.time() < end and not self._closed:
+            await self._wait(end - loop.time())
+        return InfraGroup(self, gid)
+
+    async def discover(self, gid: str | None = None, *, timeout: float = 2.0) -> list[GrpInfo]:
+        return self.discovered()
+
+    def group(self, gid: str) -> InfraGroup:
+        d = self._drv_infra()
+        if gid != self.gid or d.core.phase in (Phase.IDLE, Phase.LEFT):
+            raise UsageError(f"not a member of group {gid!r}")
+        return InfraGroup(self, gid)
+
+    def reject(self, gid: str) -> None:
+        return None
+
+    def members(self, gid: str) -> list[str]:
+        return sorted(self._view) if gid == self.gid else []
+
+    def discovered(self) -> list[GrpInfo]:
+        return [GrpInfo(self.gid, self.gid, "total", ())] if self.gid else []
+
+    def joined(self) -> list[GrpInfo]:
+        return self.discovered() if self.driver and self.driver.core.is_member else []
+
+    def history(self, gid: str) -> list[GroupMessage]:
+        raise UsageError("history needs the durable log, which infrastructure mode does not keep")
+
+    def stats(self) -> dict[str, int]:
+        d = self._drv_infra()
+        s = d.core.stats
+        return {"delivered": s.delivered, "duplicates": s.duplicates, "nacks": s.nacks,
+                "buffer_evictions": s.buffer_evictions, "resent": s.resent_news,
+                "moves": d.moves, "decode_errors": d.decode_errors,
+                "pending_sends": d.core.pending_sends}
+
+    async def events(self) -> AsyncIterator[GroupEvent]:
+        while True:
+            while not self._events:
+                if self._closed:
+                    return
+                await self._wait(None)
+            yield self._events.popleft()
+
+    # -------------------------------------------------------------- internals
+    def _drv_infra(self) -> MemberDriver:
+        if self.driver is None or self._closed:
+            raise UsageError("node not running: use 'async with Node(...)' or await start()")
+        return self.driver
+
+    def _push_event(self, ev: GroupEvent) -> None:
+        if len(self._events) >= self.config.max_queued_events:
+            self._events.popleft()
+            self.events_dropped += 1
+        self._events.append(ev)
+
+    def _on_events(self, events: list[MemberEvent]) -> None:
+        gid = self.gid or ""
+        for ev in events:
+            if isinstance(ev, Delivered):
+                data, parent = unpack_body(ev.body)
+                self._queue.append(api.GroupMessage(gid, MessageId(ev.sender, ev.app_seq),
+                                                    parent, data, ev.gseq))
+            elif isinstance(ev, ViewChange):
+                if ev.kind == "joined":
+                    self._view.add(ev.member.node)
+                    self._push_event(MemberJoined(gid, ev.member.node))
+                else:
+                    self._view.discard(ev.member.node)
+                    self._push_event(MemberLeft(gid, ev.member.node))
+            elif isinstance(ev, Joined):
+                self._view.add(self._pid)
+                self._push_event(MemberJoined(gid, self._pid))
+            elif isinstance(ev, Left):
+                self._view.discard(self._pid)
+                self._push_event(MemberLeft(gid, self._pid))
+        self._wake()
+
+
+class InfraGroup(api.Group):
+    node: InfraNode
+
+    @property
+    def info(self) -> GrpInfo | None:
+        return GrpInfo(self.gid, self.gid, "total", ())
+
+    @property
+    def order(self) -> str:
+        return "total"
+
+    @property
+    def members(self) -> list[str]:
+        return self.node.members(self.gid)
+
+    async def send(self, data: bytes | str, *, reply_to: ReplyTo = None) -> MessageId:
+        node = self.node
+        d = node._drv_infra()
+        payload = data.encode() if isinstance(data, str) else bytes(data)
+        body = pack_body(payload, api._parent(reply_to))
+        while True:
+            try:
+                mid = d.core.send(body, d.now())
+                break
+            except BufferFullError:
+                await node._wait(0.05)  # back-pressure: wait for our messages to come back
+                if node._closed:
+                    raise UsageError("node closed") from None
+        d.poke()
+        return MessageId.parse(mid)
+
+    async def receive(self, timeout: float | None = None) -> GroupMessage:
+        node = self.node
+        loop = asyncio.get_running_loop()
+        end = None if timeout is None else loop.time() + timeout
+        while True:
+            if node._queue:
+                return node._queue.popleft()
+            if node._closed:
+                raise UsageError("node closed")
+            left = None if end is None else end - loop.time()
+            if left is not None and left <= 0:
+                raise TimeoutError(f"no message in group {self.gid!r} within {timeout} s")
+            await node._wait(left)
+
+    async def receive_many(self, limit: int = 4096,
+                           timeout: float | None = None) -> list[GroupMessage]:
+        first = await self.receive(timeout)
+        out = [first]
+        q = self.node._queue
+        while q and len(out) < limit:
+            out.append(q.popleft())
+        return out
+
+    def pending(self) -> int:
+        return len(self.node._queue)
+
+    async def leave(self) -> None:
+        d = self.node._drv_infra()
+        with contextlib.suppress(UsageError):
+            d.core.leave(d.now())
+        d.service()
+
+
+def api_orders() -> tuple[str, ...]:
+    return ("sb", "causal", "fifo", "total")
+
+
+__all__ = ["InfraGroup", "InfraNode", "pack_body", "unpack_body"]

@@ -1,0 +1,85 @@
+"""The application API in infrastructure mode: the same Node/Group calls as ad hoc
+mode, selected by configuration alone (hosts as asyncio drivers in this process)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+
+import pytest
+
+from m2mc.api import Node, NodeConfig
+from m2mc.errors import UsageError
+from m2mc.infra_runtime.host_driver import HostDriver, HostSettings
+from m2mc.infra_runtime.node import pack_body, unpack_body
+from m2mc.ordering import ROOT, MessageId
+
+BASE = 9000 + (os.getpid() % 400) * 2
+CELLS = [f"udp-multicast://239.255.{50 + i}.{1 + os.getpid() % 200}:{BASE + i}"
+         "?iface=127.0.0.1&ttl=1" for i in range(2)]
+BACKBONE = [("127.0.0.1", BASE + 10 + i) for i in range(2)]
+
+
+@pytest.fixture
+async def hosts() -> AsyncIterator[list[HostDriver]]:
+    drivers = [HostDriver(HostSettings(f"H{i}", BACKBONE[i], CELLS[i], ("127.0.0.1", 0),
+                                       [b for j, b in enumerate(BACKBONE) if j != i]))
+               for i in range(2)]
+    for d in drivers:
+        await d.start()
+    loop = asyncio.get_running_loop()
+    end = loop.time() + 10
+    while not any(d.core is not None and d.core.coordinator is not None for d in drivers):
+        assert loop.time() < end, "no coordinator elected"
+        await asyncio.sleep(0.05)
+    yield drivers
+    for d in drivers:
+        await d.close()
+
+
+async def test_same_api_as_ad_hoc_mode(hosts: list[HostDriver]) -> None:
+    cfg = NodeConfig(mode="infra", hosts=tuple(CELLS))
+    async with Node(cfg, pid="alice") as alice, \
+            Node(cfg, pid="bob", infra_cell=CELLS[1]) as bob:
+        ga = await alice.create_group("chat", order="total")
+        gb = await bob.join("chat", order="total", timeout=10)
+        question = await ga.send("Did you visit Delhi?")
+        assert str(question) == "alice:1"
+        got = await gb.receive(timeout=10)
+        assert got.text == "Did you visit Delhi?" and got.sender == "alice" and not got.is_reply
+        await gb.send("Yes", reply_to=got)
+        texts = []
+        for _ in range(2):
+            m = await ga.receive(timeout=10)
+            texts.append((m.text, m.is_reply, m.gseq is not None))
+        assert texts == [("Did you visit Delhi?", False, True), ("Yes", True, True)]
+        assert ga.order == "total" and bob.group("chat").gid == "chat"
+        assert bob.stats()["delivered"] >= 2
+        await gb.leave()
+
+
+def test_mode_selection_errors() -> None:
+    with pytest.raises(UsageError, match="mode"):
+        Node(NodeConfig(mode="mesh"))
+    with pytest.raises(UsageError, match="hosts"):
+        Node(NodeConfig(mode="infra"))
+    assert type(Node(NodeConfig())).__name__ == "Node"
+
+
+def test_reply_parent_travels_in_the_body() -> None:
+    assert unpack_body(pack_body(b"x", ROOT)) == (b"x", ROOT)
+    assert unpack_body(pack_body(b"y", MessageId("a", 3))) == (b"y", MessageId("a", 3))
+
+
+def test_host_command_line_errors_are_one_line() -> None:
+    run = [sys.executable, "-m", "m2mc.cli", "host"]
+    r = subprocess.run([*run, "--cell", CELLS[0]], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "--listen" in r.stderr and "Traceback" not in r.stderr
+    r = subprocess.run([*run, "--listen", "localhost:7000", "--cell", CELLS[0]],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "loopback" in r.stderr and r.stderr.count("\n") == 1
+    r = subprocess.run([*run, "--help"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and "--peer" in r.stdout
