@@ -228,7 +228,7 @@ class HostCore:
         elif isinstance(m, msg.Replicate):
             self._on_replicate(src, m, now)
         elif isinstance(m, msg.Commit):
-            if m.epoch == self.epoch and self.log.log_epoch == m.epoch:
+            if m.epoch == self.epoch:  # the commit point counts even for a non-replica
                 self._advance(m.commit, m.stable, now)
                 self._maybe_free_replica(m)
         elif isinstance(m, msg.Accepted):
@@ -339,9 +339,10 @@ class HostCore:
         if commit > self.commit:
             self.commit = commit
         self.stable = max(self.stable, stable)
-        records = self.log.commit_to(self.commit, now)
-        if records:
-            self.gateway.on_committed(records)
+        if self.log.log_epoch == self.epoch:  # our log is this epoch's: apply what is held
+            records = self.log.commit_to(self.commit, now)
+            if records:
+                self.gateway.on_committed(records)
         self.gateway.on_commit_point(self.commit, self.stable)
         self.log.gc(min(self.stable, self.log.committed_gseq()))
 
@@ -355,7 +356,6 @@ class HostCore:
             promised = self.log.promised
             self.log.reset()
             self.log.promised = promised
-            self.commit = 0
 
     # ================================================================ status, discovery
     def _status(self, eid: Epoch | None) -> msg.Status:
