@@ -56,3 +56,18 @@ def test_the_stack_checks_its_parameters() -> None:
     data["stack"]["no_such_key"] = 1
     with pytest.raises(ConfigError, match="no_such_key"):
         load_scenario(data)
+
+
+def test_same_seed_same_trace(tmp_path: Path) -> None:
+    """CONTRACTS section 3: the same scenario and seed give byte-identical trace files."""
+    import hashlib
+
+    data = tomllib.loads(SCENARIO.read_text())
+    data["run"] = {"chaos": 12.0, "heal": 4.0}
+    data["faults"]["crash"][0].update({"at": 6.0, "restart": 9.0})
+    digests = []
+    for name in ("a", "b"):
+        run_scenario(data, 7, tmp_path / name)
+        files = sorted((tmp_path / name / "trace").glob("*.jsonl"))
+        digests.append({f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in files})
+    assert digests[0] == digests[1] and len(digests[0]) == 15
