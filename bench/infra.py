@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import random
@@ -81,7 +82,7 @@ async def member_main(args: argparse.Namespace) -> None:
         got += len(batch)
         gseqs.extend(m.gseq or 0 for m in batch)
         last = time.time()
-    ordered = all(a < b for a, b in zip(gseqs, gseqs[1:], strict=False))
+    ordered = all(a < b for a, b in itertools.pairwise(gseqs))
     print(json.dumps({"pid": args.pid, "got": got, "expect": expect, "t_go": t_go,
                       "t_last": last, "ordered": ordered}), flush=True)
     task.cancel()
