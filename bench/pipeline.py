@@ -11,10 +11,11 @@ fifo group (lost, duplicated, unexpected deliveries). Both engines read the
 same Parquet files; the bench reports both sets of violation counts and
 whether they agree.
 
-Figures: Spark start-up (JVM + session) separately; ``spark_checks_s`` (load +
-every check of CONTRACTS section 5, the work DuckDB does), ``spark_analyze_s``
-(also metrics, comparison, report). Targets: spark_checks <= 10x duckdb, and
-10x the events costing <= 12x the time.
+Figures: Spark start-up (JVM + session) and warm-up (a 200k-event run, so the
+JIT has compiled the hot paths) separately; ``spark_checks_s`` (load + every
+check of CONTRACTS section 5, the work DuckDB does), ``spark_analyze_s`` (also
+metrics, comparison, report); each the best of ``--repeat`` runs, like DuckDB's.
+Targets: spark_checks <= 10x duckdb, and 10x the events costing <= 12x the time.
 """
 
 from __future__ import annotations
@@ -294,8 +295,7 @@ def spark_analyze(spark: Any, trace_dir: Path, out: Path) -> dict[str, Any]:
     started = time.perf_counter()
     result = analyze([trace_dir], out, spark=spark, progress=False)
     total = time.perf_counter() - started
-    checks = sum(v for k, v in result.timings.items()
-                 if k == "load traces" or k.startswith("check "))
+    checks = result.timings["load traces"] + result.timings["checks"]
     return {"checks_s": round(checks, 2), "analyze_s": round(total, 2),
             "violations": result.violations, "stages": result.timings}
 
@@ -307,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dir", type=Path, default=None, help="work directory (default: temp)")
     ap.add_argument("--keep", action="store_true", help="keep the generated traces")
     ap.add_argument("--driver-memory", default="6g", help="Spark driver memory (local mode)")
+    ap.add_argument("--repeat", type=int, default=2,
+                    help="runs per engine and size; the best is reported (default 2)")
     args = ap.parse_args(argv)
     sizes = [int(float(x)) for x in args.events.split(",") if x]
     work = args.dir or Path(tempfile.mkdtemp(prefix="m2mc-bench-pipeline-"))
@@ -330,10 +332,16 @@ def main(argv: list[str] | None = None) -> int:
             g0 = time.perf_counter()
             events = generate(n, d)
             gen_s = time.perf_counter() - g0
-            duck_counts, duck_s = duckdb_checks(d)
-            sp = spark_analyze(spark, d, work / f"out-{n}")
+            # Best of --repeat runs for both engines (the machine is shared: noise is large).
+            duck_runs = [duckdb_checks(d) for _ in range(args.repeat)]
+            duck_counts, duck_s = duck_runs[0][0], min(r[1] for r in duck_runs)
+            spark_runs = [spark_analyze(spark, d, work / f"out-{n}") for _ in range(args.repeat)]
+            sp = min(spark_runs, key=lambda r: r["checks_s"])
+            sp["analyze_s"] = min(r["analyze_s"] for r in spark_runs)
             report["sizes"][str(n)] = {
-                "events": events, "generate_s": round(gen_s, 2),
+                "events": events, "generate_s": round(gen_s, 2), "repeat": args.repeat,
+                "duckdb_checks_all_s": [round(r[1], 2) for r in duck_runs],
+                "spark_checks_all_s": [r["checks_s"] for r in spark_runs],
                 "duckdb_checks_s": round(duck_s, 2),
                 "spark_checks_s": sp["checks_s"], "spark_analyze_s": sp["analyze_s"],
                 "ratio_checks_spark_over_duckdb": round(sp["checks_s"] / duck_s, 2),

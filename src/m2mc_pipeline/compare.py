@@ -12,13 +12,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePath
 from typing import Any
 
-import pyspark.sql.functions as F
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
 from m2mc_pipeline.load import Scope
-from m2mc_pipeline.metrics.quantiles import records
-from m2mc_pipeline.schema import EVENTS
 from m2mc_pipeline.session import small_frame
 
 _RUN_INFO = StructType([
@@ -55,20 +52,6 @@ def _number(value: Any) -> float | None:
         return float(value) if value is not None and not isinstance(value, bool) else None
     except (TypeError, ValueError):
         return None
-
-
-def node_rows(events: DataFrame) -> list[dict[str, Any]]:
-    """One small row per (run, node) over every loaded row, malformed ones included:
-    the counts of verify.json and the run table both come from it (one job)."""
-    ok = F.col("ok")
-    return records(events.groupBy("run", "node").agg(
-        F.count(F.when(ok, 1)).alias("events"),
-        F.count(F.when(~ok, 1)).alias("malformed"),
-        F.count(F.when(ok & ~F.col("event").isin(*sorted(EVENTS)), 1)).alias("unknown"),
-        F.count(F.when(ok & (F.col("event") == "send"), 1)).alias("messages"),
-        F.min("scope").alias("scope"),
-        F.min(F.when(ok, F.col("t"))).alias("t_first"),
-        F.max(F.when(ok, F.col("t"))).alias("t_last")))
 
 
 def runs(nodes: Sequence[dict[str, Any]], orders: Mapping[str, list[str]],

@@ -10,10 +10,13 @@ a node that restarts keeps its durable membership. A node whose last
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import pyspark.sql.functions as F
 from pyspark.sql import DataFrame, Window
 
-from m2mc_pipeline.schema import CRASH, JOIN, LEAVE, RESTART
+from m2mc_pipeline.schema import JOIN, LEAVE
 
 
 def membership_intervals(membership: DataFrame) -> DataFrame:
@@ -32,11 +35,18 @@ def membership_intervals(membership: DataFrame) -> DataFrame:
             .select("run", "node", "group", F.col("t").alias("join_t"), "leave_t"))
 
 
-def crashed_for_good(lifecycle: DataFrame) -> DataFrame:
-    """``(run, node, crash_t)`` for each node whose last crash has no later restart."""
-    last = (lifecycle.groupBy("run", "node")
-            .agg(F.max(F.when(F.col("event") == CRASH, F.struct("t", "pos"))).alias("crash"),
-                 F.max(F.when(F.col("event") == RESTART, F.struct("t", "pos"))).alias("restart")))
-    return (last.filter(F.col("crash").isNotNull()
-                        & (F.col("restart").isNull() | (F.col("restart") < F.col("crash"))))
-            .select("run", "node", F.col("crash.t").alias("crash_t")))
+def crashed_for_good(nodes: Sequence[dict[str, Any]]) -> list[tuple[str, str, float]]:
+    """``(run, node, crash_t)`` for each node whose last crash has no later restart.
+
+    ``nodes`` are tables.survey's per-node rows, which carry the (t, pos) of each
+    node's last crash and last restart.
+    """
+    gone = []
+    for n in nodes:
+        crash = (n.get("crash_t"), n.get("crash_pos"))
+        restart = (n.get("restart_t"), n.get("restart_pos"))
+        if crash[0] is None:
+            continue
+        if restart[0] is None or restart < crash:
+            gone.append((n["run"], n["node"], float(crash[0])))
+    return gone

@@ -110,28 +110,33 @@ def timeline(rows: Sequence[Mapping[str, Any]], node: str, run: str) -> bytes | 
     rows = [r for r in rows if r.get("mid")]
     if not rows:
         return None
-    mids: list[str] = []
+    groups = {r.get("group") for r in rows}
+
+    def label(r: Mapping[str, Any]) -> str:
+        return f"{r.get('group')}/{r['mid']}" if len(groups) > 1 else str(r["mid"])
+
+    labels: list[str] = []
     for r in rows:
-        if r["mid"] not in mids:
-            mids.append(r["mid"])
-    y = {m: i for i, m in enumerate(mids)}
-    fig = Figure(figsize=(8, max(3.0, 0.22 * len(mids) + 1)))
+        if label(r) not in labels:
+            labels.append(label(r))
+    y = {m: i for i, m in enumerate(labels)}
+    fig = Figure(figsize=(8, max(3.0, 0.22 * len(labels) + 1)))
     ax = fig.add_subplot()
-    recv = {r["mid"]: r["t"] for r in rows if r["event"] == "recv"}
+    recv = {label(r): r["t"] for r in rows if r["event"] == "recv"}
     for r in rows:
-        if r["event"] == "deliver" and r["mid"] in recv:
-            ax.plot([recv[r["mid"]], r["t"]], [y[r["mid"]]] * 2, color="#bbbbbb", zorder=1)
+        if r["event"] == "deliver" and label(r) in recv:
+            ax.plot([recv[label(r)], r["t"]], [y[label(r)]] * 2, color="#bbbbbb", zorder=1)
     for event, (marker, color) in _MARKERS.items():
         pts = [r for r in rows if r["event"] == event]
         if pts:
-            ax.scatter([r["t"] for r in pts], [y[r["mid"]] for r in pts], marker=marker,
+            ax.scatter([r["t"] for r in pts], [y[label(r)] for r in pts], marker=marker,
                        color=color, label=event, zorder=2, s=22)
-    ax.set_yticks(range(len(mids)), mids, fontsize="x-small")
+    ax.set_yticks(range(len(labels)), labels, fontsize="x-small")
     ax.invert_yaxis()
     ax.set_xlabel("t (s)")
     ax.set_title(f"message timeline at node {node} (run {run})")
     ax.grid(alpha=0.3, axis="x")
-    ax.legend(fontsize="small", loc="lower right")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return _png(fig)
 
 
@@ -148,6 +153,7 @@ def throughput(rows: Sequence[Mapping[str, Any]], width: float, max_runs: int = 
                 where="post", label=str(run))
     ax.set_xlabel("t (s)")
     ax.set_ylabel("deliveries / s")
+    ax.set_ylim(bottom=0)
     ax.set_title(f"throughput (buckets of {width:g}s)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")

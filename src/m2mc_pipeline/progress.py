@@ -34,6 +34,7 @@ class Progress:
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
         self.timings: dict[str, float] = {}
+        self._lock = threading.Lock()
 
     def stage(self, name: str) -> None:
         """Finish the current stage (if any) and start ``name``."""
@@ -53,6 +54,15 @@ class Progress:
         if self.enabled:
             total = time.monotonic() - self._t0
             self._write(f"[{self.label}] done in {total:.1f}s{': ' + message if message else ''}\n")
+
+    def item(self, name: str, seconds: float, message: str = "") -> None:
+        """Report a part of the current stage that finished (parts may run in threads)."""
+        with self._lock:
+            self.timings[name] = round(seconds, 3)
+            if self.enabled:
+                erase = "\r\x1b[2K" if self.tty else ""
+                extra = f": {message}" if message else ""
+                self._write(f"{erase}[{self.label}]   {name}{extra} ({seconds:.1f}s)\n")
 
     def note(self, message: str) -> None:
         if self.enabled:

@@ -10,14 +10,15 @@ two of n messages to share a 64-bit hash (probability below n^2 / 2^65: about
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import pyspark.sql.functions as F
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 
 from m2mc_pipeline.membership import crashed_for_good, membership_intervals
-from m2mc_pipeline.schema import CRASH, DELIVER, JOIN, LEAVE, RECV, RESTART, SEND
+from m2mc_pipeline.schema import CRASH, DELIVER, EVENTS, JOIN, LEAVE, RECV, RESTART, SEND
 from m2mc_pipeline.session import small_frame
 
 # "<pid>:<seqno>" (CONTRACTS section 4): origin and sequence number of a message.
@@ -57,6 +58,9 @@ class Tables:
     group_order: DataFrame   # (run, group, order): the ordering each group asked for
     intervals: DataFrame     # membership (run, node, group, join_t, leave_t or null)
     gone: DataFrame          # nodes that crashed for good: (run, node, crash_t)
+    node_rows: list[dict[str, Any]] = field(default_factory=list)  # survey() per (run, node)
+    anyone_gone: bool = True  # False: no node crashed for good, no exemption to compute
+    total_without_gseq: bool = True  # False: every delivery in total groups has a gseq
     violations_dir: str | None = None  # where checks write their violations (Parquet)
 
     def release(self) -> None:
@@ -72,6 +76,8 @@ def build(events: DataFrame) -> Tables:
     can hash-aggregate instead of sorting: a minimum over ``struct(t, pos)`` or a
     ``first()`` of a string would force a sort of every delivery.
     """
+    nodes, orders = survey(events)
+    gone = crashed_for_good(nodes)
     ev = events.filter("ok")
     # Sends, deliveries and receipts are all hash-partitioned by message key. Joins on
     # ``mk`` (or ``mk`` and ``nk``, with requireAllClusterKeysForCoPartition off) then
@@ -103,23 +109,66 @@ def build(events: DataFrame) -> Tables:
              .agg(F.min("t").alias("t_recv"))
              .select("mk", node_key().alias("nk"), "run", "node", "group", "mid", "t_recv"))
     membership = ev.filter(F.col("event").isin(JOIN, LEAVE) & F.col("group").isNotNull())
-    lifecycle = ev.filter(F.col("event").isin(CRASH, RESTART))
     # Every check and metric reads these: compute each once, keep it (memory, then disk).
     keep = StorageLevel.MEMORY_AND_DISK
     return Tables(events=ev, sends=sends.persist(keep), delivered=delivered.persist(keep),
-                  recvd=recvd.persist(keep), group_order=group_orders(ev),
+                  recvd=recvd.persist(keep), group_order=group_orders(ev, orders),
+                  node_rows=nodes,
                   intervals=membership_intervals(membership).persist(keep),
-                  gone=crashed_for_good(lifecycle).persist(keep))
+                  gone=small_frame(ev.sparkSession, gone,
+                                   "run string, node string, crash_t double").persist(),
+                  anyone_gone=bool(gone),
+                  total_without_gseq=any(o["order"] == "total" and o["no_gseq"]
+                                         for o in orders))
 
 
-def group_orders(ev: DataFrame) -> DataFrame:
+def survey(events: DataFrame) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One pass over every loaded row (malformed ones included), two small results.
+
+    Per (run, node): events, malformed, unknown event names, sends, scope, first and
+    last t (verify.json's counts and the run table). Per (run, group, order): the
+    orderings groups ask for. One grouping-sets aggregation, so one scan.
+    """
+    ok = F.col("ok")
+    rows = (events.groupingSets([("run", "node"), ("run", "group", "order")],
+                                "run", "node", "group", "order")
+            .agg(F.grouping("node").alias("by_order"),
+                 F.count(F.when(ok, 1)).alias("events"),
+                 F.count(F.when(~ok, 1)).alias("malformed"),
+                 F.count(F.when(ok & ~F.col("event").isin(*sorted(EVENTS)), 1)).alias("unknown"),
+                 F.count(F.when(ok & (F.col("event") == SEND), 1)).alias("messages"),
+                 F.min("scope").alias("scope"),
+                 F.min(F.when(ok, F.col("t"))).alias("t_first"),
+                 F.max(F.when(ok, F.col("t"))).alias("t_last"),
+                 *_last(CRASH), *_last(RESTART),
+                 F.count(F.when(ok & (F.col("event") == DELIVER) & F.col("gseq").isNull(), 1))
+                 .alias("no_gseq"))
+            .collect())
+    nodes = [{k: r[k] for k in ("run", "node", "events", "malformed", "unknown", "messages",
+                                "scope", "t_first", "t_last", "crash_t", "crash_pos",
+                                "restart_t", "restart_pos")}
+             for r in rows if not r["by_order"]]
+    orders = [{"run": r["run"], "group": r["group"], "order": r["order"],
+               "no_gseq": r["no_gseq"]}
+              for r in rows if r["by_order"] and r["events"] and r["run"] is not None
+              and r["group"] is not None and r["order"] is not None]
+    return nodes, orders
+
+
+def _last(event: str) -> list[Column]:
+    """(t, pos) of a node's last ``event``, as two numbers (hash-aggregatable)."""
+    hit = F.col("ok") & (F.col("event") == event)
+    return [F.max(F.when(hit, F.col("t"))).alias(f"{event}_t"),
+            F.max_by(F.when(hit, F.col("pos")), F.when(hit, F.col("t")))
+            .alias(f"{event}_pos")]
+
+
+def group_orders(ev: DataFrame, seen: list[dict[str, Any]]) -> DataFrame:
     """``(run, group, order, orders)``: the ordering each group asked for (a tiny table).
 
     Taken from every event that names one. A group that shows several (a writer
     bug) is checked under the first in alphabetical order; ``orders`` says how many.
     """
-    seen = (ev.filter(F.col("order").isNotNull() & F.col("group").isNotNull())
-            .select("run", "group", "order").distinct().collect())
     chosen: dict[tuple[str, str], list[str]] = {}
     for r in seen:
         chosen.setdefault((r["run"], r["group"]), []).append(r["order"])

@@ -91,8 +91,8 @@ def _unlabelled_inversions(d: DataFrame) -> DataFrame:
 
 def total_order(tb: Tables) -> CheckResult:
     d = with_order(tb.delivered, tb.group_order, "total")
-    bad = (_conflicts(d).select(*_COLS)
-           .unionByName(_regressions(d).select(*_COLS))
-           .unionByName(_unlabelled_inversions(d).select(*_COLS)))
+    bad = _conflicts(d).select(*_COLS).unionByName(_regressions(d).select(*_COLS))
+    if tb.total_without_gseq:
+        bad = bad.unionByName(_unlabelled_inversions(d).select(*_COLS))
     return summarize("total_order", bad, ["run", "node", "t_deliver", "mid"],
                      save_to=tb.violations_dir)
