@@ -12,6 +12,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+TIMELINE_MESSAGES = 40  # rows of the timeline plot (the first messages the node saw)
 ORDER_COLORS = {"sb": "#1b9e77", "causal": "#d95f02", "total": "#7570b3", "fifo": "#e7298a",
                 "none": "#666666"}
 
@@ -119,6 +120,8 @@ def timeline(rows: Sequence[Mapping[str, Any]], node: str, run: str) -> bytes | 
     for r in rows:
         if label(r) not in labels:
             labels.append(label(r))
+    labels = labels[:TIMELINE_MESSAGES]
+    rows = [r for r in rows if label(r) in labels]
     y = {m: i for i, m in enumerate(labels)}
     fig = Figure(figsize=(8, max(3.0, 0.22 * len(labels) + 1)))
     ax = fig.add_subplot()

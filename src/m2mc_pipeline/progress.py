@@ -151,7 +151,7 @@ def run_with_bar(sc: SparkContext, job_group: str, action: Callable[[], T], tota
                       + ("" if tty else "\n"))
             out.flush()
             last = done
-    if enabled:
+    if enabled and (tty or last != total):
         out.write(("\r" if tty else "") + f"[{label}] {bar(total, total)}\n")
         out.flush()
     if error:

@@ -100,12 +100,16 @@ def overhead(events: DataFrame) -> DataFrame:
         F.count(F.when(e.isin(NACK, SYNC_REQ) & _suppressed(), 1)).alias("suppressed"),
         F.count(F.when(e == SYNC_RESP, 1)).alias("sync_resps")))
     per_msg = F.col("messages")
+    # No packet_out at all means packets were not traced (the simulator's default),
+    # not that none were sent: the per-message figures are then unknown (null).
+    packets = F.when(F.col("packets") > 0, F.col("packets"))
+    packet_bytes = F.when(F.col("packets") > 0, F.col("packet_bytes"))
     return (per_run.select(
         "*",
-        F.try_divide(F.col("packets"), per_msg).alias("packets_per_message"),
-        F.try_divide(F.col("packet_bytes"), per_msg).alias("bytes_per_message"),
-        F.try_divide(F.col("packet_bytes"), F.col("payload_bytes")).alias("bytes_ratio"),
-        F.try_divide(F.col("packets"), per_msg).alias("msgs_per_op"),
+        F.try_divide(packets, per_msg).alias("packets_per_message"),
+        F.try_divide(packet_bytes, per_msg).alias("bytes_per_message"),
+        F.try_divide(packet_bytes, F.col("payload_bytes")).alias("bytes_ratio"),
+        F.try_divide(packets, per_msg).alias("msgs_per_op"),
         F.try_divide(F.col("requests"), per_msg).alias("requests_per_message"))
         .orderBy("run"))
 
