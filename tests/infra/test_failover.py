@@ -184,3 +184,30 @@ def test_member_of_a_crashed_host_asks_to_move() -> None:
     net.send(stranded[0], b"still here")
     net.run_until(net.now + 2)
     check_complete(net)
+
+
+def test_a_winner_that_freed_its_log_takes_back_copies_members_still_need() -> None:
+    """seeds/001 4.1: a gateway with no members frees its tables; if it then wins the
+    election, the committed but not yet stable multicasts it lacks come back from the
+    hosts that kept them, so a slow member can still be sent them."""
+    from m2mc.infra.replog import ReplicaLog
+    from m2mc.infra.takeover import TakeoverRound, state_reply
+
+    kept = ReplicaLog()
+    a = MemberId("A", 1)
+    recs = (m.Record(1, 1, m.JOINED, a),
+            *(m.Record(i, i, m.APP, a, i - 1, i - 1) for i in range(2, 11)))
+    kept.append(recs)
+    kept.commit_to(10, 0.0)
+    kept.gc(3)  # multicasts 1-3 are stable: freed everywhere; 4-10 are not
+    assert kept.low == 4
+    e2 = Epoch(2, 1.0, "H3")
+    winner = ReplicaLog()  # freed everything (4.1)
+    round_ = TakeoverRound("H3", e2, winner, 2, 1.0, 1.0)
+    ask = round_.request()
+    round_.add(state_reply("H2", e2, kept, ask.commit, ask.low))
+    assert round_.ready
+    round_.adopt(1.0)
+    assert (winner.low, winner.high, winner.applied) == (4, 10, 10)
+    assert [winner.by_gseq(g) for g in range(4, 11)] == list(recs[3:])
+    assert winner.by_gseq(3) is None

@@ -451,7 +451,8 @@ class HostCore:
         self.log.promised = m.epoch
         if m.epoch != self.epoch or self.master != m.master:
             self._follow(m.master, m.epoch, now)
-        self._to_host(m.master, state_reply(self.me, m.epoch, self.log, m.commit))
+        self._to_host(m.master, state_reply(self.me, m.epoch, self.log, m.commit,
+                                                   m.low))
 
     def _activate(self, now: float) -> None:
         t = self.takeover

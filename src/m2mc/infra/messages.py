@@ -240,11 +240,16 @@ class Vote:
 
 @dataclass(frozen=True, slots=True)
 class Takeover:
-    """The elected master announces itself and asks for every host's log."""
+    """The elected master announces itself and asks for every host's log.
+
+    ``low`` is the lowest position the master's log holds: hosts also send the
+    committed records they still hold below it (a 4.1 gateway that freed its tables
+    may win, yet members may still need those copies)."""
 
     epoch: Epoch
     master: str
     commit: int
+    low: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,6 +293,7 @@ class StateReply:
     high: int
     snapshot: Snapshot | None
     records: tuple[Record, ...]
+    older: tuple[Record, ...] = ()  # committed records below the master's ``low``
 
 
 @dataclass(frozen=True, slots=True)

@@ -99,6 +99,22 @@ class ReplicaLog:
             self.low = self.high + 1
         return self.append(tuple(r for r in records if r.lsn > keep))
 
+    def backfill(self, records: tuple[msg.Record, ...]) -> int:
+        """Take back committed records that end just below ``low`` (copies another host
+        kept after this one freed them); return how many. Only a contiguous run ending
+        at ``low - 1`` and at or below ``applied`` is taken, so the log stays contiguous
+        and holds committed copies only."""
+        added = 0
+        for r in sorted((r for r in records if r.lsn < self.low), key=lambda r: -r.lsn):
+            if r.lsn != self.low - 1 or r.lsn > self.applied:
+                break
+            self._records[r.lsn] = r
+            if r.gseq:
+                self._by_gseq[r.gseq] = r.lsn
+            self.low -= 1
+            added += 1
+        return added
+
     def commit_to(self, commit: int, now: float) -> list[msg.Record]:
         """Apply the records up to ``commit`` that are held; return them in order."""
         target = min(commit, self.high)

@@ -11,6 +11,13 @@
 3. The winner's working tables are its committed tables plus the adopted records;
    sequencing resumes after the highest of them. Every host is then brought onto
    the adopted log by a Sync.
+
+The winner's own log may start late: with seeds/001 4.1 a gateway that had no
+members and was no replica freed its tables, and may win the next election. The
+copies it lacks below its log are committed (every log agrees on them) but maybe
+not yet stable, and members may still NACK them; so hosts also send the committed
+records they hold below the winner's ``low`` and the winner takes them back
+(:meth:`~m2mc.infra.replog.ReplicaLog.backfill`) before it rebuilds its norm-buffer.
 """
 
 from __future__ import annotations
@@ -21,15 +28,22 @@ from m2mc.infra.replog import ReplicaLog
 from m2mc.infra.state import CoordState
 
 
-def state_reply(host: str, epoch: Epoch, log: ReplicaLog, after: int) -> msg.StateReply:
-    """A host's answer: its records after ``after`` (with a snapshot if it freed some)."""
+def state_reply(host: str, epoch: Epoch, log: ReplicaLog, after: int,
+                want_below: int = 0) -> msg.StateReply:
+    """A host's answer: its records after ``after`` (with a snapshot if it freed some),
+    and in ``older`` the committed records it holds that the winner will lack: those
+    below ``want_below`` (the winner's ``low``), or all of them when it sends a snapshot."""
     snapshot = None
     base = after
+    top = min(want_below - 1, log.applied)
     if not log.has_from(after + 1):
         snapshot = log.state.snapshot()
         base = log.applied
+        top = log.applied  # a winner that adopts the snapshot holds nothing below it
+    older = log.range(log.low, top) if log.low <= top else ()
     records = log.range(base + 1, log.high) if log.high > base else ()
-    return msg.StateReply(epoch, host, log.log_epoch, log.applied, log.high, snapshot, records)
+    return msg.StateReply(epoch, host, log.log_epoch, log.applied, log.high, snapshot, records,
+                          older)
 
 
 class TakeoverRound:
@@ -46,7 +60,7 @@ class TakeoverRound:
         self.replies: dict[str, msg.StateReply] = {host: state_reply(host, epoch, log, log.applied)}
 
     def request(self) -> msg.Takeover:
-        return msg.Takeover(self.epoch, self.host, self.base)
+        return msg.Takeover(self.epoch, self.host, self.base, self.log.low)
 
     def add(self, reply: msg.StateReply) -> None:
         if reply.epoch == self.epoch:
@@ -68,6 +82,8 @@ class TakeoverRound:
             # Our own log wins; records others hold beyond a stale prefix are not ours.
             pass
         log.log_epoch = self.epoch
+        for reply in sorted(self.replies.values(), key=lambda r: r.older[0].lsn if r.older else 0):
+            log.backfill(reply.older)  # copies we freed, which members may still need
         work = log.state.copy(now)
         for lsn in range(log.applied + 1, log.high + 1):
             r = log.get(lsn)
