@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 __all__ = [
+    "FULL_FEATURES",
     "BackendEvent",
+    "BackendLimits",
     "BackendNotice",
     "ChatBackend",
     "Delivered",
@@ -29,17 +31,23 @@ __all__ = [
     "MemberLeft",
     "MemberSeen",
     "SyncProgress",
+    "limits_of",
 ]
 
 
 @dataclass(frozen=True, slots=True)
 class GroupInfo:
-    """A GJLP group record (``GrpInfo``: gid, desc, cMemList, lMemList)."""
+    """A GJLP group record (``GrpInfo``: gid, desc, cMemList, lMemList).
+
+    ``authenticated``: the group's messages carry a group key's authentication
+    (issue 9); the chat marks the others as *unauthenticated*.
+    """
 
     gid: str
     desc: str
     members: tuple[str, ...] = ()
     left: tuple[str, ...] = ()
+    authenticated: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +107,32 @@ class BackendNotice:
 
     text: str
     gid: str | None = field(default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class BackendLimits:
+    """What a backend cannot do that ad hoc mode does, so the chat says so instead of failing.
+
+    A backend may expose one as its ``limits`` attribute (read with :func:`limits_of`);
+    without it, everything is available.
+    """
+
+    one_group: bool = False
+    """The network has exactly one group (infrastructure mode, seeds/001 2.2 (i)):
+    ``create_group`` and ``join_group`` both join it, whatever name is given."""
+    durable_history: bool = True
+    """Messages from before this process joined, or from before a restart, come back."""
+    notice: str = ""
+    """One line telling the user what is missing (shown above the status bar)."""
+
+
+FULL_FEATURES = BackendLimits()
+
+
+def limits_of(backend: object) -> BackendLimits:
+    """``backend.limits`` if it has one, else :data:`FULL_FEATURES`."""
+    limits = getattr(backend, "limits", None)
+    return limits if isinstance(limits, BackendLimits) else FULL_FEATURES
 
 
 BackendEvent = (GroupSeen | Delivered | MemberJoined | MemberLeft | MemberSeen | SyncProgress

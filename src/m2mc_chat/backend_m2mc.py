@@ -4,6 +4,10 @@ One :class:`~m2mc.api.Node` per chat participant, its durable log in
 ``<data-dir>/node-<device id>/``. The node hands out group news on one stream
 and each group's messages on its own; this adapter merges them into the single
 ordered stream the chat consumes (one reader task per joined group).
+
+``M2MCBackend(config)`` with ``config.infra`` set builds the infrastructure-mode
+variant, :class:`m2mc_chat.backend_infra.InfraChatBackend` (as ``m2mc.api.Node``
+does for its own modes), so callers never choose a class.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from collections.abc import AsyncIterator
 from urllib.parse import parse_qs, urlsplit
 
 from m2mc.api import Group, GroupMessage, Node, NodeConfig
-from m2mc.errors import ConfigError, UsageError
+from m2mc.errors import UsageError
 from m2mc.group.codec import GrpInfo
 from m2mc.group.events import (
     CatchUpProgress,
@@ -26,7 +30,9 @@ from m2mc.group.events import MemberJoined as NodeMemberJoined
 from m2mc.group.events import MemberLeft as NodeMemberLeft
 from m2mc.transport.url import DEFAULT_CHANNEL_URL
 from m2mc_chat.backend import (
+    FULL_FEATURES,
     BackendEvent,
+    BackendLimits,
     BackendNotice,
     Delivered,
     GroupInfo,
@@ -46,11 +52,16 @@ MAX_PENDING_EVENTS = 4096
 and the node's own bounded queues push back on the network (m2mc.api)."""
 
 
-def group_info(info: GrpInfo) -> GroupInfo:
-    """GJLP's record (members with a joined flag) as the chat's (cMemList, lMemList)."""
+def group_info(info: GrpInfo, *, authenticated: bool = False) -> GroupInfo:
+    """GJLP's record (members with a joined flag) as the chat's (cMemList, lMemList).
+
+    ``keyed`` (issue 9) is read with ``getattr`` so that records of a group layer
+    without authenticated groups read as unauthenticated.
+    """
     return GroupInfo(gid=info.gid, desc=info.desc,
                      members=tuple(m.pid for m in info.members if m.joined),
-                     left=tuple(m.pid for m in info.members if not m.joined))
+                     left=tuple(m.pid for m in info.members if not m.joined),
+                     authenticated=authenticated or bool(getattr(info, "keyed", False)))
 
 
 def describe_channel(url: str) -> str:
@@ -65,21 +76,32 @@ def describe_channel(url: str) -> str:
 class M2MCBackend:
     """Implements :class:`~m2mc_chat.backend.ChatBackend` with an M2MC node."""
 
+    limits: BackendLimits = FULL_FEATURES
+
+    def __new__(cls, config: ChatConfig, *,
+                node_config: NodeConfig | None = None) -> M2MCBackend:
+        if cls is M2MCBackend and config.infra:
+            from m2mc_chat.backend_infra import InfraChatBackend
+
+            return object.__new__(InfraChatBackend)
+        return object.__new__(cls)
+
     def __init__(self, config: ChatConfig, *, node_config: NodeConfig | None = None) -> None:
-        if config.infra:
-            # seeds/001 members have a sans-IO core but no asyncio driver in m2mc.api yet.
-            raise ConfigError("--infra: infrastructure mode is not available to the chat yet; "
-                              "use ad hoc mode (--channel)")
         self.config = config
         self.channel = config.channel or DEFAULT_CHANNEL_URL
         self._node_config = node_config or NodeConfig(
             pid=config.device_id, channel=self.channel,
             data_dir=config.data_dir / f"node-{config.device_id}")
         self._node_config.pid = config.device_id
-        self.node = Node(self._node_config)
+        self._setup(Node(self._node_config))
+
+    def _setup(self, node: Node) -> None:
+        self.node = node
         self._queue: asyncio.Queue[BackendEvent | None] = asyncio.Queue(MAX_PENDING_EVENTS)
         self._readers: dict[str, asyncio.Task[None]] = {}
         self._news: asyncio.Task[None] | None = None
+        self._background: list[asyncio.Task[None]] = []
+        """Other tasks of a subclass, cancelled by :meth:`close`."""
         self._closed = False
 
     @property
@@ -102,7 +124,8 @@ class M2MCBackend:
         if self._closed:
             return
         self._closed = True
-        tasks = [*self._readers.values(), *([self._news] if self._news else [])]
+        tasks = [*self._readers.values(), *([self._news] if self._news else []),
+                 *self._background]
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -156,7 +179,7 @@ class M2MCBackend:
         info = group.info
         if info is None:
             raise UsageError(f"group {group.gid!r} has no record")
-        return group_info(info)
+        return group_info(info, authenticated=bool(getattr(group, "authenticated", False)))
 
     @staticmethod
     def _delivered(message: GroupMessage, *, from_log: bool = False) -> Delivered:
@@ -188,12 +211,8 @@ class M2MCBackend:
                     out.append(MemberJoined(gid, event.pid))
                 elif isinstance(event, NodeMemberLeft):
                     out.append(MemberLeft(gid, event.pid))
-                try:
-                    record = self.node.group(gid).info
-                except UsageError:   # not (or no longer) a member
-                    record = None
-                if record is not None:
-                    out.append(GroupSeen(group_info(record)))
+                with contextlib.suppress(UsageError):   # not (or no longer) a member
+                    out.append(GroupSeen(self._info_of(self.node.group(gid))))
                 return out
             case CatchUpProgress(gid=gid, remaining=remaining, done=done):
                 return [SyncProgress(gid, 0 if done else max(0, remaining))]

@@ -11,23 +11,30 @@ flag nor the file gives one, is asked for on first run and then saved.
     nick = "alice"
     device_id = "d3c0ffee"
     channel = "udp-multicast://239.255.77.77:7777?iface=127.0.0.1&ttl=1"   # optional
+
+Infrastructure mode (``--infra``) names the cells of the hosts (``m2mc host --cell``),
+comma-separated, each either a ``udp-multicast://`` URL or just its multicast
+``GROUP:PORT``, which means that group on loopback (``iface=127.0.0.1&ttl=1``).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
 import secrets
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from m2mc.errors import ConfigError, UsageError
+from m2mc.transport.url import MulticastSpec, parse_channel_url
 from m2mc_chat.codec import validate_nick
 
-__all__ = ["CONFIG_NAME", "ChatConfig", "default_data_dir", "load_config", "save_config",
-           "validate_device_id"]
+__all__ = ["CONFIG_NAME", "ChatConfig", "default_data_dir", "infra_cells", "load_config",
+           "parse_infra", "save_config", "validate_device_id"]
 
 CONFIG_NAME = "chat.toml"
 _DEVICE_ID = re.compile(r"[A-Za-z0-9._-]{1,32}")
@@ -40,6 +47,7 @@ class ChatConfig:
     data_dir: Path
     channel: str | None = None
     infra: tuple[str, ...] = ()
+    """Infrastructure mode: the cells to attach to (see :func:`infra_cells`); empty: ad hoc."""
 
     @property
     def config_path(self) -> Path:
@@ -86,11 +94,49 @@ def load_config(data_dir: Path | None = None, *, nick: str | None = None,
             device_id=validate_device_id(device_id or file_device or secrets.token_hex(4)),
             data_dir=data_dir,
             channel=channel or file_channel,
-            infra=infra,
+            infra=infra_cells(infra),
         )
     except UsageError as exc:
-        source = "flags" if (nick or device_id) else str(path)
+        source = "flags" if (nick or device_id or infra) else str(path)
         raise ConfigError(f"{source}: {exc}") from None
+
+
+def parse_infra(text: str) -> tuple[str, ...]:
+    """``--infra`` as typed: comma-separated cells (see :func:`infra_cells`)."""
+    return infra_cells(item for item in text.split(",") if item.strip())
+
+
+def infra_cells(items: Iterable[str]) -> tuple[str, ...]:
+    """Cells as ``udp-multicast://`` URLs; ``GROUP:PORT`` means that group on loopback.
+
+    Raises :class:`UsageError` naming the first item that is neither; the result has
+    no duplicates and keeps the given order (a member starts in the first cell).
+    """
+    out: list[str] = []
+    for raw in items:
+        item = raw.strip()
+        url = item if "://" in item else _loopback_cell(item)
+        try:
+            spec = parse_channel_url(url)
+        except ConfigError as exc:
+            raise UsageError(f"--infra: {exc}") from None
+        if not isinstance(spec, MulticastSpec):
+            raise UsageError(f"--infra: {item!r} is not a udp-multicast:// cell")
+        if url not in out:
+            out.append(url)
+    return tuple(out)
+
+
+def _loopback_cell(item: str) -> str:
+    group, sep, port = item.rpartition(":")
+    try:
+        multicast = ipaddress.IPv4Address(group).is_multicast
+    except ValueError:
+        multicast = False
+    if not sep or not multicast or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"--infra: {item!r} is not a cell: give the multicast GROUP:PORT of "
+                         "an 'm2mc host --cell', or its udp-multicast:// URL")
+    return f"udp-multicast://{group}:{int(port)}?iface=127.0.0.1&ttl=1"
 
 
 def save_config(config: ChatConfig) -> Path:

@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 
 from m2mc.errors import UsageError
 from m2mc_chat.backend import (
+    FULL_FEATURES,
     BackendEvent,
+    BackendLimits,
     Delivered,
     GroupInfo,
     GroupSeen,
@@ -41,9 +43,11 @@ class _Group:
     left: list[str] = field(default_factory=list)
     log: list[Delivered] = field(default_factory=list)
     next_seq: dict[str, int] = field(default_factory=dict)
+    authenticated: bool = False
 
     def info(self) -> GroupInfo:
-        return GroupInfo(self.gid, self.desc, tuple(self.members), tuple(self.left))
+        return GroupInfo(self.gid, self.desc, tuple(self.members), tuple(self.left),
+                         authenticated=self.authenticated)
 
 
 @dataclass(slots=True)
@@ -82,11 +86,13 @@ class FakeNetwork:
         except KeyError:
             raise UsageError(f"no group {gid!r} on this network") from None
 
-    def add_group(self, desc: str, creator: str, *, members: tuple[str, ...] = ()) -> str:
+    def add_group(self, desc: str, creator: str, *, members: tuple[str, ...] = (),
+                  authenticated: bool = False) -> str:
         """A group that exists before any backend attaches (someone else's)."""
         self._created += 1
         gid = f"{creator}/{self._created}"
-        self._groups[gid] = _Group(gid, desc, members=[creator, *members])
+        self._groups[gid] = _Group(gid, desc, members=[creator, *members],
+                                   authenticated=authenticated)
         self._broadcast(GroupSeen(self._groups[gid].info()))
         return gid
 
@@ -138,8 +144,11 @@ class FakeBackend:
     """One participant on a :class:`FakeNetwork`; implements :class:`ChatBackend`."""
 
     def __init__(self, network: FakeNetwork, node_id: str, *,
-                 store: FakeStore | None = None, catch_up_batch: int = 0) -> None:
+                 store: FakeStore | None = None, catch_up_batch: int = 0,
+                 limits: BackendLimits = FULL_FEATURES) -> None:
         self.network = network
+        self.limits = limits
+        """What to pretend this backend cannot do (the UI's degraded modes, in tests)."""
         self._node_id = node_id
         self.store = store if store is not None else FakeStore()
         self.catch_up_batch = catch_up_batch
@@ -250,13 +259,15 @@ DEMO_T0 = 1_750_000_000.0
 def demo_network() -> tuple[FakeNetwork, dict[str, str]]:
     """The conversation of seeds/000 Fig. 3-4 and two more groups; returns (network, gids).
 
+    "travel stories" is an authenticated group (issue 9), the others are open.
     Carol asks two questions; Bob answers the first, Dave (standing in for the
     seed's A) the second, each having selected the question, so the answers hang
     under the right question at every member. Gita is a member who never spoke
     (shown as not heard from) and Hari has left.
     """
     net = FakeNetwork()
-    trip = net.add_group("travel stories", "carol", members=("bob", "dave", "gita"))
+    trip = net.add_group("travel stories", "carol", members=("bob", "dave", "gita"),
+                         authenticated=True)
     delhi = net.post(trip, "carol", "carol", "Did you visit Delhi?", ts=DEMO_T0)
     chennai = net.post(trip, "carol", "carol", "Did you visit Chennai?", ts=DEMO_T0 + 20)
     no = net.post(trip, "dave", "dave", "No, the train was full", parent=chennai.mid,

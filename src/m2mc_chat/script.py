@@ -11,6 +11,8 @@ with ``#`` are skipped; the rest of a line is the step's text, ``#`` included::
     send Pizza or curry?
     # until the current group holds at least 2 messages
     wait_for 2
+    # until at least 3 members (this one included) are present in the current group
+    wait_members 3
     # answer the 1st message as shown on screen (every thread expanded)
     reply 1 Curry
     # seconds
@@ -37,7 +39,7 @@ from m2mc_chat.model import ThreadTree
 from m2mc_chat.session import ChatSession
 
 __all__ = ["Create", "Join", "Leave", "Reply", "ScriptError", "ScriptRunner", "Send", "Step",
-           "Wait", "WaitFor", "parse_script"]
+           "Wait", "WaitFor", "WaitMembers", "parse_script"]
 
 
 class ScriptError(Exception):
@@ -76,11 +78,16 @@ class WaitFor:
 
 
 @dataclass(frozen=True, slots=True)
+class WaitMembers:
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
 class Leave:
     pass
 
 
-Step = Create | Join | Send | Reply | Wait | WaitFor | Leave
+Step = Create | Join | Send | Reply | Wait | WaitFor | WaitMembers | Leave
 
 MAX_WAIT = 3600.0
 
@@ -122,11 +129,16 @@ def _step(verb: str, rest: str) -> Step:
         if not rest.isdigit():
             raise UsageError("use 'wait_for COUNT', a number of messages")
         return WaitFor(int(rest))
+    if verb == "wait_members":
+        if not rest.isdigit():
+            raise UsageError("use 'wait_members COUNT', a number of members present")
+        return WaitMembers(int(rest))
     if verb == "leave":
         if rest:
             raise UsageError("'leave' takes no argument (it leaves the current group)")
         return Leave()
-    raise UsageError(f"unknown step {verb!r}; steps: create join send reply wait wait_for leave")
+    raise UsageError(f"unknown step {verb!r}; steps: create join send reply wait wait_for "
+                     "wait_members leave")
 
 
 @dataclass(slots=True)
@@ -191,6 +203,16 @@ class ScriptRunner:
                 if not await self.session.wait_until(lambda: len(tree) >= count,
                                                      self.step_timeout):
                     raise ScriptError(f"only {len(tree)} of {count} messages arrived "
+                                      f"in {self.step_timeout:g} s")
+            case WaitMembers(count=count):
+                view = self.session.views[self._group()]
+
+                def present() -> int:
+                    return view.presence.count(self.session.clock())
+
+                if not await self.session.wait_until(lambda: present() >= count,
+                                                     self.step_timeout):
+                    raise ScriptError(f"only {present()} of {count} members present "
                                       f"in {self.step_timeout:g} s")
             case Leave():
                 gid = self._group()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from m2mc.errors import DecodeError, UsageError
 from m2mc_chat.backend import (
     BackendEvent,
+    BackendLimits,
     BackendNotice,
     ChatBackend,
     Delivered,
@@ -24,6 +25,7 @@ from m2mc_chat.backend import (
     MemberLeft,
     MemberSeen,
     SyncProgress,
+    limits_of,
 )
 from m2mc_chat.codec import decode_body, encode_body, validate_nick
 from m2mc_chat.model import ROOT, AddResult, ChatMessage, ThreadTree
@@ -117,6 +119,11 @@ class ChatSession:
     @property
     def node_id(self) -> str:
         return self.backend.node_id
+
+    @property
+    def limits(self) -> BackendLimits:
+        """What this backend cannot do (the UI shows ``limits.notice``)."""
+        return limits_of(self.backend)
 
     # ------------------------------------------------------------ subscribing
 
@@ -244,11 +251,16 @@ class ChatSession:
         return mid
 
     def find_group(self, desc_or_gid: str) -> GroupInfo | None:
-        """A discovered group by gid, else by description (the first one, by gid)."""
+        """A discovered group by gid, else by description (the first one, by gid).
+
+        On a network with one group (``limits.one_group``) any name finds it.
+        """
         if desc_or_gid in self.groups:
             return self.groups[desc_or_gid]
         matches = sorted((g for g in self.groups.values() if g.desc == desc_or_gid),
                          key=lambda g: g.gid)
+        if not matches and self.limits.one_group and len(self.groups) == 1:
+            return next(iter(self.groups.values()))
         return matches[0] if matches else None
 
     # ----------------------------------------------------------------- events

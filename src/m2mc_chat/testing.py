@@ -15,6 +15,7 @@ from textual.app import App
 from textual.pilot import Pilot
 
 from m2mc_chat.app import ChatApp
+from m2mc_chat.backend import FULL_FEATURES, BackendLimits
 from m2mc_chat.config import ChatConfig
 from m2mc_chat.fake import DEMO_T0, FakeBackend, FakeNetwork, FakeStore
 
@@ -34,13 +35,15 @@ def screen_text(app: App[Any]) -> str:
 
 
 def make_app(net: FakeNetwork, tmp_path: Path, *, node: str = "alice", nick: str | None = "alice",
-             store: FakeStore | None = None, catch_up_batch: int = 0) -> ChatApp:
+             store: FakeStore | None = None, catch_up_batch: int = 0,
+             limits: BackendLimits = FULL_FEATURES) -> ChatApp:
     """A chat app on ``net``; ``app.backends`` collects the backends it made."""
     config = ChatConfig(nick=nick, device_id=node, data_dir=tmp_path / node)
     backends: list[FakeBackend] = []
 
     def factory(cfg: ChatConfig) -> FakeBackend:
-        backend = FakeBackend(net, cfg.device_id, store=store, catch_up_batch=catch_up_batch)
+        backend = FakeBackend(net, cfg.device_id, store=store, catch_up_batch=catch_up_batch,
+                              limits=limits)
         backends.append(backend)
         return backend
 

@@ -141,10 +141,11 @@ def test_cli_usage_errors_are_one_line_exit_2(tmp_path: Path, args: list[str],
     assert error in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
-def test_cli_infra_mode_is_refused_in_one_line(tmp_path: Path) -> None:
+def test_cli_infra_needs_cells_not_backbone_addresses(tmp_path: Path) -> None:
     (tmp_path / "s.txt").write_text("create g\n")
     done = run_cli("--infra", "127.0.0.1:7001", "--nick", "a", "--data-dir", str(tmp_path / "d"),
                    "--script", "s.txt", cwd=tmp_path)
     assert done.returncode == 2
-    assert done.stderr.strip() == ("m2mc chat: error: --infra: infrastructure mode is not "
-                                   "available to the chat yet; use ad hoc mode (--channel)")
+    assert done.stderr.strip() == (
+        "m2mc chat: error: flags: --infra: '127.0.0.1:7001' is not a cell: give the multicast "
+        "GROUP:PORT of an 'm2mc host --cell', or its udp-multicast:// URL")

@@ -14,6 +14,7 @@ from m2mc.errors import UsageError
 from m2mc_chat.backend import GroupInfo
 from m2mc_chat.ui.dialogs import ConfirmDialog, TextPrompt
 from m2mc_chat.ui.keys import BROWSER_KEYS, bindings
+from m2mc_chat.ui.labels import security_mark
 
 if TYPE_CHECKING:
     from m2mc_chat.session import ChatSession
@@ -21,6 +22,9 @@ if TYPE_CHECKING:
 __all__ = ["GroupBrowser"]
 
 MAX_DESC = 80
+HINT = "Groups on this network. j join · n new group · l leave · esc back"
+ONE_GROUP_HINT = ("The hosts serve one group (infrastructure mode): j or n joins it · "
+                  "l leave · esc back")
 
 
 def _check_desc(desc: str) -> None:
@@ -45,7 +49,7 @@ class GroupBrowser(Screen[str | None]):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Label("Groups on this network. j join · n new group · l leave · esc back",
+        yield Label(ONE_GROUP_HINT if self.session.limits.one_group else HINT,
                     id="browser-hint")
         table: DataTable[Text] = DataTable(id="groups-table", cursor_type="row", zebra_stripes=True)
         yield table
@@ -54,7 +58,7 @@ class GroupBrowser(Screen[str | None]):
     def on_mount(self) -> None:
         self.sub_title = "groups"
         table = self.query_one(DataTable)
-        table.add_columns("", "Group", "Members", "Who", "Group id")
+        table.add_columns("", "Group", "Security", "Members", "Who", "Group id")
         self.refresh_groups()
         table.focus()
 
@@ -79,6 +83,7 @@ class GroupBrowser(Screen[str | None]):
             joined = info.gid in self.session.views
             table.add_row(Text("✓ joined" if joined else "", style="bold green"),
                           Text(info.desc, style="bold" if joined else ""),
+                          security_mark(info.authenticated),
                           Text(str(len(info.members)), justify="right"),
                           self._who(info), Text(info.gid, style="dim"), key=info.gid)
         if current is not None and current in self.session.groups:

@@ -11,12 +11,16 @@ from datetime import datetime, tzinfo
 
 from rich.text import Text
 
+from m2mc_chat.backend import GroupInfo
 from m2mc_chat.model import ThreadTree
 from m2mc_chat.presence import Member, MemberState
 
-__all__ = ["UNREAD_MARK", "member_line", "message_label", "nick_style"]
+__all__ = ["LOCK_MARK", "OPEN_MARK", "UNREAD_MARK", "group_title", "member_line",
+           "message_label", "nick_style", "security_mark"]
 
 UNREAD_MARK = "● "
+LOCK_MARK = "🔒"
+OPEN_MARK = "unauthenticated"
 READ_MARK = "  "
 _PALETTE = ("cyan", "magenta", "green", "yellow", "bright_blue", "bright_red",
             "bright_cyan", "bright_magenta", "bright_green", "orange1")
@@ -78,3 +82,18 @@ def member_line(member: Member) -> Text:
     if note:
         line.append(f"  {note}", style=style)
     return line
+
+
+def security_mark(authenticated: bool) -> Text:
+    """A lock for a group whose messages are authenticated (issue 9); a warning word otherwise:
+    anyone on the network can write in an open group under any name."""
+    if authenticated:
+        return Text(f"{LOCK_MARK} authenticated", style="green")
+    return Text(OPEN_MARK, style="yellow")
+
+
+def group_title(info: GroupInfo) -> Text:
+    """The conversation header: ``🔒 travel stories`` / ``lunch · unauthenticated``."""
+    if info.authenticated:
+        return Text.assemble((f"{LOCK_MARK} ", "green"), info.desc)
+    return Text.assemble(info.desc, ("  · ", "dim"), (OPEN_MARK, "yellow"))

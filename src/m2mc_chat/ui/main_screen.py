@@ -30,7 +30,7 @@ from m2mc_chat.ui.browser import GroupBrowser
 from m2mc_chat.ui.conversation import ConversationTree
 from m2mc_chat.ui.help import HelpScreen
 from m2mc_chat.ui.keys import MAIN_KEYS, bindings
-from m2mc_chat.ui.labels import nick_style
+from m2mc_chat.ui.labels import group_title, nick_style
 from m2mc_chat.ui.panels import Composer, GroupList, MemberList, StatusBar
 
 __all__ = ["MainScreen"]
@@ -47,6 +47,7 @@ class MainScreen(Screen[None]):
     MainScreen .pane-title { width: 1fr; padding: 0 1; text-style: bold; background: $boost; }
     MainScreen #conversation-pane { width: 1fr; }
     MainScreen #empty-hint { padding: 2 4; color: $text-muted; display: none; }
+    MainScreen #mode-notice { height: 1; padding: 0 1; color: $warning; background: $boost; }
     MainScreen.no-group #empty-hint { display: block; }
     MainScreen.no-group ConversationTree { display: none; }
     """
@@ -76,6 +77,8 @@ class MainScreen(Screen[None]):
             with Vertical(id="members-pane"):
                 yield Label("Members", classes="pane-title")
                 yield MemberList(id="member-list")
+        if notice := self.session.limits.notice:   # what this mode cannot do, said once
+            yield Label(notice, id="mode-notice")
         yield StatusBar(id="status")
         yield Composer(id="composer")
         yield Footer()
@@ -101,8 +104,7 @@ class MainScreen(Screen[None]):
         self.reply_to = None
         view = self.view
         self.set_class(view is None, "no-group")
-        title = self.query_one("#conversation-title", Label)
-        title.update(Text(view.info.desc) if view else Text("No group", style="dim"))
+        self._refresh_title()
         self.conversation.show(view.tree if view else None, cursor=view.cursor if view else None)
         self.query_one(GroupList).show_groups(self.session.views, self.current)
         self._update_target()
@@ -116,6 +118,12 @@ class MainScreen(Screen[None]):
             self.open_group(first[0].info.gid if first else None)
         else:
             self.query_one(GroupList).show_groups(self.session.views, self.current)
+            self._refresh_title()
+
+    def _refresh_title(self) -> None:
+        view = self.view
+        self.query_one("#conversation-title", Label).update(
+            group_title(view.info) if view else Text("No group", style="dim"))
 
     def refresh_members(self) -> None:
         view = self.view
