@@ -16,6 +16,7 @@ from m2mc.group.config import GroupConfig
 from m2mc.group.events import Delivered
 from m2mc.group.manager import GroupNode
 from m2mc.ordering import MessageId
+from m2mc.security.keys import GroupSecret
 from m2mc.store import GroupStore, MemoryStore
 from m2mc.trace.schema import ListSink
 
@@ -45,6 +46,7 @@ class Net:
     trace: ListSink = field(default_factory=ListSink)
     datagrams: int = 0
     counter: Callable[[bytes], None] | None = None
+    keys: dict[str, dict[str, GroupSecret]] = field(default_factory=dict)  # pid -> gid -> key
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
@@ -52,11 +54,16 @@ class Net:
         self._n = 0
 
     # ------------------------------------------------------------- nodes
-    def add(self, pid: str, store: GroupStore | None = None) -> GroupNode:
+    def add(self, pid: str, store: GroupStore | None = None,
+            keys: dict[str, GroupSecret] | None = None) -> GroupNode:
+        """Start ``pid``; ``keys``: its group keys (kept for its restarts)."""
         self.stores[pid] = store if store is not None else self.stores.get(pid, MemoryStore())
+        if keys is not None:
+            self.keys[pid] = keys
         node = GroupNode(pid, rng=random.Random(f"{self.seed}/{pid}/{self.now}"),
                          config=self.config(), store=self.stores[pid], trace=self.trace,
-                         run_id="test")
+                         run_id="test", keys=self.keys.get(pid),
+                         counter_start=int(self.now * 1_000_000))
         self.nodes[pid] = node
         self.down.discard(pid)
         self.delivered.setdefault(pid, {})
@@ -68,8 +75,8 @@ class Net:
         self.down.add(pid)
         del self.nodes[pid]
 
-    def restart(self, pid: str) -> GroupNode:
-        return self.add(pid, self.stores[pid])
+    def restart(self, pid: str, keys: dict[str, GroupSecret] | None = None) -> GroupNode:
+        return self.add(pid, self.stores[pid], keys)
 
     def partition(self, *sides: list[str]) -> None:
         self.sides = {pid: i for i, side in enumerate(sides) for pid in side}

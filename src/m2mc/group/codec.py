@@ -7,8 +7,13 @@ Every group message is one M2MP message::
     2       1     version (1)
     3       8     group tag: blake2b-64 of the group id; 8 zero bytes for discovery
     11      1     kind (see ``Kind``)
-    12      1     flags (bit 0: an authentication tag follows the body; reserved)
+    12      1     flags (bit 0, FLAG_AUTH: a keyed group's message, sealed)
     13      ...   msgpack body (kind-specific, see docs/group.md)
+
+A sealed message (flag bit 0) carries an authentication header, the body
+(encrypted under an AEAD suite) and a tag after these 13 bytes; it is made and
+opened by :mod:`m2mc.security.groupwire`, never by this module
+(docs/security.md). :func:`split_frame` refuses it.
 
 The first 11 bytes (magic, version, group tag) are what a process registers as
 its M2MP message filter for each group it has joined (seeds/002 2.3), so the
@@ -95,12 +100,17 @@ class MemberEntry:
 
 @dataclass(frozen=True, slots=True)
 class GrpInfo:
-    """``<gid, desc, cMemList, lMemList>`` (seeds/000 V.A) plus the group's ordering."""
+    """``<gid, desc, cMemList, lMemList>`` (seeds/000 V.A) plus the group's ordering
+    and whether it is keyed (authenticated: joining it takes the group's key).
+
+    On the wire ``keyed`` is a fifth element written only when true, so the
+    entries of open groups stay as they were and older entries decode as open."""
 
     gid: str
     desc: str
     order: str
     members: tuple[MemberEntry, ...]
+    keyed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +234,7 @@ def split_frame(message: bytes) -> Frame:
     if kind not in _KINDS:
         raise DecodeError(f"unknown group message kind {kind}")
     if flags & FLAG_AUTH:
-        raise DecodeError("authenticated group messages are not supported by this version")
+        raise DecodeError("sealed group message: only its group's key opens it")
     if flags:
         raise DecodeError(f"unknown group message flags {flags:#x}")
     return Frame(tag, kind, flags, memoryview(message)[HEADER_SIZE:])
@@ -282,6 +292,13 @@ def _digest_wire(digest: Mapping[str, Intervals]) -> dict[str, list[int]]:
     return {pid: [v for pair in ivs for v in pair] for pid, ivs in digest.items()}
 
 
+def _grp_info_wire(g: GrpInfo) -> list[Any]:
+    wire: list[Any] = [g.gid, g.desc, g.order, _members_wire(g.members)]
+    if g.keyed:
+        wire.append(True)
+    return wire
+
+
 def _to_wire(body: Body) -> list[Any]:
     match body:
         case Data(sender, records) | Repair(sender, records):
@@ -306,7 +323,7 @@ def _to_wire(body: Body) -> list[Any]:
         case Adv(sender):
             return [sender]
         case GrpsInfo(sender, groups):
-            return [sender, [[g.gid, g.desc, g.order, _members_wire(g.members)] for g in groups]]
+            return [sender, [_grp_info_wire(g) for g in groups]]
     raise TypeError(f"not a group message body: {body!r}")  # pragma: no cover
 
 
@@ -482,11 +499,14 @@ def _from_wire(kind: int, raw: Any, max_seq: int) -> Body:
         _list(r, 2, 2)
         groups = []
         for g in _list(r[1]):
-            g = _list(g, 4, 4)
+            g = _list(g, 4, 5)
             gid = _str(g[0], MAX_GID)
             if not gid:
                 raise DecodeError("empty group id")
+            keyed = g[4] if len(g) == 5 else False
+            if type(keyed) is not bool:
+                raise DecodeError("bad keyed flag")
             groups.append(GrpInfo(gid, _str(g[1], MAX_DESC), _order(g[2]),
-                                  _members(g[3], max_seq)))
+                                  _members(g[3], max_seq), keyed))
         return GrpsInfo(sender, tuple(groups))
     raise DecodeError(f"unknown group message kind {kind}")  # pragma: no cover

@@ -56,6 +56,16 @@ class GroupConfig:
     max_seq_jump: int = 1 << 20  # a seqno this far past a sender's known high-water is absurd
     max_senders: int = 4096  # distinct senders tracked per group (records of more: dropped)
     send_backlog: int = 4096  # packets queued in M2MP before send() pushes back
+    # ---------------------------------------------------------------- security
+    # Control messages (ADV, GRPS_INFO, SYNC_REQ, NACK) are rate-limited per sender
+    # (token bucket of control_burst, refilled at control_rate per second) and in total
+    # over all senders; refused ones are dropped and counted (rate_limited). The
+    # per-sender table holds max_senders buckets (least recently heard forgotten).
+    control_rate: float = 50.0
+    control_burst: float = 100.0
+    control_total_rate: float = 2000.0
+    control_total_burst: float = 4000.0
+    replay_window: int = 1024  # keyed groups: counters remembered below a sender's highest
 
     def validate(self) -> None:
         for f in fields(self):
@@ -67,7 +77,9 @@ class GroupConfig:
         for name in ("sync_chunk_bytes", "batch_bytes", "max_payload", "max_message_bytes",
                      "max_groups", "max_members", "max_digest_intervals",
                      "max_nack_intervals", "max_mirs", "max_pssit", "sync_attempts",
-                     "status_interval", "sync_timeout", "nack_holdoff"):
+                     "status_interval", "sync_timeout", "nack_holdoff", "control_rate",
+                     "control_burst", "control_total_rate", "control_total_burst",
+                     "replay_window", "max_senders"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"group config {name} must be > 0, got {getattr(self, name)}")
         if self.nack_holdoff_max < self.nack_holdoff:

@@ -13,6 +13,13 @@ GIIT rows: ``member`` (the seed's grpInfo row), ``rejected`` and ``left`` (the
 seed's N/A). Groups heard of but not yet accepted or rejected are kept apart
 in ``discovered`` and offered to the application once. Bound: ``max_groups``
 rows plus discovered groups; news of more groups is dropped and counted.
+
+Keyed groups: discovery messages cannot carry a group's tag (a newcomer has no
+key yet), so for a group this node holds keyed (``GiitRow.keyed``) the
+membership entries of a ``grpsInfoList`` are ignored (counted
+``keyed_members_ignored``): its membership comes only from authenticated
+JOIN, LEAVE and STATUS messages. Joining a discovered keyed group starts from
+an empty membership for the same reason.
 """
 
 from __future__ import annotations
@@ -37,9 +44,10 @@ class GiitRow:
     state: str
     membership: Membership
     my_version: int = 0
+    keyed: bool = False  # this node holds the group's key: its traffic is sealed
 
     def info(self) -> GrpInfo:
-        return GrpInfo(self.gid, self.desc, self.order, self.membership.entries())
+        return GrpInfo(self.gid, self.desc, self.order, self.membership.entries(), self.keyed)
 
 
 @dataclass(slots=True)
@@ -51,6 +59,7 @@ class GjlpStats:
     replies_heard: int = 0
     groups_dropped: int = 0
     order_conflicts: int = 0
+    keyed_members_ignored: int = 0  # grpsInfo entries about keyed groups (unauthenticated)
     extra: dict[str, int] = field(default_factory=dict)
 
 
@@ -126,6 +135,11 @@ class Gjlp:
                 continue
             if row.state != MEMBER:
                 continue  # N/A: discard
+            if row.keyed:
+                # Unauthenticated news of a keyed group: it may neither change the
+                # membership nor suppress our own reply (which newcomers need).
+                self.stats.keyed_members_ignored += 1
+                continue
             if info.order != row.order:
                 self.stats.order_conflicts += 1
             delta = row.membership.merge(info.members)
@@ -143,8 +157,9 @@ class Gjlp:
             self._reply_gids.remove(row.gid)
 
     # ------------------------------------------------------ rows and groups
-    def row(self, gid: str, desc: str = "", order: str = "sb") -> GiitRow:
-        """The GIIT row of ``gid``, made from discovery (or from scratch) if absent."""
+    def row(self, gid: str, desc: str = "", order: str = "sb", keyed: bool = False) -> GiitRow:
+        """The GIIT row of ``gid``, made from discovery (or from scratch) if absent.
+        A ``keyed`` row takes no membership from (unauthenticated) discovery."""
         row = self.giit.get(gid)
         if row is not None:
             return row
@@ -153,9 +168,10 @@ class Gjlp:
 
             raise UsageError(f"group id must be 1 to {MAX_GID} characters")
         info = self.discovered.pop(gid, None)
-        membership = Membership(self.config.max_members, info.members if info else ())
+        membership = Membership(self.config.max_members,
+                                info.members if info and not keyed else ())
         row = GiitRow(gid, info.desc if info else desc, info.order if info else order, LEFT,
-                      membership)
+                      membership, keyed=keyed)
         self.giit[gid] = row
         return row
 
@@ -173,4 +189,4 @@ class Gjlp:
 def _merged(old: GrpInfo, new: GrpInfo, max_members: int) -> GrpInfo:
     m = Membership(max_members, old.members)
     m.merge(new.members)
-    return GrpInfo(old.gid, old.desc, old.order, m.entries())
+    return GrpInfo(old.gid, old.desc, old.order, m.entries(), old.keyed or new.keyed)

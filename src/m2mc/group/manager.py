@@ -9,16 +9,29 @@ Drivers call :meth:`receive_datagram`, :meth:`on_timer`, the API methods, then
 transmit :meth:`datagrams_to_send`; the application drains :meth:`events`.
 The store is committed inside :meth:`datagrams_to_send` *before* any datagram
 is handed out, so a message identity is durable before anyone can see it.
+
+Keyed groups (docs/security.md): every message of a group this node holds a
+key for (:meth:`set_key`) is sealed in :meth:`_send`, afresh for each
+transmission, and opened in :meth:`_on_message` before anything else looks at
+it; a message that fails (no tag, bad tag, replay, a sender other than the one
+that sealed it) is counted and dropped before any state changes. Control
+messages (ADV, GRPS_INFO, SYNC_REQ, NACK) pass a per-sender rate limiter first.
+The core never reads a clock: the first seal counter (``counter_start``) comes
+from the driver.
 """
 
 from __future__ import annotations
 
+import contextlib
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from m2mc.errors import DecodeError, UsageError
 from m2mc.group.codec import (
     DISCOVERY_TAG,
+    FLAG_AUTH,
+    HEADER_SIZE,
     Adv,
     Body,
     Data,
@@ -52,6 +65,11 @@ from m2mc.group.gjlp import LEFT, MEMBER, GiitRow, Gjlp
 from m2mc.group.instance import GroupInstance
 from m2mc.group.membership import Membership
 from m2mc.ordering import ROOT, Message, MessageId
+from m2mc.security import groupwire  # a module: groupwire imports the group codec
+from m2mc.security.auth import AuthConfig, GroupAuth, overhead
+from m2mc.security.errors import AuthError, KeyRequiredError
+from m2mc.security.keys import GroupSecret
+from m2mc.security.ratelimit import RateLimitConfig, RateLimiter
 from m2mc.store import GroupRow, GroupStore, MemoryStore
 from m2mc.trace.schema import NullSink, TraceEvent, TraceSink, detail_json
 from m2mc.wire.m2mp import M2MPConfig, M2MPLayer, MessageAbandoned, MessageReceived
@@ -71,12 +89,20 @@ class NodeStats:
     abandoned: int = 0
     oversized: int = 0
     status_suppressed: int = 0
+    auth_failed: int = 0  # keyed groups: no tag, bad tag, replayed, stale, bad auth header
+    sealed_refused: int = 0  # a sealed message for a group (or discovery) we hold no key for
+    sender_mismatch: int = 0  # a body naming another sender than the one who sealed it
+    rate_limited: int = 0  # control messages over their sender's (or the total) rate
     sent: int = 0
     delivered: int = 0
     extra: dict[str, int] = field(default_factory=dict)
 
 
 _make_delivered = fast_constructor(Delivered)
+_FLAGS_AT = HEADER_SIZE - 1  # offset of the flags byte in a group message
+_TAG_AT = slice(3, 11)  # the group tag, after magic and version
+_RATE_LIMITED = frozenset((int(Kind.NACK), int(Kind.SYNC_REQ)))  # plus ADV and GRPS_INFO
+_AUTH_META = "auth/"  # store meta key prefix: "auth/<gid>" = suite of a keyed group, or ""
 
 
 class GroupNode:
@@ -85,7 +111,8 @@ class GroupNode:
     def __init__(self, pid: str, *, rng: random.Random, config: GroupConfig | None = None,
                  m2mp: M2MPLayer | None = None, m2mp_config: M2MPConfig | None = None,
                  store: GroupStore | None = None, trace: TraceSink | None = None,
-                 run_id: str = "") -> None:
+                 run_id: str = "", keys: Mapping[str, GroupSecret] | None = None,
+                 counter_start: int = 0) -> None:
         if not pid or len(pid) > 64:
             raise UsageError("a process id must be 1 to 64 characters")
         self.pid = pid
@@ -111,6 +138,18 @@ class GroupNode:
         self.started = False
         self.record_delivered = False  # keep delivered ids per group (simulator checks)
         self.delivered_ids: dict[str, list[MessageId]] = {}
+        # Keyed groups: the keys the application gave (by group id), one GroupAuth per
+        # keyed group (kept across leave and rejoin: its counter must not go back),
+        # and the GroupAuth of every group instance that is keyed, by group tag.
+        self.counter_start = counter_start
+        self._secrets: dict[str, GroupSecret] = dict(keys or {})
+        self._auths: dict[str, GroupAuth] = {}
+        self._auth_by_tag: dict[bytes, GroupAuth] = {}
+        self.locked: set[str] = set()  # keyed groups in the log whose key was not given
+        cfg = self.config
+        self.limiter = RateLimiter(RateLimitConfig(cfg.control_rate, cfg.control_burst,
+                                                   cfg.control_total_rate,
+                                                   cfg.control_total_burst, cfg.max_senders))
 
     # ================================================================ lifecycle
     def start(self, now: float) -> None:
@@ -122,8 +161,15 @@ class GroupNode:
             giit_row = GiitRow(row.gid, row.desc, row.order, row.state if row.state == MEMBER
                                else LEFT, Membership(self.config.max_members, row.members),
                                row.my_version)
+            giit_row.keyed = row.gid in self._secrets or bool(
+                self.store.get_meta(_AUTH_META + row.gid))
             self.gjlp.giit[row.gid] = giit_row
             if giit_row.state == MEMBER:
+                if giit_row.keyed and row.gid not in self._secrets:
+                    # Keyed when we were last up, and no key now: running it open would
+                    # accept outsiders' messages. It waits for join_group(gid, key=...).
+                    self.locked.add(row.gid)
+                    continue
                 inst = self._instance(giit_row, now)
                 inst.start_sync(now)
         if self.config.advertise_on_start:
@@ -135,19 +181,59 @@ class GroupNode:
         self._now = now
         self._send(DISCOVERY_TAG, self.gjlp.advertise())
 
+    def new_group_id(self) -> str:
+        """A fresh group id ``<pid>/<n>`` (what :meth:`create_group` uses when given none;
+        a driver that must derive a key from the id takes one first)."""
+        n = int(self.store.get_meta("grp_seqno") or 0) + 1
+        self.store.set_meta("grp_seqno", str(n))
+        return f"{self.pid}/{n}"
+
+    def set_key(self, gid: str, secret: GroupSecret | None,
+                counter_start: int | None = None) -> None:
+        """Give (or with None, take back) the key of group ``gid`` before creating or
+        joining it: a keyed group's messages are sealed and only sealed ones accepted.
+
+        ``counter_start``: the first seal counter (a driver passes
+        ``counter_start_at(time.time())``; default the node's ``counter_start``).
+        A key cannot change while the node is a member (UsageError): leave first.
+        """
+        current = self._secrets.get(gid)
+        if current == secret:
+            return
+        if self.is_member(gid):
+            raise UsageError(f"cannot change the key of group {gid!r} while a member")
+        if gid in self.groups:  # lingering after a leave: stop sealing with the old key
+            self._drop_instance(gid)
+        old = self._auths.pop(gid, None)
+        if secret is None:
+            self._secrets.pop(gid, None)
+            return
+        self._secrets[gid] = secret
+        start = self.counter_start if counter_start is None else counter_start
+        if old is not None:  # the same sender id must never reuse a counter under a key
+            start = max(start, old.next_counter)
+        self._auths[gid] = self._new_auth(gid, secret, start)
+
+    def is_keyed(self, gid: str) -> bool:
+        """True if this node holds group ``gid`` keyed (its messages are authenticated)."""
+        row = self.gjlp.giit.get(gid)
+        return row.keyed if row is not None else gid in self._secrets
+
     def create_group(self, desc: str, now: float, order: str = "sb",
-                     gid: str | None = None) -> str:
-        """CreateGroup: a new group with a unique id ``<pid>/<n>`` (or the given id)."""
+                     gid: str | None = None, *, key: GroupSecret | None = None,
+                     counter_start: int | None = None) -> str:
+        """CreateGroup: a new group with a unique id ``<pid>/<n>`` (or the given id),
+        keyed if ``key`` is given (or was given with :meth:`set_key`)."""
         self._now = now
         if order not in ORDERS:
             raise UsageError(f"unknown order {order!r}; expected one of {', '.join(ORDERS)}")
         if gid is None:
-            n = int(self.store.get_meta("grp_seqno") or 0) + 1
-            self.store.set_meta("grp_seqno", str(n))
-            gid = f"{self.pid}/{n}"
+            gid = self.new_group_id()
         if gid in self.gjlp.giit and self.gjlp.giit[gid].state == MEMBER:
             raise UsageError(f"already a member of group {gid!r}")
-        row = self.gjlp.row(gid, desc, order)
+        if key is not None:
+            self.set_key(gid, key, counter_start)
+        row = self.gjlp.row(gid, desc, order, keyed=gid in self._secrets)
         row.desc, row.order = desc, order
         self._join(row, now, creating=True)
         self._event(GroupCreated(gid, desc, order))
@@ -155,17 +241,27 @@ class GroupNode:
         return gid
 
     def join_group(self, gid: str, now: float, order: str | None = None,
-                   desc: str | None = None) -> None:
+                   desc: str | None = None, *, key: GroupSecret | None = None,
+                   counter_start: int | None = None) -> None:
         """joinThisGroup: join a discovered group, or a named one (``order`` needed
-        if the group was never heard of; it defaults to S_b)."""
+        if the group was never heard of; it defaults to S_b). ``key``: the group's
+        key (as :meth:`set_key`); a group known to be keyed cannot be joined without
+        one (:class:`~m2mc.security.errors.KeyRequiredError`)."""
         self._now = now
         if order is not None and order not in ORDERS:
             raise UsageError(f"unknown order {order!r}; expected one of {', '.join(ORDERS)}")
         if order is None and gid not in self.gjlp.giit and gid not in self.gjlp.discovered:
             raise UsageError(f"group {gid!r} is unknown here: wait until it is discovered, "
                              "or give its order to join it by name")
-        row = self.gjlp.row(gid, desc or gid, order or "sb")
-        if row.state == MEMBER:
+        if key is not None:
+            self.set_key(gid, key, counter_start)
+        keyed = gid in self._secrets
+        known = self.gjlp.giit.get(gid) or self.gjlp.discovered.get(gid)
+        if not keyed and (gid in self.locked or (known is not None and known.keyed)):
+            raise KeyRequiredError(f"group {gid!r} is keyed: joining it takes its key "
+                                   "(key, key_file or passphrase)")
+        row = self.gjlp.row(gid, desc or gid, order or "sb", keyed=keyed)
+        if row.state == MEMBER and gid in self.groups:
             return
         if not row.membership.current() and order is not None:
             row.order = order
@@ -265,6 +361,10 @@ class GroupNode:
         core = inst.mop.core
         out.update(held=core.held_count, core_duplicates=core.duplicates, core_refused=core.refused)
         out["delivered"] = inst.delivered_count
+        out["members_refused"] = inst.row.membership.refused
+        auth = self._auth_by_tag.get(inst.tag)
+        if auth is not None:
+            out.update({f"auth_{name}": value for name, value in auth.stats.as_dict().items()})
         return out
 
     def node_stats(self) -> dict[str, int]:
@@ -275,6 +375,9 @@ class GroupNode:
             value = getattr(self.gjlp.stats, name)
             if isinstance(value, int):
                 out[f"gjlp_{name}"] = value
+        limiter = self.limiter.stats
+        out["rate_limited_sender"] = limiter.limited
+        out["rate_limited_total"] = limiter.limited_total
         return out
 
     @property
@@ -348,6 +451,12 @@ class GroupNode:
 
     # ================================================================ internals
     def _join(self, row: GiitRow, now: float, creating: bool) -> None:
+        secret = self._secrets.get(row.gid)
+        row.keyed = secret is not None
+        self.locked.discard(row.gid)
+        # Remembered (the suite, never the key) so that a restart without the key
+        # keeps the group closed instead of running it open.
+        self.store.set_meta(_AUTH_META + row.gid, secret.suite if secret is not None else "")
         row.my_version += 1
         row.state = MEMBER
         row.membership.apply(MemberEntry(self.pid, row.my_version, True))
@@ -372,46 +481,97 @@ class GroupNode:
         inst = GroupInstance(self, row)
         self.groups[row.gid] = inst
         self._by_tag[inst.tag] = inst
+        secret = self._secrets.get(row.gid)
+        if secret is not None:
+            auth = self._auths.get(row.gid)
+            if auth is None:
+                auth = self._auths[row.gid] = self._new_auth(row.gid, secret, self.counter_start)
+            self._auth_by_tag[inst.tag] = auth
+            # Sealing adds a header and a tag: a batch must still fit one M2MP packet.
+            inst.batch_budget = max(64, inst.batch_budget - overhead(self.pid))
         self.m2mp.add_filter(filter_prefix(inst.tag))
         inst.restore(now)
         return inst
 
+    def _new_auth(self, gid: str, secret: GroupSecret, counter_start: int) -> GroupAuth:
+        cfg = self.config
+        return GroupAuth(gid, {secret.key_id: secret.key}, self.pid,
+                         config=AuthConfig(secret.suite, cfg.replay_window, cfg.max_senders),
+                         send_key_id=secret.key_id, counter_start=counter_start)
+
     def _drop_instance(self, gid: str) -> None:
         inst = self.groups.pop(gid)
         self._by_tag.pop(inst.tag, None)
+        self._auth_by_tag.pop(inst.tag, None)
         self.m2mp.remove_filter(filter_prefix(inst.tag))
 
     def _on_message(self, payload: bytes, now: float) -> None:
+        stats = self.stats
         if len(payload) > self.config.max_message_bytes:
-            self.stats.oversized += 1
+            stats.oversized += 1
             return
-        try:
-            frame = split_frame(payload)
-        except DecodeError:
-            self.stats.malformed += 1
-            return
+        sealed_by: str | None = None  # the authenticated sender of a keyed group's message
+        by_tag = self._auth_by_tag
+        if len(payload) > _FLAGS_AT and payload[_FLAGS_AT] & FLAG_AUTH:
+            auth = by_tag.get(payload[_TAG_AT])
+            if auth is None:  # an open group of ours, discovery, or a group we are not in
+                if payload[_TAG_AT] in self._by_tag or payload[_TAG_AT] == DISCOVERY_TAG:
+                    stats.sealed_refused += 1
+                else:
+                    stats.unknown_group += 1
+                return
+            try:
+                frame, sealed_by = groupwire.open_frame(auth, payload)
+            except AuthError:
+                stats.auth_failed += 1
+                return
+            except DecodeError:
+                stats.malformed += 1
+                return
+        else:
+            try:
+                frame = split_frame(payload)
+            except DecodeError:
+                stats.malformed += 1
+                return
+            if by_tag and frame.tag in by_tag:  # a keyed group: a message without a tag
+                with contextlib.suppress(AuthError):
+                    by_tag[frame.tag].unauthenticated()  # counts it in the group's stats
+                stats.auth_failed += 1
+                return
         if frame.tag == DISCOVERY_TAG:
             if frame.kind not in (Kind.ADV, Kind.GRPS_INFO):
-                self.stats.wrong_kind += 1
+                stats.wrong_kind += 1
                 return
             try:
                 body = decode_body(frame.kind, frame.body, max_seq=self.config.max_seq)
             except DecodeError:
-                self.stats.malformed += 1
+                stats.malformed += 1
+                return
+            if body.sender != self.pid and not self.limiter.allow(body.sender, now):
+                stats.rate_limited += 1
                 return
             self._on_discovery(body, now)
             return
         inst = self._by_tag.get(frame.tag)
         if inst is None:
-            self.stats.unknown_group += 1
+            stats.unknown_group += 1
             return
-        if frame.kind in (Kind.ADV, Kind.GRPS_INFO):
-            self.stats.wrong_kind += 1
+        kind = frame.kind
+        if kind == Kind.ADV or kind == Kind.GRPS_INFO:
+            stats.wrong_kind += 1
             return
         try:
-            body = decode_body(frame.kind, frame.body, max_seq=self.config.max_seq)
+            body = decode_body(kind, frame.body, max_seq=self.config.max_seq)
         except DecodeError:
-            self.stats.malformed += 1
+            stats.malformed += 1
+            return
+        if sealed_by is not None and body.sender != sealed_by:
+            stats.sender_mismatch += 1
+            return
+        if (kind in _RATE_LIMITED and body.sender != self.pid
+                and not self.limiter.allow(body.sender, now)):
+            stats.rate_limited += 1
             return
         inst.on_body(body, now)
 
@@ -461,7 +621,11 @@ class GroupNode:
             self._send(inst.tag, Repair(self.pid, batch))
 
     def _send(self, tag: bytes, body: Body) -> None:
-        self._out.append(encode(tag, body))
+        frame = encode(tag, body)
+        auth = self._auth_by_tag.get(tag)
+        # A keyed group's message is sealed here, once per transmission: a repair is a
+        # new message with a new counter, never a byte copy receivers would refuse.
+        self._out.append(frame if auth is None else groupwire.seal_frame(auth, frame))
 
     def _delivered(self, gid: str, m: Message) -> None:
         if self.tracing:

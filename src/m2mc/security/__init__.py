@@ -20,6 +20,7 @@ from m2mc.security.auth import (
 from m2mc.security.errors import (
     AuthError,
     BadTagError,
+    KeyRequiredError,
     MalformedAuthError,
     ReplayError,
     StaleError,
@@ -27,6 +28,8 @@ from m2mc.security.errors import (
     UnknownKeyError,
 )
 from m2mc.security.keys import (
+    GroupKey,
+    GroupSecret,
     derive_passphrase_key,
     generate_key,
     hkdf_sha256,
@@ -39,7 +42,8 @@ from m2mc.security.replay import ReplayTable
 
 __all__ = [
     "AUTH_VERSION", "TAG_SIZE", "AuthConfig", "AuthError", "AuthStats", "BadTagError",
-    "GroupAuth", "MalformedAuthError", "Opened", "RateLimitConfig", "RateLimiter",
+    "GroupAuth", "GroupKey", "GroupSecret", "KeyRequiredError", "MalformedAuthError", "Opened",
+    "RateLimitConfig", "RateLimiter",
     "ReplayError", "ReplayTable", "StaleError", "Suite", "UnauthenticatedError",
     "UnknownKeyError", "counter_start_at", "derive_passphrase_key", "generate_key",
     "hkdf_sha256", "key_from_file", "load_group_key", "overhead", "parse_key",

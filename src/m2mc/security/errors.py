@@ -1,15 +1,17 @@
 """Typed errors of the authentication layer.
 
-Every one is a :class:`~m2mc.errors.DecodeError`: the input came from the
-network, the driver counts it and drops it, nothing else happens.
+Every :class:`AuthError` is a :class:`~m2mc.errors.DecodeError`: the input came
+from the network, the driver counts it and drops it, nothing else happens.
+:class:`KeyRequiredError` is the one usage error: the application asked for
+something only a key holder can do.
 """
 
 from __future__ import annotations
 
-from m2mc.errors import DecodeError
+from m2mc.errors import DecodeError, UsageError
 
-__all__ = ["AuthError", "BadTagError", "MalformedAuthError", "ReplayError", "StaleError",
-           "UnauthenticatedError", "UnknownKeyError"]
+__all__ = ["AuthError", "BadTagError", "KeyRequiredError", "MalformedAuthError", "ReplayError",
+           "StaleError", "UnauthenticatedError", "UnknownKeyError"]
 
 
 class AuthError(DecodeError):
@@ -38,3 +40,8 @@ class StaleError(ReplayError):
 
 class UnauthenticatedError(AuthError):
     """A keyed group received a message that carries no authentication at all."""
+
+
+class KeyRequiredError(UsageError):
+    """An API call needs a group key this node was not given: joining a group that is
+    known to be keyed (discovered as such, or keyed in this node's durable log)."""

@@ -11,6 +11,9 @@
   The salt is public and fixed per group, so an attacker can start a dictionary
   attack on one group before seeing traffic; choose a long passphrase, or a raw key.
 
+:class:`GroupKey` is how an application names a group's key source (and suite);
+:meth:`GroupKey.resolve` reads or derives it into a :class:`GroupSecret`, the
+resolved key the sans-IO group layer takes (it never reads files itself).
 :func:`hkdf_sha256` (RFC 5869) derives the subkeys used on the wire.
 """
 
@@ -23,12 +26,14 @@ import hmac
 import os
 import stat
 from collections import OrderedDict
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from m2mc.errors import ConfigError
 
-__all__ = ["KEY_MAX", "KEY_MIN", "derive_passphrase_key", "generate_key", "hkdf_sha256",
-           "key_from_file", "load_group_key", "parse_key"]
+__all__ = ["DEFAULT_SUITE", "KEY_MAX", "KEY_MIN", "GroupKey", "GroupSecret",
+           "derive_passphrase_key", "generate_key", "hkdf_sha256", "key_from_file",
+           "load_group_key", "parse_key"]
 
 KEY_MIN = 16
 KEY_MAX = 64
@@ -38,6 +43,7 @@ SCRYPT_P = 1
 SCRYPT_MAXMEM = 64 * 1024 * 1024
 PASSPHRASE_SALT_PREFIX = b"m2mc-group-key-v1\x00"
 _CACHE_SIZE = 64
+DEFAULT_SUITE = "hmac-sha256"
 
 # (sha256 of passphrase, group id, n, r, p) -> derived key; bounded LRU.
 _derived: OrderedDict[tuple[bytes, str, int, int, int], bytes] = OrderedDict()
@@ -87,7 +93,7 @@ def parse_key(text: str, where: str = "key") -> bytes:
 
 def key_from_file(path: str | os.PathLike[str]) -> bytes:
     """Read a key file: key text (as :func:`parse_key`) or exactly the raw key bytes."""
-    file = Path(path)
+    file = Path(path).expanduser()
     try:
         mode = file.stat().st_mode
         data = file.read_bytes()
@@ -152,3 +158,87 @@ def load_group_key(group_id: str, *, key: str | None = None,
     if passphrase is not None:
         return derive_passphrase_key(passphrase, group_id)
     return None
+
+
+def _check_suite(suite: str) -> None:
+    from m2mc.security.auth import SUITE_NAMES  # auth imports this module
+
+    if suite not in SUITE_NAMES:
+        raise ConfigError(f"unknown auth suite {suite!r}; choose one of {', '.join(SUITE_NAMES)}")
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSecret:
+    """A group's resolved key, what :class:`~m2mc.group.manager.GroupNode` takes.
+
+    ``key``: 16 to 64 bytes; ``suite``: ``hmac-sha256`` (integrity),
+    ``aes-256-gcm`` or ``chacha20-poly1305`` (integrity and secrecy); ``key_id``
+    (0..255) is written in every sealed message, so a group can roll its key over.
+    The key is left out of ``repr`` so it never ends up in a log line.
+    """
+
+    key: bytes = field(repr=False)
+    suite: str = DEFAULT_SUITE
+    key_id: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.key, bytes) or not KEY_MIN <= len(self.key) <= KEY_MAX:
+            raise ConfigError(f"a group key must be {KEY_MIN} to {KEY_MAX} bytes")
+        if not 0 <= self.key_id <= 255:
+            raise ConfigError(f"key id must be 0..255, got {self.key_id}")
+        _check_suite(self.suite)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupKey:
+    """Where a group's key comes from: exactly one of ``key`` (text as
+    :func:`parse_key` takes it, or the raw key bytes), ``key_file`` or
+    ``passphrase``; and the ``suite``. Secrets are left out of ``repr``.
+
+    >>> GroupKey(passphrase="correct horse battery staple")   # doctest: +SKIP
+    >>> GroupKey(key_file="~/.m2mc/team.key", suite="aes-256-gcm")  # doctest: +SKIP
+    """
+
+    key: str | bytes | None = field(default=None, repr=False)
+    key_file: str | os.PathLike[str] | None = None
+    passphrase: str | None = field(default=None, repr=False)
+    suite: str = DEFAULT_SUITE
+
+    def __post_init__(self) -> None:
+        given = [name for name in ("key", "key_file", "passphrase")
+                 if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ConfigError("a group key needs exactly one of key, key_file, passphrase"
+                              + (f" (got {', '.join(given)})" if given else ""))
+        _check_suite(self.suite)
+        if isinstance(self.key, bytes) and not KEY_MIN <= len(self.key) <= KEY_MAX:
+            raise ConfigError(f"a group key must be {KEY_MIN} to {KEY_MAX} bytes")
+
+    @classmethod
+    def of(cls, key: GroupKey | str | bytes | None = None, *,
+           key_file: str | os.PathLike[str] | None = None, passphrase: str | None = None,
+           suite: str | None = None) -> GroupKey | None:
+        """The key source named by an API call's keyword arguments (None: no key).
+
+        ``key`` may already be a GroupKey; then no other argument may be given."""
+        if isinstance(key, GroupKey):
+            if key_file is not None or passphrase is not None or suite is not None:
+                raise ConfigError("give either a GroupKey or key_file/passphrase/suite, "
+                                  "not both")
+            return key
+        if key is None and key_file is None and passphrase is None:
+            if suite is not None:
+                raise ConfigError("suite given without a key, key_file or passphrase")
+            return None
+        return cls(key, key_file, passphrase, suite or DEFAULT_SUITE)
+
+    def resolve(self, group_id: str) -> GroupSecret:
+        """Read or derive the key of ``group_id`` (a passphrase key depends on it).
+        Reads the key file, or runs scrypt once per (passphrase, group) per process."""
+        if isinstance(self.key, bytes):
+            return GroupSecret(self.key, self.suite)
+        text = self.key if isinstance(self.key, str) else None
+        key = load_group_key(group_id, key=text, key_file=self.key_file,
+                             passphrase=self.passphrase)
+        assert key is not None  # __post_init__: exactly one source
+        return GroupSecret(key, self.suite)
