@@ -24,8 +24,9 @@ import contextlib
 import os
 import random
 import secrets
+import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
@@ -40,11 +41,15 @@ from m2mc.group.manager import GroupNode
 from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.runtime.driver import StackDriver
 from m2mc.runtime.tracing import open_trace
+from m2mc.security.auth import counter_start_at
+from m2mc.security.keys import GroupKey, GroupSecret
 from m2mc.store import GroupStore, MemoryStore
 from m2mc.transport.url import DEFAULT_CHANNEL_URL, open_channel
 from m2mc.wire.m2mp import M2MPConfig
 
-__all__ = ["Group", "GroupMessage", "Node", "NodeConfig", "ReplyTo"]
+__all__ = ["Group", "GroupKey", "GroupMessage", "Node", "NodeConfig", "ReplyTo"]
+
+KeyArg = GroupKey | str | bytes | None  # a GroupKey, key text (hex/base64) or raw key bytes
 
 
 @dataclass(slots=True)
@@ -64,6 +69,9 @@ class NodeConfig:
     m2mp: M2MPConfig = field(default_factory=M2MPConfig)
     max_queued_messages: int = 100_000  # per group, delivered but not yet read by the app
     max_queued_events: int = 10_000  # node events not yet read (oldest dropped past it)
+    # Keyed groups known at start (group id -> key source): a keyed group reloaded from
+    # data_dir runs only with its key (else it waits for join(gid, key=...)).
+    keys: Mapping[str, GroupKey] = field(default_factory=dict)
     # Infrastructure mode (docs/infra.md): mode="infra" attaches this process as a
     # member to the hosts whose cells (udp-multicast:// URLs) are listed in `hosts`.
     mode: str = "adhoc"  # "adhoc" | "infra"
@@ -154,8 +162,10 @@ class Node:
         loop = asyncio.get_running_loop()
         sink, self._trace_close = open_trace(cfg.trace_dir, pid, cfg.run_id, loop.time,
                                              flush_every=cfg.trace_flush_every)
+        keys = {gid: await _resolve(spec, gid) for gid, spec in cfg.keys.items()}
         self._stack = GroupNode(pid, rng=random.Random(os.urandom(16)), config=cfg.group,
-                                m2mp_config=m2mp, store=store, trace=sink, run_id=cfg.run_id)
+                                m2mp_config=m2mp, store=store, trace=sink, run_id=cfg.run_id,
+                                keys=keys, counter_start=counter_start_at(time.time()))
         self._driver = StackDriver(self._stack, channel, on_input=self._dispatch,
                                    paused=self._app_full)
         await self._driver.start()
@@ -192,24 +202,41 @@ class Node:
     def pid(self) -> str:
         return self._node().pid
 
-    async def create_group(self, desc: str, *, order: str = "sb") -> Group:
-        """CreateGroup: a new group (id ``<pid>/<n>``), announced to the network."""
+    async def create_group(self, desc: str, *, order: str = "sb", key: KeyArg = None,
+                           key_file: str | os.PathLike[str] | None = None,
+                           passphrase: str | None = None, suite: str | None = None) -> Group:
+        """CreateGroup: a new group (id ``<pid>/<n>``), announced to the network.
+        With ``key``, ``key_file`` or ``passphrase`` (and ``suite``) it is keyed:
+        only holders of the key can join it, read it (AEAD suites) or speak in it."""
         stack, driver = self._node(), self._drv()
-        gid = stack.create_group(desc, driver.now(), order=order)
+        spec = GroupKey.of(key, key_file=key_file, passphrase=passphrase, suite=suite)
+        gid = None
+        secret = None
+        if spec is not None:
+            gid = stack.new_group_id()
+            secret = await _resolve(spec, gid)
+        gid = stack.create_group(desc, driver.now(), order=order, gid=gid, key=secret,
+                                 counter_start=counter_start_at(time.time()))
         self._queues.setdefault(gid, deque())
         driver.poke()
         return Group(self, gid)
 
-    async def join(self, gid: str, *, order: str | None = None,
-                   timeout: float = 5.0) -> Group:
+    async def join(self, gid: str, *, order: str | None = None, timeout: float = 5.0,
+                   key: KeyArg = None, key_file: str | os.PathLike[str] | None = None,
+                   passphrase: str | None = None, suite: str | None = None) -> Group:
         """joinThisGroup. A group not discovered yet is looked for (advertising
         once) for up to ``timeout`` seconds, unless ``order`` is given: then it is
-        joined by name at once (every process naming it joins the same group)."""
+        joined by name at once (every process naming it joins the same group).
+        A keyed group takes its key (``key``, ``key_file`` or ``passphrase``, and
+        ``suite``; or ``NodeConfig.keys``): without it, KeyRequiredError."""
         stack, driver = self._node(), self._drv()
+        spec = GroupKey.of(key, key_file=key_file, passphrase=passphrase, suite=suite)
+        secret = await _resolve(spec, gid) if spec is not None else None
         if order is None and stack.group_info(gid) is None:
             await self.discover(gid, timeout=timeout)
+        stack.join_group(gid, driver.now(), order=order, key=secret,
+                         counter_start=counter_start_at(time.time()))
         self._queues.setdefault(gid, deque())
-        stack.join_group(gid, driver.now(), order=order)
         driver.poke()
         return Group(self, gid)
 
@@ -356,6 +383,12 @@ class Group:
         return info.order if info is not None else "sb"
 
     @property
+    def authenticated(self) -> bool:
+        """True for a keyed group: every message is authenticated with the group's key
+        (and encrypted under an AEAD suite); False for an open group."""
+        return self.node._node().is_keyed(self.gid)
+
+    @property
     def members(self) -> list[str]:
         return self.node.members(self.gid)
 
@@ -430,6 +463,11 @@ class Group:
         node = self.node
         node._node().leave_group(self.gid, node._drv().now())
         node._drv().poke()
+
+
+async def _resolve(spec: GroupKey, gid: str) -> GroupSecret:
+    """Read the key file or run scrypt off the event loop (a passphrase costs ~0.1 s)."""
+    return await asyncio.to_thread(spec.resolve, gid)
 
 
 def _parent(reply_to: ReplyTo) -> MessageId:
