@@ -78,6 +78,7 @@ class NodeConfig:
     hosts: tuple[str, ...] = ()
     infra_cell: str | None = None  # the cell to start in (default: the first of hosts)
     infra: Any = None  # an m2mc.infra.config.InfraConfig (default settings if None)
+    infra_key: Any = None  # deployment key (m2mc.infra_runtime.keying.DeploymentKey); None: none
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,11 +8,16 @@ coordinator's log and a voter; the elected master host is the coordinator.
         --cell "udp-multicast://239.255.20.1:7711?iface=127.0.0.1&ttl=1" \\
         --uplink 127.0.0.1:7201
 
+A deployment key (``--key-file FILE`` or ``--passphrase TEXT``, and ``--suite``)
+seals every frame; members need the same key (``NodeConfig.infra_key``). Without
+one the deployment is unauthenticated, and says so.
+
 Every flag may come from ``--config FILE.toml`` instead: a ``[host]`` table (``id``,
-``listen``, ``peers``, ``cell``, ``uplink``, ``trace_dir``, ``run_id``) and an
-``[infra]`` table of protocol settings (any field of
-:class:`~m2mc.infra.config.InfraConfig`); flags win. Once up it prints one line on
-stderr: ``m2mc host: H1 up, backbone 127.0.0.1:7101, cell URL, uplink ADDR``.
+``listen``, ``peers``, ``cell``, ``uplink``, ``trace_dir``, ``run_id``, ``key``,
+``key_file``, ``passphrase``, ``suite``) and an ``[infra]`` table of protocol settings
+(any field of :class:`~m2mc.infra.config.InfraConfig`); flags win. Once up it prints
+one line on stderr: ``m2mc host: H1 up, backbone 127.0.0.1:7101, cell URL, uplink
+ADDR, authenticated (hmac-sha256)`` (or ``unauthenticated``).
 Stops on SIGINT or SIGTERM (or after ``--run-for`` seconds).
 """
 
@@ -30,8 +35,10 @@ from typing import Any
 from m2mc.errors import ConfigError, UsageError
 from m2mc.infra.config import InfraConfig
 from m2mc.infra_runtime.host_driver import HostDriver, settings_from_strings
+from m2mc.infra_runtime.keying import DeploymentKey
 
-_HOST_KEYS = ("id", "listen", "peers", "cell", "uplink", "trace_dir", "run_id")
+_HOST_KEYS = ("id", "listen", "peers", "cell", "uplink", "trace_dir", "run_id", "key",
+              "key_file", "passphrase", "suite")
 
 
 def register(subparsers: Any) -> None:
@@ -55,6 +62,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("--run-id", default=None, help="the trace's run column")
     p.add_argument("--run-for", metavar="S", type=float, default=None,
                    help="stop after S seconds (default: until SIGINT/SIGTERM)")
+    p.add_argument("--key-file", metavar="FILE",
+                   help="deployment key file (chmod 600): seal and check every frame")
+    p.add_argument("--passphrase", metavar="TEXT",
+                   help="derive the deployment key from a passphrase (visible in ps: "
+                        "prefer --key-file or the config file)")
+    p.add_argument("--suite", choices=("hmac-sha256", "aes-256-gcm", "chacha20-poly1305"),
+                   default=None, help="with a key: tag only (default) or encrypt too")
     p.add_argument("--config", metavar="FILE", help="TOML file with [host] and [infra] tables")
     p.set_defaults(func=run)
 
@@ -102,16 +116,38 @@ def run(args: argparse.Namespace) -> int:
                                      args.uplink or host.get("uplink"), peers, config,
                                      args.trace_dir or host.get("trace_dir"),
                                      args.run_id if args.run_id is not None
-                                     else str(host.get("run_id", "")))
+                                     else str(host.get("run_id", "")),
+                                     key=_key(args, host))
     return asyncio.run(_serve(HostDriver(settings), args.run_for))
+
+
+def _key(args: argparse.Namespace, host: dict[str, Any]) -> DeploymentKey | None:
+    """The deployment key source: flags, else the [host] table; None: unauthenticated."""
+    if args.key_file is not None or args.passphrase is not None:
+        if args.key_file is not None and args.passphrase is not None:
+            raise UsageError("give --key-file or --passphrase, not both")
+        return DeploymentKey(key_file=args.key_file, passphrase=args.passphrase,
+                             suite=args.suite or str(host.get("suite", "hmac-sha256")))
+    sources = {k: host[k] for k in ("key", "key_file", "passphrase") if k in host}
+    if not sources:
+        if args.suite is not None or "suite" in host:
+            raise UsageError("--suite needs a key (--key-file or --passphrase)")
+        return None
+    for name, value in sources.items():
+        if not isinstance(value, str):
+            raise ConfigError(f"host.{name}: expected a string")
+    return DeploymentKey(**sources, suite=args.suite or str(host.get("suite", "hmac-sha256")))
 
 
 async def _serve(driver: HostDriver, run_for: float | None) -> int:
     await driver.start()
     s = driver.s
     assert driver.core is not None
+    auth = driver.core.wire.auth
+    keyed = f"authenticated ({auth.suite.name.lower().replace('_', '-')})" if auth else \
+        "unauthenticated"
     print(f"m2mc host: {s.host_id} up, backbone {s.listen[0]}:{s.listen[1]}, cell {s.cell}, "
-          f"uplink {driver.core.ident.uplink}", file=sys.stderr, flush=True)
+          f"uplink {driver.core.ident.uplink}, {keyed}", file=sys.stderr, flush=True)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

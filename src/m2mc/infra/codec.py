@@ -261,9 +261,15 @@ def _request(x: Any) -> m.MemberRequest:
     return msg
 
 
+def encode_body(msg: Message) -> bytes:
+    """The msgpack body of ``msg`` (what a frame checksums, or a sealed frame seals)."""
+    body: bytes = msgpack.packb(_body(msg), use_bin_type=True)
+    return body
+
+
 def encode(msg: Message) -> bytes:
     """One frame holding ``msg``."""
-    body: bytes = msgpack.packb(_body(msg), use_bin_type=True)
+    body = encode_body(msg)
     return _HEADER.pack(MAGIC, zlib.crc32(body)) + body
 
 
@@ -277,6 +283,11 @@ def decode(frame: bytes) -> Message:
     body = frame[HEADER_SIZE:]
     if zlib.crc32(body) != crc:
         raise DecodeError("checksum mismatch: corrupted frame")
+    return decode_body(body)
+
+
+def decode_body(body: bytes) -> Message:
+    """The message in a msgpack body (no header); :class:`DecodeError` on any fault."""
     try:
         obj = msgpack.unpackb(body, raw=False, use_list=True, strict_map_key=True)
     except Exception as exc:  # msgpack raises several unrelated types

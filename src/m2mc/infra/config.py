@@ -50,6 +50,20 @@ class InfraConfig:
     max_forward_queue: int = 65536  # gateway: requests kept until sequenced
     max_queued_requests: int = 65536  # coordinator: requests held during a takeover
     batch_records: int = 256  # records per Replicate frame
+    # ------------------------------------------------ outsiders (docs/security.md)
+    control_rate: float = 50.0  # gateway, per computer: JOINs, NACKs, arrivals per second
+    control_burst: float = 100.0
+    control_total_rate: float = 2000.0  # gateway: the same for all computers together
+    control_total_burst: float = 4000.0
+    control_max_senders: int = 4096  # token buckets kept (the least recently heard go)
+    max_local: int = 4096  # gateway: computers heard in the cell (`local`)
+    max_dummies: int = 65536  # member, 4.3: dummies one multicast may bridge
+    max_early_total: int = 65536  # coordinator: early NEWs of all members together
+    max_hosts: int = 64  # hosts in the directory; statuses of further ones are ignored
+    max_backbone_frame: int = 64 << 20  # driver: bytes of one backbone frame
+    max_backbone_connections: int = 64  # driver: incoming backbone connections
+    replay_window: int = 1024  # keyed deployment: counters remembered below a sender's top
+    max_auth_senders: int = 4096  # keyed deployment: senders in the replay table
 
     def check(self) -> InfraConfig:
         for f in fields(self):
@@ -60,7 +74,10 @@ class InfraConfig:
                 raise ConfigError(f"infra.{f.name}: must be >= 0, got {value}")
         for name in ("beacon_interval", "local_timeout", "retransmit", "nack_timer",
                      "status_interval", "host_timeout", "election_collect", "election_vote",
-                     "takeover_timeout", "max_datagram", "transfer_chunk", "batch_records"):
+                     "takeover_timeout", "max_datagram", "transfer_chunk", "batch_records",
+                     "control_rate", "control_burst", "control_total_rate",
+                     "control_total_burst", "control_max_senders", "max_hosts",
+                     "max_backbone_frame", "replay_window", "max_auth_senders"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"infra.{name}: must be > 0")
         if self.host_timeout <= self.status_interval:

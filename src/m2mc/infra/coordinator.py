@@ -76,6 +76,7 @@ class Coordinator:
         self.last_seen: dict[MemberId, float] = {}
         self.out: list[Out] = []
         self.first_app_gseq: int | None = None  # first multicast this coordinator numbered
+        self.early_total = 0  # early NEWs held, all members together (max_early_total)
         self._commit_dirty = False
         self._rebuild_norm_buffer(now)
 
@@ -146,7 +147,7 @@ class Coordinator:
             self.stats.discarded_a5 += 1
             return
         self._append(msg.LEFT, mid, now=now)  # figure 3 lines 14-19
-        self.early.pop(mid, None)
+        self._drop_early(mid)
 
     def _on_leaveok(self, mid: MemberId, now: float) -> None:
         row = self.work.rows.get(mid)
@@ -166,7 +167,12 @@ class Coordinator:
                     del self.norm_buffer[g]
         self.stable.pop(mid, None)
         self.last_seen.pop(mid, None)
-        self.early.pop(mid, None)
+        self._drop_early(mid)
+
+    def _drop_early(self, mid: MemberId) -> None:
+        gone = self.early.pop(mid, None)
+        if gone is not None:
+            self.early_total -= len(gone.items)
 
     def _on_new(self, mid: MemberId, items: tuple[msg.NewItem, ...], now: float) -> None:
         w = self.work
@@ -184,18 +190,22 @@ class Coordinator:
                 early = self.early.setdefault(mid, _Early())
                 if item.nseq in early.items:
                     self.stats.duplicates += 1
-                elif len(early.items) >= self.cfg.early_new_limit:
+                elif len(early.items) >= self.cfg.early_new_limit \
+                        or self.early_total >= self.cfg.max_early_total:
                     self.stats.early_dropped += 1  # the member resends it
                 else:
                     early.items[item.nseq] = item
+                    self.early_total += 1
                     self.stats.early_buffered += 1
         early_buf = self.early.get(mid)
         if early_buf is not None:
             while (nxt := early_buf.items.pop(row.recv + 1, None)) is not None:
+                self.early_total -= 1
                 self._append(msg.APP, mid, nxt.nseq, nxt.app_seq, nxt.body, now)
                 self.stats.sequenced += 1
             for stale in [n for n in early_buf.items if n <= row.recv]:
                 del early_buf.items[stale]
+                self.early_total -= 1
             if not early_buf.items:
                 del self.early[mid]
 

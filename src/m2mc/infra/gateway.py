@@ -14,6 +14,14 @@ Departures from the pseudo-code, each in docs/decisions.md:
 * A computer's greeting names its member identifier from the moment it sends
   JOIN, so a gateway allocates ``local-m`` for a joining computer and (4.1)
   subscribes before its "has joined" is sequenced.
+
+Against outsiders (docs/security.md): ``local`` holds at most ``max_local``
+computers (greetings of further ones are ignored until some go silent); JOINs,
+NACKs and arrivals (a greeting that brings a new computer or member id: a
+handoff) pass a per-computer token bucket (``control_rate``/``control_burst``, and
+``control_total_*`` for all together) before any work is done; a refused one is
+not acknowledged, so a real member's retry brings it back. STABINFO is reported
+only for members of the replica's tables.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from m2mc.infra.config import InfraConfig
 from m2mc.infra.ids import NO_EPOCH, Epoch, MemberId
 from m2mc.infra.reliable import Outbox
 from m2mc.infra.replog import ReplicaLog
+from m2mc.security.ratelimit import RateLimitConfig, RateLimiter
 
 CellOut = tuple[str | None, msg.DownlinkMessage]  # (member address or None: broadcast)
 
@@ -60,6 +69,8 @@ class GatewayStats:
     aborted: int = 0
     beacons: int = 0
     moved: int = 0
+    rate_limited: int = 0  # JOINs, NACKs and arrivals refused by the rate limiter
+    local_refused: int = 0  # greetings of new computers while `local` was full
 
 
 @dataclass(slots=True)
@@ -96,18 +107,29 @@ class Gateway:
         self._next_beacon = 0.0
         self._next_stabinfo = 0.0
         self._next_sweep = 0.0
+        self.limiter = RateLimiter(RateLimitConfig(
+            cfg.control_rate, cfg.control_burst, cfg.control_total_rate,
+            cfg.control_total_burst, cfg.control_max_senders))
 
     # =============================================================== uplink
     def on_uplink(self, src: str, m: msg.UplinkMessage, now: float) -> None:
         if m.host != self.host:
             return  # meant for the gateway of another cell (B3)
+        known = self.local.get(m.node)
+        if known is None and len(self.local) >= self.cfg.max_local:
+            self.stats.local_refused += 1
+            return
+        if self._costly(m, known) and not self.limiter.allow(m.node, now):
+            self.stats.rate_limited += 1  # no ack: a real member tries again
+            return
         loc = self._greet(src, m.node, now)
         if isinstance(m, msg.Hello):
             if m.mid is not None and m.member and self._gone(m.mid, m.mystable):
                 self.cell_out.append((src, msg.NotMember(self.host, m.mid)))
                 return
             self._set_mid(m.node, loc, m.mid)
-            if m.mid is not None and m.mystable > loc.mystable:
+            if m.mid is not None and m.mystable > loc.mystable \
+                    and m.mid in self.log.state.rows:
                 loc.mystable = m.mystable
                 self._stabinfo[m.mid] = m.mystable
             return
@@ -126,6 +148,14 @@ class Gateway:
         if self.master:
             self.to_coord.append(msg.Forward(self.host, fseq, m))  # A4
             self.stats.forwarded += 1
+
+    @staticmethod
+    def _costly(m: msg.UplinkMessage, known: _Local | None) -> bool:
+        """Control traffic that makes the gateway or the coordinator work: JOIN, NACK,
+        and an arrival (a greeting of a computer or member id not seen here)."""
+        if isinstance(m, msg.JoinReq | msg.NackReq):
+            return True
+        return isinstance(m, msg.Hello) and (known is None or known.mid != m.mid)
 
     def _gone(self, mid: MemberId, mystable: int) -> bool:
         """Whether ``mid`` certainly is no member any more: cleaned up, or missing from
@@ -355,6 +385,9 @@ class Gateway:
             if pairs and self.master:
                 self._reported.update(pairs)
                 self.to_coord.append(msg.StabInfo(self.host, pairs))
+            if len(self._reported) > len(self.log.state.rows):  # forget departed members
+                rows = self.log.state.rows
+                self._reported = {mid: s for mid, s in self._reported.items() if mid in rows}
 
     def flush(self, now: float) -> None:
         self._flush_normals()

@@ -6,6 +6,12 @@ hosts, over reliable FIFO links), :meth:`HostCore.receive_cell` (uplink frames
 from members), :meth:`HostCore.on_timer`, and sends what :meth:`HostCore.drain`
 returns: :class:`HostSend` values for the backbone (``dest`` a host ID, or None
 for every peer) or the cell (``dest`` a member address, or None to broadcast).
+
+Frames are encoded and decoded by the injected :class:`~m2mc.infra.wire.InfraWire`:
+in a keyed deployment every frame is sealed, and a backbone frame's source is the
+host that sealed it (the name a TCP connection announced is not trusted). Tables
+keyed by host id (directory, votes, replication peers, takeover answers) take only
+hosts the directory admitted, at most ``max_hosts``.
 """
 
 from __future__ import annotations
@@ -17,7 +23,6 @@ from dataclasses import dataclass
 from m2mc.errors import DecodeError
 from m2mc.infra import messages as msg
 from m2mc.infra.balance import plan
-from m2mc.infra.codec import decode, encode
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.coordinator import Coordinator
 from m2mc.infra.directory import Directory
@@ -26,6 +31,7 @@ from m2mc.infra.gateway import Gateway
 from m2mc.infra.ids import NO_EPOCH, Epoch
 from m2mc.infra.replog import ReplicaLog
 from m2mc.infra.takeover import TakeoverRound, state_reply
+from m2mc.infra.wire import InfraWire
 from m2mc.trace.schema import NullSink, TraceEvent, TraceSink, detail_json
 
 _FOR_COORDINATOR = (msg.Forward, msg.StabInfo, msg.Subscribe, msg.Unsubscribe, msg.Fetch)
@@ -53,13 +59,17 @@ class HostStats:
     elections_started: int = 0
     takeovers: int = 0
     queued_dropped: int = 0
+    hosts_refused: int = 0  # statuses of new hosts while the directory was full
+    unknown_host: int = 0  # votes, acceptances and answers from hosts never admitted
 
 
 class HostCore:
     def __init__(self, ident: HostIdentity, cfg: InfraConfig, rng: random.Random, *,
                  expected_hosts: int = 1, trace: TraceSink | None = None, run_id: str = "",
-                 incarnation: int = 0, group: str = "infra") -> None:
+                 incarnation: int = 0, group: str = "infra",
+                 wire: InfraWire | None = None) -> None:
         self.ident = ident
+        self.wire = wire or InfraWire()
         self.me = ident.host
         self.cfg = cfg
         self.rng = rng
@@ -102,16 +112,18 @@ class HostCore:
 
     def receive_backbone(self, src: str, data: bytes, now: float) -> None:
         try:
-            m = decode(data)
+            m, sealed_by = self.wire.decode(data)
         except DecodeError:
             self.stats.decode_errors += 1
             return
+        if sealed_by is not None:
+            src = sealed_by
         self._local.append((src, m))  # type: ignore[arg-type]
         self._settle(now)
 
     def receive_cell(self, src: str, data: bytes, now: float) -> None:
         try:
-            m = decode(data)
+            m, _ = self.wire.decode(data)
         except DecodeError:
             self.stats.decode_errors += 1
             return
@@ -173,6 +185,7 @@ class HostCore:
         self._settle(now)
         out: list[HostSend] = []
         cache: dict[int, bytes] = {}
+        encode = self.wire.encode
         for dest, m in self._bb:
             data = cache.get(id(m))
             if data is None:
@@ -232,7 +245,7 @@ class HostCore:
                 self._advance(m.commit, m.stable, now)
                 self._maybe_free_replica(m)
         elif isinstance(m, msg.Accepted):
-            if self.coordinator is not None:
+            if self.coordinator is not None and self._admitted(m.host):
                 self.coordinator.handle_accepted(m, now)
         elif isinstance(m, msg.FwdAck):
             self.gateway.on_fwd_ack(m)
@@ -246,11 +259,12 @@ class HostCore:
             if self.election.on_start(m.eid, now):
                 self._send_status(now)
         elif isinstance(m, msg.Vote):
-            self.election.on_vote(m)
+            if self._admitted(m.voter):
+                self.election.on_vote(m)
         elif isinstance(m, msg.Takeover):
             self._on_takeover(m, now)
         elif isinstance(m, msg.StateReply):
-            if self.takeover is not None:
+            if self.takeover is not None and self._admitted(m.host):
                 self.takeover.add(m)
                 if self.takeover.ready:
                     self._activate(now)
@@ -375,8 +389,18 @@ class HostCore:
     def _master_active(self) -> bool:
         return self.master == self.me and self.coordinator is not None
 
+    def _admitted(self, host: str) -> bool:
+        if host == self.me or host in self.directory.known:
+            return True
+        self.stats.unknown_host += 1
+        return False
+
     def _on_status(self, st: msg.Status, now: float) -> None:
         if st.host == self.me:
+            return
+        if st.host not in self.directory.known \
+                and len(self.directory.known) >= self.cfg.max_hosts:
+            self.stats.hosts_refused += 1
             return
         fresh, restarted = self.directory.on_status(st, now)
         self.election.see_round(max(st.epoch.round, st.eid.round if st.eid else 0))
@@ -488,6 +512,19 @@ class HostCore:
             self.gateway.on_reroute(order.count, target)
         else:
             self._bb.append((order.source, msg.Reroute(self.epoch, order.count, target)))
+
+    def security_stats(self) -> dict[str, int]:
+        """What was refused, and why: frames (wire, auth), rate limits, full tables."""
+        g = self.gateway.stats
+        out = self.wire.counters()
+        out.update(decode_errors=self.stats.decode_errors, rate_limited=g.rate_limited,
+                   local_refused=g.local_refused, hosts_refused=self.stats.hosts_refused,
+                   unknown_host=self.stats.unknown_host, forward_refused=g.refused_full,
+                   queued_dropped=self.stats.queued_dropped)
+        c = self.coordinator
+        if c is not None:
+            out.update(join_refused=c.stats.refused_full, early_dropped=c.stats.early_dropped)
+        return out
 
     # ================================================================ trace
     def _emit(self, event: str, now: float, detail: str) -> None:

@@ -27,11 +27,12 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from enum import Enum
 
-from m2mc.errors import BufferFullError, UsageError
+from m2mc.errors import BufferFullError, DecodeError, UsageError
 from m2mc.infra import messages as msg
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.ids import MemberId
 from m2mc.infra.reliable import ReliableSender
+from m2mc.infra.wire import InfraWire
 from m2mc.trace.schema import NullSink, TraceEvent, TraceSink, detail_json
 
 
@@ -96,6 +97,7 @@ class Uplink:
 
 
 _DUMMY = None  # a dummy element of mybuf (4.3): only a sequence number
+_DOWNLINK = (msg.Beacon, msg.Normals, msg.Transfer, msg.Ack, msg.Move, msg.NotMember)
 _VIEW_KIND = {msg.JOINED: "joined", msg.LEFT: "left", msg.EXPELLED: "expelled"}
 
 
@@ -106,13 +108,17 @@ class MemberStats:
     nacks: int = 0
     buffer_evictions: int = 0
     resent_news: int = 0
+    decode_errors: int = 0  # frames refused by the wire (malformed, forged, replayed, ...)
+    dummies_refused: int = 0  # 4.3 bridges longer than max_dummies (filled by NACK instead)
 
 
 class MemberCore:
     def __init__(self, node: str, cfg: InfraConfig, rng: random.Random, *,
                  group: str = "infra", trace: TraceSink | None = None, run_id: str = "",
-                 first_app_seq: int = 1, auto_rejoin: bool = True) -> None:
+                 first_app_seq: int = 1, auto_rejoin: bool = True,
+                 wire: InfraWire | None = None) -> None:
         self.node = node
+        self.wire = wire or InfraWire()
         self.cfg = cfg
         self.rng = rng
         self.group = group
@@ -226,6 +232,20 @@ class MemberCore:
         self._attached_at = now
 
     # ================================================================ receiving
+    def receive_frame(self, data: bytes, now: float) -> bool:
+        """A datagram from the cell or the gateway, through the wire (sealed in a keyed
+        deployment); False if it was refused (counted in ``stats.decode_errors``)."""
+        try:
+            m, _ = self.wire.decode(data)
+        except DecodeError:
+            self.stats.decode_errors += 1
+            return False
+        if not isinstance(m, _DOWNLINK):
+            self.stats.decode_errors += 1
+            return False
+        self.receive(m, now)
+        return True
+
     def receive(self, m: msg.DownlinkMessage, now: float) -> None:
         if isinstance(m, msg.Normals):
             if m.host == self.gateway:
@@ -304,6 +324,9 @@ class MemberCore:
             # 4.3 applies to a computer "neither joining nor leaving": a joining one
             # must not step over its own "has joined" on a dummy.
             bridge = r.prememb if self.cfg.skip_membership and self.phase == Phase.MEMBER else 0
+            if bridge > self.cfg.max_dummies:  # absurd: fetch the real ones by NACK
+                self.stats.dummies_refused += 1
+                bridge = 0
             # Deliverable at once (with its dummies): never worth dropping for space.
             forced = s - bridge <= self.mystable + 1
             self._insert(s, r, forced)  # lines 4-7
@@ -551,6 +574,11 @@ class MemberCore:
     def drain(self) -> list[Uplink]:
         out, self._out = self._out, []
         return out
+
+    def drain_frames(self) -> list[tuple[Uplink, bytes]]:
+        """:meth:`drain`, each frame encoded (sealed afresh in a keyed deployment)."""
+        encode = self.wire.encode
+        return [(u, encode(u.message)) for u in self.drain()]
 
     def events(self) -> list[MemberEvent]:
         ev, self._events = self._events, []

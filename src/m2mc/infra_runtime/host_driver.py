@@ -2,7 +2,8 @@
 
 Backbone: TCP to every other host (listen address + peers). Cell: the host
 broadcasts on its cell's multicast group and receives members' frames on its
-uplink UDP address, which its beacons advertise.
+uplink UDP address, which its beacons advertise. With a deployment key
+(``HostSettings.key``) every frame is sealed and checked (docs/security.md).
 """
 
 from __future__ import annotations
@@ -12,10 +13,21 @@ import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from m2mc.errors import ConfigError
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.host import HostCore, HostIdentity
-from m2mc.infra_runtime.net import Backbone, Udp, format_address, multicast_spec, parse_address
+from m2mc.infra.wire import InfraWire
+from m2mc.infra_runtime.keying import deployment_auth
+from m2mc.infra_runtime.net import (
+    Backbone,
+    Udp,
+    format_address,
+    is_link_local,
+    multicast_spec,
+    parse_address,
+)
 from m2mc.log import node_logger
 from m2mc.runtime.tracing import open_trace
 
@@ -31,6 +43,7 @@ class HostSettings:
     trace_dir: str | Path | None = None
     run_id: str = ""
     group: str = "infra"
+    key: Any = None  # the deployment key source (DeploymentKey); None: unauthenticated
 
 
 class HostDriver:
@@ -41,7 +54,11 @@ class HostDriver:
         self.core: HostCore | None = None
         self.backbone: Backbone | None = None
         self.uplink: Udp | None = None
-        self._cell_addr = (multicast_spec(settings.cell).group, multicast_spec(settings.cell).port)
+        cell = multicast_spec(settings.cell)
+        self._cell_addr = (cell.group, cell.port)
+        self._iface = cell.iface
+        self._link_local = is_link_local(cell.iface)  # may talk to link-local addresses
+        self.bad_addresses = 0  # destinations outside the allowed scope, never sent to
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
         self._poked = False
@@ -57,13 +74,19 @@ class HostDriver:
         self.loop = asyncio.get_running_loop()
         sink, self._trace_close = open_trace(s.trace_dir, s.host_id, s.run_id, self.loop.time,
                                              flush_every=1)
-        self.uplink = await Udp.unicast(s.uplink, self._on_uplink)
+        cfg = s.config
+        wire = InfraWire(None if s.key is None else deployment_auth(
+            s.key, s.host_id, replay_window=cfg.replay_window,
+            max_senders=cfg.max_auth_senders))
+        self.uplink = await Udp.unicast(s.uplink, self._on_uplink, self._iface)
         ident = HostIdentity(s.host_id, s.listen[0], s.listen[1], s.cell,
                              format_address(self.uplink.address))
-        self.core = HostCore(ident, s.config, random.Random(), expected_hosts=1 + len(s.peers),
+        self.core = HostCore(ident, cfg, random.Random(), expected_hosts=1 + len(s.peers),
                              trace=sink, run_id=s.run_id, group=s.group,
-                             incarnation=int(time.time() * 1000) & 0x7FFF_FFFF)
-        self.backbone = Backbone(s.host_id, s.listen, list(s.peers), self._on_frame)
+                             incarnation=int(time.time() * 1000) & 0x7FFF_FFFF, wire=wire)
+        self.backbone = Backbone(s.host_id, s.listen, list(s.peers), self._on_frame,
+                                 max_frame=cfg.max_backbone_frame,
+                                 max_connections=cfg.max_backbone_connections)
         await self.backbone.start()
         self.core.start(self.now())
         self.log.info("host up: backbone %s, cell %s, uplink %s", format_address(s.listen),
@@ -125,7 +148,9 @@ class HostDriver:
             elif s.dest is None:
                 up.send(s.data, self._cell_addr)
             else:
-                up.send(s.data, parse_address(s.dest, "member address"))
+                dest = self._checked(s.dest, "member address")
+                if dest is not None:
+                    up.send(s.data, dest)
         deadline = core.next_deadline()
         if deadline is None or deadline == self._timer_at:
             return
@@ -141,17 +166,38 @@ class HostDriver:
             st = self.core.directory.status(host)
             if st is None:
                 return None
-            addr = self._addr_of[host] = (st.address, st.port)
+            addr = self._checked(f"{st.address}:{st.port}", f"status of {host}")
+            if addr is None:
+                return None
+            self._addr_of[host] = addr
             self.backbone.connect(addr)  # a host we discovered
         return addr
+
+    def stats(self) -> dict[str, int]:
+        """What the core and the sockets refused (docs/security.md), for logs and tests."""
+        out = self.core.security_stats() if self.core is not None else {}
+        out["bad_addresses"] = self.bad_addresses
+        if self.backbone is not None:
+            out["refused_connections"] = self.backbone.refused_connections
+        return out
+
+    def _checked(self, text: str, what: str) -> tuple[str, int] | None:
+        """An address from the network (a status, a datagram's source), if allowed."""
+        try:
+            return parse_address(text, what, link_local=self._link_local)
+        except ConfigError as exc:
+            self.bad_addresses += 1
+            self.log.debug("not sending: %s", exc)
+            return None
 
 
 def settings_from_strings(host_id: str | None, listen: str, cell: str, uplink: str | None,
                           peers: list[str], config: InfraConfig, trace_dir: str | None,
-                          run_id: str) -> HostSettings:
-    lst = parse_address(listen, "--listen")
-    up = parse_address(uplink, "--uplink") if uplink else (lst[0], 0)
-    multicast_spec(cell)
+                          run_id: str, key: Any = None) -> HostSettings:
+    link_local = is_link_local(multicast_spec(cell).iface)
+    lst = parse_address(listen, "--listen", link_local=link_local)
+    up = parse_address(uplink, "--uplink", link_local=link_local) if uplink else (lst[0], 0)
     return HostSettings(host_id or format_address(lst), lst, cell, up,
-                        [parse_address(p, "--peer") for p in peers if p and p != listen],
-                        config, trace_dir, run_id)
+                        [parse_address(p, "--peer", link_local=link_local)
+                         for p in peers if p and p != listen],
+                        config, trace_dir, run_id, key=key)

@@ -5,6 +5,10 @@ frames from its own UDP socket to the gateway's uplink address (from the
 beacons), which answers there (ACK, TRANSFER, MOVE). Moving to another cell
 (load balancing, a silent host, or :meth:`MemberDriver.move`) leaves one
 multicast group and joins another: the protocol does the rest (seeds/001 2.4).
+
+Every socket is on the interface of the member's first cell (``iface=``): cells
+named by other hosts' directories are joined on it too, and the gateway uplink a
+beacon advertises is used only if it is an allowed address (:mod:`.net`).
 """
 
 from __future__ import annotations
@@ -14,26 +18,26 @@ import logging
 import random
 from collections.abc import Callable
 
-from m2mc.errors import DecodeError
-from m2mc.infra import messages as msg
-from m2mc.infra.codec import decode, encode
+from m2mc.errors import ConfigError
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.member import MemberCore, MemberEvent, MoveRequest
-from m2mc.infra_runtime.net import Udp, parse_address
+from m2mc.infra.wire import InfraWire
+from m2mc.infra_runtime.net import Udp, cell_on, is_link_local, multicast_spec, parse_address
 from m2mc.trace.schema import TraceSink
 
 log = logging.getLogger("m2mc.infra.member")
-_DOWNLINK = (msg.Beacon, msg.Normals, msg.Transfer, msg.Ack, msg.Move, msg.NotMember)
 
 
 class MemberDriver:
     def __init__(self, node: str, cells: list[str], config: InfraConfig, *,
                  trace: TraceSink | None = None, run_id: str = "", group: str = "infra",
                  on_events: Callable[[list[MemberEvent]], None] | None = None,
-                 rng: random.Random | None = None) -> None:
-        self.cells = list(cells)
+                 rng: random.Random | None = None, wire: InfraWire | None = None) -> None:
+        self.iface = multicast_spec(cells[0]).iface if cells else "127.0.0.1"
+        self.link_local = is_link_local(self.iface)
+        self.cells = [cell_on(c, self.iface) for c in cells]
         self.core = MemberCore(node, config, rng or random.Random(), group=group, trace=trace,
-                               run_id=run_id)
+                               run_id=run_id, wire=wire)
         self.on_events = on_events
         self.loop = asyncio.get_event_loop()
         self.uplink: Udp | None = None
@@ -42,7 +46,7 @@ class MemberDriver:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
         self._poked = False
-        self.decode_errors = 0
+        self.bad_addresses = 0  # gateway uplinks outside the allowed scope, never sent to
         self.moves = 0
 
     def now(self) -> float:
@@ -50,11 +54,13 @@ class MemberDriver:
 
     async def start(self, cell: str | None = None) -> None:
         self.loop = asyncio.get_running_loop()
-        self.uplink = await Udp.unicast(("127.0.0.1", 0), self._on_datagram)
+        self.uplink = await Udp.unicast((self.iface, 0), self._on_datagram, self.iface)
         await self.move(cell if cell is not None else (self.cells[0] if self.cells else None))
 
     async def move(self, cell: str | None) -> None:
         """Be in ``cell`` from now on (None: out of every cell)."""
+        if cell is not None:
+            cell = cell_on(cell, self.iface)
         if cell == self.cell and (cell is None or self.cell_sock is not None):
             return
         if self.cell_sock is not None:
@@ -77,14 +83,12 @@ class MemberDriver:
         if self.uplink is not None:
             self.uplink.close()
 
+    @property
+    def decode_errors(self) -> int:
+        return self.core.stats.decode_errors
+
     def _on_datagram(self, data: bytes, addr: tuple[str, int]) -> None:
-        try:
-            m = decode(data)
-        except DecodeError:
-            self.decode_errors += 1
-            return
-        if isinstance(m, _DOWNLINK):
-            self.core.receive(m, self.now())
+        if self.core.receive_frame(data, self.now()):
             self.poke()
 
     def _on_timer(self) -> None:
@@ -102,14 +106,26 @@ class MemberDriver:
         self._poked = False
         up = self.uplink
         if up is not None:
-            for u in self.core.drain():
+            for u, data in self.core.drain_frames():
                 if u.addr:
-                    up.send(encode(u.message), parse_address(u.addr, "gateway uplink"))
+                    try:
+                        dest = parse_address(u.addr, "gateway uplink", link_local=self.link_local)
+                    except ConfigError:
+                        self.bad_addresses += 1  # a beacon named an address we never use
+                        continue
+                    up.send(data, dest)
         events = self.core.events()
         if events:
             for ev in events:
-                if isinstance(ev, MoveRequest) and ev.target.cell != self.cell:
-                    self.loop.create_task(self.move(ev.target.cell))
+                if not isinstance(ev, MoveRequest):
+                    continue
+                try:
+                    target = cell_on(ev.target.cell, self.iface)
+                except ConfigError:
+                    self.bad_addresses += 1  # not a cell we may join
+                    continue
+                if target != self.cell:
+                    self.loop.create_task(self.move(target))
             if self.on_events is not None:
                 self.on_events(events)
         deadline = self.core.next_deadline()

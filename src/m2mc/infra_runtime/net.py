@@ -1,12 +1,20 @@
 """Sockets of infrastructure mode: the backbone (TCP between hosts, FIFO and
 reliable as seeds/001 2.1 assumes), and UDP for the cells (multicast downlink,
-unicast uplink). Only loopback and multicast with iface 127.0.0.1, TTL 1.
+unicast uplink), multicast with TTL 1.
+
+Unicast addresses (backbone peers, uplinks, and the addresses beacons and statuses
+advertise) must be loopback (127.0.0.0/8). A deployment whose cells use a
+link-local interface (``iface=`` an IPv4 link-local address, RFC 3927, as in the
+tests' network namespaces) may also use link-local addresses, which routers never
+forward (RFC 3927), so traffic cannot leave the link. Nothing else is accepted,
+even when a (possibly forged) beacon or status names it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import socket
 import struct
@@ -14,19 +22,32 @@ from collections.abc import Callable
 
 from m2mc.errors import ConfigError
 from m2mc.transport.multicast import open_multicast_socket
-from m2mc.transport.url import MulticastSpec, parse_channel_url
+from m2mc.transport.url import MulticastSpec, format_channel_url, parse_channel_url
 
 log = logging.getLogger("m2mc.infra.net")
 _LEN = struct.Struct(">I")
 MAX_FRAME = 64 << 20
 
 
-def parse_address(text: str, what: str = "address") -> tuple[str, int]:
+_LINK_LOCAL = ipaddress.IPv4Network((0xA9FE0000, 16))  # RFC 3927 link-local, as a number
+
+
+def is_link_local(host: str) -> bool:
+    try:
+        return ipaddress.IPv4Address(host) in _LINK_LOCAL
+    except ValueError:
+        return False
+
+
+def parse_address(text: str, what: str = "address", *,
+                  link_local: bool = False) -> tuple[str, int]:
+    """``HOST:PORT`` with HOST loopback (or link-local when ``link_local``)."""
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or not host:
         raise ConfigError(f"{what}: expected HOST:PORT, got {text!r}")
-    if not host.startswith("127."):
-        raise ConfigError(f"{what}: only loopback (127.0.0.0/8) addresses, got {host!r}")
+    if not host.startswith("127.") and not (link_local and is_link_local(host)):
+        allowed = "loopback (127.0.0.0/8) or link-local" if link_local else "loopback (127.0.0.0/8)"
+        raise ConfigError(f"{what}: only {allowed} addresses, got {host!r}")
     n = int(port)
     if not 0 <= n <= 65535:
         raise ConfigError(f"{what}: port out of range in {text!r}")
@@ -37,7 +58,17 @@ def multicast_spec(url: str) -> MulticastSpec:
     spec = parse_channel_url(url)
     if not isinstance(spec, MulticastSpec):
         raise ConfigError(f"cell channel must be udp-multicast://, got {url!r}")
+    if spec.ttl > 1:
+        raise ConfigError(f"cell channel: ttl must be 0 or 1, got {spec.ttl}")
     return spec
+
+
+def cell_on(url: str, iface: str) -> str:
+    """The cell ``url`` (another host's, from a directory) as joined on our ``iface``."""
+    spec = multicast_spec(url)
+    if spec.iface == iface:
+        return url
+    return format_channel_url(MulticastSpec(spec.group, spec.port, iface, spec.ttl, spec.rcvbuf))
 
 
 # ----------------------------------------------------------------- backbone (TCP)
@@ -45,9 +76,10 @@ class _FrameProtocol(asyncio.Protocol):
     """Length-prefixed frames; the first frame of a connection names the sender."""
 
     def __init__(self, on_frame: Callable[[str, bytes], None],
-                 on_lost: Callable[[_FrameProtocol], None]) -> None:
+                 on_lost: Callable[[_FrameProtocol], None], max_frame: int = MAX_FRAME) -> None:
         self.on_frame = on_frame
         self.on_lost = on_lost
+        self.max_frame = max_frame
         self.peer: str | None = None
         self.transport: asyncio.Transport | None = None
         self._buf = bytearray()
@@ -67,7 +99,7 @@ class _FrameProtocol(asyncio.Protocol):
         n = len(buf)
         while n - pos >= 4:
             (size,) = _LEN.unpack_from(buf, pos)
-            if size > MAX_FRAME:
+            if size > self.max_frame:
                 log.warning("backbone frame of %d bytes: closing", size)
                 if self.transport is not None:
                     self.transport.close()
@@ -86,16 +118,34 @@ class _FrameProtocol(asyncio.Protocol):
         self.on_lost(self)
 
 
+class _Inbound(_FrameProtocol):
+    refuse = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        if self.refuse:
+            transport.close()
+
+    def data_received(self, data: bytes) -> None:
+        if not self.refuse:
+            super().data_received(data)
+
+
 class Backbone:
     """A full mesh: one outgoing connection to every peer for sending, incoming
     connections for receiving. A broken connection is retried until closed."""
 
     def __init__(self, me: str, listen: tuple[str, int], peers: list[tuple[str, int]],
-                 on_frame: Callable[[str, bytes], None], retry: float = 0.2) -> None:
+                 on_frame: Callable[[str, bytes], None], retry: float = 0.2, *,
+                 max_frame: int = MAX_FRAME, max_connections: int = 64) -> None:
         self.me = me
         self.listen = listen
         self.on_frame = on_frame
         self.retry = retry
+        self.max_frame = max_frame
+        self.max_connections = max_connections
+        self._inbound: set[_FrameProtocol] = set()
+        self.refused_connections = 0
         self._server: asyncio.Server | None = None
         self._out: dict[tuple[str, int], _FrameProtocol | None] = {p: None for p in peers}
         self._tasks: dict[tuple[str, int], asyncio.Task[None]] = {}
@@ -105,11 +155,19 @@ class Backbone:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            lambda: _FrameProtocol(self.on_frame, lambda p: None), *self.listen,
-            reuse_address=True)
+        self._server = await loop.create_server(self._accept, *self.listen, reuse_address=True)
         for addr in list(self._out):
             self.connect(addr)
+
+    def _accept(self) -> _FrameProtocol:
+        """An incoming connection; beyond ``max_connections`` it is closed at once."""
+        proto = _Inbound(self.on_frame, self._inbound.discard, self.max_frame)
+        if len(self._inbound) >= self.max_connections:
+            self.refused_connections += 1
+            proto.refuse = True
+        else:
+            self._inbound.add(proto)
+        return proto
 
     def connect(self, addr: tuple[str, int]) -> None:
         """Keep an outgoing connection to ``addr`` (a discovered host, too)."""
@@ -192,13 +250,14 @@ class Udp:
 
     @classmethod
     async def unicast(cls, bind: tuple[str, int],
-                      on_datagram: Callable[[bytes, tuple[str, int]], None]) -> Udp:
+                      on_datagram: Callable[[bytes, tuple[str, int]], None],
+                      iface: str = "127.0.0.1") -> Udp:
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         with contextlib.suppress(OSError):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
-        # multicast sends from this socket stay on loopback with TTL 1
-        sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
+        # multicast sends from this socket leave by the cell's interface, with TTL 1
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(iface))
         sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
         sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
         try:

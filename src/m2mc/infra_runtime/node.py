@@ -12,6 +12,9 @@ numbers its NEWs in sending order.
 ``hosts`` lists the cells' multicast URLs; the member starts in the first one
 (``infra_cell`` picks another) and moves when the master balances load or its host
 goes silent.
+
+``infra_key`` (a :class:`~m2mc.infra_runtime.keying.DeploymentKey`) seals every frame
+under the deployment key; the hosts must hold the same key (``m2mc host --key-file``).
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from m2mc.group.codec import GrpInfo
 from m2mc.group.events import GroupCreated, GroupEvent, MemberJoined, MemberLeft
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.member import Delivered, Joined, Left, MemberEvent, Phase, ViewChange
+from m2mc.infra.wire import InfraWire
+from m2mc.infra_runtime.keying import deployment_auth
 from m2mc.infra_runtime.member_driver import MemberDriver
 from m2mc.ordering import ROOT, MessageId
 from m2mc.runtime.tracing import open_trace
@@ -84,10 +89,14 @@ class InfraNode(api.Node):
         cfg = self.config
         self._pid = cfg.pid or f"n{secrets.token_hex(4)}"
         loop = asyncio.get_running_loop()
+        infra = self.infra
+        wire = InfraWire(None if cfg.infra_key is None else deployment_auth(
+            cfg.infra_key, self._pid, replay_window=infra.replay_window,
+            max_senders=infra.max_auth_senders))
         sink, self._trace_close = open_trace(cfg.trace_dir, self._pid, cfg.run_id, loop.time,
                                              flush_every=cfg.trace_flush_every)
-        self.driver = MemberDriver(self._pid, list(cfg.hosts), self.infra, trace=sink,
-                                   run_id=cfg.run_id, on_events=self._on_events)
+        self.driver = MemberDriver(self._pid, list(cfg.hosts), infra, trace=sink,
+                                   run_id=cfg.run_id, on_events=self._on_events, wire=wire)
         cells = list(cfg.hosts)
         await self.driver.start(cfg.infra_cell or cells[0])
 
@@ -172,7 +181,13 @@ class InfraNode(api.Node):
         return {"delivered": s.delivered, "duplicates": s.duplicates, "nacks": s.nacks,
                 "buffer_evictions": s.buffer_evictions, "resent": s.resent_news,
                 "moves": d.moves, "decode_errors": d.decode_errors,
-                "pending_sends": d.core.pending_sends}
+                "pending_sends": d.core.pending_sends, "bad_addresses": d.bad_addresses,
+                "dummies_refused": s.dummies_refused, **d.core.wire.counters()}
+
+    @property
+    def authenticated(self) -> bool:
+        """Whether this deployment's frames are sealed with a key."""
+        return self.config.infra_key is not None
 
     async def events(self) -> AsyncIterator[GroupEvent]:
         while True:
@@ -227,6 +242,11 @@ class InfraGroup(api.Group):
     @property
     def order(self) -> str:
         return "total"
+
+    @property
+    def authenticated(self) -> bool:
+        """Whether the deployment's frames are sealed with a key (``infra_key``)."""
+        return self.node.authenticated
 
     @property
     def members(self) -> list[str]:
