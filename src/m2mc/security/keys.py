@@ -213,6 +213,10 @@ class GroupKey:
         _check_suite(self.suite)
         if isinstance(self.key, bytes) and not KEY_MIN <= len(self.key) <= KEY_MAX:
             raise ConfigError(f"a group key must be {KEY_MIN} to {KEY_MAX} bytes")
+        if isinstance(self.key, str):
+            parse_key(self.key)  # a typo shows at once, not at the first join
+        elif self.key is not None and not isinstance(self.key, bytes):
+            raise ConfigError(f"key must be text or bytes, got {type(self.key).__name__}")
 
     @classmethod
     def of(cls, key: GroupKey | str | bytes | None = None, *,

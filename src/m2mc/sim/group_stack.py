@@ -4,7 +4,9 @@ M2MP, GJLP, MOP, MSP, NACK repair) on a simulated node, with its durable log in
 
 [stack] keys: ``redundancy`` (1), ``flow_control`` (true), ``message_timeout``
 (5.0), ``flow_timeout`` (0.1), and any :class:`~m2mc.group.config.GroupConfig`
-field (``nack_backoff``, ``status_interval``, ``max_held``, ...).
+field (``nack_backoff``, ``status_interval``, ``max_held``, ...). Keyed groups
+(docs/security.md): ``key`` (hex/base64 text) or ``passphrase``, and ``suite``
+(``hmac-sha256``), key every group of the scenario with the same key.
 
 Groups are the scenario's named groups: their name is the group id, so every
 node that joins ``chat`` joins the same group without discovering it first.
@@ -20,6 +22,8 @@ from m2mc.errors import ConfigError, UsageError
 from m2mc.group.config import GroupConfig
 from m2mc.group.events import Delivered
 from m2mc.group.manager import GroupNode
+from m2mc.security.auth import counter_start_at
+from m2mc.security.keys import GroupKey, GroupSecret
 from m2mc.sim.node import NodeContext, register_stack
 from m2mc.sim.schema import Table
 from m2mc.store.sqlite import SqliteStore
@@ -36,9 +40,21 @@ def check_params(params: Mapping[str, Any]) -> None:
     t.boolean("flow_control", True)
     t.number("message_timeout", 5.0, above=0.0)
     t.number("flow_timeout", 0.1, above=0.0)
+    t.opt_string("key")
+    t.opt_string("passphrase")
+    t.opt_string("suite")
     t.expect(*_GROUP_KEYS)
     t.finish()
     group_config(params)
+    group_key(params)
+
+
+def group_key(params: Mapping[str, Any]) -> GroupKey | None:
+    try:
+        return GroupKey.of(params.get("key"), passphrase=params.get("passphrase"),
+                           suite=params.get("suite"))
+    except ConfigError as exc:
+        raise ConfigError(f"stack: {exc}") from None
 
 
 def group_config(params: Mapping[str, Any]) -> GroupConfig:
@@ -57,9 +73,12 @@ class GroupSimStack:
         self.ctx = ctx
         self.orders = {g.name: g.order for g in ctx.groups}
         self.store = SqliteStore(ctx.durable_dir / "group.sqlite3")
+        self.key = group_key(p)
+        self._secrets: dict[str, GroupSecret] = {}
         self.node = GroupNode(
             ctx.node_id, rng=ctx.rng, config=group_config(p), store=self.store,
             trace=ctx.trace, run_id=ctx.run_id,
+            keys={g.name: self._secret(g.name) for g in ctx.groups} if self.key else None,
             m2mp_config=M2MPConfig(
                 redundancy=int(p.get("redundancy", 1)),
                 flow_control=bool(p.get("flow_control", True)),
@@ -68,8 +87,18 @@ class GroupSimStack:
         self._delivered: dict[str, list[str]] = {}
 
     # ------------------------------------------------------------ lifecycle
+    def _secret(self, group: str) -> GroupSecret:
+        assert self.key is not None
+        secret = self._secrets.get(group)
+        if secret is None:
+            secret = self._secrets[group] = self.key.resolve(group)
+        return secret
+
     def start(self, now: float) -> None:
         first_boot = self.store.get_meta("sim_booted") is None
+        # Seal counters start at the virtual clock in microseconds: a restarted node
+        # continues above what it sealed before its crash.
+        self.node.counter_start = counter_start_at(max(now, 0.0))
         self.node.start(now)
         if first_boot:
             self.store.set_meta("sim_booted", "1")
@@ -93,7 +122,8 @@ class GroupSimStack:
         return self._delivered.get(group, ())
 
     def app_join(self, group: str, now: float) -> None:
-        self.node.join_group(group, now, order=self.orders.get(group, "sb"))
+        key = self._secret(group) if self.key is not None else None
+        self.node.join_group(group, now, order=self.orders.get(group, "sb"), key=key)
         self._drain()
 
     def app_leave(self, group: str, now: float) -> None:
