@@ -50,8 +50,7 @@ INFRA_GID = "infra"
 INFRA_DESC = "the hosts' group"
 INFRA_LIMITS = BackendLimits(
     one_group=True, durable_history=False,
-    notice="infrastructure mode: the hosts serve one group · no messages from before you "
-           "joined, none kept after a restart")
+    notice="infrastructure mode: the hosts serve one group; no history from before you joined")
 JOIN_TIMEOUT = 15.0
 """Seconds to wait for the coordinator to let us in (an election may be under way)."""
 PRESENCE_REFRESH = 5.0
