@@ -122,3 +122,27 @@ async def test_the_tui_on_the_real_group_layer(tmp_path: Path, channel: str) -> 
         assert "alice: Who goes first?" in text and "└─ ● bob: Me" in text
         assert "ad hoc" in text
         await pilot.press("ctrl+q")
+
+
+async def test_keyed_groups_show_as_authenticated(tmp_path: Path, channel: str) -> None:
+    """Issue 9: the chat marks groups by whether their messages are authenticated."""
+    from m2mc.errors import UsageError
+
+    async with participant(tmp_path, channel, "alice") as alice, \
+            participant(tmp_path, channel, "bob") as bob:
+        backend = alice.backend
+        assert isinstance(backend, M2MCBackend)
+        try:
+            await backend.node.create_group("secret", key=bytes(range(32)))  # type: ignore[call-arg]
+        except TypeError:
+            pytest.skip("this group layer has no keyed groups yet")
+        await alice.create_group("open")
+        by_desc = {g.desc: g for g in backend.joined_groups()}
+        assert by_desc["secret"].authenticated and not by_desc["open"].authenticated
+        assert await bob.wait_until(lambda: bob.find_group("secret") is not None
+                                    and bob.find_group("open") is not None, WAIT)
+        assert bob.find_group("secret").authenticated  # type: ignore[union-attr]
+        assert not bob.find_group("open").authenticated  # type: ignore[union-attr]
+        with pytest.raises(UsageError):        # the chat has no key to give: refused, no crash
+            await bob.join_group(bob.find_group("secret").gid)  # type: ignore[union-attr]
+        assert "secret" not in {v.info.desc for v in bob.views.values()}
