@@ -23,7 +23,7 @@ async def main(args: argparse.Namespace) -> int:
                         trace_dir=args.trace, run_id="mp", trace_flush_every=1)
     peers = args.peers.split(",")
     async with Node(config) as node:
-        group = await node.join(args.group, order="sb")
+        group = await node.join(args.group, order="sb", passphrase=args.passphrase)
         print(f"{args.pid} ready", file=sys.stderr, flush=True)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + args.timeout
@@ -46,7 +46,7 @@ async def main(args: argparse.Namespace) -> int:
                 await group.leave()
                 print(f"{args.pid} left", file=sys.stderr, flush=True)
                 await asyncio.sleep(args.away)
-                group = await node.join(args.group, order="sb")
+                group = await node.join(args.group, order="sb", passphrase=args.passphrase)
                 inst = stack.groups[args.group]
                 print(f"{args.pid} rejoined", file=sys.stderr, flush=True)
             parent = rng.choice(recent) if recent and rng.random() < 0.6 else None
@@ -85,4 +85,5 @@ if __name__ == "__main__":
     p.add_argument("--away", type=float, default=1.0)
     p.add_argument("--linger", type=float, default=1.5)
     p.add_argument("--timeout", type=float, default=60.0)
+    p.add_argument("--passphrase", default=None, help="key the group with this passphrase")
     sys.exit(asyncio.run(main(p.parse_args())))
