@@ -55,7 +55,8 @@ class GroupInstance:
         config = node.config
         self.config = config
         self.mop = Mop(node.pid, row.gid, row.order, config, node.store)
-        self.msp = Msp(node.pid, row.gid, config, node.rng, node.store, self.mop.digest)
+        self.msp = Msp(node.pid, row.gid, config, node.rng, node.store, self.mop.digest,
+                       self._high_waters)
         self.repair = RepairState(node.pid, row.gid, config, node.rng, node.store)
         self.repair.known = lambda pid: row.membership.get(pid) is not None
         self.lingering_until: float | None = None
@@ -83,6 +84,9 @@ class GroupInstance:
                 self.repair.hw[pid] = max(self.repair.hw.get(pid, 0), ivs[-1][1])
         self._status_at = now + self._status_period()
         self._sequencer_watch_from = now
+        for pid in self.row.membership.current():  # in view from now on (Msp.mark)
+            if pid != self.pid:
+                self.msp.mark(pid, now)
 
     def start_sync(self, now: float) -> None:
         self.node._send(self.tag, self.msp.request(now))
@@ -137,6 +141,8 @@ class GroupInstance:
             return
         match body:
             case Data(_, records):
+                if self.msp.catchup is not None:
+                    self.msp.peer_traffic()
                 self._records(records, sender, now)
             case Repair(_, records):
                 self._records(records, sender, now)
@@ -153,6 +159,8 @@ class GroupInstance:
                 if self.mop.stamps:
                     self.repair.suspect(now)
             case Status():
+                if self.msp.catchup is not None:
+                    self.msp.peer_traffic()
                 self._status(body, now)
             case Nack():
                 self.repair.overheard_nack(body, now)
@@ -265,6 +273,8 @@ class GroupInstance:
         for e in changed:
             if e.pid == self.pid:
                 continue
+            if e.joined:
+                self.msp.mark(e.pid, now)
             node._event(MemberJoined(self.gid, e.pid) if e.joined else MemberLeft(self.gid, e.pid))
         node._save_row(self.row)
         after = self.row.membership.current()
@@ -320,6 +330,12 @@ class GroupInstance:
             keep = sorted(summary, key=lambda p: (-summary[p], p))[:self.config.max_status_senders]
             summary = {p: summary[p] for p in sorted(keep)}
         return summary
+
+    def _high_waters(self) -> dict[str, int]:
+        out = dict(self.repair.hw)
+        if self.mop.own_seq:
+            out[self.pid] = self.mop.own_seq
+        return out
 
     def make_status(self) -> Status:
         return Status(self.pid, self.mop.own_seq, self._summary(), self.row.membership.entries(),

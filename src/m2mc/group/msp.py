@@ -54,6 +54,7 @@ class CatchUp:
     remaining: int = 0
     responses: int = 0
     done: bool = False
+    peer_heard: bool = False  # live group traffic arrived while this request was unanswered
 
 
 @dataclass(slots=True)
@@ -70,7 +71,8 @@ class MspStats:
 
 class Msp:
     def __init__(self, pid: str, gid: str, config: GroupConfig, rng: random.Random,
-                 store: GroupStore, digest: Callable[[], Digest]) -> None:
+                 store: GroupStore, digest: Callable[[], Digest],
+                 high_waters: Callable[[], dict[str, int]] | None = None) -> None:
         self.pid = pid
         self.gid = gid
         self.config = config
@@ -83,6 +85,10 @@ class Msp:
         self.mirs: dict[SyncMsgId, Mir] = {}
         self.catchup: CatchUp | None = None
         self.stats = MspStats()
+        self._high_waters = high_waters
+        # Per requester, when it came into our view and the high-water of every sender
+        # then (see :meth:`mark`): a catch-up answers for history before that point.
+        self.marks: OrderedDict[str, tuple[float, dict[str, int]]] = OrderedDict()
 
     # ------------------------------------------------------------- requester
     def request(self, now: float) -> SyncReq:
@@ -119,10 +125,20 @@ class Msp:
         c = self.catchup
         if c is None or c.done or now < c.deadline:
             return False
-        if c.attempts >= self.config.sync_attempts or c.responses:
-            c.done = True  # gap repair (NACKs against status high-waters) does the rest
+        if c.attempts >= self.config.sync_attempts or c.responses or c.peer_heard:
+            # Gap repair (NACKs against status high-waters) does the rest. A member we
+            # hear live tells us its high-water, so a blind repeat is not needed: made
+            # while data streams in, it would ask for everything still in flight to us
+            # and every responder would send it all again.
+            c.done = True
             return False
         return True
+
+    def peer_traffic(self) -> None:
+        """Data or status from another member arrived (see :meth:`retry_due`)."""
+        c = self.catchup
+        if c is not None and not c.responses and not c.done:
+            c.peer_heard = True
 
     # ------------------------------------------------------------- responder
     def _latest(self, pid: str, seqno: int) -> int:
@@ -154,7 +170,8 @@ class Msp:
             if len(self.mirs) >= self.config.max_mirs:
                 self.stats.mirs_refused += 1
                 return
-            mir = self.mirs[key] = Mir(self._subtract(self._digest(), have), None)
+            mir = self.mirs[key] = Mir(self._subtract(self._history(req.sender, now), have),
+                                       None)
         else:
             mir.missing = self._subtract(mir.missing, have)
         if mir.deadline is None:
@@ -175,7 +192,8 @@ class Msp:
             if len(self.mirs) >= self.config.max_mirs:
                 self.stats.mirs_refused += 1
                 return
-            mir = self.mirs[key] = Mir(self._subtract(self._digest(), sent), None, heard=True)
+            mir = self.mirs[key] = Mir(self._subtract(self._history(resp.requester, now), sent),
+                                       None, heard=True)
             return
         mir.missing = self._subtract(mir.missing, sent)
         mir.heard = True
@@ -184,6 +202,40 @@ class Msp:
             # has not sent by then (allowing about 100 microseconds per message).
             mir.deadline = max(mir.deadline, now + self.config.sync_backoff
                                + min(resp.remaining * 1e-4, 10.0) + self.rng.uniform(0.0, 0.05))
+
+    # ------------------------------------------------------------ horizon
+    def mark(self, pid: str, now: float) -> None:
+        """``pid`` joined (or asked to catch up): from now on it hears the group's
+        traffic live, and gap repair (NACKs) covers what it loses of that. Its
+        catch-up answers only for the history before this point. Without the mark a
+        request that a busy responder handles late (or a repeated request made while
+        data streams) would be answered with every message still in flight to the
+        requester, and every member would receive all of them twice."""
+        if self._high_waters is None:
+            return
+        self.marks[pid] = (now, self._high_waters())
+        self.marks.move_to_end(pid)
+        while len(self.marks) > self.config.max_pssit:
+            self.marks.popitem(last=False)
+
+    def _history(self, pid: str, now: float) -> Digest:
+        """Our digest, cut at ``pid``'s mark (made now if it has none that is recent)."""
+        digest = self._digest()
+        if self._high_waters is None:
+            return digest
+        window = self.config.sync_timeout * (self.config.sync_attempts + 1)
+        mark = self.marks.get(pid)
+        if mark is None or now - mark[0] > window:
+            self.mark(pid, now)
+            mark = self.marks[pid]
+        top = mark[1]
+        out: Digest = {}
+        for sender, ivs in digest.items():
+            hw = top.get(sender, 0)
+            cut = [(lo, min(hi, hw)) for lo, hi in ivs if lo <= hw]
+            if cut:
+                out[sender] = cut
+        return out
 
     def _drop_older(self, pid: str, seqno: int) -> None:
         for key in [k for k in self.mirs if k[0] == pid and k[1] < seqno]:
