@@ -114,7 +114,9 @@ class InfraChatBackend(M2MCBackend):
     def _group_info(self) -> GroupInfo:
         members = tuple(self.node.members(INFRA_GID))
         left = tuple(pid for pid in self._left if pid not in members)
-        return GroupInfo(INFRA_GID, INFRA_DESC, members, left, authenticated=False)
+        # Sealed frames with a deployment key (issue 9) when the node has one.
+        authenticated = getattr(self.node, "authenticated", False) is True
+        return GroupInfo(INFRA_GID, INFRA_DESC, members, left, authenticated=authenticated)
 
     def _info_of(self, group: Group) -> GroupInfo:
         return self._group_info()
