@@ -130,7 +130,7 @@ def test_cli_headless_demo_run_writes_the_transcript(tmp_path: Path) -> None:
     (["--transcript", "x.json"], "--transcript goes with --script"),
     (["--script", "nope.txt", "--nick", "a"], "cannot read script"),
     (["--script", "s.txt"], "--script needs a nick"),
-    (["--infra", "hostonly"], "is not host:port"),
+    (["--infra", "hostonly"], "--infra: 'hostonly' is not"),
     (["--device-id", "a b"], "device id"),
 ])
 def test_cli_usage_errors_are_one_line_exit_2(tmp_path: Path, args: list[str],
