@@ -440,3 +440,45 @@ def test_any_unkeyed_or_tampered_message_changes_nothing(
 def _hyp_member() -> GroupNode:
     """A fresh member of a two-member keyed group."""
     return keyed_net(seed=17, members="ab").nodes["a"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.text(st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=64),
+       st.lists(st.integers(0, 400), min_size=1, max_size=60),
+       st.sampled_from(["hmac-sha256", "aes-256-gcm"]))
+def test_a_sealed_batch_still_fits_one_m2mp_packet(pid: str, sizes: list[int],
+                                                   suite: str) -> None:
+    from m2mc.group.codec import Kind, decode_body
+    from m2mc.security import AuthConfig
+    from m2mc.security.groupwire import open_frame
+    from m2mc.wire.m2mp import M2MPConfig
+    from m2mc.wire.packet import MAX_FRAGMENT
+
+    node = GroupNode(pid, rng=random.Random(1), counter_start=1 << 40,
+                     m2mp_config=M2MPConfig(flow_control=False))
+    node.start(0.0)
+    node.create_group("g", 0.0, gid=GID, key=GroupSecret(KEY.key, suite))
+    node.datagrams_to_send(0.0)
+    frames: list[bytes] = []
+    original = node._send
+
+    def spy(tag: bytes, body: Body) -> None:
+        original(tag, body)
+        frames.append(node._out[-1])
+
+    node._send = spy  # type: ignore[method-assign]
+    for i, size in enumerate(sizes):
+        node.send(GID, bytes(size), 0.0, MessageId(pid, i) if i else None)
+    node.datagrams_to_send(0.0)
+    reader = GroupAuth(GID, KEY.key, "reader", config=AuthConfig(suite))
+    records = 0
+    for sealed in frames:
+        frame, _ = open_frame(reader, sealed)
+        if frame.kind != Kind.DATA:
+            continue
+        body = decode_body(frame.kind, frame.body)
+        assert isinstance(body, Data)
+        records += len(body.records)
+        # A batch fits one packet; only a record too big for one may span several.
+        assert len(sealed) <= MAX_FRAGMENT or len(body.records) == 1, (len(sealed), pid)
+    assert records == len(sizes)

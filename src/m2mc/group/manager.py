@@ -73,6 +73,7 @@ from m2mc.security.ratelimit import RateLimitConfig, RateLimiter
 from m2mc.store import GroupRow, GroupStore, MemoryStore
 from m2mc.trace.schema import NullSink, TraceEvent, TraceSink, detail_json
 from m2mc.wire.m2mp import M2MPConfig, M2MPLayer, MessageAbandoned, MessageReceived
+from m2mc.wire.packet import MAX_FRAGMENT
 
 
 @dataclass(slots=True)
@@ -487,8 +488,11 @@ class GroupNode:
             if auth is None:
                 auth = self._auths[row.gid] = self._new_auth(row.gid, secret, self.counter_start)
             self._auth_by_tag[inst.tag] = auth
-            # Sealing adds a header and a tag: a batch must still fit one M2MP packet.
-            inst.batch_budget = max(64, inst.batch_budget - overhead(self.pid))
+            # Sealing adds overhead(pid) bytes, and a batch must still fit one M2MP packet.
+            # The room is counted exactly here (the plain budget keeps a byte or two of
+            # slack that, at small payloads, would cost a keyed batch one record).
+            inst.batch_budget = max(64, min(self.config.batch_bytes,
+                                            _batch_room(self.pid) - overhead(self.pid)))
         self.m2mp.add_filter(filter_prefix(inst.tag))
         inst.restore(now)
         return inst
@@ -659,6 +663,14 @@ class GroupNode:
         else:
             self._trace_out.append(TraceEvent(self.run_id, self.pid, self._now, event, gid,
                                             order=order, peer=peer, detail=detail))
+
+
+def _batch_room(pid: str) -> int:
+    """Bytes of data records that fit one M2MP packet in a DATA message of ``pid``:
+    the fragment less the group header, the body's 2-array, the sender string and
+    the records array's header (3 bytes: up to 65535 records)."""
+    size = len(pid.encode())
+    return MAX_FRAGMENT - HEADER_SIZE - 1 - (1 if size < 32 else 2) - size - 3
 
 
 def _view(row: GiitRow) -> str:
