@@ -4,6 +4,10 @@ Virtual time, one event heap. Hosts are joined by reliable FIFO links (constant
 delay per link, so order is kept); each host's cell is a broadcast domain in
 which every datagram is lost with probability ``loss`` per receiver. Members are
 attached to at most one cell at a time (``move``). Hosts can crash.
+
+With ``key`` every host and member seals its frames under that deployment key
+(their counters start at the virtual time in microseconds, as drivers start them at
+the wall clock); ``inject_*`` put an outsider's bytes on a link.
 """
 
 from __future__ import annotations
@@ -14,10 +18,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from m2mc.infra import messages as msg
-from m2mc.infra.codec import decode, encode
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.host import HostCore, HostIdentity
 from m2mc.infra.member import Delivered, Joined, Left, MemberCore, MoveRequest, ViewChange
+from m2mc.infra.wire import INFRA_KEY_CONTEXT, InfraWire
+from m2mc.security.auth import GroupAuth
 from m2mc.trace.schema import ListSink
 
 
@@ -35,8 +40,10 @@ class Net:
     def __init__(self, *, seed: int = 1, hosts: Iterable[str] = ("H1", "H2", "H3"),
                  cfg: InfraConfig | None = None, loss: float = 0.0,
                  backbone_delay: float = 0.002, cell_delay: float = 0.001,
-                 trace: bool = False, obey_moves: bool = False) -> None:
+                 trace: bool = False, obey_moves: bool = False,
+                 key: bytes | None = None) -> None:
         self.cfg = (cfg or InfraConfig()).check()
+        self.key = key
         self.rng = random.Random(seed)
         self.loss = loss
         self.backbone_delay = backbone_delay
@@ -66,7 +73,8 @@ class Net:
         self._incarnation[h] = inc
         core = HostCore(HostIdentity(h, "127.0.0.1", 7100 + index, cell=h, uplink=h), self.cfg,
                         random.Random(self.rng.getrandbits(32)),
-                        expected_hosts=len(self.host_ids), trace=self.sink, incarnation=inc)
+                        expected_hosts=len(self.host_ids), trace=self.sink, incarnation=inc,
+                        wire=self.wire(h))
         self.hosts[h] = core
         self.alive[h] = True
         core.start(self.now)
@@ -75,7 +83,7 @@ class Net:
     def add_member(self, node: str, cell: str | None, *, join: bool = True,
                    cfg: InfraConfig | None = None) -> MemberCore:
         m = MemberCore(node, cfg or self.cfg, random.Random(self.rng.getrandbits(32)),
-                       trace=self.sink)
+                       trace=self.sink, wire=self.wire(node))
         self.members[node] = m
         self.logs[node] = MemberLog()
         self.where[node] = cell
@@ -84,6 +92,30 @@ class Net:
             m.join(self.now)
         self._after(node)
         return m
+
+    def wire(self, sender: str, key: bytes | None = None) -> InfraWire:
+        """A wire for ``sender`` under the deployment key (or ``key``), plain without."""
+        key = key or self.key
+        if key is None:
+            return InfraWire()
+        return InfraWire(GroupAuth(INFRA_KEY_CONTEXT, key, sender,
+                                   counter_start=int(self.now * 1_000_000) + 1))
+
+    # ------------------------------------------------------------------ outsiders
+    def inject_cell(self, h: str, src: str, data: bytes) -> None:
+        """A datagram on host ``h``'s uplink from address ``src``."""
+        self.hosts[h].receive_cell(src, data, self.now)
+        self._after(h)
+
+    def inject_backbone(self, dst: str, src: str, data: bytes) -> None:
+        """A backbone frame reaching ``dst`` on a connection that says it is ``src``."""
+        self.hosts[dst].receive_backbone(src, data, self.now)
+        self._after(dst)
+
+    def inject_member(self, node: str, data: bytes) -> None:
+        """A datagram reaching member ``node`` (its cell's multicast, or its uplink)."""
+        self.members[node].receive_frame(data, self.now)
+        self._after(node)
 
     # ------------------------------------------------------------------ events
     def at(self, t: float, fn: Callable[[], None]) -> None:
@@ -154,14 +186,13 @@ class Net:
 
     def _after_member(self, node: str) -> None:
         m = self.members[node]
-        for up in m.drain():
+        for up, data in m.drain_frames():
             cell = self.where[node]
             if cell is None or cell != up.host or not self.alive.get(cell, False):
                 continue
             if self.rng.random() < self.loss:
                 self.cell_drops += 1
                 continue
-            data = encode(up.message)
             self.at(self.now + self.cell_delay,
                     lambda c=cell, d=data, n=node: self._host_cell(c, n, d))
         log = self.logs[node]
@@ -228,8 +259,7 @@ class Net:
     def _member_cell(self, h: str, node: str, data: bytes) -> None:
         if self.where.get(node) != h:
             return  # moved away while the datagram was in the air
-        m = self.members[node]
-        m.receive(decode(data), self.now)  # type: ignore[arg-type]
+        self.members[node].receive_frame(data, self.now)
         self._after(node)
 
     def _host_cell(self, h: str, node: str, data: bytes) -> None:

@@ -377,6 +377,9 @@ class Gateway:
             for fseq, req in self.outbox.due(now):
                 if self.master:
                     self.to_coord.append(msg.Forward(self.host, fseq, req))
+            rows = self.log.state.rows
+            if len(self._reported) > len(rows):  # forget what we reported of departed members
+                self._reported = {mid: s for mid, s in self._reported.items() if mid in rows}
         if now >= self._next_stabinfo and self._stabinfo:
             self._next_stabinfo = now + self.cfg.stabinfo_interval
             pairs = tuple((mid, s) for mid, s in self._stabinfo.items()
@@ -385,9 +388,7 @@ class Gateway:
             if pairs and self.master:
                 self._reported.update(pairs)
                 self.to_coord.append(msg.StabInfo(self.host, pairs))
-            if len(self._reported) > len(self.log.state.rows):  # forget departed members
-                rows = self.log.state.rows
-                self._reported = {mid: s for mid, s in self._reported.items() if mid in rows}
+
 
     def flush(self, now: float) -> None:
         self._flush_normals()

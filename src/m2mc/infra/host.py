@@ -184,12 +184,12 @@ class HostCore:
         self.gateway.flush(now)
         self._settle(now)
         out: list[HostSend] = []
-        cache: dict[int, bytes] = {}
+        cache: dict[tuple[int, str | None], bytes] = {}
         encode = self.wire.encode
         for dest, m in self._bb:
-            data = cache.get(id(m))
-            if data is None:
-                data = cache[id(m)] = encode(m)
+            data = cache.get((id(m), dest))
+            if data is None:  # sealed for its receiver: a copy replayed elsewhere is refused
+                data = cache[(id(m), dest)] = encode(m, dest or "")
             out.append(HostSend("backbone", dest, data))
         self._bb = []
         for dest_addr, dm in self.gateway.cell_out:

@@ -4,11 +4,16 @@ A plain frame is :func:`~m2mc.infra.codec.encode`'s ``b"IM\\x01" | CRC-32 | body
 A deployment with a key seals every frame instead (docs/security.md, "Infrastructure
 mode")::
 
-    b"IM\\x81" | auth header (version, suite, key id, sender, counter) | body | tag
+    b"IM\\x81" | L | receiver (L bytes) | auth header (version, suite, key id, sender,
+    counter) | body | tag
 
 with :class:`~m2mc.security.auth.GroupAuth`: the prefix is the magic (bit 7 of the
-version byte says "sealed"), the sender is the host or member id, the tag (HMAC-SHA256
-or an AEAD) covers everything, so the CRC is left out. The key's subkeys are bound to
+version byte says "sealed") and the receiver, the sender is the host or member id,
+the tag (HMAC-SHA256 or an AEAD) covers everything, so the CRC is left out. The
+receiver is the host a backbone frame is meant for, or empty for what any receiver
+may take (broadcasts; cell frames, whose messages name their gateway or member): a
+frame recorded on its way to one host is refused by every other one, whose replay
+window never saw its counter. The key's subkeys are bound to
 :data:`INFRA_KEY_CONTEXT`, so a group key reused as a deployment key gives unrelated
 subkeys.
 
@@ -31,6 +36,8 @@ from m2mc.infra.codec import HEADER_SIZE, MAGIC, Message, decode, decode_body, e
 from m2mc.security.auth import GroupAuth
 
 __all__ = ["INFRA_KEY_CONTEXT", "SEALED_MAGIC", "InfraWire", "WireStats", "claimed_sender"]
+
+_MAX_RECEIVER = 64
 
 SEALED_MAGIC = bytes((MAGIC[0], MAGIC[1], MAGIC[2] | 0x80))
 INFRA_KEY_CONTEXT = "m2mc-infra"  # what the subkeys (and a passphrase's salt) are bound to
@@ -63,34 +70,41 @@ class WireStats:
     malformed: int = 0  # bad magic, checksum, msgpack or fields
     unkeyed_sealed: int = 0  # a sealed frame reached a deployment without a key
     wrong_sender: int = 0  # sealed by one id, claiming to come from another
+    misdirected: int = 0  # sealed for another receiver
 
 
 class InfraWire:
     """Encode and decode frames of one host or member (``auth``: None when unkeyed)."""
 
-    __slots__ = ("auth", "stats")
+    __slots__ = ("_me", "auth", "stats")
 
     def __init__(self, auth: GroupAuth | None = None) -> None:
         self.auth = auth
         self.stats = WireStats()
+        self._me = auth.sender.encode("utf-8") if auth is not None else b""
 
     @property
     def keyed(self) -> bool:
         return self.auth is not None
 
-    def encode(self, msg: Message) -> bytes:
-        """The frame for ``msg``; sealed afresh each time (a new counter), so every
-        retransmission passes the receivers' replay windows."""
+    def encode(self, msg: Message, to: str = "") -> bytes:
+        """The frame for ``msg``, for receiver ``to`` (a host id; "" for any); sealed
+        afresh each time (a new counter), so retransmissions pass replay windows."""
         if self.auth is None:
             return encode(msg)
-        return self.auth.seal(SEALED_MAGIC, encode_body(msg))
+        receiver = to.encode("utf-8")
+        if len(receiver) > _MAX_RECEIVER:
+            raise ValueError(f"receiver id longer than {_MAX_RECEIVER} bytes")
+        prefix = SEALED_MAGIC + bytes((len(receiver),)) + receiver
+        return self.auth.seal(prefix, encode_body(msg))
 
     def decode(self, data: bytes) -> tuple[Message, str | None]:
         """The message and its authenticated sender (None when unkeyed).
 
         Raises :class:`DecodeError` (counted here or in ``auth.stats``) for a frame
         that is malformed, unauthenticated in a keyed deployment, sealed in an unkeyed
-        one, forged, replayed, or claiming another sender than the one that sealed it.
+        one, sealed for another receiver, forged, replayed, or claiming another sender
+        than the one that sealed it.
         """
         auth = self.auth
         magic = data[:HEADER_SIZE - 4]
@@ -98,7 +112,14 @@ class InfraWire:
             if auth is None:
                 self.stats.unkeyed_sealed += 1
                 raise DecodeError("sealed infrastructure frame, but this deployment has no key")
-            opened = auth.open(data, len(SEALED_MAGIC))  # raises, counted in auth.stats
+            at = len(SEALED_MAGIC)
+            end = at + 1 + (data[at] if len(data) > at else 0)
+            receiver = data[at + 1:end]
+            if receiver and receiver != self._me:
+                # Checked before the tag, so a misdirected frame never moves a window.
+                self.stats.misdirected += 1
+                raise DecodeError("frame sealed for another receiver")
+            opened = auth.open(data, end)  # raises, counted in auth.stats
             try:
                 msg = decode_body(opened.body)
             except DecodeError:
@@ -124,7 +145,8 @@ class InfraWire:
         """Everything refused or accepted, for a node's stats."""
         out = {"frames_decoded": self.stats.decoded, "frames_malformed": self.stats.malformed,
                "frames_unkeyed_sealed": self.stats.unkeyed_sealed,
-               "frames_wrong_sender": self.stats.wrong_sender}
+               "frames_wrong_sender": self.stats.wrong_sender,
+               "frames_misdirected": self.stats.misdirected}
         if self.auth is not None:
             for name, value in self.auth.stats.as_dict().items():
                 out[f"auth_{name}"] = value

@@ -13,14 +13,17 @@ numbers its NEWs in sending order.
 (``infra_cell`` picks another) and moves when the master balances load or its host
 goes silent.
 
-``infra_key`` (a :class:`~m2mc.infra_runtime.keying.DeploymentKey`) seals every frame
-under the deployment key; the hosts must hold the same key (``m2mc host --key-file``).
+``infra_key`` (a :class:`~m2mc.security.keys.GroupKey`, key text or bytes) seals every
+frame under the deployment key; the hosts must hold the same key (``m2mc host
+--key-file``). A key given at ``create_group``/``join`` instead (as in ad hoc mode)
+becomes the deployment key from then on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import secrets
 import struct
 from collections import deque
@@ -38,6 +41,8 @@ from m2mc.infra_runtime.keying import deployment_auth
 from m2mc.infra_runtime.member_driver import MemberDriver
 from m2mc.ordering import ROOT, MessageId
 from m2mc.runtime.tracing import open_trace
+from m2mc.security.auth import GroupAuth
+from m2mc.security.keys import GroupKey
 
 if TYPE_CHECKING:
     from m2mc.api import GroupMessage, NodeConfig, ReplyTo
@@ -90,9 +95,7 @@ class InfraNode(api.Node):
         self._pid = cfg.pid or f"n{secrets.token_hex(4)}"
         loop = asyncio.get_running_loop()
         infra = self.infra
-        wire = InfraWire(None if cfg.infra_key is None else deployment_auth(
-            cfg.infra_key, self._pid, replay_window=infra.replay_window,
-            max_senders=infra.max_auth_senders))
+        wire = InfraWire(None if cfg.infra_key is None else await self._auth(cfg.infra_key))
         sink, self._trace_close = open_trace(cfg.trace_dir, self._pid, cfg.run_id, loop.time,
                                              flush_every=cfg.trace_flush_every)
         self.driver = MemberDriver(self._pid, list(cfg.hosts), infra, trace=sink,
@@ -125,14 +128,38 @@ class InfraNode(api.Node):
         self._drv_infra()
         return self._pid
 
-    async def create_group(self, desc: str, *, order: str = "total") -> InfraGroup:
+    async def create_group(self, desc: str, *, order: str = "total", key: api.KeyArg = None,
+                           key_file: str | os.PathLike[str] | None = None,
+                           passphrase: str | None = None,
+                           suite: str | None = None) -> InfraGroup:
+        await self._use_key(GroupKey.of(key, key_file=key_file, passphrase=passphrase,
+                                        suite=suite))
         group = await self._join(desc, order, 5.0)
         self._push_event(GroupCreated(desc, desc, "total"))
         return group
 
-    async def join(self, gid: str, *, order: str | None = None,
-                   timeout: float = 5.0) -> InfraGroup:
+    async def join(self, gid: str, *, order: str | None = None, timeout: float = 5.0,
+                   key: api.KeyArg = None, key_file: str | os.PathLike[str] | None = None,
+                   passphrase: str | None = None, suite: str | None = None) -> InfraGroup:
+        await self._use_key(GroupKey.of(key, key_file=key_file, passphrase=passphrase,
+                                        suite=suite))
         return await self._join(gid, order or "total", timeout)
+
+    async def _auth(self, source: object) -> GroupAuth:
+        """The sealing object for ``source``; a key file or scrypt runs off the loop."""
+        infra = self.infra
+        return await asyncio.to_thread(deployment_auth, source, self._pid,
+                                       replay_window=infra.replay_window,
+                                       max_senders=infra.max_auth_senders)
+
+    async def _use_key(self, source: GroupKey | None) -> None:
+        """A key given at join: the deployment key from now on."""
+        if source is None:
+            return
+        d = self._drv_infra()
+        if d.core.phase not in (Phase.IDLE, Phase.LEFT):
+            raise UsageError("already a member: the deployment key cannot change now")
+        d.core.wire = InfraWire(await self._auth(source))
 
     async def _join(self, gid: str, order: str, timeout: float) -> InfraGroup:
         d = self._drv_infra()
@@ -187,7 +214,7 @@ class InfraNode(api.Node):
     @property
     def authenticated(self) -> bool:
         """Whether this deployment's frames are sealed with a key."""
-        return self.config.infra_key is not None
+        return self.driver is not None and self.driver.core.wire.keyed
 
     async def events(self) -> AsyncIterator[GroupEvent]:
         while True:
