@@ -147,5 +147,5 @@ def test_cli_infra_needs_cells_not_backbone_addresses(tmp_path: Path) -> None:
                    "--script", "s.txt", cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.strip() == (
-        "m2mc chat: error: flags: --infra: '127.0.0.1:7001' is not a cell: give the multicast "
+        "m2mc chat: error: --infra: '127.0.0.1:7001' is not a cell: give the multicast "
         "GROUP:PORT of an 'm2mc host --cell', or its udp-multicast:// URL")

@@ -22,7 +22,8 @@ EPILOG = """\
 examples:
   m2mc chat                               ad hoc mode on the default channel (loopback)
   m2mc chat --channel 'udp-multicast://239.255.77.77:7777?iface=127.0.0.1&ttl=1'
-  m2mc chat --infra 127.0.0.1:7001        attach to infrastructure-mode hosts
+  m2mc chat --infra 239.255.20.1:7711,239.255.20.2:7712
+                                          attach to infrastructure-mode hosts' cells
   m2mc chat --demo                        try the interface on a simulated group
   m2mc chat --nick bob --script steps.txt --transcript bob.json
 """
@@ -42,7 +43,8 @@ def register(subparsers: Any) -> None:
                    help="channel URL (default: udp-multicast://239.255.77.77:7777"
                         "?iface=127.0.0.1&ttl=1, loopback only; a LAN needs iface=)")
     p.add_argument("--infra", metavar="HOSTS",
-                   help="infrastructure mode: comma-separated host:port of hosts to attach to")
+                   help="infrastructure mode: the hosts' cells, comma-separated GROUP:PORT "
+                   "(loopback) or udp-multicast:// URLs")
     p.add_argument("--data-dir", type=Path, metavar="DIR",
                    help="chat.toml and the durable message log "
                         "(default: $M2MC_DATA_DIR or ~/.local/share/m2mc)")
@@ -59,14 +61,9 @@ def register(subparsers: Any) -> None:
 
 
 def _hosts(text: str | None) -> tuple[str, ...]:
-    if not text:
-        return ()
-    hosts = tuple(h.strip() for h in text.split(",") if h.strip())
-    for host in hosts:
-        name, sep, port = host.rpartition(":")
-        if not sep or not name or not port.isdigit() or not 0 < int(port) < 65536:
-            raise UsageError(f"--infra: {host!r} is not host:port")
-    return hosts
+    from m2mc_chat.config import parse_infra
+
+    return parse_infra(text) if text else ()
 
 
 def make_backend(config: ChatConfig, *, demo: bool) -> ChatBackend:
