@@ -438,12 +438,15 @@ class GroupNode:
                 self._flush_group(inst, force=idle)
             if inst.mop.new_stamps:
                 self._send_stamps(inst)
-        self.store.commit()
+        # Trace first, then commit: a message in the durable log always has its send
+        # event on record, even if the process is killed between the two (a restart
+        # restores the message and the group may fetch it from us).
         if self._trace_out:
             emit = self.trace_sink.emit
             for event in self._trace_out:
                 emit(event)
             self._trace_out.clear()
+        self.store.commit()
         m2mp = self.m2mp
         for message in self._out:
             m2mp.send(message, now)
