@@ -12,10 +12,12 @@ reuses a message identity.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from m2mc.group.codec import MemberEntry
 from m2mc.ordering import Message, MessageId
+
+if TYPE_CHECKING:  # the group package imports this module: no cycle at run time
+    from m2mc.group.codec import MemberEntry
 
 __all__ = ["GroupRow", "GroupStore", "MemoryStore", "StoredMessage"]
 
@@ -44,7 +46,8 @@ class GroupStore(Protocol):
     def save_group(self, row: GroupRow) -> None: ...
 
     def put(self, gid: str, message: Message, delivered: bool) -> None:
-        """Add a message to the group's GrpMsgList (or replace it)."""
+        """Add a message to the group's GrpMsgList, or replace it: its delivered flag
+        and gseq are then those of this put. It keeps its place in the write order."""
         ...
 
     def mark_delivered(self, gid: str, mid: MessageId) -> None: ...
@@ -98,6 +101,12 @@ class MemoryStore:
     def put(self, gid: str, message: Message, delivered: bool) -> None:
         mid = message.mid
         by_pid = self._messages.setdefault(gid, {}).setdefault(mid.pid, {})
+        earlier = by_pid.get(mid.seq)
+        if earlier is not None:  # replaced: its old stamp no longer names it
+            old = earlier[0]
+            assert isinstance(old, Message)
+            if old.gseq is not None:
+                self._gseq.get(gid, {}).pop(old.gseq, None)
         by_pid[mid.seq] = [message, delivered]
         self._order.setdefault(gid, {})[(mid.pid, mid.seq)] = None
         if message.gseq is not None:
