@@ -22,6 +22,7 @@ row-per-message layout of earlier versions is converted when opened.
 from __future__ import annotations
 
 import json
+import operator
 import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -55,6 +56,7 @@ CREATE INDEX IF NOT EXISTS late_by_gseq ON late (gid, gseq) WHERE gseq IS NOT NU
 # A record in a chunk: [write number, seq, ppid, pseq, payload, gseq, vclock, delivered]
 _Record = list[Any]
 _Key = tuple[str, str, int]
+_SEQ_OF = operator.itemgetter(1)
 
 
 def _record(n: int, m: Message, delivered: bool) -> _Record:
@@ -294,14 +296,9 @@ def _chunks(pending: dict[_Key, _Record]) -> Iterator[tuple[str, str, int, int, 
         by_sender.setdefault((gid, pid), []).append(record)
     pack = msgpack.packb
     for (gid, pid), records in by_sender.items():
-        records.sort(key=_seq_of)
+        records.sort(key=_SEQ_OF)
         for run in _runs(records):
             yield gid, pid, run[0][1], run[-1][1], pack(run, use_bin_type=True)
-
-
-def _seq_of(record: _Record) -> int:
-    seq: int = record[1]
-    return seq
 
 
 def _runs(records: Iterable[_Record]) -> Iterator[list[_Record]]:
