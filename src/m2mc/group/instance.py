@@ -141,7 +141,7 @@ class GroupInstance:
             return
         match body:
             case Data(_, records):
-                if self.msp.catchup is not None:
+                if self.msp.waiting:
                     self.msp.peer_traffic()
                 self._records(records, sender, now)
             case Repair(_, records):
@@ -159,7 +159,7 @@ class GroupInstance:
                 if self.mop.stamps:
                     self.repair.suspect(now)
             case Status():
-                if self.msp.catchup is not None:
+                if self.msp.waiting:
                     self.msp.peer_traffic()
                 self._status(body, now)
             case Nack():

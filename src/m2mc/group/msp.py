@@ -84,6 +84,7 @@ class Msp:
         self.pssit: OrderedDict[str, int] = OrderedDict()
         self.mirs: dict[SyncMsgId, Mir] = {}
         self.catchup: CatchUp | None = None
+        self.waiting = False  # a request of ours is unanswered and no peer heard since
         self.stats = MspStats()
         self._high_waters = high_waters
         # Per requester, when it came into our view and the high-water of every sender
@@ -102,6 +103,7 @@ class Msp:
         if previous is not None and not previous.done:
             self.catchup.recovered = previous.recovered
         self.stats.requests_sent += 1
+        self.waiting = True
         digest = self._digest()
         bounded = _bounded(digest, self.config.max_digest_intervals)
         return SyncReq(self.pid, self.sync_seqno, bounded)
@@ -113,6 +115,7 @@ class Msp:
             return False
         c.recovered += new_records
         c.responses += 1
+        self.waiting = False
         if resp.sync_seqno == c.sync_seqno:
             c.remaining = resp.remaining
             c.deadline = now + self.config.sync_timeout
@@ -139,6 +142,7 @@ class Msp:
         c = self.catchup
         if c is not None and not c.responses and not c.done:
             c.peer_heard = True
+        self.waiting = False
 
     # ------------------------------------------------------------- responder
     def _latest(self, pid: str, seqno: int) -> int:
