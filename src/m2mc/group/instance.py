@@ -168,6 +168,7 @@ class GroupInstance:
             case SyncReq():
                 self.msp.on_request(body, now)
             case Join(_, version, _, _):
+                self.msp.mark(sender, now)  # a (re)join: its catch-up starts from here
                 self._membership([MemberEntry(sender, version, True)], now)
                 self._check_sequencer(now)
             case Leave(_, version):
