@@ -39,7 +39,9 @@ def responder(sender: Sender) -> Msp:
 
 
 def answered(msp: Msp, now: float) -> list[int]:
-    return [m.mid.seq for resp in msp.due(now) for m in resp.records]
+    """Everything the responder sends: the first response, then the rest of the series."""
+    responses = msp.due(now) + msp.due(now + msp.config.sync_collision)
+    return [m.mid.seq for resp in responses for m in resp.records]
 
 
 def test_a_request_handled_late_is_answered_with_history_before_the_join() -> None:
@@ -111,3 +113,24 @@ def test_a_rejoin_soon_after_the_first_join_moves_the_horizon() -> None:
     net.check_group(gid, ["a", "b", "c"])
     sent = sum(net.nodes[p].group_stats(gid)["messages_sent"] for p in "ab")
     assert sent >= 200  # by MSP, not left to gap repair
+
+
+def test_two_responders_that_start_together_do_not_both_send_the_history() -> None:
+    from m2mc.group.codec import SyncResp
+
+    sender = Sender()
+    sender.receive(2000)
+    a, b = responder(sender), responder(sender)
+    a.pid, b.pid = "a", "b"
+    for msp in (a, b):
+        msp.mark("z", 1.0)
+        msp.on_request(SyncReq("z", 1, {}), 1.0)
+    first_a, first_b = a.due(1.0), b.due(1.0)  # both counters ran out at once
+    assert len(first_a) == len(first_b) == 1
+    a.on_response(first_b[0], 1.005)
+    b.on_response(first_a[0], 1.005)
+    rest_a, rest_b = a.due(1.1), b.due(1.1)
+    assert rest_b == [] and b.stats.responses_suppressed > 0
+    records = [m.mid.seq for r in [*first_a, *rest_a] for m in r.records]
+    assert records == list(range(1, 2001))
+    assert all(isinstance(r, SyncResp) for r in rest_a) and rest_a[-1].remaining == 0

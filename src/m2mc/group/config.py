@@ -25,6 +25,8 @@ class GroupConfig:
     sync_timeout: float = 1.0  # a SyncReq with no answer is repeated after this
     sync_attempts: int = 3  # SyncReqs sent for one catch-up before gap repair takes over
     sync_chunk_bytes: int = 8000  # a SyncResp message carries at most this much
+    sync_collision: float = 0.02  # after its first SyncResp a responder waits this long
+    # for another responder's first one (the lower pid then goes on alone)
     # ---------------------------------------------------------------- repair
     nack_delay: float = 0.02  # a hole must be this old before it is NACKed
     nack_backoff: float = 0.05  # NACK back-off, uniform [0, x], suppressed by overheard NACKs

@@ -83,6 +83,9 @@ class Msp:
         self.sync_seqno = int(store.get_meta(self._meta_key) or 0)
         self.pssit: OrderedDict[str, int] = OrderedDict()
         self.mirs: dict[SyncMsgId, Mir] = {}
+        # Responses of a series held back after its first one (see :meth:`due`):
+        # SyncMsgId -> (release time, the rest of the series).
+        self.series: dict[SyncMsgId, tuple[float, list[SyncResp]]] = {}
         self.catchup: CatchUp | None = None
         self.waiting = False  # a request of ours is unanswered and no peer heard since
         self.stats = MspStats()
@@ -156,6 +159,8 @@ class Msp:
             old, _ = self.pssit.popitem(last=False)
             for key in [k for k in self.mirs if k[0] == old]:
                 del self.mirs[key]
+            for key in [k for k in self.series if k[0] == old]:
+                del self.series[key]
         return 0 if seqno == known else 1
 
     def on_request(self, req: SyncReq, now: float) -> None:
@@ -190,6 +195,11 @@ class Msp:
             self.stats.stale_discarded += 1
             return
         self._drop_older(resp.requester, resp.sync_seqno)
+        held = self.series.get(key)
+        if held is not None and resp.sender < self.pid:
+            # Two responders started at once: the lower pid goes on, we stop here.
+            del self.series[key]
+            self.stats.responses_suppressed += len(held[1])
         sent = _digest_of(resp.records)
         mir = self.mirs.get(key)
         if mir is None:
@@ -244,6 +254,8 @@ class Msp:
     def _drop_older(self, pid: str, seqno: int) -> None:
         for key in [k for k in self.mirs if k[0] == pid and k[1] < seqno]:
             del self.mirs[key]
+        for key in [k for k in self.series if k[0] == pid and k[1] < seqno]:
+            del self.series[key]
 
     def _subtract(self, mine: Digest, theirs: Digest) -> Digest:
         out: Digest = {}
@@ -254,8 +266,18 @@ class Msp:
         return out
 
     def due(self, now: float) -> list[SyncResp]:
-        """SendSyncResp for every MIR whose counter ran out."""
+        """SendSyncResp for every MIR whose counter ran out.
+
+        A series of several responses goes out in two steps: the first response at
+        once, the rest ``sync_collision`` later. Two responders whose counters ran
+        out together (their random counters less than a one-way delay apart, which
+        a busy machine makes likely) hear each other's first response in between,
+        and the one with the higher pid drops the rest of its series instead of
+        sending the whole history a second time.
+        """
         out: list[SyncResp] = []
+        for key in [k for k, (at, _) in self.series.items() if at <= now]:
+            out.extend(self.series.pop(key)[1])
         expired = [k for k, m in self.mirs.items() if m.deadline is not None and m.deadline <= now]
         for key in expired:
             mir = self.mirs.pop(key)
@@ -265,7 +287,10 @@ class Msp:
                 else:
                     out.append(SyncResp(self.pid, key[0], key[1], [], 0))
                 continue
-            out.extend(self._responses(key, mir.missing))
+            responses = self._responses(key, mir.missing)
+            out.append(responses[0])
+            if len(responses) > 1:
+                self.series[key] = (now + self.config.sync_collision, responses[1:])
         self.stats.responses_sent += len(out)
         return out
 
@@ -304,6 +329,9 @@ class Msp:
     def next_deadline(self) -> float | None:
         c = self.catchup
         best = c.deadline if c is not None and not c.done else None
+        for at, _ in self.series.values():
+            if best is None or at < best:
+                best = at
         if self.mirs:
             for m in self.mirs.values():
                 if m.deadline is not None and (best is None or m.deadline < best):
