@@ -1,6 +1,6 @@
 """M2MP throughput over loopback multicast, next to raw UDP multicast of the same packets.
 
-    .venv/bin/python bench/m2mp.py [--receivers 3] [--redundancy 1] [--quick]
+    .venv/bin/python bench/m2mp.py [--receivers 3] [--redundancy 1] [--flow-window N] [--quick]
 
 For 100-byte and 64 KiB messages: one sender process and N receiver processes
 on a fresh loopback multicast group. First the raw reference: the sender blasts
@@ -133,9 +133,11 @@ async def m2mp_receiver(url: str, count: int) -> dict[str, Any]:
             "abandoned": stats["abandoned"]}
 
 
-async def m2mp_sender(url: str, count: int, size: int, redundancy: int) -> dict[str, Any]:
+async def m2mp_sender(url: str, count: int, size: int, redundancy: int,
+                      window: int) -> dict[str, Any]:
     messages = payloads(count, size)
-    async with M2MPEndpoint(url, M2MPConfig(redundancy=redundancy)) as endpoint:
+    config = M2MPConfig(redundancy=redundancy, flow_window=window or None)
+    async with M2MPEndpoint(url, config) as endpoint:
         cpu = time.process_time()
         start = time.monotonic()
         for payload in messages:
@@ -145,7 +147,7 @@ async def m2mp_sender(url: str, count: int, size: int, redundancy: int) -> dict[
         cpu = time.process_time() - cpu
         stats = endpoint.stats
     return {"messages": count, "start": start, "end": end, "cpu": cpu,
-            "flow_timeouts": stats["flow_timeouts"]}
+            "flow_timeouts": stats["flow_timeouts"], "flow_window": endpoint.config.flow_window}
 
 
 # --------------------------------------------------------- orchestration
@@ -170,12 +172,12 @@ def collect(proc: subprocess.Popen[bytes]) -> dict[str, Any]:
 
 
 def run_pair(kind: str, url: str, receivers: int, count: int, size: int,
-             redundancy: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+             redundancy: int, window: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     procs = [spawn(f"{kind}-recv", url, str(count)) for _ in range(receivers)]
     try:
         for proc in procs:
             wait_ready(proc)
-        sender = spawn(f"{kind}-send", url, str(count), str(size), str(redundancy))
+        sender = spawn(f"{kind}-send", url, str(count), str(size), str(redundancy), str(window))
         sent = collect(sender)
         return sent, [collect(proc) for proc in procs]
     finally:
@@ -193,7 +195,7 @@ def _median(values: list[float]) -> float:
     return statistics.median(values) if values else 0.0
 
 
-def measure(receivers: int, count: int, size: int, redundancy: int, trials: int,
+def measure(receivers: int, count: int, size: int, redundancy: int, window: int, trials: int,
             rng: random.Random) -> dict[str, Any]:
     """Raw and M2MP runs, interleaved ``trials`` times (the machine's load drifts); medians."""
     per_message = fragment_count(size)
@@ -201,8 +203,10 @@ def measure(receivers: int, count: int, size: int, redundancy: int, trials: int,
     raw_rates, raw_delivered, raw_seconds = [], [], []
     msg_rates, delivered, seconds, flow_timeouts, drops = [], [], [], [], []
     raw_cpu, m2mp_cpu = [], []  # CPU seconds of all processes per packet sent
+    flow_window = window
     for _ in range(trials):
-        raw_sent, raw_got = run_pair("raw", _url(rng), receivers, count, size, redundancy)
+        raw_sent, raw_got = run_pair("raw", _url(rng), receivers, count, size, redundancy,
+                                     window)
         rates = [r["packets"] / max(r["last"] - raw_sent["start"], 1e-9)
                  for r in raw_got if r["packets"]]
         raw_rates.append(sum(rates) / len(rates) if rates else 0.0)
@@ -210,7 +214,8 @@ def measure(receivers: int, count: int, size: int, redundancy: int, trials: int,
         raw_seconds.append(raw_sent["end"] - raw_sent["start"])
         raw_cpu.append((raw_sent["cpu"] + sum(r["cpu"] for r in raw_got)) / total_packets)
 
-        sent, got = run_pair("m2mp", _url(rng), receivers, count, size, redundancy)
+        sent, got = run_pair("m2mp", _url(rng), receivers, count, size, redundancy, window)
+        flow_window = sent["flow_window"]
         rates = [r["messages"] / max(r["last"] - sent["start"], 1e-9)
                  for r in got if r["messages"]]
         msg_rates.append(sum(rates) / len(rates) if rates else 0.0)
@@ -232,6 +237,7 @@ def measure(receivers: int, count: int, size: int, redundancy: int, trials: int,
                  "delivered_fraction": round(_median(delivered), 4),
                  "sender_seconds": round(_median(seconds), 3),
                  "flow_timeouts": max(flow_timeouts),
+                 "flow_window": flow_window,
                  "inbox_drops": max(drops),
                  "messages_per_s_each_trial": [round(r, 1) for r in msg_rates]},
         "raw_udp_multicast": {"packets_per_s": round(raw_rate, 1),
@@ -255,6 +261,9 @@ def main() -> int:
     parser.add_argument("--receivers", type=int, default=3)
     parser.add_argument("--redundancy", type=int, default=1,
                         help="M2MP redundancy (1: exactly the raw packets; default 1)")
+    parser.add_argument("--flow-window", type=int, default=0,
+                        help="packets in flight under M2MP flow control (1: the seed's "
+                             "stop-and-wait; default 0: the endpoint's default)")
     parser.add_argument("--trials", type=int, default=5,
                         help="interleaved raw/M2MP runs per size; medians are reported")
     parser.add_argument("--quick", action="store_true", help="fewer messages (a smoke run)")
@@ -270,14 +279,15 @@ def main() -> int:
         elif role == "m2mp-recv":
             result = asyncio.run(m2mp_receiver(url, numbers[0]))
         else:
-            result = asyncio.run(m2mp_sender(url, numbers[0], numbers[1], numbers[2]))
+            result = asyncio.run(m2mp_sender(url, *numbers[:4]))
         print(json.dumps(result), flush=True)
         return 0
     scale = 5 if args.quick else 1
     rng = random.Random()
-    results = [measure(args.receivers, 20000 // scale, 100, args.redundancy, args.trials, rng),
-               measure(args.receivers, 150 // scale, 64 * 1024, args.redundancy, args.trials,
-                       rng)]
+    results = [measure(args.receivers, 20000 // scale, 100, args.redundancy, args.flow_window,
+                       args.trials, rng),
+               measure(args.receivers, 150 // scale, 64 * 1024, args.redundancy,
+                       args.flow_window, args.trials, rng)]
     ratios = [r["ratio"] for r in results if r["ratio"] is not None]
     print(json.dumps({
         "bench": "m2mp", "receivers": args.receivers, "redundancy": args.redundancy,

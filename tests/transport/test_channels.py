@@ -149,3 +149,36 @@ async def test_poll_returns_what_the_socket_holds_without_waiting(mcast_url: str
         if not got:  # a kernel that loops back later: it comes through the reader instead
             got = await asyncio.wait_for(channel.recv_many(), DEADLINE)
         assert got == [b"mine"]
+
+
+async def test_send_many_and_poll_many_keep_order(mcast_url: str) -> None:
+    datagrams = [b"d%d" % i for i in range(10)]
+    async with open_channel(mcast_url) as sender, open_channel(mcast_url) as other:
+        assert sender.poll(5) == []
+        assert sender.send_many_nowait(datagrams) == 10
+        assert sender.stats.datagrams_out == 10
+        got: list[bytes] = []
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + DEADLINE
+        while len(got) < 10:  # poll takes what the socket holds, at most the limit each time
+            batch = sender.poll(4)
+            assert len(batch) <= 4
+            got.extend(batch)
+            if not batch:
+                got.extend(sender.recv_nowait())
+                assert loop.time() < deadline
+                await asyncio.sleep(0.002)
+        assert got == datagrams
+        assert [await recv(other) for _ in datagrams] == datagrams
+
+
+async def test_default_send_many_stops_at_the_first_datagram_that_would_wait() -> None:
+    async with open_channel("null://") as channel:
+        assert channel.send_many_nowait([b"a", b"b"]) == 2
+
+    class Choosy(type(channel)):  # type: ignore[misc]
+        def send_nowait(self, datagram: bytes) -> bool:
+            return datagram != b"wait"
+
+    choosy = Choosy("null://")
+    assert choosy.send_many_nowait([b"a", b"wait", b"c"]) == 1

@@ -79,6 +79,17 @@ class Channel(abc.ABC):
         """Transmit now if that needs no waiting; return False to ask for :meth:`send`."""
         return False
 
+    def send_many_nowait(self, datagrams: list[bytes]) -> int:
+        """:meth:`send_nowait` for each datagram in order, stopping at the first that
+        would wait; return how many went (the rest are the caller's to :meth:`send`)."""
+        sent = 0
+        send_nowait = self.send_nowait
+        for datagram in datagrams:
+            if not send_nowait(datagram):
+                break
+            sent += 1
+        return sent
+
     # ------------------------------------------------------------- lifecycle
     @property
     def closed(self) -> bool:
@@ -133,11 +144,11 @@ class Channel(abc.ABC):
             return batch
         return [inbox.popleft() for _ in range(limit)]
 
-    def poll(self) -> list[bytes]:
-        """A datagram the OS already holds, if any (``[]`` otherwise); never waits.
+    def poll(self, limit: int = 1) -> list[bytes]:
+        """Up to ``limit`` datagrams the OS already holds (``[]`` if none); never waits.
 
-        Lets a driver pick up a looped-back copy in the same turn it sent the packet
-        (on loopback multicast the copy is there when ``sendto`` returns), instead
+        Lets a driver pick up looped-back copies in the same turn it sent the packets
+        (on loopback multicast a copy is there when ``sendto`` returns), instead
         of a trip through the event loop per packet. Bypasses the inbox and the
         sink. Channels without such a shortcut return ``[]``.
         """

@@ -29,13 +29,17 @@ from m2mc.log import node_logger
 from m2mc.transport.channel import DEFAULT_MAX_INBOUND, Channel, ChannelClosedError
 from m2mc.transport.url import open_channel
 from m2mc.wire.m2mp import M2MPConfig, M2MPEvent, M2MPLayer, MessageAbandoned, MessageReceived
-from m2mc.wire.packet import fragment_count
+from m2mc.wire.packet import MAX_FRAGMENT, fragment_count
 
 if TYPE_CHECKING:
     from m2mc.config import M2MPSettings
 
 # Rounds of send -> looped-back copy handled in one turn before yielding to the loop.
 _SHORTCUT_ROUNDS = 256
+# Packets in flight under flow control when the configuration leaves it open
+# (M2MPConfig.flow_window=None): a sender runs at most this far ahead of its own
+# receive path instead of stopping after every packet (docs/decisions.md).
+DEFAULT_FLOW_WINDOW = 16
 
 
 class MessageAbandonedError(M2MCError):
@@ -62,7 +66,8 @@ class M2MPEndpoint:
         # Flow control waits for looped-back copies; on a channel without loopback it
         # would stall every packet for flow_timeout, so it is off there.
         self.config = dataclasses.replace(
-            base, flow_control=base.flow_control and self._channel.loops_back)
+            base, flow_control=base.flow_control and self._channel.loops_back,
+            flow_window=DEFAULT_FLOW_WINDOW if base.flow_window is None else base.flow_window)
         # Message IDs must differ between processes: never a fixed default seed here.
         self._layer = M2MPLayer(self.config, rng or random.Random())
         for prefix in filters:
@@ -144,15 +149,22 @@ class M2MPEndpoint:
     # ----------------------------------------------------------------- sending
     async def send(self, payload: bytes) -> int:
         """Queue one message and return its message ID; waits while the send queue is full."""
-        loop = self._running()
-        limit = self.config.max_message_bytes
-        if len(payload) > limit:
-            raise UsageError(f"message of {len(payload)} bytes exceeds max_message_bytes={limit}")
-        need = fragment_count(len(payload))
-        while (backlog := self._backlog()) and backlog + need > self._max_send_queue:
-            await self._wait_progress(self._progress)
+        loop = self._loop
+        if loop is None or self._error is not None:
+            loop = self._running()  # raises
+        size = len(payload)
+        if size > self.config.max_message_bytes:
+            raise UsageError(f"message of {size} bytes exceeds "
+                             f"max_message_bytes={self.config.max_message_bytes}")
+        layer = self._layer
+        backlog = layer.queued_packets + len(self._pending)
+        if backlog:
+            need = 1 if size <= MAX_FRAGMENT else fragment_count(size)
+            while backlog and backlog + need > self._max_send_queue:
+                await self._wait_progress(self._progress)
+                backlog = layer.queued_packets + len(self._pending)
         now = loop.time()
-        message_id = self._layer.send(bytes(payload), now)
+        message_id = layer.send(payload if type(payload) is bytes else bytes(payload), now)
         if not backlog:
             # Otherwise packets are already waiting for a loopback (the reader sends on)
             # or for the channel (the writer task sends on): nothing can go now.
@@ -194,6 +206,11 @@ class M2MPEndpoint:
 
     async def __anext__(self) -> MessageReceived:
         """Messages until the endpoint closes; abandoned ones are skipped (see ``stats``)."""
+        inbox = self._inbox
+        while inbox:  # fast path: no inner coroutine while messages wait
+            event = inbox.popleft()
+            if isinstance(event, MessageReceived):
+                return event
         while True:
             try:
                 event = await self.receive_event()
@@ -241,18 +258,18 @@ class M2MPEndpoint:
         if self._error is not None:
             return
         assert self._loop is not None
-        clock, receive, channel = self._loop.time, self._layer.receive_datagram, self._channel
+        clock, receive, channel = self._loop.time, self._layer.receive_datagrams, self._channel
         rounds = 0
         while True:
             now = clock()
-            for datagram in batch:
-                receive(datagram, now)
+            receive(batch, now)
             # Keep going while each packet we send brings its looped-back copy straight
             # back (flow control, seeds/002 section 5); bounded so other work still runs.
-            if not self._after_input(now) or rounds == _SHORTCUT_ROUNDS:
+            sent = self._after_input(now)
+            if not sent or rounds == _SHORTCUT_ROUNDS:
                 return
             rounds += 1
-            batch = channel.poll()
+            batch = channel.poll(sent)
             if not batch:
                 return
 
@@ -270,12 +287,10 @@ class M2MPEndpoint:
         sent = 0
         if not self._pending:
             out = self._layer.datagrams_to_send(now)
-            send_nowait = self._channel.send_nowait
-            for datagram in out:
-                if not send_nowait(datagram):
+            if out:
+                sent = self._channel.send_many_nowait(out)
+                if sent < len(out):
                     self._pending.extend(out[sent:])
-                    break
-                sent += 1
         if self._pending and (self._writer is None or self._writer.done()):
             assert self._loop is not None
             self._writer = self._loop.create_task(self._write_pending())
@@ -325,11 +340,14 @@ class M2MPEndpoint:
 
     def _enqueue(self, events: list[M2MPEvent]) -> None:
         inbox, bound = self._inbox, self._max_receive_queue
-        for event in events:
-            if len(inbox) >= bound:
-                inbox.popleft()
-                self.receive_overflow += 1
-            inbox.append(event)
+        if len(inbox) + len(events) <= bound:
+            inbox.extend(events)
+        else:
+            for event in events:
+                if len(inbox) >= bound:
+                    inbox.popleft()
+                    self.receive_overflow += 1
+                inbox.append(event)
         waiter = self._inbox_waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)

@@ -81,18 +81,26 @@ class MulticastChannel(Channel):
                 self._loop.remove_reader(sock.fileno())
             sock.close()
 
-    def poll(self) -> list[bytes]:
-        # One read: the looped-back copy the driver is after is normally first, and a
-        # failed read costs a syscall and an exception; the event loop reads the rest.
+    def poll(self, limit: int = 1) -> list[bytes]:
+        # Ask for as many as the driver expects back (the copies of what it just sent):
+        # reading past the last one costs a syscall and an exception; the event loop
+        # reads the rest.
         sock = self._sock
         if sock is None:
             return []
+        recv = sock.recv
+        batch: list[bytes] = []
         try:
-            datagram = sock.recv(RECV_SIZE)
+            if limit == 1:
+                batch.append(recv(RECV_SIZE))
+            else:
+                append = batch.append
+                for _ in range(limit):
+                    append(recv(RECV_SIZE))
         except OSError:
-            return []
-        self.stats.datagrams_in += 1
-        return [datagram]
+            pass
+        self.stats.datagrams_in += len(batch)
+        return batch
 
     def set_sink(self, sink: Callable[[list[bytes]], None] | None) -> bool:
         return self._install_sink(sink)
@@ -140,6 +148,25 @@ class MulticastChannel(Channel):
             return True
         self.stats.datagrams_out += 1
         return True
+
+    def send_many_nowait(self, datagrams: list[bytes]) -> int:
+        # The sender's per-packet path: one tight loop of sendto, no call per datagram.
+        sock = self._sock
+        if sock is None:
+            raise ChannelClosedError(f"channel {self.url} is closed")
+        sendto, destination, stats = sock.sendto, self._destination, self.stats
+        sent = 0
+        for datagram in datagrams:
+            try:
+                sendto(datagram, destination)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                stats.send_errors += 1
+                stats.datagrams_out -= 1  # counted below with the others
+            sent += 1
+        stats.datagrams_out += sent
+        return sent
 
     async def send(self, datagram: bytes) -> None:
         if self.send_nowait(datagram):

@@ -6,10 +6,14 @@ driver must put on the channel now) and :meth:`M2MPLayer.events` (messages for
 the application, abandoned messages). :meth:`M2MPLayer.next_deadline` tells the
 driver when to call ``on_timer``. No sockets, clocks or threads.
 
-Flow control (seeds/002 "Flow Control Sublayer"): after the N copies of one
-packet go out, the next packet waits until the looped-back copy has come in or
-``flow_timeout`` has passed. Channels that do not loop packets back (unicast
-``udp://``) run with ``flow_control=False``.
+Flow control (seeds/002 "Flow Control Sublayer"): after the N copies of a
+packet go out, the packet is outstanding until its looped-back copy has come in
+or ``flow_timeout`` has passed. At most ``flow_window`` packets are outstanding
+at once; with ``flow_window=1`` this is the seed's stop-and-wait (the next
+packet waits for the previous one's loopback). A larger window lets a sender
+run a few packets ahead of its own receive path (docs/decisions.md). Channels
+that do not loop packets back (unicast ``udp://``) run with
+``flow_control=False``.
 
 Our own packets are recognised by message ID (kept for a while after sending)
 and never delivered to ourselves (seeds/002 2.3).
@@ -20,6 +24,7 @@ from __future__ import annotations
 import random
 import struct
 from collections import OrderedDict, deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from m2mc.wire.packet import (
@@ -41,6 +46,9 @@ class M2MPConfig:
     flow_timeout: float = 0.1  # edu.rit.m2mp.flowtimeout
     redundancy: int = 2  # edu.rit.m2mp.redundancy
     flow_control: bool = True
+    # Packets whose looped-back copy may be awaited at once. 1 is the seed's stop-and-wait;
+    # None leaves it to the driver: this layer alone uses 1, M2MPEndpoint a small window.
+    flow_window: int | None = None
     max_partial_messages: int = 1024
     max_partial_bytes: int = 16 * 1024 * 1024
     max_message_bytes: int = 64 * 1024 * 1024
@@ -56,6 +64,8 @@ class M2MPConfig:
             raise ConfigError(f"flow_timeout must be > 0, got {self.flow_timeout}")
         if self.redundancy < 1:
             raise ConfigError(f"redundancy must be >= 1, got {self.redundancy}")
+        if self.flow_window is not None and self.flow_window < 1:
+            raise ConfigError(f"flow_window must be >= 1, got {self.flow_window}")
         for name in ("max_partial_messages", "max_partial_bytes", "max_message_bytes",
                      "completed_cache", "own_id_cache"):
             if getattr(self, name) < 1:
@@ -94,12 +104,21 @@ class M2MPStats:
     filtered_out: int = 0
     abandoned: dict[str, int] = field(default_factory=dict)
     flow_timeouts: int = 0
+    loopbacks_missed: int = 0  # released early: the copy of a later packet came back first
 
     def as_dict(self) -> dict[str, object]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 
 _HEADER = struct.Struct(">II")  # message ID, last flag + fragment number (CONTRACTS 1)
+_unpack_header = _HEADER.unpack_from
+_pack_header = _HEADER.pack
+# MessageReceived built without its __init__ on the receive path: a frozen dataclass's
+# __init__ costs a Python frame and two object.__setattr__ calls per message. The slot
+# descriptors set the fields directly; the result is an ordinary, equal instance.
+_new_event = object.__new__
+_set_message_id = MessageReceived.__dict__["message_id"].__set__
+_set_payload = MessageReceived.__dict__["payload"].__set__
 
 
 class M2MPLayer:
@@ -122,10 +141,16 @@ class M2MPLayer:
         self._filters: list[bytes] = []
         self._longest_filter = 0
         self._accept_all = False
-        self._own: OrderedDict[int, None] = OrderedDict()
+        # Our message IDs, to spot looped-back copies; the FIFO forgets the oldest first.
+        self._own: set[int] = set()
+        self._own_order: deque[int] = deque()
         self._queue: deque[bytes] = deque()  # encoded packets waiting for flow control
-        self._awaiting: bytes | None = None  # header of the packet whose loopback we wait for
-        self._flow_deadline: float | None = None
+        # Headers of sent packets whose looped-back copy is awaited -> flow deadline, oldest
+        # first (at most flow_window of them).
+        self._outstanding: OrderedDict[bytes, float] = OrderedDict()
+        self._flow_window = cfg.flow_window or 1
+        self._own_cache = cfg.own_id_cache
+        self._message_timeout = cfg.message_timeout
         self._events: list[M2MPEvent] = []
         self.stats = M2MPStats()
 
@@ -157,9 +182,20 @@ class M2MPLayer:
     # ----------------------------------------------------------------- sending
     def send(self, payload: bytes, now: float) -> int:
         """Queue one message; return its random message ID. Drain with datagrams_to_send."""
-        message_id = self._new_message_id()
+        # A fresh random ID, remembered to recognise our looped-back packets (inline:
+        # this runs once per message).
+        own = self._own
+        getrandbits = self._rng.getrandbits
+        message_id = getrandbits(32)
+        while message_id in own:
+            message_id = getrandbits(32)
+        own.add(message_id)
+        own_order = self._own_order
+        own_order.append(message_id)
+        if len(own_order) > self._own_cache:
+            self._forget_own()
         if len(payload) <= MAX_FRAGMENT:  # one packet: skip the generator (small messages)
-            self._queue.append(_HEADER.pack(message_id, LAST_FLAG) + payload)
+            self._queue.append(_pack_header(message_id, LAST_FLAG) + payload)
         else:
             self._queue.extend(fragments(message_id, payload))
         self.stats.messages_out += 1
@@ -173,71 +209,135 @@ class M2MPLayer:
         config = self.config
         redundancy = config.redundancy
         if config.flow_control:
-            # One packet (N copies) at a time, then wait for its looped-back copy.
-            if self._awaiting is not None:
+            # Up to flow_window packets (N copies each) await their looped-back copy.
+            outstanding = self._outstanding
+            room = self._flow_window - len(outstanding)
+            if room <= 0:
                 return []
-            packet = queue.popleft()
-            out = [packet] * redundancy
-            self._awaiting = packet[:8]
-            self._flow_deadline = now + config.flow_timeout
-            size = len(packet) * redundancy
+            deadline = now + config.flow_timeout
+            popleft = queue.popleft
+            if room == 1 or len(queue) == 1:
+                packet = popleft()
+                outstanding[packet[:8]] = deadline
+                out = [packet] if redundancy == 1 else [packet] * redundancy
+            else:
+                packets = [popleft() for _ in range(min(room, len(queue)))]
+                for packet in packets:
+                    outstanding[packet[:8]] = deadline
+                out = packets if redundancy == 1 else [
+                    p for p in packets for _ in range(redundancy)]
         else:
             out = list(queue) if redundancy == 1 else [
                 p for p in queue for _ in range(redundancy)]
             queue.clear()
-            size = sum(map(len, out))
         self.stats.packets_out += len(out)
-        self.stats.bytes_out += size
+        self.stats.bytes_out += sum(map(len, out))
         return out
 
     @property
     def flow_blocked(self) -> bool:
         """True while a sent packet's looped-back copy is awaited (flow control)."""
-        return self._awaiting is not None
+        return bool(self._outstanding)
+
+    @property
+    def flow_room(self) -> int:
+        """Packets flow control would let go now (0 while the window is full)."""
+        if not self.config.flow_control:
+            return len(self._queue)
+        return max(0, self._flow_window - len(self._outstanding))
 
     @property
     def queued_packets(self) -> int:
         """Packets held back by flow control (the driver may apply back-pressure on this)."""
         return len(self._queue)
 
-    def _new_message_id(self) -> int:
-        own = self._own
-        while True:
-            message_id = self._rng.getrandbits(32)
-            if message_id not in own:
-                break
-        own[message_id] = None
-        while len(own) > self.config.own_id_cache:
-            own.popitem(last=False)
-        return message_id
+    def _forget_own(self) -> None:
+        own, order = self._own, self._own_order
+        while len(order) > self._own_cache:
+            own.discard(order.popleft())
 
     # ---------------------------------------------------------------- receiving
     def receive_datagram(self, datagram: bytes, now: float) -> None:
+        """Take in one datagram from the channel (see :meth:`receive_datagrams`)."""
+        self.receive_datagrams((datagram,), now)
+
+    def receive_datagrams(self, datagrams: Iterable[bytes], now: float) -> None:
+        """Take in datagrams from the channel, in arrival order.
+
+        The per-packet hot path of every driver: the header is read in place (no
+        Packet object), a one-packet message skips reassembly, and the busiest
+        counters are kept in locals for the batch.
+        """
         stats = self.stats
-        stats.packets_in += 1
-        size = len(datagram)
-        stats.bytes_in += size
-        if not HEADER_SIZE <= size <= MAX_PACKET:
-            stats.malformed += 1  # the only way a datagram can fail to be a packet
-            return
-        # The header is read in place (no Packet object): this is the per-packet hot path.
-        message_id, word = _HEADER.unpack_from(datagram)
-        if message_id in self._own:
-            # Our own looped-back packet: releases flow control (seeds/002 section 5).
-            stats.looped_back += 1
-            if self._awaiting is not None and datagram[:8] == self._awaiting:
-                self._awaiting = None
-                self._flow_deadline = None
-            return
+        own = self._own
+        outstanding = self._outstanding
+        pop_outstanding = outstanding.popitem
+        reassembler = self._reassembler
+        done, partial = reassembler.done_ids, reassembler.partial_ids
+        remember_done = reassembler.remember_done
+        expiry = now + self._message_timeout
+        accept_all = self._accept_all
+        append = self._events.append
+        unpack = _unpack_header
+        packets = size_in = looped = delivered = 0
+        try:
+            for datagram in datagrams:
+                packets += 1
+                size = len(datagram)
+                size_in += size
+                if size < HEADER_SIZE or size > MAX_PACKET:
+                    stats.malformed += 1  # the only way a datagram can fail to be a packet
+                    continue
+                message_id, word = unpack(datagram)
+                if message_id in own:
+                    # Our own looped-back packet: releases flow control (seeds/002
+                    # section 5), never delivered to ourselves (seeds/002 2.3).
+                    looped += 1
+                    if outstanding:
+                        header = datagram[:HEADER_SIZE]
+                        if header in outstanding:
+                            # Packets are not reordered (seeds/002 section 1, assumption
+                            # 4): the copy of a later packet means the ones sent before
+                            # it lost theirs.
+                            while pop_outstanding(last=False)[0] != header:
+                                stats.loopbacks_missed += 1
+                    continue
+                if word == LAST_FLAG and message_id not in done and message_id not in partial:
+                    # A whole message in one packet, new: no reassembly (small messages).
+                    remember_done(message_id, expiry)
+                    message = datagram[HEADER_SIZE:]
+                else:
+                    found = self._receive_fragment(message_id, word, datagram, now)
+                    if found is None:
+                        continue
+                    message = found
+                if accept_all or self.matches(message):
+                    delivered += 1
+                    event = _new_event(MessageReceived)
+                    _set_message_id(event, message_id)
+                    _set_payload(event, message)
+                    append(event)
+                else:
+                    stats.filtered_out += 1
+        finally:
+            stats.packets_in += packets
+            stats.bytes_in += size_in
+            stats.looped_back += looped
+            stats.messages_in += delivered
+
+    def _receive_fragment(self, message_id: int, word: int, datagram: bytes,
+                          now: float) -> bytes | None:
+        """Reassembly of anything but a new one-packet message; the message if complete."""
+        stats = self.stats
+        reassembler = self._reassembler
         fragment = word & MAX_FRAGMENT_NUMBER
         data = datagram[HEADER_SIZE:]
-        reassembler = self._reassembler
         before = reassembler.duplicates
         message = reassembler.receive_fragment(message_id, fragment, word >= LAST_FLAG, data,
                                                now)
         if reassembler.duplicates != before:
             stats.duplicates += 1
-            return
+            return None
         if message is None:
             # Early filtering: once fragment 0 is in, we know whether anyone wants it.
             if fragment == 0 and len(data) >= self._longest_filter and not self.matches(data):
@@ -245,24 +345,23 @@ class M2MPLayer:
                 reassembler.mark_done(message_id, now)
             if reassembler.abandoned:
                 self._collect_abandoned()
-            return
-        if self.matches(message):
-            stats.messages_in += 1
-            self._events.append(MessageReceived(message_id, message))
-        else:
-            stats.filtered_out += 1
+        return message
 
     # ------------------------------------------------------------------ timers
     def on_timer(self, now: float) -> None:
         self._reassembler.on_timer(now)
         self._collect_abandoned()
-        if self._flow_deadline is not None and now >= self._flow_deadline:
+        outstanding = self._outstanding
+        while outstanding:
+            header, deadline = next(iter(outstanding.items()))
+            if deadline > now:
+                break
+            del outstanding[header]  # its loopback got lost: let the next packet go
             self.stats.flow_timeouts += 1
-            self._awaiting = None
-            self._flow_deadline = None
 
     def next_deadline(self) -> float | None:
-        reassembly, flow = self._reassembler.next_deadline(), self._flow_deadline
+        reassembly = self._reassembler.next_deadline()
+        flow = next(iter(self._outstanding.values())) if self._outstanding else None
         if reassembly is None:
             return flow
         return reassembly if flow is None else min(reassembly, flow)

@@ -17,7 +17,8 @@ message idle the longest is abandoned with reason ``"bound"``),
 from __future__ import annotations
 
 import builtins
-from collections import OrderedDict
+from collections import OrderedDict, deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from m2mc.wire.packet import MAX_FRAGMENT, Packet
@@ -60,8 +61,12 @@ class Reassembler:
         # so the first entry is both the oldest deadline and the idlest message.
         self._partial: OrderedDict[int, _Partial] = OrderedDict()
         self._partial_bytes = 0
-        # message id -> expiry; redundant copies of a completed or ignored message are dropped.
-        self._done: OrderedDict[int, float] = OrderedDict()
+        # message id -> expiry; redundant copies of a completed or ignored message are
+        # dropped. A plain dict plus a FIFO of (id, expiry) in expiry order is much cheaper
+        # per message than an OrderedDict; a FIFO entry whose expiry no longer matches the
+        # dict's (the ID was refreshed or forgotten) is stale and skipped.
+        self._done: dict[int, float] = {}
+        self._done_order: deque[tuple[int, float]] = deque()
         self.duplicates = 0
         self.abandoned: list[Abandoned] = []
 
@@ -82,11 +87,61 @@ class Reassembler:
         partial = self._partial.pop(message_id, None)
         if partial is not None:
             self._partial_bytes -= partial.size
+        self._remember(message_id, now + self.limits.message_timeout)
+
+    @property
+    def done_ids(self) -> Mapping[int, float]:
+        """Completed (or ignored) message IDs -> expiry; a live view, for fast paths."""
+        return self._done
+
+    @property
+    def partial_ids(self) -> Mapping[int, object]:
+        """IDs of the messages being assembled; a live view, for fast paths."""
+        return self._partial
+
+    def remember_done(self, message_id: int, expiry: float) -> None:
+        """Record ``message_id`` as completed until ``expiry`` (``now`` + message timeout).
+
+        For a caller's fast path that found the ID in neither :attr:`done_ids` nor
+        :attr:`partial_ids`; everything else goes through :meth:`receive_fragment`.
+        """
+        self._done[message_id] = expiry
+        order = self._done_order
+        order.append((message_id, expiry))
+        if len(order) > self.limits.completed_cache:
+            self._trim_done()
+
+    def _remember(self, message_id: int, expiry: float) -> None:
+        self._done[message_id] = expiry
+        order = self._done_order
+        order.append((message_id, expiry))
+        if len(order) > self.limits.completed_cache:
+            self._trim_done()
+
+    def _trim_done(self) -> None:
+        done, order = self._done, self._done_order
+        cache = self.limits.completed_cache
+        popleft = order.popleft
+        while len(done) > cache:  # forget the oldest (every live ID has an entry)
+            old_id, old_expiry = popleft()
+            if done.get(old_id) == old_expiry:
+                del done[old_id]
+        if len(order) > 2 * cache + 64:
+            # Refreshes (copies of an ignored message) left stale entries: drop them.
+            self._done_order = deque(item for item in order if done.get(item[0]) == item[1])
+
+    def accepts_whole(self, message_id: int, now: float) -> bool:
+        """The fast path of a one-packet message (fragment 0 with the last flag).
+
+        True if ``message_id`` is new (neither completed nor being assembled): it is
+        then remembered as completed and the caller delivers the packet's fragment
+        as the whole message. False sends the caller to :meth:`receive_fragment`.
+        """
         done = self._done
-        done[message_id] = now + self.limits.message_timeout
-        done.move_to_end(message_id)
-        while len(done) > self.limits.completed_cache:
-            done.popitem(last=False)
+        if message_id in done or message_id in self._partial:
+            return False
+        self._remember(message_id, now + self.limits.message_timeout)
+        return True
 
     def receive(self, packet: Packet, now: float) -> bytes | None:
         """Add one packet; return the whole message when it completes, else None."""
@@ -97,22 +152,19 @@ class Reassembler:
                          now: float) -> bytes | None:
         """:meth:`receive` without a :class:`Packet` (the layer's hot path)."""
         done = self._done
-        if message_id in done:
-            if done[message_id] > now:
+        expiry = done.get(message_id)
+        if expiry is not None:
+            if expiry > now:
                 self.duplicates += 1
                 # Keep ignoring a message while its copies keep coming: a long filtered
-                # message may outlast one message timeout. Order stays expiry order.
-                done[message_id] = now + self.limits.message_timeout
-                done.move_to_end(message_id)
+                # message may outlast one message timeout.
+                self._remember(message_id, now + self.limits.message_timeout)
                 return None
-            del done[message_id]
+            del done[message_id]  # expired: its FIFO entry is stale from now on
         limits = self.limits
-        # Fast path: a one-packet message that nobody was assembling. The ID is not in
-        # ``done`` (checked above), so it goes to the end, keeping expiry order.
+        # Fast path: a one-packet message that nobody was assembling.
         if last and fragment == 0 and message_id not in self._partial:
-            done[message_id] = now + limits.message_timeout
-            if len(done) > limits.completed_cache:
-                done.popitem(last=False)
+            self._remember(message_id, now + limits.message_timeout)
             return data
         if (fragment + 1) * MAX_FRAGMENT > limits.max_message_bytes + MAX_FRAGMENT:
             self._abandon(message_id, "too_large")
@@ -163,12 +215,14 @@ class Reassembler:
                 break
             self._abandon(message_id, "timeout")
         # Expired completed IDs are dropped lazily in receive(); trim the front here.
-        done = self._done
-        while done:
-            message_id, expiry = next(iter(done.items()))
+        done, order = self._done, self._done_order
+        while order:
+            message_id, expiry = order[0]
             if expiry > now:
                 break
-            del done[message_id]
+            order.popleft()
+            if done.get(message_id) == expiry:
+                del done[message_id]
 
     def next_deadline(self) -> float | None:
         if not self._partial:

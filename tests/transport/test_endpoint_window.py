@@ -1,0 +1,81 @@
+"""M2MPEndpoint flow control: a window of packets in flight, each with its flow timeout."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from m2mc.transport.channel import Channel
+from m2mc.transport.endpoint import DEFAULT_FLOW_WINDOW, M2MPEndpoint
+from m2mc.wire.m2mp import M2MPConfig
+from m2mc.wire.packet import MAX_FRAGMENT, decode
+
+DEADLINE = 5.0
+
+
+class DeafChannel(Channel):
+    """Claims to loop datagrams back but never does: every loopback is lost."""
+
+    def __init__(self) -> None:
+        super().__init__("deaf://")
+        self.sent: list[tuple[float, bytes]] = []
+
+    @property
+    def loops_back(self) -> bool:
+        return True
+
+    async def _open(self) -> None:
+        return None
+
+    def _shutdown(self) -> None:
+        return None
+
+    def send_nowait(self, datagram: bytes) -> bool:
+        self.sent.append((asyncio.get_running_loop().time(), datagram))
+        return True
+
+    async def send(self, datagram: bytes) -> None:
+        self.send_nowait(datagram)
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + DEADLINE
+    while not condition():
+        assert loop.time() < deadline, "condition not reached before the deadline"
+        await asyncio.sleep(0.002)
+
+
+async def test_the_endpoint_runs_a_window_unless_the_configuration_sets_one() -> None:
+    async with M2MPEndpoint("mem://w1") as default, \
+            M2MPEndpoint("mem://w1", M2MPConfig(flow_window=1)) as seed:
+        assert default.config.flow_window == DEFAULT_FLOW_WINDOW > 1
+        assert seed.config.flow_window == 1
+
+
+async def test_lost_loopbacks_cost_one_flow_timeout_per_window_and_nothing_else() -> None:
+    channel = DeafChannel()
+    config = M2MPConfig(flow_window=8, flow_timeout=0.05, redundancy=1)
+    async with M2MPEndpoint(channel, config) as endpoint:
+        await endpoint.send(bytes(20 * MAX_FRAGMENT))
+        assert len(channel.sent) == 8  # the window, then nothing until the flow timeout
+        await until(lambda: len(channel.sent) == 20)
+        assert [decode(d).fragment for _, d in channel.sent] == list(range(20))
+        # Each later window left only once the previous one's flow timeout had passed.
+        start = channel.sent[0][0]
+        assert channel.sent[8][0] >= start + 0.05 and channel.sent[16][0] >= start + 0.1
+        await until(lambda: endpoint.stats["flow_timeouts"] == 20)
+
+
+async def test_multicast_sender_with_a_window_delivers_everything_in_order(
+        mcast_url: str) -> None:
+    async with M2MPEndpoint(mcast_url, filters=[b""]) as receiver, \
+            M2MPEndpoint(mcast_url, M2MPConfig(flow_window=4, redundancy=2)) as sender:
+        payloads = [bytes([i]) * (i * 300) for i in range(30)]
+        for payload in payloads:
+            await sender.send(payload)
+        got = [(await asyncio.wait_for(receiver.receive(), DEADLINE)).payload
+               for _ in payloads]
+        assert got == payloads
+        await until(lambda: sender.stats["looped_back"] == sender.stats["packets_out"])
+        assert sender.stats["flow_timeouts"] == 0 and sender.stats["messages_in"] == 0
