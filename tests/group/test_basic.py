@@ -97,3 +97,22 @@ def test_unanswered_sync_request_is_not_repeated_once_live_traffic_arrives() -> 
     net.check_group(gid, ["a", "b"])
     assert net.nodes["b"].group_stats(gid)["requests_sent"] == 1
     assert net.nodes["a"].group_stats(gid)["messages_sent"] == 0
+
+
+def test_a_backlogged_sender_batches_four_packets_and_a_lossy_group_still_gets_all() -> None:
+    from m2mc.wire.packet import decode
+
+    from .harness import Sent
+
+    net = Net(seed=13, loss=0.05)
+    gid = _group_of_three(net)
+    fragments: list[int] = []
+    net.counter = lambda d: fragments.append(decode(d).fragment + 1)
+    prev = MessageId("", 0)
+    for _ in range(400):  # faster than the network takes them: a backlog builds up
+        mid = net.nodes["a"].send(gid, b"y" * 100, net.now, prev)
+        net.sent.append(Sent(gid, mid, prev, net.now))
+        prev = mid
+    net.run(5.0)
+    net.check_group(gid, ["a", "b", "c"])
+    assert max(fragments) == 4  # bulk batches: four packets each

@@ -68,6 +68,8 @@ class GroupInstance:
         # One batch fills one M2MP packet: 500 bytes less the group header (13) and the
         # body's array headers and sender id.
         self.batch_budget = max(64, min(config.batch_bytes, 481 - len(node.pid.encode())))
+        self.bulk = False  # set by the node while its M2MP backlog is long
+        self.bulk_extra = max(0, config.bulk_batch_bytes - config.batch_bytes)
         self._status_at: float | None = None
         self._status_soon: float | None = None
         self._status_covered = False
@@ -101,7 +103,8 @@ class GroupInstance:
     def queue_data(self, message: Message, now: float) -> None:
         """Add a record of ours to the open batch; a full batch is closed."""
         size = record_size(message)
-        if self.batch and self.batch_size + size > self.batch_budget:
+        budget = self.batch_budget + self.bulk_extra if self.bulk else self.batch_budget
+        if self.batch and self.batch_size + size > budget:
             self._full.append(self.batch)
             self.batch = []
             self.batch_size = 0

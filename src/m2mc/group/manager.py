@@ -313,6 +313,7 @@ class GroupNode:
             parent = reply_to
         message = inst.mop.next_message(payload, parent)
         self.stats.sent += 1
+        inst.bulk = self.m2mp.queued_packets + inst.pending_records >= self.config.bulk_backlog
         tracing = self.tracing
         if tracing:
             self._trace("send", gid, message)
