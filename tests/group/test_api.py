@@ -118,6 +118,20 @@ def test_sync_facade_for_scripts() -> None:
         texts = [m.text for m in g.messages(idle=1.0)]
         assert texts == ["one", "two"]
         assert q.members(g.gid) == ["p", "q"]
+        assert not g.authenticated
+
+
+def test_sync_facade_keyed_group() -> None:
+    from m2mc.runtime.sync import SyncNode
+
+    channel = _channel()
+    with SyncNode(NodeConfig(pid="p", channel=channel)) as p, \
+            SyncNode(NodeConfig(pid="q", channel=channel)) as q:
+        g = p.create_group("secret", key=b"k" * 32)
+        qg = q.join(g.gid, key=b"k" * 32)
+        assert g.authenticated and qg.authenticated
+        g.send("sealed")
+        assert [m.text for m in qg.messages(idle=1.0)] == ["sealed"]
 
 
 def test_chat_bot_example_runs() -> None:

@@ -11,12 +11,13 @@ a background thread; every call here waits for its result.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Coroutine, Iterator
 from types import TracebackType
 from typing import Any, TypeVar
 
-from m2mc.api import Group, GroupMessage, Node, NodeConfig, ReplyTo
+from m2mc.api import Group, GroupMessage, KeyArg, Node, NodeConfig, ReplyTo
 from m2mc.errors import UsageError
 from m2mc.group.codec import GrpInfo
 from m2mc.group.events import GroupEvent
@@ -71,11 +72,20 @@ class SyncNode:
     def pid(self) -> str:
         return self._node.pid
 
-    def create_group(self, desc: str, *, order: str = "sb") -> SyncGroup:
-        return SyncGroup(self, self._call(self._node.create_group(desc, order=order)))
+    def create_group(self, desc: str, *, order: str = "sb", key: KeyArg = None,
+                     key_file: str | os.PathLike[str] | None = None,
+                     passphrase: str | None = None, suite: str | None = None) -> SyncGroup:
+        """As :meth:`m2mc.api.Node.create_group` (a key makes the group authenticated)."""
+        return SyncGroup(self, self._call(self._node.create_group(
+            desc, order=order, key=key, key_file=key_file, passphrase=passphrase, suite=suite)))
 
-    def join(self, gid: str, *, order: str | None = None, timeout: float = 5.0) -> SyncGroup:
-        return SyncGroup(self, self._call(self._node.join(gid, order=order, timeout=timeout)))
+    def join(self, gid: str, *, order: str | None = None, timeout: float = 5.0,
+             key: KeyArg = None, key_file: str | os.PathLike[str] | None = None,
+             passphrase: str | None = None, suite: str | None = None) -> SyncGroup:
+        """As :meth:`m2mc.api.Node.join`."""
+        return SyncGroup(self, self._call(self._node.join(
+            gid, order=order, timeout=timeout, key=key, key_file=key_file,
+            passphrase=passphrase, suite=suite)))
 
     def group(self, gid: str) -> SyncGroup:
         return SyncGroup(self, self._node.group(gid))
@@ -113,6 +123,11 @@ class SyncGroup:
     @property
     def members(self) -> list[str]:
         return self._group.members
+
+    @property
+    def authenticated(self) -> bool:
+        """True for a keyed group (see :attr:`m2mc.api.Group.authenticated`)."""
+        return self._group.authenticated
 
     def send(self, data: bytes | str, *, reply_to: ReplyTo = None) -> MessageId:
         return self._node._call(self._group.send(data, reply_to=reply_to))
