@@ -253,6 +253,27 @@ def test_move_and_silent_host_produce_move_requests() -> None:
     assert core.events() == [MoveRequest(target)]
 
 
+def test_a_member_never_moves_back_to_a_host_it_did_not_hear() -> None:
+    """seeds/004 4.5: the member's host went silent; it tries the least loaded other
+    cell, and when that one is silent too the next, not one it already found silent
+    (a partition can hide several hosts), until a beacon is heard again."""
+    core = member(host_silence=1.0)
+    cells = (m.CellInfo("G", "cell", "up", 3), m.CellInfo("G2", "cell2", "up2", 0),
+             m.CellInfo("G3", "cell3", "up3", 1))
+    core.receive(m.Beacon("G", 0, "up", "H1", cells), 0.0)
+    core.events()
+    core.on_timer(1.5)  # G silent: the least loaded other cell
+    assert core.events() == [MoveRequest(cells[1])]
+    core.on_attach("cell2-as-joined-here", 1.5)  # its URL names our interface
+    core.on_timer(3.0)  # G2 silent too: G3, not G2 again nor G
+    assert core.events() == [MoveRequest(cells[2])]
+    core.on_attach("cell3-as-joined-here", 3.0)
+    core.on_timer(4.5)  # all silent: start over with the others than the last one
+    assert core.events() == [MoveRequest(cells[1])]
+    core.receive(m.Beacon("G", 0, "up", "H1", cells), 4.6)  # G is back (we moved home)
+    assert core.gateway == "G" and "G" not in core._unheard
+
+
 def test_send_limits() -> None:
     core = member(max_pending_sends=1, max_payload=4)
     with pytest.raises(UsageError):

@@ -18,7 +18,8 @@ Every flag may come from ``--config FILE.toml`` instead: a ``[host]`` table (``i
 (any field of :class:`~m2mc.infra.config.InfraConfig`); flags win. Once up it prints
 one line on stderr: ``m2mc host: H1 up, backbone 127.0.0.1:7101, cell URL, uplink
 ADDR, authenticated (hmac-sha256)`` (or ``unauthenticated``).
-Stops on SIGINT or SIGTERM (or after ``--run-for`` seconds).
+Stops on SIGINT or SIGTERM (or after ``--run-for`` seconds), printing one last line:
+``m2mc host: H1 stopped, counters {...}`` (frames opened and refused, and why).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import signal
 import sys
 import tomllib
@@ -161,4 +163,7 @@ async def _serve(driver: HostDriver, run_for: float | None) -> int:
                 await asyncio.wait_for(stop.wait(), run_for)
     finally:
         await driver.close()
+        counters = {k: v for k, v in driver.stats().items() if v}
+        print(f"m2mc host: {s.host_id} stopped, counters {json.dumps(counters, sort_keys=True)}",
+              file=sys.stderr, flush=True)
     return 0

@@ -140,6 +140,8 @@ class MemberCore:
         self._attached_at = 0.0
         self._move_asked = 0.0
         self.directory: tuple[msg.CellInfo, ...] = ()
+        self._expect: str | None = None  # host of the cell we asked to move to
+        self._unheard: set[str] = set()  # hosts we went to (or had) and did not hear
         self._last_high = 0
         self._reset_membership()
 
@@ -271,6 +273,9 @@ class MemberCore:
                 and now - self._gateway_heard < self.cfg.host_silence:
             return  # B3: we stay with one gateway while it is heard
         changed = b.host != self.gateway
+        self._unheard.discard(b.host)
+        if b.host == self._expect:
+            self._expect = None
         self.gateway = b.host
         self.gateway_addr = b.uplink
         self._gateway_heard = now
@@ -554,9 +559,19 @@ class MemberCore:
                                           self._move_asked) + self.cfg.host_silence:
             return
         self._move_asked = now
-        others = [c for c in self.directory if c.host != self.gateway and c.cell != self.cell]
+        silent = self.gateway or self._expect
+        if silent is not None:
+            self._unheard.add(silent)  # not this one again until we hear it
+        # Hosts are told apart by id: a cell's URL names the interface it is joined on,
+        # which differs between a host's directory and this computer.
+        others = [c for c in self.directory if c.host not in self._unheard and c.cell != self.cell]
+        if not others and self._unheard:  # everybody was silent: try them all again
+            self._unheard = {silent} if silent is not None else set()
+            others = [c for c in self.directory
+                      if c.host not in self._unheard and c.cell != self.cell]
         if others:
             best = min(others, key=lambda c: (c.load, c.host))
+            self._expect = best.host
             self._events.append(MoveRequest(best))
 
     def next_deadline(self) -> float | None:

@@ -1,0 +1,98 @@
+"""One infrastructure-mode member of the namespace tests, on the public API (m2mc.api).
+
+    python infra_node.py --pid m0 --cells URL,URL,URL --cell 0 --key-file K \
+        --trace DIR --peers m0,m1,... --send 20 --go FILE
+
+Joins the deployment's group through the cell ``--cell`` (each URL on this
+namespace's own interface), prints ``<pid> joined`` on stderr, waits for the file
+``--go`` (every member has joined), sends ``--send`` messages (``<pid> sent k``) and
+prints ``<pid> done`` once it has delivered every message of every peer. It keeps
+running (moving cells when its host dies, as the protocol asks) until SIGTERM, then
+prints one JSON line: what it delivered, in which order, and its statistics.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from pathlib import Path
+
+from m2mc.api import Node, NodeConfig
+from m2mc.security.keys import GroupKey
+
+
+def state(node: Node) -> dict[str, object]:
+    """Where the member stands, for a failure's message."""
+    driver = getattr(node, "driver", None)
+    if driver is None:
+        return {}
+    core = driver.core
+    return {"cell": driver.cell, "gateway": core.gateway, "uplink": core.gateway_addr,
+            "phase": core.phase.value, "mystable": core.mystable, "seen_high": core.seen_high}
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+async def main(args: argparse.Namespace) -> int:
+    cells = tuple(args.cells.split(","))
+    wanted = {f"{p}:{s}" for p in args.peers.split(",") for s in range(1, args.send + 1)}
+    delivered: list[tuple[int, str]] = []
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    config = NodeConfig(mode="infra", hosts=cells, infra_cell=cells[args.cell], pid=args.pid,
+                        infra_key=GroupKey(key_file=args.key_file), trace_dir=args.trace,
+                        run_id=args.run, trace_flush_every=1)
+
+    def complete() -> bool:
+        return wanted <= {mid for _, mid in delivered}
+
+    async with Node(config) as node:
+        group = await node.join("netns-infra", timeout=60)
+        say(f"{args.pid} joined")
+
+        async def read() -> None:
+            async for message in group:
+                delivered.append((message.gseq or 0, str(message.mid)))
+
+        reader = asyncio.create_task(read())
+        go = Path(args.go)
+        while not go.exists() and not stop.is_set():
+            await asyncio.sleep(0.02)
+        for seq in range(1, args.send + 1):
+            if stop.is_set():
+                break
+            await group.send(f"{args.pid} says {seq}")
+            say(f"{args.pid} sent {seq}")
+            await asyncio.sleep(args.interval)
+        while not complete() and not stop.is_set():
+            await asyncio.sleep(0.05)
+        if complete():
+            say(f"{args.pid} done")
+        await stop.wait()
+        reader.cancel()
+        print(json.dumps({"pid": args.pid, "delivered": len({m for _, m in delivered} & wanted),
+                          "gseqs": [g for g, _ in delivered],
+                          "order": [m for _, m in delivered], "stats": node.stats(),
+                          "state": state(node)}),
+              flush=True)
+    return 0 if complete() else 1
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pid", required=True)
+    parser.add_argument("--cells", required=True)
+    parser.add_argument("--cell", type=int, default=0)
+    parser.add_argument("--key-file", required=True)
+    parser.add_argument("--trace", required=True)
+    parser.add_argument("--run", default="netns-infra")
+    parser.add_argument("--peers", required=True)
+    parser.add_argument("--send", type=int, default=20)
+    parser.add_argument("--interval", type=float, default=0.15)
+    parser.add_argument("--go", required=True)
+    sys.exit(asyncio.run(main(parser.parse_args())))
