@@ -52,6 +52,7 @@ PROVIDERS: list[str] = [
     "m2mc.fuzz_targets:security_targets",
     "m2mc.fuzz_targets:group_targets",
     "m2mc.fuzz_targets:infra_targets",
+    "m2mc.infra.fuzzing:targets",
     "m2mc.fuzz_targets:chat_targets",
 ]
 

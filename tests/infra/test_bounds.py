@@ -305,3 +305,32 @@ def test_keyed_and_bounded_defaults_keep_a_long_lossy_run_complete() -> None:
     for core in net.hosts.values():
         s = core.security_stats()
         assert s["rate_limited"] == s["local_refused"] == s["hosts_refused"] == 0, s
+
+
+# ------------------------------------------------------------------ forged logs (unkeyed)
+def test_records_that_do_not_apply_are_refused_not_fatal() -> None:
+    """A forged Replicate (possible in an unauthenticated deployment) whose records do
+    not follow on from the tables is dropped, counted, and the host carries on."""
+    core = host()
+    e = Epoch(3, 0.5, "H2")
+    core.receive_backbone("H2", status("H2"), 0.01)
+    core.receive_backbone("H2", encode(m.Sync(e, 0, 0, None, ())), 0.02)
+    bogus = m.Record(1, 1, m.APP, MemberId("A", 1), 1, 1, 0, b"no such member")
+    core.receive_backbone("H2", encode(m.Replicate(e, 1, (bogus,))), 0.03)
+    assert core.log.refused == 1 and core.log.applied == 0 and core.log.high == 0
+    assert core.security_stats()["records_refused"] == 1
+    good = m.Record(1, 1, m.JOINED, MemberId("A", 1))
+    core.receive_backbone("H2", encode(m.Replicate(e, 1, (good,))), 0.04)
+    assert core.log.applied == 1 and MemberId("A", 1) in core.log.state.members
+
+
+def test_a_takeover_answer_that_does_not_apply_restarts_the_election() -> None:
+    core = host()
+    core.receive_backbone("H2", status("H2"), 0.01)
+    epoch = Epoch(5, 0.1, "H1")
+    core.takeover = TakeoverRound("H1", epoch, core.log, 2, 0.1, 1.0)
+    bogus = m.Record(1, 1, m.APP, MemberId("A", 1), 1, 1, 0, b"x")
+    core.receive_backbone("H2", encode(m.StateReply(epoch, "H2", Epoch(4, 0.0, "H2"), 0, 1,
+                                                    None, (bogus,))), 0.2)
+    assert core.takeover is None and core.coordinator is None
+    assert core.stats.bad_takeovers == 1 and core.election.restart_at is not None

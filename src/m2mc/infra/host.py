@@ -30,6 +30,7 @@ from m2mc.infra.election import Election
 from m2mc.infra.gateway import Gateway
 from m2mc.infra.ids import NO_EPOCH, Epoch
 from m2mc.infra.replog import ReplicaLog
+from m2mc.infra.state import StateError
 from m2mc.infra.takeover import TakeoverRound, state_reply
 from m2mc.infra.wire import InfraWire
 from m2mc.trace.schema import NullSink, TraceEvent, TraceSink, detail_json
@@ -60,6 +61,7 @@ class HostStats:
     takeovers: int = 0
     queued_dropped: int = 0
     hosts_refused: int = 0  # statuses of new hosts while the directory was full
+    bad_takeovers: int = 0  # answers whose logs did not apply (never from honest hosts)
     unknown_host: int = 0  # votes, acceptances and answers from hosts never admitted
 
 
@@ -481,7 +483,13 @@ class HostCore:
     def _activate(self, now: float) -> None:
         t = self.takeover
         assert t is not None
-        work, resumed = t.adopt(now)
+        try:
+            work, resumed = t.adopt(now)
+        except (StateError, RuntimeError):
+            self.stats.bad_takeovers += 1  # a forged or corrupt answer: vote again
+            self.takeover = None
+            self.election.schedule_restart(now)
+            return
         c = Coordinator(self.me, t.epoch, self.cfg, self.log, work, now)
         for h, applied in t.answered().items():
             p = c.peer(h)
@@ -519,6 +527,7 @@ class HostCore:
         out = self.wire.counters()
         out.update(decode_errors=self.stats.decode_errors, rate_limited=g.rate_limited,
                    local_refused=g.local_refused, hosts_refused=self.stats.hosts_refused,
+                   records_refused=self.log.refused, bad_takeovers=self.stats.bad_takeovers,
                    unknown_host=self.stats.unknown_host, forward_refused=g.refused_full,
                    queued_dropped=self.stats.queued_dropped)
         c = self.coordinator

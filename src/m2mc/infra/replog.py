@@ -21,7 +21,7 @@ from m2mc.infra.state import CoordState, StateError
 
 class ReplicaLog:
     __slots__ = ("_by_gseq", "_records", "applied", "high", "log_epoch", "low",
-                 "mcache_size", "mcache_ttl", "promised", "state")
+                 "mcache_size", "mcache_ttl", "promised", "refused", "state")
 
     def __init__(self, mcache_size: int = 65536, mcache_ttl: float = 60.0) -> None:
         self.mcache_size = mcache_size
@@ -34,6 +34,7 @@ class ReplicaLog:
         self.applied = 0
         self.log_epoch: Epoch = NO_EPOCH  # epoch whose coordinator last synced this log
         self.promised: Epoch = NO_EPOCH  # highest epoch this host answered a takeover of
+        self.refused = 0  # records that could not apply (never from an honest master)
 
     # ------------------------------------------------------------- reading
     def __len__(self) -> int:
@@ -116,13 +117,22 @@ class ReplicaLog:
         return added
 
     def commit_to(self, commit: int, now: float) -> list[msg.Record]:
-        """Apply the records up to ``commit`` that are held; return them in order."""
+        """Apply the records up to ``commit`` that are held; return them in order.
+
+        A record that does not apply to the tables (a forged or corrupt log: an honest
+        master never sends one) is dropped with everything after it, uncommitted here,
+        and counted in ``refused``; the master's next Sync brings the real ones."""
         target = min(commit, self.high)
         out: list[msg.Record] = []
         state = self.state
         while self.applied < target:
             r = self._records[self.applied + 1]
-            state.apply(r, now)
+            try:
+                state.apply(r, now)
+            except StateError:
+                self.refused += 1
+                self.replace_after(self.applied, None, (), now)
+                break
             self.applied += 1
             out.append(r)
         return out
