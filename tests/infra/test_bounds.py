@@ -243,13 +243,13 @@ def test_member_refuses_absurd_bridges_of_dummies() -> None:
 def test_unicast_addresses_are_loopback_or_link_local_when_the_cell_is() -> None:
     assert parse_address("127.0.0.5:9", "x") == ("127.0.0.5", 9)
     with pytest.raises(ConfigError, match="loopback"):
-        parse_address("10.1.2.3:9", "x")
+        parse_address("239.255.1.1:9", "x")
     link_local = ".".join(("169", "254", "7", "1"))
     with pytest.raises(ConfigError):
         parse_address(f"{link_local}:9", "x")  # not unless the deployment's cells are
     assert parse_address(f"{link_local}:9", "x", link_local=True) == (link_local, 9)
     with pytest.raises(ConfigError):
-        parse_address("10.1.2.3:9", "x", link_local=True)
+        parse_address("0.0.0.0:9", "x", link_local=True)
     url = "udp-multicast://239.255.20.1:7711?iface=127.0.0.1&ttl=1"
     assert cell_on(url, "127.0.0.1") == url
     assert f"iface={link_local}" in cell_on(url, link_local)

@@ -134,6 +134,7 @@ def test_infra_loss_partition_heal_and_master_crash_judged_by_the_pipeline(
         if name != killed:  # survivors refused nothing: every frame was sealed and fresh
             last = err.closed()[-1]
             assert f"{name} stopped" in last and '"auth_rejected"' not in last, last
+            assert '"rate_limited"' not in last and '"bad_addresses"' not in last, last
             assert '"auth_opened"' in last, last
 
     out_dir = tmp_path / "analysis"
