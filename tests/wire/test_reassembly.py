@@ -148,3 +148,31 @@ def test_completed_cache_is_bounded() -> None:
         assert reassembler.receive(Packet(mid, 0, True, b"x"), 0.0) == b"x"
     assert sum(reassembler.is_done(mid, 0.0) for mid in range(100)) == 10
     assert all(reassembler.is_done(mid, 0.0) for mid in range(90, 100))
+
+
+def test_an_ignored_message_stays_ignored_while_its_copies_keep_coming_and_memory_stays_bounded(
+) -> None:
+    reassembler = Reassembler(ReassemblyLimits(completed_cache=10, message_timeout=1.0))
+    reassembler.mark_done(7, 0.0)  # e.g. filtered out on its first fragment
+    now = 0.0
+    for step in range(2000):  # copies of message 7 for far longer than one timeout
+        now = step * 0.01
+        assert reassembler.receive(Packet(7, step % 50, False, b"c"), now) is None
+        if step % 10 == 0:  # and new one-packet messages, pushing old IDs out
+            mid = 1000 + step
+            assert reassembler.receive(Packet(mid, 0, True, b"n"), now) == b"n"
+        reassembler.on_timer(now)
+        assert len(reassembler.done_ids) <= 10
+        # Each refresh queues an entry; stale ones are dropped before they pile up.
+        assert len(reassembler._done_ids) <= 2 * 10 + 64
+    assert reassembler.duplicates == 2000 and reassembler.is_done(7, now)
+    assert not reassembler.is_done(7, now + 1.0)  # forgotten one timeout after the last copy
+
+
+def test_completed_ids_expire_after_the_message_timeout() -> None:
+    reassembler = Reassembler(ReassemblyLimits(message_timeout=1.0))
+    assert reassembler.receive(Packet(1, 0, True, b"a"), 0.0) == b"a"
+    assert reassembler.receive(Packet(2, 0, True, b"b"), 0.5) == b"b"
+    reassembler.on_timer(1.2)
+    assert list(reassembler.done_ids) == [2]
+    assert reassembler.receive(Packet(1, 0, True, b"a"), 1.2) == b"a"  # new again

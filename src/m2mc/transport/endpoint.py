@@ -39,7 +39,7 @@ _SHORTCUT_ROUNDS = 256
 # Packets in flight under flow control when the configuration leaves it open
 # (M2MPConfig.flow_window=None): a sender runs at most this far ahead of its own
 # receive path instead of stopping after every packet (docs/decisions.md).
-DEFAULT_FLOW_WINDOW = 16
+DEFAULT_FLOW_WINDOW = 32
 
 
 class MessageAbandonedError(M2MCError):
@@ -206,18 +206,19 @@ class M2MPEndpoint:
 
     async def __anext__(self) -> MessageReceived:
         """Messages until the endpoint closes; abandoned ones are skipped (see ``stats``)."""
+        # receive_event() inlined: this runs once per message, and once per wake-up.
         inbox = self._inbox
-        while inbox:  # fast path: no inner coroutine while messages wait
-            event = inbox.popleft()
-            if isinstance(event, MessageReceived):
-                return event
         while True:
-            try:
-                event = await self.receive_event()
-            except ChannelClosedError:
-                raise StopAsyncIteration from None
-            if isinstance(event, MessageReceived):
-                return event
+            while inbox:
+                event = inbox.popleft()
+                if isinstance(event, MessageReceived):
+                    return event
+            if self._error is not None:
+                raise StopAsyncIteration
+            waiter = self._inbox_waiter
+            if waiter is None or waiter.done():
+                waiter = self._inbox_waiter = self._running().create_future()
+            await waiter
 
     # ------------------------------------------------------------------- stats
     @property
@@ -258,14 +259,22 @@ class M2MPEndpoint:
         if self._error is not None:
             return
         assert self._loop is not None
-        clock, receive, channel = self._loop.time, self._layer.receive_datagrams, self._channel
+        clock, layer, channel = self._loop.time, self._layer, self._channel
+        receive = layer.receive_datagrams
         rounds = 0
         while True:
             now = clock()
             receive(batch, now)
+            events = layer.events()
+            if events:
+                self._enqueue(events)
+            if not layer.queued_packets:
+                self._arm_timer()
+                return
             # Keep going while each packet we send brings its looped-back copy straight
             # back (flow control, seeds/002 section 5); bounded so other work still runs.
-            sent = self._after_input(now)
+            sent = self._flush(now)
+            self._arm_timer()
             if not sent or rounds == _SHORTCUT_ROUNDS:
                 return
             rounds += 1
@@ -349,8 +358,10 @@ class M2MPEndpoint:
                     self.receive_overflow += 1
                 inbox.append(event)
         waiter = self._inbox_waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        if waiter is not None:
+            self._inbox_waiter = None  # a reader that finds the inbox empty makes a new one
+            if not waiter.done():
+                waiter.set_result(None)
 
     async def _wait_progress(self, waiters: list[asyncio.Future[None]]) -> None:
         future = self._running().create_future()

@@ -64,6 +64,7 @@ class MulticastChannel(Channel):
         self._sock: socket.socket | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._fionread = array.array("i", [0])
+        self._fd = -1
 
     @property
     def loops_back(self) -> bool:
@@ -72,7 +73,8 @@ class MulticastChannel(Channel):
     async def _open(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._sock = open_multicast_socket(self.spec)
-        self._loop.add_reader(self._sock.fileno(), self._on_readable)
+        self._fd = self._sock.fileno()
+        self._loop.add_reader(self._fd, self._on_readable)
 
     def _shutdown(self) -> None:
         sock, self._sock = self._sock, None
@@ -116,24 +118,27 @@ class MulticastChannel(Channel):
             return  # nothing after all (or an ICMP error surfaced on the socket)
         # With flow control, packets often arrive one per wake-up. Asking the kernel
         # whether another waits is cheaper than a read that fails (and raises).
-        if self._more_waiting():
+        more = True
+        if _FIONREAD is not None:
+            waiting = self._fionread
+            try:
+                fcntl.ioctl(self._fd, _FIONREAD, waiting, True)
+                more = waiting[0] > 0
+            except OSError:
+                pass
+        if more:
             append = batch.append
             try:
                 for _ in range(_READ_BATCH - 1):
                     append(recv(RECV_SIZE))
             except OSError:
                 pass  # BlockingIOError: all read
-        self._deliver_many(batch)
-
-    def _more_waiting(self) -> bool:
-        sock = self._sock
-        if _FIONREAD is None or sock is None:
-            return True
-        try:
-            fcntl.ioctl(sock.fileno(), _FIONREAD, self._fionread, True)
-        except OSError:
-            return True
-        return self._fionread[0] > 0
+        sink = self._sink
+        if sink is not None:  # _deliver_many's common case, without the extra call
+            self.stats.datagrams_in += len(batch)
+            sink(batch)
+        else:
+            self._deliver_many(batch)
 
     def send_nowait(self, datagram: bytes) -> bool:
         sock = self._sock

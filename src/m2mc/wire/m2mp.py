@@ -150,6 +150,9 @@ class M2MPLayer:
         self._outstanding: OrderedDict[bytes, float] = OrderedDict()
         self._flow_window = cfg.flow_window or 1
         self._own_cache = cfg.own_id_cache
+        # Live views of the reassembler's tables, for the one-packet fast path.
+        self._done_ids = self._reassembler.done_ids
+        self._partial_ids = self._reassembler.partial_ids
         self._message_timeout = cfg.message_timeout
         self._events: list[M2MPEvent] = []
         self.stats = M2MPStats()
@@ -271,10 +274,8 @@ class M2MPLayer:
         stats = self.stats
         own = self._own
         outstanding = self._outstanding
-        pop_outstanding = outstanding.popitem
-        reassembler = self._reassembler
-        done, partial = reassembler.done_ids, reassembler.partial_ids
-        remember_done = reassembler.remember_done
+        done, partial = self._done_ids, self._partial_ids
+        remember_done = self._reassembler.remember_done
         expiry = now + self._message_timeout
         accept_all = self._accept_all
         append = self._events.append
@@ -299,7 +300,7 @@ class M2MPLayer:
                             # Packets are not reordered (seeds/002 section 1, assumption
                             # 4): the copy of a later packet means the ones sent before
                             # it lost theirs.
-                            while pop_outstanding(last=False)[0] != header:
+                            while outstanding.popitem(last=False)[0] != header:
                                 stats.loopbacks_missed += 1
                     continue
                 if word == LAST_FLAG and message_id not in done and message_id not in partial:

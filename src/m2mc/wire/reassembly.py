@@ -62,11 +62,13 @@ class Reassembler:
         self._partial: OrderedDict[int, _Partial] = OrderedDict()
         self._partial_bytes = 0
         # message id -> expiry; redundant copies of a completed or ignored message are
-        # dropped. A plain dict plus a FIFO of (id, expiry) in expiry order is much cheaper
-        # per message than an OrderedDict; a FIFO entry whose expiry no longer matches the
-        # dict's (the ID was refreshed or forgotten) is stale and skipped.
+        # dropped. A plain dict plus a FIFO of IDs and one of expiries (in expiry order) is
+        # much cheaper per message than an OrderedDict, and adds no tuple for the garbage
+        # collector to count; a FIFO entry whose expiry no longer matches the dict's (the
+        # ID was refreshed or forgotten) is stale and skipped.
         self._done: dict[int, float] = {}
-        self._done_order: deque[tuple[int, float]] = deque()
+        self._done_ids: deque[int] = deque()
+        self._done_expiries: deque[float] = deque()
         self.duplicates = 0
         self.abandoned: list[Abandoned] = []
 
@@ -106,29 +108,26 @@ class Reassembler:
         :attr:`partial_ids`; everything else goes through :meth:`receive_fragment`.
         """
         self._done[message_id] = expiry
-        order = self._done_order
-        order.append((message_id, expiry))
-        if len(order) > self.limits.completed_cache:
+        ids = self._done_ids
+        ids.append(message_id)
+        self._done_expiries.append(expiry)
+        if len(ids) > self.limits.completed_cache:
             self._trim_done()
 
-    def _remember(self, message_id: int, expiry: float) -> None:
-        self._done[message_id] = expiry
-        order = self._done_order
-        order.append((message_id, expiry))
-        if len(order) > self.limits.completed_cache:
-            self._trim_done()
+    _remember = remember_done
 
     def _trim_done(self) -> None:
-        done, order = self._done, self._done_order
+        done, ids, expiries = self._done, self._done_ids, self._done_expiries
         cache = self.limits.completed_cache
-        popleft = order.popleft
         while len(done) > cache:  # forget the oldest (every live ID has an entry)
-            old_id, old_expiry = popleft()
+            old_id, old_expiry = ids.popleft(), expiries.popleft()
             if done.get(old_id) == old_expiry:
                 del done[old_id]
-        if len(order) > 2 * cache + 64:
+        if len(ids) > 2 * cache + 64:
             # Refreshes (copies of an ignored message) left stale entries: drop them.
-            self._done_order = deque(item for item in order if done.get(item[0]) == item[1])
+            live = [(i, e) for i, e in zip(ids, expiries, strict=True) if done.get(i) == e]
+            self._done_ids = deque(i for i, _ in live)
+            self._done_expiries = deque(e for _, e in live)
 
     def accepts_whole(self, message_id: int, now: float) -> bool:
         """The fast path of a one-packet message (fragment 0 with the last flag).
@@ -162,28 +161,31 @@ class Reassembler:
                 return None
             del done[message_id]  # expired: its FIFO entry is stale from now on
         limits = self.limits
-        # Fast path: a one-packet message that nobody was assembling.
-        if last and fragment == 0 and message_id not in self._partial:
-            self._remember(message_id, now + limits.message_timeout)
-            return data
-        if (fragment + 1) * MAX_FRAGMENT > limits.max_message_bytes + MAX_FRAGMENT:
-            self._abandon(message_id, "too_large")
-            self.mark_done(message_id, now)
-            return None
-        partial = self._partial.get(message_id)
+        partials = self._partial
+        partial = partials.get(message_id)
         if partial is None:
+            if last and fragment == 0:  # a one-packet message nobody was assembling
+                self._remember(message_id, now + limits.message_timeout)
+                return data
+            if (fragment + 1) * MAX_FRAGMENT > limits.max_message_bytes + MAX_FRAGMENT:
+                self._abandon(message_id, "too_large")
+                self.mark_done(message_id, now)
+                return None
             partial = _Partial(deadline=now + limits.message_timeout)
-            self._partial[message_id] = partial
+            partials[message_id] = partial
         elif fragment in partial.parts:
             self.duplicates += 1
             return None
+        elif (fragment + 1) * MAX_FRAGMENT > limits.max_message_bytes + MAX_FRAGMENT:
+            self._abandon(message_id, "too_large")
+            self.mark_done(message_id, now)
+            return None
         else:
             partial.deadline = now + limits.message_timeout
-            self._partial.move_to_end(message_id)
+            partials.move_to_end(message_id)
+        parts = partial.parts
         if last:
-            if partial.last not in (-1, fragment) or any(
-                number > fragment for number in partial.parts
-            ):
+            if partial.last not in (-1, fragment) or (parts and max(parts) > fragment):
                 # Two different "last" fragments: not a message anyone sent. Drop it.
                 self._abandon(message_id, "malformed")
                 self.mark_done(message_id, now)
@@ -193,16 +195,16 @@ class Reassembler:
             self._abandon(message_id, "malformed")
             self.mark_done(message_id, now)
             return None
-        partial.parts[fragment] = data
+        parts[fragment] = data
         size = len(data)
         partial.size += size
         self._partial_bytes += size
-        if partial.last != -1 and len(partial.parts) == partial.last + 1:
-            parts = partial.parts
-            message = b"".join(parts[i] for i in range(partial.last + 1))
+        final = partial.last
+        if final != -1 and len(parts) == final + 1:
+            message = b"".join(map(parts.__getitem__, range(final + 1)))
             self.mark_done(message_id, now)
             return message
-        if len(self._partial) > limits.max_partial_messages or (
+        if len(partials) > limits.max_partial_messages or (
                 self._partial_bytes > limits.max_partial_bytes):
             self._enforce_bounds()
         return None
@@ -215,12 +217,11 @@ class Reassembler:
                 break
             self._abandon(message_id, "timeout")
         # Expired completed IDs are dropped lazily in receive(); trim the front here.
-        done, order = self._done, self._done_order
-        while order:
-            message_id, expiry = order[0]
-            if expiry > now:
+        done, ids, expiries = self._done, self._done_ids, self._done_expiries
+        while expiries:
+            if expiries[0] > now:
                 break
-            order.popleft()
+            message_id, expiry = ids.popleft(), expiries.popleft()
             if done.get(message_id) == expiry:
                 del done[message_id]
 
