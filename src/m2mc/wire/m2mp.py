@@ -24,7 +24,7 @@ from __future__ import annotations
 import random
 import struct
 from collections import OrderedDict, deque
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from m2mc.wire.packet import (
@@ -264,7 +264,7 @@ class M2MPLayer:
         """Take in one datagram from the channel (see :meth:`receive_datagrams`)."""
         self.receive_datagrams((datagram,), now)
 
-    def receive_datagrams(self, datagrams: Iterable[bytes], now: float) -> None:
+    def receive_datagrams(self, datagrams: Sequence[bytes], now: float) -> None:
         """Take in datagrams from the channel, in arrival order.
 
         The per-packet hot path of every driver: the header is read in place (no
@@ -280,10 +280,9 @@ class M2MPLayer:
         accept_all = self._accept_all
         append = self._events.append
         unpack = _unpack_header
-        packets = size_in = looped = delivered = 0
+        size_in = looped = delivered = 0
         try:
             for datagram in datagrams:
-                packets += 1
                 size = len(datagram)
                 size_in += size
                 if size < HEADER_SIZE or size > MAX_PACKET:
@@ -321,7 +320,8 @@ class M2MPLayer:
                 else:
                     stats.filtered_out += 1
         finally:
-            stats.packets_in += packets
+            # A bug raising mid-batch would leave packets_in counting the whole batch.
+            stats.packets_in += len(datagrams)
             stats.bytes_in += size_in
             stats.looped_back += looped
             stats.messages_in += delivered
