@@ -44,6 +44,7 @@ from m2mc.runtime.tracing import open_trace
 from m2mc.security.auth import counter_start_at
 from m2mc.security.keys import GroupKey, GroupSecret
 from m2mc.store import GroupStore, MemoryStore
+from m2mc.transport.endpoint import DEFAULT_FLOW_WINDOW
 from m2mc.transport.url import DEFAULT_CHANNEL_URL, open_channel
 from m2mc.wire.m2mp import M2MPConfig
 
@@ -159,7 +160,11 @@ class Node:
         store.commit()
         self._store = store
         channel = open_channel(cfg.channel)
-        m2mp = replace(cfg.m2mp, flow_control=cfg.m2mp.flow_control and channel.loops_back)
+        # As M2MPEndpoint: flow control only where copies loop back, with a window of
+        # packets in flight unless the configuration fixes one (docs/decisions.md).
+        m2mp = replace(cfg.m2mp, flow_control=cfg.m2mp.flow_control and channel.loops_back,
+                       flow_window=(DEFAULT_FLOW_WINDOW if cfg.m2mp.flow_window is None
+                                    else cfg.m2mp.flow_window))
         loop = asyncio.get_running_loop()
         sink, self._trace_close = open_trace(cfg.trace_dir, pid, cfg.run_id, loop.time,
                                              flush_every=cfg.trace_flush_every)
