@@ -13,7 +13,6 @@ import json
 import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from m2mc.errors import ConfigError
 from m2mc_pipeline import checks, compare, plots, report
-from m2mc_pipeline.checks.base import CheckResult
+from m2mc_pipeline.checks.base import CheckResult, run_all
 from m2mc_pipeline.load import check_inputs, load
 from m2mc_pipeline.metrics import compute
 from m2mc_pipeline.progress import Progress, run_with_bar
@@ -68,24 +67,20 @@ class AnalysisResult:
         return self.out / "report.html"
 
 
-# Submission order of the checks, by their measured cost (bench/pipeline.py).
-_LONGEST_FIRST = ("total_order", "causal_order", "fifo_order", "lost", "sb_order",
-                  "unexpected", "duplicated")
-
-
 def run_checks(tb: Tables, self_delivery: bool = True, progress: Progress | None = None,
-               orders: set[str] | None = None, workers: int | None = None
-               ) -> dict[str, CheckResult]:
-    """Every check of CONTRACTS section 5, in the contract's order.
+               orders: set[str] | None = None) -> tuple[dict[str, CheckResult], dict[str, int]]:
+    """Every check of CONTRACTS section 5, in the contract's order, and verify.json's
+    message counts.
 
     ``orders``: the orderings groups asked for; an order check has nothing to look
     at when no group asked for its ordering, and is not run (0 violations).
-    The checks only read the shared persisted tables, so they run as concurrent
-    Spark jobs (``workers`` at a time; default: the cores, 2 to 4), longest first:
-    one check's waits overlap another's work, which matters most on small traces
-    where latency, not data, dominates.
+    Every check, and the message counts, is counted in one Spark job: one plan,
+    whose stages Spark runs side by side, so the fixed cost of a job (planning,
+    scheduling, the wait for its slowest task) is paid once, not once per check.
+    That matters most on small traces, where latency, not data, dominates.
+    Only checks that found violations take further (small) jobs, for examples.
     """
-    runs: dict[str, Callable[[], CheckResult]] = {
+    plans: dict[str, Callable[[], checks.Check]] = {
         "unexpected": lambda: checks.unexpected(tb),
         "duplicated": lambda: checks.duplicated(tb),
         "lost": lambda: checks.lost(tb, self_delivery),
@@ -95,49 +90,37 @@ def run_checks(tb: Tables, self_delivery: bool = True, progress: Progress | None
         "fifo_order": lambda: checks.fifo_order(tb),
     }
     needs = {"causal_order": "causal", "total_order": "total", "fifo_order": "fifo"}
-    results: dict[str, CheckResult] = {}
-    todo = []
-    for name in _LONGEST_FIRST:  # the longest start first: a shorter critical path
-        if orders is not None and name in needs and needs[name] not in orders:
-            results[name] = CheckResult(name=name, violations=0)
-        else:
-            todo.append(name)
+    skipped = {name for name, order in needs.items()
+               if orders is not None and order not in orders}
     if progress is not None:
         progress.stage("checks")
-    sc = tb.events.sparkSession.sparkContext
-
-    def one(name: str) -> tuple[str, CheckResult, float]:
-        sc.setJobDescription(f"m2mc analyze: check {name}")
-        started = time.monotonic()
-        return name, runs[name](), time.monotonic() - started
-
-    if workers is None:  # as many as cores, within reason (measured: 2 best on 2 cores)
-        workers = min(4, max(2, sc.defaultParallelism))
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        for future in as_completed([pool.submit(one, name) for name in todo]):
-            name, result, took = future.result()
-            results[name] = result
-            if progress is not None:
-                progress.item(f"check {name}", took, f"{result.violations} violations"
-                              if result.violations else "ok")
-    return {name: results[name] for name in checks.CHECK_NAMES}
+    tb.events.sparkSession.sparkContext.setJobDescription("m2mc analyze: checks")
+    per_msg = tb.sends.groupBy("mk").count()  # sends are partitioned by mk: no shuffle
+    results, tallies = run_all(
+        [plans[name]() for name in checks.CHECK_NAMES if name not in skipped],
+        {"messages": per_msg, "sent_twice": per_msg.filter(F.col("count") > 1)})
+    for name in skipped:
+        results[name] = CheckResult(name=name, violations=0)
+    if progress is not None:
+        for name in checks.CHECK_NAMES:
+            n = results[name].violations
+            progress.item(f"check {name}", None, f"{n} violations" if n else "ok")
+    return {name: results[name] for name in checks.CHECK_NAMES}, tallies
 
 
-def counts(nodes: Sequence[dict[str, Any]], sends: DataFrame) -> dict[str, int]:
-    """verify.json's counts, from the per-(run, node) rows of tables.survey.
+def counts(nodes: Sequence[dict[str, Any]], tallies: Mapping[str, int]) -> dict[str, int]:
+    """verify.json's counts, from the per-(run, node) rows of tables.survey and the
+    message tallies of run_checks.
 
     ``messages`` counts distinct (run, group, mid) sent; ``sent_twice`` the messages
     with more than one ``send`` event (a writer's bug: each is counted once here).
     """
-    per_msg = sends.groupBy("mk").count()  # sends are partitioned by mk: no shuffle
-    msgs = per_msg.agg(F.count(F.lit(1)).alias("messages"),
-                       F.count(F.when(F.col("count") > 1, 1)).alias("twice")).collect()[0]
     live = [n for n in nodes if n["events"]]
-    return {"events": sum(n["events"] for n in nodes), "messages": int(msgs["messages"]),
+    return {"events": sum(n["events"] for n in nodes), "messages": tallies["messages"],
             "nodes": len(live), "runs": len({n["run"] for n in live}),
             "malformed": sum(n["malformed"] for n in nodes),
             "unknown_events": sum(n["unknown"] for n in nodes),
-            "sent_twice": int(msgs["twice"])}
+            "sent_twice": tallies["sent_twice"]}
 
 
 def verify_document(results: Mapping[str, CheckResult], counts_: Mapping[str, int]
@@ -208,14 +191,12 @@ def analyze(paths: Sequence[str | Path], out: str | Path, master: str | None = N
         tb = build(loaded.events)
         tb.violations_dir = tables_at
         nodes = tb.node_rows
-        cnt = counts(nodes, tb.sends)
-        tb.delivered.count()  # every check reads it: computed once, before they start
-        if cnt["events"] == 0:
+        if sum(n["events"] for n in nodes) == 0:
             raise ConfigError("the trace files hold no well-formed event")
-        orders: dict[str, list[str]] = {}
-        for r in tb.group_order.select("run", "order").distinct().collect():
-            orders.setdefault(r["run"], []).append(r["order"])
-        results = run_checks(tb, self_delivery, pr, {o for v in orders.values() for o in v})
+        orders = tb.orders_by_run()
+        results, tallies = run_checks(tb, self_delivery, pr,
+                                      {o for v in orders.values() for o in v})
+        cnt = counts(nodes, tallies)
         verify = verify_document(results, cnt)
         (out_dir / "verify.json").write_text(json.dumps(verify, indent=2) + "\n")
         run_rows = compare.runs(nodes, orders, loaded.scopes)

@@ -55,14 +55,17 @@ class Progress:
             total = time.monotonic() - self._t0
             self._write(f"[{self.label}] done in {total:.1f}s{': ' + message if message else ''}\n")
 
-    def item(self, name: str, seconds: float, message: str = "") -> None:
-        """Report a part of the current stage that finished (parts may run in threads)."""
+    def item(self, name: str, seconds: float | None, message: str = "") -> None:
+        """Report a part of the current stage that finished (parts may run in threads);
+        ``seconds`` None: parts computed together, no time of their own."""
         with self._lock:
-            self.timings[name] = round(seconds, 3)
+            if seconds is not None:
+                self.timings[name] = round(seconds, 3)
             if self.enabled:
                 erase = "\r\x1b[2K" if self.tty else ""
                 extra = f": {message}" if message else ""
-                self._write(f"{erase}[{self.label}]   {name}{extra} ({seconds:.1f}s)\n")
+                took = f" ({seconds:.1f}s)" if seconds is not None else ""
+                self._write(f"{erase}[{self.label}]   {name}{extra}{took}\n")
 
     def note(self, message: str) -> None:
         if self.enabled:

@@ -10,6 +10,7 @@ two of n messages to share a 64-bit hash (probability below n^2 / 2^65: about
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,18 @@ def before(t1: str, pos1: str, t2: str, pos2: str) -> Column:
     return (F.col(t1) < F.col(t2)) | ((F.col(t1) == F.col(t2)) & (F.col(pos1) < F.col(pos2)))
 
 
+def hashed(df: DataFrame) -> DataFrame:
+    """``df`` as the build side of a hash join done where the rows already are.
+
+    For joins between the key-partitioned tables: once they are cached, Spark sees
+    their real size and would broadcast anything under 10 MB (a few hundred thousand
+    deliveries), which costs a job of its own, a trip through the driver and a hash
+    table per task. Both sides are already partitioned by the key, so a shuffled hash
+    join shuffles nothing and hashes each partition once.
+    """
+    return df.hint("shuffle_hash")
+
+
 def mid_origin(col: str = "mid") -> Column:
     return F.regexp_extract(F.col(col), _MID, 1)
 
@@ -56,12 +69,21 @@ class Tables:
     delivered: DataFrame     # per (run, node, group, mid): mk, nk, n, first t and pos, gseq
     recvd: DataFrame         # first recv per (run, node, group, mid): mk, nk, t_recv
     group_order: DataFrame   # (run, group, order): the ordering each group asked for
+    group_rows: list[tuple[str, str, str, int]]  # the same rows, on the driver
     intervals: DataFrame     # membership (run, node, group, join_t, leave_t or null)
     gone: DataFrame          # nodes that crashed for good: (run, node, crash_t)
     node_rows: list[dict[str, Any]] = field(default_factory=list)  # survey() per (run, node)
     anyone_gone: bool = True  # False: no node crashed for good, no exemption to compute
     total_without_gseq: bool = True  # False: every delivery in total groups has a gseq
     violations_dir: str | None = None  # where checks write their violations (Parquet)
+
+    def orders_by_run(self) -> dict[str, list[str]]:
+        """The orderings the groups of each run asked for (one entry per ordering)."""
+        out: dict[str, list[str]] = {}
+        for run, _, order, _ in self.group_rows:
+            if order not in out.setdefault(run, []):
+                out[run].append(order)
+        return out
 
     def release(self) -> None:
         for df in (self.sends, self.delivered, self.recvd, self.group_order, self.intervals,
@@ -76,8 +98,6 @@ def build(events: DataFrame) -> Tables:
     can hash-aggregate instead of sorting: a minimum over ``struct(t, pos)`` or a
     ``first()`` of a string would force a sort of every delivery.
     """
-    nodes, orders = survey(events)
-    gone = crashed_for_good(nodes)
     ev = events.filter("ok")
     # Sends, deliveries and receipts are all hash-partitioned by message key. Joins on
     # ``mk`` (or ``mk`` and ``nk``, with requireAllClusterKeysForCoPartition off) then
@@ -111,10 +131,21 @@ def build(events: DataFrame) -> Tables:
     membership = ev.filter(F.col("event").isin(JOIN, LEAVE) & F.col("group").isNotNull())
     # Every check and metric reads these: compute each once, keep it (memory, then disk).
     keep = StorageLevel.MEMORY_AND_DISK
-    return Tables(events=ev, sends=sends.persist(keep), delivered=delivered.persist(keep),
-                  recvd=recvd.persist(keep), group_order=group_orders(ev, orders),
+    sends, delivered, recvd = sends.persist(keep), delivered.persist(keep), recvd.persist(keep)
+    intervals = membership_intervals(membership).persist(keep)
+    # The checks read sends, deliveries and intervals: they are computed here, in the
+    # survey's job, by both cores, so that no check's task waits (holding a core) for
+    # another task to fill the cache. Receipts are left to the metrics.
+    nodes, orders = survey(events, materialize=[sends, delivered, intervals])
+    gone = crashed_for_good(nodes)
+    group_rows = group_orders(orders)
+    return Tables(events=ev, sends=sends, delivered=delivered,
+                  recvd=recvd, group_rows=group_rows,
+                  group_order=small_frame(ev.sparkSession, group_rows,
+                                          "run string, group string, order string, orders int"
+                                          ).persist(),
                   node_rows=nodes,
-                  intervals=membership_intervals(membership).persist(keep),
+                  intervals=intervals,
                   gone=small_frame(ev.sparkSession, gone,
                                    "run string, node string, crash_t double").persist(),
                   anyone_gone=bool(gone),
@@ -122,18 +153,20 @@ def build(events: DataFrame) -> Tables:
                                          for o in orders))
 
 
-def survey(events: DataFrame) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def survey(events: DataFrame, materialize: Sequence[DataFrame] = ()
+           ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """One pass over every loaded row (malformed ones included), two small results.
 
     Per (run, node): events, malformed, unknown event names, sends, scope, first and
     last t (verify.json's counts and the run table). Per (run, group, order): the
-    orderings groups ask for. One grouping-sets aggregation, so one scan.
+    orderings groups ask for. One plain aggregation by (run, node, group, order),
+    a few rows per node, is combined here: cheaper than grouping sets, which feed
+    every row to the aggregation twice. ``materialize``: persisted frames to fill in
+    the same Spark job (their row counts ride along in the result, then dropped).
     """
     ok = F.col("ok")
-    rows = (events.groupingSets([("run", "node"), ("run", "group", "order")],
-                                "run", "node", "group", "order")
-            .agg(F.grouping("node").alias("by_order"),
-                 F.count(F.when(ok, 1)).alias("events"),
+    agg = (events.groupBy("run", "node", "group", "order")
+            .agg(F.count(F.when(ok, 1)).alias("events"),
                  F.count(F.when(~ok, 1)).alias("malformed"),
                  F.count(F.when(ok & ~F.col("event").isin(*sorted(EVENTS)), 1)).alias("unknown"),
                  F.count(F.when(ok & (F.col("event") == SEND), 1)).alias("messages"),
@@ -142,29 +175,51 @@ def survey(events: DataFrame) -> tuple[list[dict[str, Any]], list[dict[str, Any]
                  F.max(F.when(ok, F.col("t"))).alias("t_last"),
                  *_last(CRASH), *_last(RESTART),
                  F.count(F.when(ok & (F.col("event") == DELIVER) & F.col("gseq").isNull(), 1))
-                 .alias("no_gseq"))
-            .collect())
-    nodes = [{k: r[k] for k in ("run", "node", "events", "malformed", "unknown", "messages",
-                                "scope", "t_first", "t_last", "crash_t", "crash_pos",
-                                "restart_t", "restart_pos")}
-             for r in rows if not r["by_order"]]
-    orders = [{"run": r["run"], "group": r["group"], "order": r["order"],
-               "no_gseq": r["no_gseq"]}
-              for r in rows if r["by_order"] and r["events"] and r["run"] is not None
-              and r["group"] is not None and r["order"] is not None]
-    return nodes, orders
+                 .alias("no_gseq")))
+    for df in materialize:
+        agg = agg.unionByName(df.agg(F.count(F.lit(1)).alias("_filled")),
+                              allowMissingColumns=True)
+    rows = [r for r in agg.collect() if r["_filled"] is None] if materialize else agg.collect()
+    nodes: dict[tuple[Any, Any], dict[str, Any]] = {}
+    orders: dict[tuple[Any, Any, Any], dict[str, Any]] = {}
+    for r in rows:
+        n = nodes.setdefault((r["run"], r["node"]), {
+            "run": r["run"], "node": r["node"], "events": 0, "malformed": 0, "unknown": 0,
+            "messages": 0, "scope": None, "t_first": None, "t_last": None,
+            "crash_t": None, "crash_pos": None, "restart_t": None, "restart_pos": None})
+        for k in ("events", "malformed", "unknown", "messages"):
+            n[k] += r[k]
+        n["scope"] = _pick(min, n["scope"], r["scope"])
+        n["t_first"] = _pick(min, n["t_first"], r["t_first"])
+        n["t_last"] = _pick(max, n["t_last"], r["t_last"])
+        for event in (CRASH, RESTART):  # the node's last one: greatest (t, pos)
+            t, pos = r[f"{event}_t"], r[f"{event}_pos"]
+            if t is not None and (n[f"{event}_t"] is None
+                                  or (t, pos) > (n[f"{event}_t"], n[f"{event}_pos"])):
+                n[f"{event}_t"], n[f"{event}_pos"] = t, pos
+        if r["events"] and r["run"] is not None and r["group"] is not None \
+                and r["order"] is not None:
+            o = orders.setdefault((r["run"], r["group"], r["order"]), {
+                "run": r["run"], "group": r["group"], "order": r["order"], "no_gseq": 0})
+            o["no_gseq"] += r["no_gseq"]
+    return list(nodes.values()), list(orders.values())
+
+
+def _pick(better: Any, a: Any, b: Any) -> Any:
+    """``better(a, b)`` ignoring None (like SQL's min and max)."""
+    return b if a is None else a if b is None else better(a, b)
 
 
 def _last(event: str) -> list[Column]:
-    """(t, pos) of a node's last ``event``, as two numbers (hash-aggregatable)."""
+    """(t, pos) of the last ``event`` in a group of rows, as two numbers (hash-aggregatable)."""
     hit = F.col("ok") & (F.col("event") == event)
     return [F.max(F.when(hit, F.col("t"))).alias(f"{event}_t"),
             F.max_by(F.when(hit, F.col("pos")), F.when(hit, F.col("t")))
             .alias(f"{event}_pos")]
 
 
-def group_orders(ev: DataFrame, seen: list[dict[str, Any]]) -> DataFrame:
-    """``(run, group, order, orders)``: the ordering each group asked for (a tiny table).
+def group_orders(seen: list[dict[str, Any]]) -> list[tuple[str, str, str, int]]:
+    """``(run, group, order, orders)``: the ordering each group asked for (a few rows).
 
     Taken from every event that names one. A group that shows several (a writer
     bug) is checked under the first in alphabetical order; ``orders`` says how many.
@@ -172,16 +227,23 @@ def group_orders(ev: DataFrame, seen: list[dict[str, Any]]) -> DataFrame:
     chosen: dict[tuple[str, str], list[str]] = {}
     for r in seen:
         chosen.setdefault((r["run"], r["group"]), []).append(r["order"])
-    rows = [(run, group, min(o), len(o)) for (run, group), o in sorted(chosen.items())]
-    return small_frame(ev.sparkSession, rows,
-                       "run string, group string, order string, orders int").persist()
+    return [(run, group, min(o), len(o)) for (run, group), o in sorted(chosen.items())]
 
 
-def with_order(df: DataFrame, group_order: DataFrame, wanted: str) -> DataFrame:
-    """Keep the rows of ``df`` whose group asked for ordering ``wanted``."""
-    groups = group_order.filter(F.col("order") == wanted).select("run", "group")
-    return df.join(F.broadcast(groups), ["run", "group"], "left_semi")
+def with_order(df: DataFrame, tb: Tables, wanted: str) -> DataFrame:
+    """Keep the rows of ``df`` whose group asked for ordering ``wanted``.
+
+    The groups are known on the driver (a few rows), so this is a filter on literal
+    (run, group) pairs (a hash-set lookup when there are many): a broadcast join
+    with the group table would cost a Spark job of its own each time.
+    """
+    pairs = [(run, group) for run, group, order, _ in tb.group_rows if order == wanted]
+    if not pairs:
+        return df.filter(F.lit(False))
+    wanted_groups = [F.struct(F.lit(run).alias("run"), F.lit(group).alias("group"))
+                     for run, group in pairs]
+    return df.filter(F.struct("run", "group").isin(*wanted_groups))
 
 
-__all__ = ["Tables", "before", "build", "message_key", "mid_origin", "mid_seq", "node_key",
-           "with_order"]
+__all__ = ["Tables", "before", "build", "hashed", "message_key", "mid_origin", "mid_seq",
+           "node_key", "with_order"]

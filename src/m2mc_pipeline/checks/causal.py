@@ -18,19 +18,18 @@ the group when d was sent (and n did not send d itself). All joins, no UDF.
 from __future__ import annotations
 
 import pyspark.sql.functions as F
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Window
 
-from m2mc_pipeline.checks.base import CheckResult, summarize
-from m2mc_pipeline.tables import Tables, before, with_order
+from m2mc_pipeline.checks.base import Check, CheckResult, summarize
+from m2mc_pipeline.tables import Tables, before, hashed, with_order
 
 _SEND, _DELIVER = 1, 0
 
 
 def dependency_edges(tb: Tables) -> DataFrame:
     """``(dk, mk)``: message dk happened directly before the send of message mk."""
-    sends = with_order(tb.sends, tb.group_order, "causal")
-    delivered = with_order(tb.delivered, tb.group_order, "causal")
+    sends = with_order(tb.sends, tb, "causal")
+    delivered = with_order(tb.delivered, tb, "causal")
     steps = (sends.select("run", F.col("sender").alias("node"), "group", "mk",
                           F.col("t_send").alias("t"), F.col("pos_send").alias("pos"),
                           F.lit(_SEND).alias("kind"))
@@ -57,23 +56,24 @@ def dependency_edges(tb: Tables) -> DataFrame:
     return after_delivery.unionByName(after_send)
 
 
-def causal_order(tb: Tables) -> CheckResult:
-    delivered = with_order(tb.delivered, tb.group_order, "causal")
+def causal_order(tb: Tables) -> Check:
+    """Candidates first: deliveries whose dependency was delivered later or not at all
+    at that node (usually none); only if there are any are they named and excused."""
+    delivered = with_order(tb.delivered, tb, "causal")
     at = delivered.select("mk", "nk", "t", "pos")
     dep_at = delivered.select(F.col("mk").alias("dk"), "nk", F.col("t").alias("dep_t"),
                               F.col("pos").alias("dep_pos"))
-    candidates = (dependency_edges(tb).join(at, "mk")
-                  .join(dep_at, ["dk", "nk"], "left")
+    candidates = (dependency_edges(tb).join(hashed(at), "mk")
+                  .join(hashed(dep_at), ["dk", "nk"], "left")
                   .filter(F.col("dep_t").isNull() | before("t", "pos", "dep_t", "dep_pos"))
-                  .select("mk", "dk", "nk", "t", "dep_t")
-                  .persist(StorageLevel.MEMORY_AND_DISK))
-    try:
-        if candidates.isEmpty():  # the usual case: the heavy part is done
-            return CheckResult(name="causal_order", violations=0)
-        return summarize("causal_order", _explain(tb, delivered, candidates),
-                         ["run", "node", "t_deliver", "mid", "dep"], save_to=tb.violations_dir)
-    finally:
-        candidates.unpersist()
+                  .select("mk", "dk", "nk", "t", "dep_t"))
+    order_by = ["run", "node", "t_deliver", "mid", "dep"]
+
+    def refine() -> CheckResult:  # ``candidates`` is persisted by run_all meanwhile
+        return summarize("causal_order", _explain(tb, delivered, candidates), order_by,
+                         save_to=tb.violations_dir)
+
+    return Check("causal_order", candidates, order_by, tb.violations_dir, refine)
 
 
 def _explain(tb: Tables, delivered: DataFrame, candidates: DataFrame) -> DataFrame:

@@ -15,25 +15,23 @@ from __future__ import annotations
 import pyspark.sql.functions as F
 from pyspark.sql import DataFrame
 
-from m2mc_pipeline.checks.base import CheckResult, summarize
-from m2mc_pipeline.tables import Tables, node_key
+from m2mc_pipeline.checks.base import Check
+from m2mc_pipeline.tables import Tables, hashed, node_key
 
 MSG = ["run", "group", "mid"]
 
 
-def unexpected(tb: Tables) -> CheckResult:
-    bad = (tb.delivered.join(tb.sends.select("mk"), "mk", "left_anti")
+def unexpected(tb: Tables) -> Check:
+    bad = (tb.delivered.join(hashed(tb.sends.select("mk")), "mk", "left_anti")
            .select("run", "node", "group", "mid", F.col("t").alias("t_deliver")))
-    return summarize("unexpected", bad, ["run", "node", "t_deliver", "mid"],
-                     save_to=tb.violations_dir)
+    return Check("unexpected", bad, ["run", "node", "t_deliver", "mid"], tb.violations_dir)
 
 
-def duplicated(tb: Tables) -> CheckResult:
+def duplicated(tb: Tables) -> Check:
     bad = (tb.delivered.filter(F.col("n") > 1)
            .select("run", "node", "group", "mid", F.col("n").alias("deliveries"),
                    F.col("t").alias("t_first")))
-    return summarize("duplicated", bad, ["run", "node", "t_first", "mid"],
-                     save_to=tb.violations_dir)
+    return Check("duplicated", bad, ["run", "node", "t_first", "mid"], tb.violations_dir)
 
 
 def expected_deliveries(tb: Tables, self_delivery: bool = True) -> DataFrame:
@@ -70,12 +68,12 @@ def exempt_messages(tb: Tables) -> DataFrame:
             .select("mk"))
 
 
-def lost(tb: Tables, self_delivery: bool = True) -> CheckResult:
+def lost(tb: Tables, self_delivery: bool = True) -> Check:
     expected = expected_deliveries(tb, self_delivery)
     if tb.anyone_gone:
         expected = expected.join(F.broadcast(tb.gone.select("run", "node")), ["run", "node"],
                                  "left_anti")
         expected = expected.join(exempt_messages(tb), "mk", "left_anti")
-    bad = expected.join(tb.delivered.select("mk", "nk"), ["mk", "nk"], "left_anti")
-    return summarize("lost", bad.select("run", "node", "group", "mid", "sender", "t_send"),
-                     ["run", "node", "t_send", "mid"], save_to=tb.violations_dir)
+    bad = expected.join(hashed(tb.delivered.select("mk", "nk")), ["mk", "nk"], "left_anti")
+    return Check("lost", bad.select("run", "node", "group", "mid", "sender", "t_send"),
+                 ["run", "node", "t_send", "mid"], tb.violations_dir)

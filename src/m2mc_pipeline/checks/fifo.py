@@ -11,12 +11,12 @@ from __future__ import annotations
 import pyspark.sql.functions as F
 from pyspark.sql import Window
 
-from m2mc_pipeline.checks.base import CheckResult, summarize
+from m2mc_pipeline.checks.base import Check
 from m2mc_pipeline.tables import Tables, mid_origin, mid_seq, with_order
 
 
-def fifo_order(tb: Tables) -> CheckResult:
-    d = (with_order(tb.delivered, tb.group_order, "fifo")
+def fifo_order(tb: Tables) -> Check:
+    d = (with_order(tb.delivered, tb, "fifo")
          .withColumn("origin", mid_origin()).withColumn("seq", mid_seq())
          .filter(F.col("seq").isNotNull()))
     w = Window.partitionBy("run", "node", "group", "origin").orderBy("t", "pos")
@@ -25,5 +25,4 @@ def fifo_order(tb: Tables) -> CheckResult:
            .filter(F.col("prev_seq") >= F.col("seq"))
            .select("run", "node", "group", "mid", F.col("prev").alias("delivered_after"),
                    F.col("t").alias("t_deliver")))
-    return summarize("fifo_order", bad, ["run", "node", "t_deliver", "mid"],
-                     save_to=tb.violations_dir)
+    return Check("fifo_order", bad, ["run", "node", "t_deliver", "mid"], tb.violations_dir)

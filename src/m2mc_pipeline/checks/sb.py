@@ -11,22 +11,21 @@ from __future__ import annotations
 
 import pyspark.sql.functions as F
 
-from m2mc_pipeline.checks.base import CheckResult, summarize
-from m2mc_pipeline.tables import Tables, before
+from m2mc_pipeline.checks.base import Check
+from m2mc_pipeline.tables import Tables, before, hashed
 
 
-def sb_order(tb: Tables) -> CheckResult:
+def sb_order(tb: Tables) -> Check:
     children = tb.sends.filter(F.col("pk").isNotNull()).select("mk", "pk", "parent")
-    child = tb.delivered.join(children, "mk").select("run", "node", "group", "mid", "parent",
-                                                     "pk", "nk", "t", "pos")
+    child = (tb.delivered.join(hashed(children), "mk")
+             .select("run", "node", "group", "mid", "parent", "pk", "nk", "t", "pos"))
     parent = tb.delivered.select(F.col("mk").alias("pk"), "nk", F.col("t").alias("parent_t"),
                                  F.col("pos").alias("parent_pos"))
     never = F.col("parent_t").isNull()
-    bad = (child.join(parent, ["pk", "nk"], "left")
+    bad = (child.join(hashed(parent), ["pk", "nk"], "left")
            .filter(never | before("t", "pos", "parent_t", "parent_pos"))
            .select("run", "node", "group", "mid", "parent",
                    F.col("t").alias("t_child"), F.col("parent_t").alias("t_parent"),
                    F.when(never, "parent never delivered")
                    .otherwise("parent delivered after child").alias("problem")))
-    return summarize("sb_order", bad, ["run", "node", "t_child", "mid"],
-                     save_to=tb.violations_dir)
+    return Check("sb_order", bad, ["run", "node", "t_child", "mid"], tb.violations_dir)

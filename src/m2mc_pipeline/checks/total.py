@@ -22,8 +22,8 @@ from __future__ import annotations
 import pyspark.sql.functions as F
 from pyspark.sql import DataFrame, Window
 
-from m2mc_pipeline.checks.base import CheckResult, summarize
-from m2mc_pipeline.tables import Tables, before, with_order
+from m2mc_pipeline.checks.base import Check
+from m2mc_pipeline.tables import Tables, before, hashed, with_order
 
 _COLS = ["run", "node", "group", "mid", "gseq", "other", "other_gseq", "t_deliver", "problem"]
 
@@ -32,20 +32,23 @@ def _conflicts(d: DataFrame) -> DataFrame:
     labelled = d.filter(F.col("gseq").isNotNull())
     names = labelled.select("mk", "run", "node", "group", "mid", "t")
     # Aggregate on the 64-bit keys (hash aggregation), then name the few offenders.
+    # No broadcast: both sides are partitioned by mk already, so the join shuffles
+    # nothing, where a broadcast would cost a Spark job of its own before the checks.
     several = (labelled.groupBy("mk")
                .agg(F.min("gseq").alias("gseq"), F.max("gseq_max").alias("other_gseq"))
                .filter(F.col("gseq") != F.col("other_gseq")))
-    per_msg = (names.join(F.broadcast(several), "mk")
+    per_msg = (names.join(hashed(several), "mk")
                .groupBy("run", "group", "mid", "gseq", "other_gseq")
                .agg(F.min("node").alias("node"), F.min("t").alias("t_deliver"))
                .select("run", "node", "group", "mid", "gseq",
                        F.lit(None).cast("string").alias("other"), "other_gseq", "t_deliver",
                        F.lit("message has several gseq").alias("problem")))
-    shared = (labelled.groupBy("run", "group", "gseq")
-              .agg(F.min("mk").alias("lo"), F.max("mk").alias("hi"))
-              .filter(F.col("lo") != F.col("hi"))
-              .select("run", "group", "gseq"))
-    per_seq = (labelled.join(F.broadcast(shared), ["run", "group", "gseq"])
+    # A gseq shared by several messages: its deliveries' keys differ. One shuffle by
+    # (run, group, gseq), an aggregate over each partition of the window, no join.
+    seq = Window.partitionBy("run", "group", "gseq")
+    per_seq = (labelled.select("run", "group", "gseq", "mk", "mid", "node", "t")
+               .withColumn("lo", F.min("mk").over(seq)).withColumn("hi", F.max("mk").over(seq))
+               .filter(F.col("lo") != F.col("hi"))
                .groupBy("run", "group", "gseq")
                .agg(F.min("mid").alias("mid"), F.max("mid").alias("other"),
                     F.min("node").alias("node"), F.min("t").alias("t_deliver"))
@@ -77,9 +80,9 @@ def _unlabelled_inversions(d: DataFrame) -> DataFrame:
     a = unlabelled.select("mk", "nk", "run", "node", "group", "mid", "t", "pos")
     b = unlabelled.select(F.col("mk").alias("next"), "nk", F.col("t").alias("t_b"),
                           F.col("pos").alias("pos_b"))
-    return (pairs.join(a, "mk")
+    return (pairs.join(hashed(a), "mk")
             .filter(F.col("nk") != F.col("witness_nk"))
-            .join(b, ["next", "nk"])
+            .join(hashed(b), ["next", "nk"])
             .filter(before("t_b", "pos_b", "t", "pos"))
             .select("run", "node", "group", "mid", F.lit(None).cast("long").alias("gseq"),
                     F.col("next_mid").alias("other"),
@@ -89,10 +92,9 @@ def _unlabelled_inversions(d: DataFrame) -> DataFrame:
                     .alias("problem")))
 
 
-def total_order(tb: Tables) -> CheckResult:
-    d = with_order(tb.delivered, tb.group_order, "total")
+def total_order(tb: Tables) -> Check:
+    d = with_order(tb.delivered, tb, "total")
     bad = _conflicts(d).select(*_COLS).unionByName(_regressions(d).select(*_COLS))
     if tb.total_without_gseq:
         bad = bad.unionByName(_unlabelled_inversions(d).select(*_COLS))
-    return summarize("total_order", bad, ["run", "node", "t_deliver", "mid"],
-                     save_to=tb.violations_dir)
+    return Check("total_order", bad, ["run", "node", "t_deliver", "mid"], tb.violations_dir)
