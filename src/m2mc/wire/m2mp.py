@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import random
 import struct
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import islice, repeat
+from operator import itemgetter
 
 from m2mc.wire.packet import (
     HEADER_SIZE,
@@ -113,6 +115,7 @@ class M2MPStats:
 _HEADER = struct.Struct(">II")  # message ID, last flag + fragment number (CONTRACTS 1)
 _unpack_header = _HEADER.unpack_from
 _pack_header = _HEADER.pack
+_header_of = itemgetter(slice(None, HEADER_SIZE))  # a packet's first 8 bytes, in C
 # MessageReceived built without its __init__ on the receive path: a frozen dataclass's
 # __init__ costs a Python frame and two object.__setattr__ calls per message. The slot
 # descriptors set the fields directly; the result is an ordinary, equal instance.
@@ -145,9 +148,10 @@ class M2MPLayer:
         self._own: set[int] = set()
         self._own_order: deque[int] = deque()
         self._queue: deque[bytes] = deque()  # encoded packets waiting for flow control
-        # Headers of sent packets whose looped-back copy is awaited -> flow deadline, oldest
-        # first (at most flow_window of them).
-        self._outstanding: OrderedDict[bytes, float] = OrderedDict()
+        # Sent packets whose looped-back copy is awaited, oldest first (at most
+        # flow_window): their 8-byte headers, and their flow deadlines alongside.
+        self._outstanding: deque[bytes] = deque()
+        self._flow_deadlines: deque[float] = deque()
         self._flow_window = cfg.flow_window or 1
         self._own_cache = cfg.own_id_cache
         # Live views of the reassembler's tables, for the one-packet fast path.
@@ -218,17 +222,16 @@ class M2MPLayer:
             if room <= 0:
                 return []
             deadline = now + config.flow_timeout
-            popleft = queue.popleft
-            if room == 1 or len(queue) == 1:
-                packet = popleft()
-                outstanding[packet[:8]] = deadline
-                out = [packet] if redundancy == 1 else [packet] * redundancy
+            if room >= len(queue):
+                packets = list(queue)
+                queue.clear()
             else:
-                packets = [popleft() for _ in range(min(room, len(queue)))]
-                for packet in packets:
-                    outstanding[packet[:8]] = deadline
-                out = packets if redundancy == 1 else [
-                    p for p in packets for _ in range(redundancy)]
+                popleft = queue.popleft
+                packets = [popleft() for _ in range(room)]
+            outstanding.extend(map(_header_of, packets))
+            self._flow_deadlines.extend(repeat(deadline, len(packets)))
+            out = packets if redundancy == 1 else [
+                p for p in packets for _ in range(redundancy)]
         else:
             out = list(queue) if redundancy == 1 else [
                 p for p in queue for _ in range(redundancy)]
@@ -274,6 +277,10 @@ class M2MPLayer:
         stats = self.stats
         own = self._own
         outstanding = self._outstanding
+        if outstanding:
+            # Our own looped-back copies come first on a sender: the copy of the oldest
+            # outstanding packet is recognised by its header alone.
+            datagrams = self._take_loopbacks(datagrams)
         done, partial = self._done_ids, self._partial_ids
         remember_done = self._reassembler.remember_done
         expiry = now + self._message_timeout
@@ -294,13 +301,7 @@ class M2MPLayer:
                     # section 5), never delivered to ourselves (seeds/002 2.3).
                     looped += 1
                     if outstanding:
-                        header = datagram[:HEADER_SIZE]
-                        if header in outstanding:
-                            # Packets are not reordered (seeds/002 section 1, assumption
-                            # 4): the copy of a later packet means the ones sent before
-                            # it lost theirs.
-                            while outstanding.popitem(last=False)[0] != header:
-                                stats.loopbacks_missed += 1
+                        self._release(datagram[:HEADER_SIZE])
                     continue
                 if word == LAST_FLAG and message_id not in done and message_id not in partial:
                     # A whole message in one packet, new: no reassembly (small messages).
@@ -325,6 +326,46 @@ class M2MPLayer:
             stats.bytes_in += size_in
             stats.looped_back += looped
             stats.messages_in += delivered
+
+    def _take_loopbacks(self, datagrams: Sequence[bytes]) -> Sequence[bytes]:
+        """Consume the leading datagrams that are copies of our oldest outstanding packets
+        (the sender's common case, recognised by header alone); return the rest."""
+        outstanding, deadlines = self._outstanding, self._flow_deadlines
+        count = min(len(datagrams), len(outstanding))
+        head = datagrams[:count]
+        # Compared in C; on a mismatch (a copy lost, another sender's packet between
+        # ours) only the matching prefix is taken.
+        if list(map(_header_of, head)) != list(islice(outstanding, count)):
+            count = 0
+            for datagram, header in zip(head, outstanding, strict=False):
+                if datagram[:HEADER_SIZE] != header:
+                    break
+                count += 1
+            head = head[:count]
+        if not count or max(map(len, head)) > MAX_PACKET:
+            return datagrams  # nothing to take here (or not a packet: the slow path counts it)
+        popleft, pop_deadline = outstanding.popleft, deadlines.popleft
+        for _ in repeat(None, count):
+            popleft()
+            pop_deadline()
+        stats = self.stats
+        stats.packets_in += count
+        stats.bytes_in += sum(map(len, head))
+        stats.looped_back += count
+        return datagrams[count:]
+
+    def _release(self, header: bytes) -> None:
+        """A looped-back copy of ours that is not the oldest outstanding packet's."""
+        outstanding = self._outstanding
+        if header not in outstanding:
+            return  # a redundant copy, or a straggler already given up on
+        # Packets are not reordered (seeds/002 section 1, assumption 4): the copy of a
+        # later packet means the ones sent before it lost theirs.
+        deadlines = self._flow_deadlines
+        while outstanding.popleft() != header:
+            deadlines.popleft()
+            self.stats.loopbacks_missed += 1
+        deadlines.popleft()
 
     def _receive_fragment(self, message_id: int, word: int, datagram: bytes,
                           now: float) -> bytes | None:
@@ -352,17 +393,15 @@ class M2MPLayer:
     def on_timer(self, now: float) -> None:
         self._reassembler.on_timer(now)
         self._collect_abandoned()
-        outstanding = self._outstanding
-        while outstanding:
-            header, deadline = next(iter(outstanding.items()))
-            if deadline > now:
-                break
-            del outstanding[header]  # its loopback got lost: let the next packet go
+        outstanding, deadlines = self._outstanding, self._flow_deadlines
+        while deadlines and deadlines[0] <= now:
+            outstanding.popleft()  # its loopback got lost: let the next packet go
+            deadlines.popleft()
             self.stats.flow_timeouts += 1
 
     def next_deadline(self) -> float | None:
         reassembly = self._reassembler.next_deadline()
-        flow = next(iter(self._outstanding.values())) if self._outstanding else None
+        flow = self._flow_deadlines[0] if self._flow_deadlines else None
         if reassembly is None:
             return flow
         return reassembly if flow is None else min(reassembly, flow)
