@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import random
 import secrets
@@ -37,13 +38,14 @@ from m2mc.group.codec import GrpInfo
 from m2mc.group.config import GroupConfig
 from m2mc.group.events import Delivered, GroupEvent
 from m2mc.group.fastobj import fast_constructor
-from m2mc.group.manager import GroupNode
+from m2mc.group.manager import TRACE_JOURNAL_META, GroupNode
 from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.runtime.driver import StackDriver
-from m2mc.runtime.tracing import open_trace
+from m2mc.runtime.tracing import WallClockSink, open_trace
 from m2mc.security.auth import counter_start_at
 from m2mc.security.keys import GroupKey, GroupSecret
 from m2mc.store import GroupStore, MemoryStore
+from m2mc.trace.schema import TraceEvent, detail_json
 from m2mc.transport.endpoint import DEFAULT_FLOW_WINDOW
 from m2mc.transport.url import DEFAULT_CHANNEL_URL, open_channel
 from m2mc.wire.m2mp import M2MPConfig
@@ -154,9 +156,12 @@ class Node:
         else:
             store = MemoryStore()
         pid = cfg.pid or store.get_meta("pid") or f"n{secrets.token_hex(4)}"
-        if store.get_meta("pid") not in (None, pid):
-            raise UsageError(f"data_dir belongs to process {store.get_meta('pid')!r}, not {pid!r}")
+        earlier = store.get_meta("pid")
+        if earlier not in (None, pid):
+            raise UsageError(f"data_dir belongs to process {earlier!r}, not {pid!r}")
+        clean_close = store.get_meta(_CLEAN_CLOSE_META) == "1"
         store.set_meta("pid", pid)
+        store.set_meta(_CLEAN_CLOSE_META, "0")
         store.commit()
         self._store = store
         channel = open_channel(cfg.channel)
@@ -168,10 +173,18 @@ class Node:
         loop = asyncio.get_running_loop()
         sink, self._trace_close = open_trace(cfg.trace_dir, pid, cfg.run_id, loop.time,
                                              flush_every=cfg.trace_flush_every)
+        # With a durable log the trace is journaled with it (runtime/tracing.py).
+        journal = sink if cfg.data_dir is not None and isinstance(sink, WallClockSink) else None
+        if journal is not None:
+            journal.recover(store.get_meta(TRACE_JOURNAL_META))
+            if earlier is not None:
+                journal.append(journal.render(_incarnation_events(
+                    journal, store, pid, cfg.run_id, loop.time(), clean_close)))
         keys = {gid: await _resolve(spec, gid) for gid, spec in cfg.keys.items()}
         self._stack = GroupNode(pid, rng=random.Random(os.urandom(16)), config=cfg.group,
                                 m2mp_config=m2mp, store=store, trace=sink, run_id=cfg.run_id,
-                                keys=keys, counter_start=counter_start_at(time.time()))
+                                keys=keys, counter_start=counter_start_at(time.time()),
+                                trace_journal=journal)
         self._driver = StackDriver(self._stack, channel, on_input=self._dispatch,
                                    paused=self._app_full)
         await self._driver.start()
@@ -186,6 +199,7 @@ class Node:
             self._driver.poke()
             await self._driver.close()
         if self._store is not None:
+            self._store.set_meta(_CLEAN_CLOSE_META, "1")
             self._store.close()
         close = self._trace_close
         if callable(close):
@@ -469,6 +483,25 @@ class Group:
         node = self.node
         node._node().leave_group(self.gid, node._drv().now())
         node._drv().poke()
+
+
+_CLEAN_CLOSE_META = "clean-close"  # "1" once Node.close has committed everything
+
+
+def _incarnation_events(journal: WallClockSink, store: GroupStore, pid: str, run: str,
+                        now: float, clean_close: bool) -> list[TraceEvent]:
+    """``restart`` for a node that comes back to its durable log, after a ``crash``
+    when the last incarnation did not close: dated at the last event the log
+    recorded, the latest moment the old process is known to have been alive."""
+    events = []
+    if not clean_close:
+        crashed = now
+        last = (store.get_meta(TRACE_JOURNAL_META) or "").rstrip("\n").rpartition("\n")[2]
+        if last:
+            crashed = min(now, float(json.loads(last)["t"]) - journal.offset)
+        events.append(TraceEvent(run, pid, crashed, "crash"))
+    events.append(TraceEvent(run, pid, now, "restart", detail=detail_json(clean=clean_close)))
+    return events
 
 
 async def _resolve(spec: GroupKey, gid: str) -> GroupSecret:

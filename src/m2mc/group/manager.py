@@ -71,7 +71,7 @@ from m2mc.security.errors import AuthError, KeyRequiredError
 from m2mc.security.keys import GroupSecret
 from m2mc.security.ratelimit import RateLimitConfig, RateLimiter
 from m2mc.store import GroupRow, GroupStore, MemoryStore
-from m2mc.trace.schema import NullSink, TraceEvent, TraceSink, detail_json
+from m2mc.trace.schema import NullSink, TraceEvent, TraceJournal, TraceSink, detail_json
 from m2mc.wire.m2mp import M2MPConfig, M2MPLayer, MessageAbandoned, MessageReceived
 from m2mc.wire.packet import MAX_FRAGMENT
 
@@ -104,6 +104,9 @@ _FLAGS_AT = HEADER_SIZE - 1  # offset of the flags byte in a group message
 _TAG_AT = slice(3, 11)  # the group tag, after magic and version
 _RATE_LIMITED = frozenset((int(Kind.NACK), int(Kind.SYNC_REQ)))  # plus ADV and GRPS_INFO
 _AUTH_META = "auth/"  # store meta key prefix: "auth/<gid>" = suite of a keyed group, or ""
+# Store meta key: the trace lines of the last committed batch (docs/decisions.md, "The
+# trace of a node with a durable log survives kill -9").
+TRACE_JOURNAL_META = "trace/last-batch"
 
 
 class GroupNode:
@@ -113,7 +116,7 @@ class GroupNode:
                  m2mp: M2MPLayer | None = None, m2mp_config: M2MPConfig | None = None,
                  store: GroupStore | None = None, trace: TraceSink | None = None,
                  run_id: str = "", keys: Mapping[str, GroupSecret] | None = None,
-                 counter_start: int = 0) -> None:
+                 counter_start: int = 0, trace_journal: TraceJournal | None = None) -> None:
         if not pid or len(pid) > 64:
             raise UsageError("a process id must be 1 to 64 characters")
         self.pid = pid
@@ -123,11 +126,12 @@ class GroupNode:
         self.m2mp = m2mp or M2MPLayer(m2mp_config, rng=random.Random(rng.getrandbits(64)))
         self.m2mp.add_filter(filter_prefix(DISCOVERY_TAG))
         self.store: GroupStore = store if store is not None else MemoryStore()
-        self.trace_sink: TraceSink = trace or NullSink()
+        self.trace_sink: TraceSink = trace_journal or trace or NullSink()
         self.tracing = self.trace_sink.enabled
         # Trace events wait for the store commit in datagrams_to_send: a process killed
         # before it leaves no event about a message its log does not have.
         self._trace_out: list[TraceEvent] = []
+        self._journal = trace_journal if self.tracing else None
         self.run_id = run_id
         self.gjlp = Gjlp(pid, self.config, rng)
         self.groups: dict[str, GroupInstance] = {}
@@ -439,15 +443,22 @@ class GroupNode:
                 self._flush_group(inst, force=idle)
             if inst.mop.new_stamps:
                 self._send_stamps(inst)
-        # Trace first, then commit: a message in the durable log always has its send
-        # event on record, even if the process is killed between the two (a restart
-        # restores the message and the group may fetch it from us).
-        if self._trace_out:
+        # The trace says what the log holds: events of a batch are written after its
+        # commit. With a journal the batch's lines go into the same commit, so the next
+        # incarnation can put back what a kill -9 right after the commit cut off.
+        journal, batch = self._journal, ""
+        if journal is not None and self._trace_out:
+            batch = journal.render(self._trace_out)
+            self._trace_out.clear()
+            self.store.set_meta(TRACE_JOURNAL_META, batch)
+        self.store.commit()
+        if batch:
+            journal.append(batch)  # type: ignore[union-attr]
+        elif self._trace_out:
             emit = self.trace_sink.emit
             for event in self._trace_out:
                 emit(event)
             self._trace_out.clear()
-        self.store.commit()
         m2mp = self.m2mp
         for message in self._out:
             m2mp.send(message, now)

@@ -5,27 +5,82 @@ with ``t`` in wall-clock seconds, so traces of several processes line up.
 The stacks stamp events with the driver's monotonic clock; :class:`WallClockSink`
 shifts them by the offset between the two clocks taken once at start, so ``t``
 never jumps backwards if the system clock is adjusted during the run.
+
+A node with a durable log keeps its trace exactly in step with the log, even
+across ``kill -9`` (docs/decisions.md, "The trace of a node with a durable log
+survives kill -9"): the group layer renders the events of each batch
+(:meth:`WallClockSink.render`), stores that text in the same SQLite commit as the
+state the events describe, and appends it to the file right after the commit
+(:meth:`WallClockSink.append`). Only the window between the commit and that one
+``write`` can lose events, and the next incarnation puts back whatever of the
+last batch the file lacks (:meth:`WallClockSink.recover`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from m2mc.trace.schema import NullSink, TraceEvent, TraceSink
-from m2mc.trace.writer import TraceWriter, safe_file_stem
+from m2mc.trace.writer import TraceWriter, event_row, row_to_json, safe_file_stem
 
 
 class WallClockSink:
-    def __init__(self, inner: TraceSink, offset: float) -> None:
+    """Events shifted to wall-clock time, written by one :class:`TraceWriter`.
+
+    ``previous`` is the file of this process's last incarnation that has events,
+    if any (what :meth:`recover` compares the durable log's last batch with).
+    """
+
+    def __init__(self, inner: TraceWriter, offset: float,
+                 previous: Path | None = None) -> None:
         self.inner = inner
         self.offset = offset
         self.enabled = inner.enabled
+        self.previous = previous
 
     def emit(self, event: TraceEvent) -> None:
         self.inner.emit(dataclasses.replace(event, t=round(event.t + self.offset, 6)))
+
+    # ---------------------------------------------------------------- journal
+    def render(self, events: Iterable[TraceEvent]) -> str:
+        """The JSON lines of ``events`` exactly as the file will hold them."""
+        inner, offset = self.inner, self.offset
+        return "".join(
+            row_to_json(event_row(e, inner.run, inner.node, round(e.t + offset, 6))) + "\n"
+            for e in events)
+
+    def append(self, text: str) -> None:
+        """Write rendered lines through to the file now (after the log commit)."""
+        self.inner.append_text(text)
+
+    def recover(self, last_batch: str | None) -> int:
+        """Put back the lines of the durable log's last batch that the previous
+        incarnation's file does not end with (it was killed between its commit and
+        its write); returns how many lines were put back."""
+        if not last_batch or not self.enabled:
+            return 0
+        tail = _file_tail(self.previous, len(last_batch)) if self.previous else ""
+        lines = last_batch.splitlines(keepends=True)
+        # The longest prefix of the batch that the file ends with made it to disk.
+        for written in range(len(lines), 0, -1):
+            if tail.endswith("".join(lines[:written])):
+                break
+        else:
+            written = 0
+        missing = "".join(lines[written:])
+        self.append(missing)
+        return len(lines) - written
+
+
+def _file_tail(path: Path, size: int) -> str:
+    with path.open("rb") as handle:
+        handle.seek(0, 2)
+        end = handle.tell()
+        handle.seek(max(0, end - size))
+        return handle.read().decode("ascii", errors="replace")
 
 
 def open_trace(trace_dir: str | Path | None, pid: str, run_id: str,
@@ -37,10 +92,13 @@ def open_trace(trace_dir: str | Path | None, pid: str, run_id: str,
     # A restarted process must not overwrite what its earlier incarnation wrote.
     stem = safe_file_stem(pid)
     path = Path(trace_dir) / f"{stem}.jsonl"
+    previous: Path | None = None
     n = 0
     while path.exists():
+        if path.stat().st_size > 0:
+            previous = path
         n += 1
         path = Path(trace_dir) / f"{stem}.{n}.jsonl"
     writer = TraceWriter(path, run=run_id, node=pid,
                          flush_every=flush_every, flush_interval=0.5)
-    return WallClockSink(writer, time.time() - monotonic()), writer.close
+    return WallClockSink(writer, time.time() - monotonic(), previous), writer.close

@@ -8,6 +8,7 @@ files: they hand events to the sink the driver gave them.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -58,6 +59,15 @@ class TraceSink(Protocol):
     enabled: bool
 
     def emit(self, event: TraceEvent) -> None: ...
+
+
+class TraceJournal(TraceSink, Protocol):
+    """A sink that a stack with a durable log keeps in step with its commits: the
+    stack renders each batch, stores the text with the commit, then appends it."""
+
+    def render(self, events: Iterable[TraceEvent]) -> str: ...
+
+    def append(self, text: str) -> None: ...
 
 
 class NullSink:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import importlib.util
 import json
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from json.encoder import encode_basestring_ascii
@@ -91,6 +92,7 @@ class TraceWriter:
         self._last_flush = clock() if flush_interval is not None else 0.0
         self._lines: list[str] = []
         self._closed = False
+        self._fd: int | None = None  # kept open by append_text (one file per real node)
         if enabled:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.path.write_bytes(b"")  # a node with no events still has its (empty) file
@@ -129,12 +131,29 @@ class TraceWriter:
             handle.write("\n")
         self.events_written += len(lines)
 
+    def append_text(self, text: str) -> None:
+        """Write ``text`` (whole JSON lines, each ending in a newline) after everything
+        emitted so far, now: one ``write`` on a descriptor kept open, so a process killed
+        afterwards has it in the file (the kernel keeps it; no fsync)."""
+        if not self.enabled or not text:
+            return
+        self.flush()
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        data = text.encode("ascii")
+        while data:
+            data = data[os.write(self._fd, data):]
+        self.events_written += text.count("\n")
+
     def close(self) -> None:
         """Flush what is buffered and write the Parquet copy if one was asked for."""
         if self._closed:
             return
         self._closed = True
         self.flush()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
         if self.enabled and self.parquet_path is not None and parquet_available():
             jsonl_to_parquet(self.path, self.parquet_path)
 
