@@ -38,7 +38,8 @@ def register(subparsers: Any) -> None:
                                    description="Benchmarks of the group layer over loopback.")
     sub = parser.add_subparsers(dest="bench", metavar="{throughput}", parser_class=type(parser))
     t = sub.add_parser("throughput", help="messages/s per receiver through the group layer",
-                       description=__doc__.split("\n\n")[1] if __doc__ else None)
+                       description="\n\n".join(__doc__.split("\n\n")[1:]) if __doc__ else None,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(t)
     t.add_argument("--receivers", type=_positive, default=3, help="receiver processes (3)")
     t.add_argument("--timeout", type=float, default=120.0, help="give up after S seconds")
@@ -139,7 +140,7 @@ def run_throughput(args: argparse.Namespace) -> int:
     seconds = max(lasts) - start if lasts and start is not None else None
     rates = [r["received"] / (r["last"] - start) for r in results
              if r.get("last") is not None and start is not None and r["last"] > start]
-    summary = {"sent": args.count, "received_min": min(received),
+    summary = {"sent": _sender_sent(sender), "received_min": min(received),
                "msgs_per_s": round(min(rates), 1) if len(rates) == len(results) else 0.0,
                "seconds": round(seconds, 3) if seconds is not None else None}
     if args.verbose_stats:
@@ -148,6 +149,14 @@ def run_throughput(args: argparse.Namespace) -> int:
                                      if line.startswith("sent")]}), flush=True)
     print(json.dumps(summary), flush=True)
     return 0 if min(received) == args.count else 1
+
+
+def _sender_sent(sender: Any) -> int | None:
+    """Messages the sender handed to the group layer (its ``sent N ...`` line)."""
+    for line in sender.stderr if sender is not None else []:
+        if line.startswith("sent "):
+            return int(line.split()[1])
+    return None
 
 
 def _sender_start(sender: Any) -> float | None:
