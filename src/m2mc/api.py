@@ -39,6 +39,7 @@ from m2mc.group.config import GroupConfig
 from m2mc.group.events import Delivered, GroupEvent
 from m2mc.group.fastobj import fast_constructor
 from m2mc.group.manager import TRACE_JOURNAL_META, GroupNode
+from m2mc.log import node_logger
 from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.runtime.driver import StackDriver
 from m2mc.runtime.tracing import WallClockSink, open_trace
@@ -160,6 +161,10 @@ class Node:
         if earlier not in (None, pid):
             raise UsageError(f"data_dir belongs to process {earlier!r}, not {pid!r}")
         clean_close = store.get_meta(_CLEAN_CLOSE_META) == "1"
+        if cfg.pid is not None and cfg.data_dir is None:
+            node_logger("m2mc.api", pid).warning(
+                "fixed pid without data_dir: if this process restarts under the same pid, "
+                "its messages are numbered from 1 again and peers drop them as duplicates")
         store.set_meta("pid", pid)
         store.set_meta(_CLEAN_CLOSE_META, "0")
         store.commit()
