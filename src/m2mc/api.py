@@ -27,7 +27,7 @@ import random
 import secrets
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
@@ -46,7 +46,7 @@ from m2mc.runtime.tracing import WallClockSink, open_trace
 from m2mc.security.auth import counter_start_at
 from m2mc.security.keys import GroupKey, GroupSecret
 from m2mc.store import GroupStore, MemoryStore
-from m2mc.trace.schema import TraceEvent, detail_json
+from m2mc.trace.schema import TraceEvent, TraceSink, detail_json
 from m2mc.transport.endpoint import DEFAULT_FLOW_WINDOW
 from m2mc.transport.url import DEFAULT_CHANNEL_URL, open_channel
 from m2mc.wire.m2mp import M2MPConfig
@@ -69,6 +69,7 @@ class NodeConfig:
     trace_dir: str | Path | None = None
     run_id: str = ""
     trace_flush_every: int = 8192  # 1 writes each event at once (survives kill -9)
+    trace_packets: bool = False  # also packet_in/packet_out rows, one per datagram
     group: GroupConfig = field(default_factory=GroupConfig)
     m2mp: M2MPConfig = field(default_factory=M2MPConfig)
     max_queued_messages: int = 100_000  # per group, delivered but not yet read by the app
@@ -190,8 +191,11 @@ class Node:
                                 m2mp_config=m2mp, store=store, trace=sink, run_id=cfg.run_id,
                                 keys=keys, counter_start=counter_start_at(time.time()),
                                 trace_journal=journal)
+        packet_trace = None
+        if cfg.trace_packets and sink.enabled:
+            packet_trace = _packet_tracer(sink, pid, cfg.run_id, cfg.channel)
         self._driver = StackDriver(self._stack, channel, on_input=self._dispatch,
-                                   paused=self._app_full)
+                                   paused=self._app_full, packet_trace=packet_trace)
         await self._driver.start()
         self._stack.start(self._driver.now())
         self._driver.poke()
@@ -491,6 +495,19 @@ class Group:
 
 
 _CLEAN_CLOSE_META = "clean-close"  # "1" once Node.close has committed everything
+
+
+def _packet_tracer(sink: TraceSink, pid: str, run: str,
+                   channel: str) -> Callable[[str, float, bytes], None]:
+    """``packet_in``/``packet_out`` rows of a real node (CONTRACTS section 4): every
+    datagram the channel took or gave, its size, and the channel's kind."""
+    detail = detail_json(channel=channel.partition("://")[0])
+    emit = sink.emit
+
+    def trace(event: str, now: float, datagram: bytes) -> None:
+        emit(TraceEvent(run, pid, now, event, bytes=len(datagram), detail=detail))
+
+    return trace
 
 
 def _incarnation_events(journal: WallClockSink, store: GroupStore, pid: str, run: str,

@@ -89,3 +89,20 @@ def test_recover_appends_only_the_lines_the_file_lacks(
     assert sink.recover(batch) == put_back
     writer.close()
     assert (tmp_path / "a.1.jsonl").read_text() == "".join(lines[on_disk:])
+
+
+async def test_packets_are_traced_when_asked(tmp_path: Path) -> None:
+    channel = f"mem://journal-{uuid.uuid4().hex[:8]}"
+    config = _config(tmp_path, channel)
+    config.trace_packets = True
+    async with Node(config) as node, Node(NodeConfig(pid="b", channel=channel)) as other:
+        group = await node.create_group("journal")
+        joined = await other.join(group.gid)
+        await group.send("x" * 300)
+        assert (await joined.receive(timeout=5.0)).text == "x" * 300
+    rows = _rows(tmp_path / "trace")
+    out = [r for r in rows if r["event"] == "packet_out"]
+    into = [r for r in rows if r["event"] == "packet_in"]
+    assert out and into
+    assert all(r["detail"] == '{"channel":"mem"}' and 8 <= r["bytes"] <= 508 for r in out + into)
+    assert any(r["bytes"] > 300 for r in out)  # the data message's packet

@@ -30,9 +30,12 @@ _MAX_HELD_BACK = 8192  # datagrams kept while the owner is paused (sink mode); m
 class StackDriver:
     def __init__(self, stack: SansIOStack, channel: Channel, *,
                  on_input: Callable[[], None] | None = None,
-                 paused: Callable[[], bool] | None = None) -> None:
+                 paused: Callable[[], bool] | None = None,
+                 packet_trace: Callable[[str, float, bytes], None] | None = None) -> None:
         self.stack = stack
         self.channel = channel
+        # ("packet_in" | "packet_out", now, datagram) for every datagram, when tracing them
+        self._packet_trace = packet_trace
         self._on_input = on_input or (lambda: None)
         self._paused = paused or (lambda: False)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -107,6 +110,9 @@ class StackDriver:
         out = self.stack.datagrams_to_send(now)
         if not out:
             return 0
+        if self._packet_trace is not None:
+            for datagram in out:
+                self._packet_trace("packet_out", now, datagram)
         sent = 0
         if not self._pending:
             send_nowait = self.channel.send_nowait
@@ -184,6 +190,9 @@ class StackDriver:
         taken = 0
         while True:
             now = clock()
+            if self._packet_trace is not None:
+                for datagram in batch:
+                    self._packet_trace("packet_in", now, datagram)
             for datagram in batch:
                 receive(datagram, now)
             taken += len(batch)
