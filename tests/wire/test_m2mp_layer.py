@@ -96,6 +96,9 @@ def test_a_long_message_is_filtered_on_its_first_fragment() -> None:
     sender.send(b"no" + bytes(10 * MAX_FRAGMENT), 0.0)
     assert receive_all(receiver, sender.datagrams_to_send(0.0)) == []
     assert receiver.partial_messages == 0 and receiver.stats.filtered_out == 1
+    # 11 fragments sent twice: the first is filtered, the other 21 copies are counted as
+    # fragments of a filtered message, not as duplicates.
+    assert receiver.stats.filtered_fragments == 21 and receiver.stats.duplicates == 0
 
 
 def test_abandoned_message_that_matched_tells_the_reader() -> None:

@@ -107,6 +107,7 @@ class M2MPStats:
     abandoned: dict[str, int] = field(default_factory=dict)
     flow_timeouts: int = 0
     loopbacks_missed: int = 0  # released early: the copy of a later packet came back first
+    filtered_fragments: int = 0  # further packets (copies, fragments) of a filtered message
 
     def as_dict(self) -> dict[str, object]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -160,6 +161,10 @@ class M2MPLayer:
         self._message_timeout = cfg.message_timeout
         self._events: list[M2MPEvent] = []
         self.stats = M2MPStats()
+        # IDs of messages filtered out at their first fragment (bounded, oldest forgotten):
+        # their later fragments are counted as filtered, not as duplicates.
+        self._filtered_ids: set[int] = set()
+        self._filtered_order: deque[int] = deque()
 
     # ----------------------------------------------------------------- filters
     def add_filter(self, prefix: bytes) -> None:
@@ -320,6 +325,7 @@ class M2MPLayer:
                     append(event)
                 else:
                     stats.filtered_out += 1
+                    self._remember_filtered(message_id)
         finally:
             # A bug raising mid-batch would leave packets_in counting the whole batch.
             stats.packets_in += len(datagrams)
@@ -378,16 +384,28 @@ class M2MPLayer:
         message = reassembler.receive_fragment(message_id, fragment, word >= LAST_FLAG, data,
                                                now)
         if reassembler.duplicates != before:
-            stats.duplicates += 1
+            if message_id in self._filtered_ids:
+                stats.filtered_fragments += 1
+            else:
+                stats.duplicates += 1
             return None
         if message is None:
             # Early filtering: once fragment 0 is in, we know whether anyone wants it.
             if fragment == 0 and len(data) >= self._longest_filter and not self.matches(data):
                 stats.filtered_out += 1
                 reassembler.mark_done(message_id, now)
+                self._remember_filtered(message_id)
             if reassembler.abandoned:
                 self._collect_abandoned()
         return message
+
+    def _remember_filtered(self, message_id: int) -> None:
+        if message_id in self._filtered_ids:
+            return
+        self._filtered_ids.add(message_id)
+        self._filtered_order.append(message_id)
+        if len(self._filtered_order) > self._own_cache:
+            self._filtered_ids.discard(self._filtered_order.popleft())
 
     # ------------------------------------------------------------------ timers
     def on_timer(self, now: float) -> None:
