@@ -256,3 +256,56 @@ def test_groups_past_max_groups_are_dropped_and_counted() -> None:
     assert "late" not in z.gjlp.discovered and z.node_stats()["gjlp_groups_dropped"] == 14
     net.do("z", lambda n: n.join_group("late", net.now, order="sb"))
     assert z.is_member("late")
+
+
+def test_pssit_forgets_the_least_recently_heard_requester_past_max_pssit() -> None:
+    net = group(lambda: GroupConfig(max_pssit=3), members="a", messages=2)
+    for i in range(5):
+        inject(net, Join(f"f{i}", 1, "sb", ""))
+    net.run(0.01)
+    for i in range(5):
+        inject(net, SyncReq(f"f{i}", 4, {}))
+        net.run(0.001)
+    msp = net.nodes["a"].groups[GID].msp
+    assert list(msp.pssit) == ["f2", "f3", "f4"]
+    assert all(pid in ("f2", "f3", "f4") for pid, _ in msp.mirs)  # the others' MIRs went
+
+
+def test_records_of_senders_past_max_senders_are_dropped_but_members_are_tracked() -> None:
+    net = group(lambda: GroupConfig(max_senders=8))
+    a = net.nodes["a"]
+    for i in range(12):
+        inject(net, Data(f"s{i}", [Message(MessageId(f"s{i}", 1), ROOT, b"x")]), to="a")
+    net.run(0.01)
+    delivered = net.delivered["a"].get(GID, [])
+    assert [str(m) for m in delivered] == [f"s{i}:1" for i in range(8)]
+    assert msp_stats(a)["senders_refused"] == 4
+    m = net.send("b", GID, b"a member is tracked past the bound")
+    net.run(1.0)
+    assert m in net.delivered["a"][GID]
+
+
+def test_oversized_group_messages_are_dropped_undecoded() -> None:
+    net = group(lambda: GroupConfig(max_message_bytes=1000))
+    inject(net, Data("x", [Message(MessageId("x", 1), ROOT, bytes(2000))]), to="a")
+    inject(net, Data("x", [Message(MessageId("x", 2), ROOT, bytes(500))]), to="a")
+    net.run(0.01)
+    a = net.nodes["a"]
+    assert a.node_stats()["oversized"] == 1
+    assert [str(m) for m in net.delivered["a"][GID]] == ["x:2"]
+
+
+def test_absurd_sequence_numbers_are_dropped_and_counted() -> None:
+    net = group(lambda: GroupConfig(max_seq=1 << 30, max_seq_jump=1000))
+    a = net.nodes["a"]
+    inject(net, Data("x", [Message(MessageId("x", 1 << 30), ROOT, b"x")]), to="a")  # >= max_seq
+    inject(net, Data("y", [Message(MessageId("y", 1001), ROOT, b"y")]), to="a")  # a jump
+    inject(net, Status("z", 5000, {}, (), None, 0), to="a")  # a high-water jump
+    inject(net, Data("y", [Message(MessageId("y", 1000), ROOT, b"y")]), to="a")  # just within
+    net.run(0.01)
+    stats = a.node_stats()
+    group_stats = msp_stats(a)
+    assert stats["malformed"] == 1
+    assert group_stats["absurd_seq"] == 1 and group_stats["absurd_high_water"] == 1
+    assert "z" not in a.groups[GID].repair.hw
+    assert a.groups[GID].repair.hw["y"] == 1000
