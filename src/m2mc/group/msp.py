@@ -198,7 +198,10 @@ class Msp:
         if not self.is_member(req.sender):
             self.stats.requests_refused += 1
             refused = self.refused
-            refused[req.sender] = (now, req)
+            # Kept with its digest cut as if answered: at most max_mirs requests of
+            # max_digest_intervals intervals each.
+            refused[req.sender] = (now, SyncReq(req.sender, req.sync_seqno,
+                                                self._bounded(req.digest)))
             refused.move_to_end(req.sender)
             while len(refused) > self.config.max_mirs:
                 refused.popitem(last=False)
@@ -347,6 +350,7 @@ class Msp:
         limit = self.config.max_sync_messages
         byte_limit = self.config.max_sync_bytes
         records: list[Message] = []
+        sizes: list[int] = []
         volume = 0
         cut = False
         for pid, ivs in missing.items():
@@ -360,6 +364,7 @@ class Msp:
                         cut = True
                         break
                     records.append(m)
+                    sizes.append(size)
                     volume += size
             if cut:
                 break
@@ -373,8 +378,7 @@ class Msp:
         # The first response fits one packet, so the other responders hear at once
         # that someone is answering (their suppression); the rest are bigger.
         budget = min(400, self.config.sync_chunk_bytes)
-        for m in records:
-            s = record_size(m)
+        for m, s in zip(records, sizes, strict=True):
             if not chunks or (size + s > budget and chunks[-1]):
                 if chunks:
                     budget = self.config.sync_chunk_bytes
