@@ -13,12 +13,21 @@ Another layer adds its decoders by writing a provider (a function returning a
 list of :class:`FuzzTarget`) and appending ``"module:function"`` to
 :data:`PROVIDERS`. A provider whose module cannot be imported yet is listed as
 unavailable rather than failing the run.
+
+Every function of ``src/`` whose name looks like a decoder (:data:`DECODER_NAME`:
+``decode*``, ``unpack*``, ``parse*``, ``feed*``, ``open_frame``, ``split_frame``,
+with or without leading underscores) must be listed in :data:`COVERED` (with the
+target that reaches it) or in :data:`EXEMPT` (with the reason it sees no outside
+input); tests/security/test_fuzz_short.py scans the sources and fails otherwise.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
-from collections.abc import Callable
+import random
+import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +35,8 @@ import msgpack
 
 from m2mc.errors import ConfigError, DecodeError
 
-__all__ = ["PROVIDERS", "BoundViolation", "FuzzTarget", "load_targets"]
+__all__ = ["COVERED", "DECODER_NAME", "EXEMPT", "PROVIDERS", "BoundViolation", "FuzzTarget",
+           "find_decoders", "load_targets"]
 
 
 STREAM_MAX_LEN = 1500  # a few datagrams: enough to fill the small bounds the targets set
@@ -55,6 +65,55 @@ PROVIDERS: list[str] = [
     "m2mc.infra.fuzzing:targets",
     "m2mc.fuzz_targets:chat_targets",
 ]
+
+
+DECODER_NAME = re.compile(r"^_*(decode|unpack|parse|feed)|^(open|split)_frame$")
+
+# Decoders ("module:qualname") and the target that fuzzes each.
+COVERED: dict[str, str] = {
+    "m2mc.wire.packet:decode": "m2mp.packet",
+    "m2mc.transport.frames:FrameDecoder.feed": "transport.frames",
+    "m2mc.transport.url:parse_channel_url": "transport.url",
+    "m2mc.transport.url:_parse": "transport.url",
+    "m2mc.ordering.ids:MessageId.parse": "ordering.message_id",
+    "m2mc.security.groupwire:open_frame": "security.groupwire",
+    "m2mc.group.codec:split_frame": "group.frame",
+    "m2mc.group.codec:decode_body": "group.frame",
+    "m2mc.infra.codec:decode": "infra.frame",
+    "m2mc.infra.codec:decode_body": "infra.body",
+    "m2mc.infra.wire:InfraWire.decode": "infra.sealed",
+    "m2mc.infra_runtime.net:FrameReader.feed": "infra.backbone_stream",
+    "m2mc.infra_runtime.net:parse_address": "infra.address",
+    "m2mc.infra_runtime.node:unpack_body": "infra.payload",
+    "m2mc_chat.codec:decode_body": "chat.body",
+}
+
+# Functions named like decoders that never see input from the network.
+EXEMPT: dict[str, str] = {
+    "m2mc.infra_runtime.member_driver:MemberDriver.decode_errors": "a counter, not a decoder",
+    "m2mc.security.keys:parse_key": "the operator's key text (config or a private key file)",
+    "m2mc.sim.flood_stack:_parse": "the simulator's own datagrams, made in the same process",
+    "m2mc.sim.scenario:parse_scenario": "the user's scenario file",
+    "m2mc.sim.schema:parse_dist": "the user's scenario file",
+    "m2mc_chat.config:parse_infra": "the user's chat configuration",
+    "m2mc_chat.script:parse_script": "the user's chat script",
+    "m2mc_pipeline.sweep:parse_spec": "the user's command line",
+}
+
+
+def find_decoders(source: str, module: str) -> Iterator[str]:
+    """``module:qualname`` of every function in ``source`` named like a decoder
+    (module level, or a method of a module-level class, nested classes included)."""
+
+    def walk(node: ast.AST, prefix: str) -> Iterator[str]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                if DECODER_NAME.match(child.name):
+                    yield f"{module}:{prefix}{child.name}"
+            elif isinstance(child, ast.ClassDef):
+                yield from walk(child, f"{prefix}{child.name}.")
+
+    yield from walk(ast.parse(source), "")
 
 
 def load_targets(names: list[str] | None = None) -> tuple[list[FuzzTarget], list[str]]:
@@ -246,7 +305,68 @@ def security_targets() -> list[FuzzTarget]:
         return make
 
     return [FuzzTarget("security.open_hmac", open_hmac, seeds("hmac-sha256")),
-            FuzzTarget("security.open_aead", open_aead, seeds("chacha20-poly1305"))]
+            FuzzTarget("security.open_aead", open_aead, seeds("chacha20-poly1305")),
+            _groupwire_target()]
+
+
+def _groupwire_target() -> FuzzTarget:
+    """``security.groupwire``: a received keyed group frame end to end, as the group
+    manager takes it: :func:`open_frame`, then the group codec's body decoder, and
+    the body's sender must be the sealing one. The first input byte chooses: odd,
+    the rest is taken as a plain group frame that the target seals with the
+    group's key first (so mutations reach the body behind the tag); even, the rest
+    is the received message as is. The receiver's replay table stays within its bound.
+    """
+    from m2mc.group import codec
+    from m2mc.security import groupwire
+    from m2mc.security.auth import AuthConfig, GroupAuth
+
+    key = bytes(range(32))
+    config = AuthConfig(replay_window=64, max_senders=4)
+    receiver = GroupAuth("g", key, "me", config=config)
+    senders: dict[str, GroupAuth] = {}
+
+    def sealer(sender: str) -> GroupAuth:
+        auth = senders.get(sender)
+        if auth is None:
+            if len(senders) > 64:
+                senders.clear()
+            auth = senders[sender] = GroupAuth("g", key, sender, config=config)
+        return auth
+
+    def run(data: bytes) -> object:
+        message = data[1:]
+        if data[:1] and data[0] & 1 and len(message) >= codec.HEADER_SIZE and not (
+                message[codec.HEADER_SIZE - 1] & codec.FLAG_AUTH):
+            sender = _claimed_sender(codec, message) or "x"
+            message = groupwire.seal_frame(sealer(sender), message)
+        try:
+            frame, sealed_by = groupwire.open_frame(receiver, message)
+            body = codec.decode_body(frame.kind, frame.body)
+        finally:
+            _check(len(receiver.replay) <= config.max_senders, "replay table over bound")
+        if sealed_by is not None and body.sender != sealed_by:
+            return "sender_mismatch"  # what GroupNode counts and drops
+        return body
+
+    def seeds() -> list[bytes]:
+        tag = codec.group_tag("g")
+        plain = _group_examples(codec, tag)
+        alice = GroupAuth("g", key, "p", config=config)
+        return ([b"\x01" + f for f in plain] + [b"\x00" + groupwire.seal_frame(alice, f)
+                                                 for f in plain] + [b"\x00" + f for f in plain])
+
+    return FuzzTarget("security.groupwire", run, seeds)
+
+
+def _claimed_sender(codec: Any, frame: bytes) -> str | None:
+    """The sender a plain group frame's body names, if it decodes at all."""
+    try:
+        f = codec.split_frame(frame)
+        sender = codec.decode_body(f.kind, f.body).sender
+    except DecodeError:
+        return None
+    return sender if isinstance(sender, str) and 0 < len(sender.encode()) <= 64 else None
 
 
 # ------------------------------------------------------------------ group layer
@@ -267,7 +387,138 @@ def group_targets() -> list[FuzzTarget]:
                 out.append(header + msgpack.packb(body, use_bin_type=True))
         return out
 
-    return [FuzzTarget("group.frame", frame, seeds)]
+    return [FuzzTarget("group.frame", frame, seeds), _group_node_target()]
+
+
+def _group_node_target() -> FuzzTarget:
+    """``group.node``: a stream of group messages fed to a :class:`GroupNode` that is a
+    member of an open S_b group, an open total-order group and a keyed group, with
+    time advancing. Per chunk of input: a flags byte, a 2-byte length, then a kind
+    byte and a msgpack body. Flags: bits 0-1 the destination (open S_b, total,
+    keyed, discovery), bit 2 a raw datagram instead (the chunk as is), bit 3 seal
+    the message with the keyed group's key under the sender its body names (so
+    mutations reach the keyed group's logic), bits 4-7 the time step. The target
+    wraps each message into M2MP fragments. Nothing may raise, and after every
+    chunk every table an outsider fills must be within its bound.
+    """
+    from m2mc.group import codec
+    from m2mc.group.config import GroupConfig
+    from m2mc.group.manager import GroupNode
+    from m2mc.security import groupwire
+    from m2mc.security.auth import AuthConfig, GroupAuth
+    from m2mc.security.keys import GroupSecret
+    from m2mc.wire.m2mp import M2MPConfig
+    from m2mc.wire.packet import fragments
+
+    key = bytes(range(32))
+    cfg = GroupConfig(max_members=4, max_senders=6, max_groups=6, max_mirs=2, max_pssit=4,
+                      max_pending_repairs=8, max_nack_intervals=4, max_digest_intervals=4,
+                      max_status_senders=4, max_unstamped=4, max_held=8, max_sync_messages=8,
+                      max_sync_bytes=4000, control_burst=40.0, control_total_burst=80.0)
+    m2mp = M2MPConfig(message_timeout=1.0, max_partial_messages=8, max_partial_bytes=8192,
+                      max_message_bytes=6000, completed_cache=64, own_id_cache=64)
+    gids = ("open", "tot", "keyed")
+    tags = [codec.group_tag(g) for g in gids] + [codec.DISCOVERY_TAG]
+    auth_config = AuthConfig(replay_window=64, max_senders=cfg.max_senders)
+
+    def node_for_input() -> GroupNode:
+        node = GroupNode("me", rng=random.Random(1), config=cfg, m2mp_config=m2mp,
+                         keys={"keyed": GroupSecret(key)}, counter_start=1)
+        node.start(0.0)
+        node.create_group("o", 0.0, "sb", gid="open")
+        node.create_group("t", 0.0, "total", gid="tot")
+        node.create_group("k", 0.0, "sb", gid="keyed")
+        node.send("open", b"mine", 0.0)
+        node.datagrams_to_send(0.0)
+        node.events()
+        return node
+
+    def run(data: bytes) -> None:
+        node = node_for_input()
+        senders: dict[str, GroupAuth] = {}
+        now = 0.0
+        reader = _Reader(data)
+        mid = 0
+        while reader.more():
+            flags = reader.u8()
+            chunk = reader.take(reader.u16() % 1200)
+            now += (flags >> 4) / 16
+            if flags & 4:
+                datagrams = [chunk]
+            else:
+                tag = tags[flags & 3]
+                frame = codec.HEADER.pack(codec.MAGIC, codec.VERSION, tag, chunk[:1][0]
+                                          if chunk else 0, 0) + chunk[1:]
+                if flags & 8 and tag == tags[2]:
+                    sender = _claimed_sender(codec, frame) or "x"
+                    auth = senders.get(sender)
+                    if auth is None:
+                        auth = senders[sender] = GroupAuth("keyed", key, sender,
+                                                           config=auth_config)
+                    frame = groupwire.seal_frame(auth, frame)
+                mid += 1
+                datagrams = list(fragments(mid, frame))
+            for datagram in datagrams:
+                node.receive_datagram(datagram, now)
+            node.on_timer(now)
+            node.datagrams_to_send(now)
+            node.events()
+            _check_group_node(node, cfg, m2mp)
+
+    def seeds() -> list[bytes]:
+        from m2mc.ordering import ROOT, Message, MessageId
+
+        def chunk(flags: int, tag: bytes, body: Any) -> bytes:
+            frame = codec.encode(tag, body)
+            payload = frame[codec.HEADER_SIZE - 2:codec.HEADER_SIZE - 1] + \
+                frame[codec.HEADER_SIZE:]
+            return bytes((flags,)) + len(payload).to_bytes(2, "big") + payload
+
+        rec = [Message(MessageId("p", 1), ROOT, b"hi"), Message(MessageId("p", 3), ROOT, b"x")]
+        bodies = [codec.Join("p", 1, "sb", "d"), codec.Data("p", rec),
+                  codec.SyncReq("p", 1, {}), codec.Nack("p", {"me": [(1, 1)], "p": [(2, 2)]}, []),
+                  codec.Status("p", 3, {"q": 2}, (codec.MemberEntry("p", 1, True),), None, 0),
+                  codec.Order("p", 1, [(1, MessageId("p", 1))]), codec.Leave("p", 2)]
+        out = []
+        for dest in range(3):
+            for flags in (0x10 | dest, 0x18 | dest):
+                out.append(b"".join(chunk(flags, tags[dest], b) for b in bodies))
+        out.append(chunk(0x13, tags[3], codec.Adv("p")) + chunk(0x13, tags[3], codec.GrpsInfo(
+            "p", tuple(codec.GrpInfo(f"s{i}", "", "sb", ()) for i in range(8)))))
+        return out
+
+    return FuzzTarget("group.node", run, seeds, expected=(), max_len=STREAM_MAX_LEN)
+
+
+def _check_group_node(node: Any, cfg: Any, m2mp: Any) -> None:
+    """Every bound of the group layer an outsider can fill (docs/security.md)."""
+    layer = node.m2mp
+    _check(layer.partial_messages <= m2mp.max_partial_messages, "M2MP partial messages")
+    _check(layer.partial_bytes <= m2mp.max_partial_bytes, "M2MP partial bytes")
+    gjlp = node.gjlp
+    _check(len(gjlp.giit) + len(gjlp.discovered) <= cfg.max_groups, "max_groups")
+    _check(len(node.discovery_limiter) <= cfg.max_senders, "discovery limiter")
+    for auth in node._auths.values():
+        _check(len(auth.replay) <= cfg.max_senders, "replay windows")
+    for inst in node.groups.values():
+        _check(len(inst.row.membership) <= cfg.max_members, "max_members")
+        repair, msp, mop = inst.repair, inst.msp, inst.mop
+        _check(len(repair.hw) <= cfg.max_senders + cfg.max_members, "max_senders (repair)")
+        _check(repair.pending_repairs <= cfg.max_pending_repairs, "max_pending_repairs")
+        _check(repair.holdoff_senders <= cfg.max_senders, "hold-offs")
+        _check(all(len(e) <= 4 * cfg.max_nack_intervals for e in repair._holdoff.values()),
+               "hold-off ranges")
+        _check(len(repair._gseq_holdoff) <= 4 * cfg.max_nack_intervals, "gseq hold-offs")
+        _check(len(msp.mirs) <= cfg.max_mirs, "max_mirs")
+        _check(len(msp.pssit) <= cfg.max_pssit, "max_pssit")
+        _check(len(msp.marks) <= cfg.max_pssit, "MSP marks")
+        _check(len(msp.series) <= cfg.max_pssit, "MSP series")
+        _check(len(msp.refused) <= cfg.max_mirs, "refused requests kept")
+        _check(len(mop.unstamped) <= cfg.max_unstamped, "max_unstamped")
+        _check(len(mop.stamps) <= cfg.max_unstamped, "early stamps")
+        _check(mop.core.held_count <= cfg.max_held, "max_held")
+        _check(len(inst.last_heard) <= cfg.max_senders, "last heard")
+        _check(len(inst.limiter) <= cfg.max_senders, "group limiter")
 
 
 def _group_examples(codec: Any, tag: bytes) -> list[bytes]:
@@ -309,6 +560,62 @@ def infra_targets() -> list[FuzzTarget]:
                    lambda: [with_checksum(b) for b in body_seeds()[:16]]),
         # The checksum stops almost every mutation; this target gets past it to the body.
         FuzzTarget("infra.body", lambda data: codec.decode(with_checksum(data)), body_seeds),
+        *_infra_runtime_targets(),
+    ]
+
+
+def _infra_runtime_targets() -> list[FuzzTarget]:
+    """The infrastructure runtime's decoders: the application body a member delivers
+    (``infra.payload``), the backbone's stream framing (``infra.backbone_stream``:
+    chunks of a TCP stream; the buffer never holds a frame past its bound, and a
+    closed stream yields nothing more), and addresses named by beacons and statuses
+    (``infra.address``)."""
+    from m2mc.infra_runtime.net import MAX_PEER_NAME, FrameReader, parse_address
+    from m2mc.infra_runtime.node import pack_body, unpack_body
+    from m2mc.ordering import MessageId
+
+    def payload(data: bytes) -> object:
+        body, parent = unpack_body(data)
+        if unpack_body(pack_body(body, parent)) != (body, parent):
+            raise BoundViolation("pack_body/unpack_body is not a round trip")
+        return body
+
+    max_frame = 600
+
+    def stream(data: bytes) -> None:
+        reader = FrameReader(max_frame)
+        r = _Reader(data)
+        while r.more():
+            frames = reader.feed(r.take(1 + r.u8()))
+            _check(reader.buffered <= max_frame + 3, "backbone stream buffer over one frame")
+            _check(all(len(f) <= max_frame for f in frames), "backbone frame over its bound")
+            if reader.closed:
+                _check(reader.buffered == 0 and reader.feed(b"\x00" * 8) == [],
+                       "a closed backbone stream still reads")
+            elif reader.peer is not None:
+                _check(0 < len(reader.peer.encode()) <= MAX_PEER_NAME, "host name over bound")
+
+    def frame(data: bytes) -> bytes:
+        return len(data).to_bytes(4, "big") + data
+
+    def stream_seeds() -> list[bytes]:
+        whole = frame(b"H2") + frame(b"x" * 40) + frame(b"") + frame(b"y" * 300)
+        return [bytes((len(whole) - 1,)) + whole if len(whole) <= 256 else whole,
+                b"".join(b"\x00" + whole[i:i + 1] for i in range(len(whole))),
+                b"\x07" + frame(b"H3") + (9999).to_bytes(4, "big")]
+
+    def address(data: bytes) -> object:
+        return parse_address(data[1:].decode("utf-8", "surrogateescape"), "fuzz",
+                             link_local=bool(data[:1] and data[0] & 1))
+
+    return [
+        FuzzTarget("infra.payload", payload,
+                   lambda: [pack_body(b"hi", MessageId("a", 3)), pack_body(b"x", MessageId(
+                       "", 0)), b"\x01\x00\x01x"]),
+        FuzzTarget("infra.backbone_stream", stream, stream_seeds, max_len=STREAM_MAX_LEN),
+        FuzzTarget("infra.address", address,
+                   lambda: [b"\x00127.0.0.1:7000", b"\x01169.254.3.4:9", b"\x00[::1]:80"],
+                   expected=(ConfigError,)),
     ]
 
 

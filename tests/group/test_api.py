@@ -145,3 +145,25 @@ def test_chat_bot_example_runs() -> None:
     lines = done.stdout.splitlines()
     assert "alice: Did you visit Delhi?" in lines
     assert "    bot: good question, alice: 'Did you visit Delhi?'" in lines
+
+
+async def test_unread_events_stop_at_max_queued_events_oldest_dropped() -> None:
+    channel = _channel()
+    async with Node(NodeConfig(pid="z", channel=channel, max_queued_events=4)) as z, \
+            Node(NodeConfig(pid="spam", channel=channel)) as spam:
+        for i in range(10):
+            await spam.create_group(f"offer {i}")
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 10
+        while len(z.discovered()) < 10 and loop.time() < end:
+            await asyncio.sleep(0.02)
+        assert len(z.discovered()) == 10
+        assert z.events_dropped == 6
+        kept = []
+        async for event in z.events():
+            kept.append(event)
+            if len(kept) == 4:
+                break
+        assert [e.info.desc for e in kept if isinstance(e, GroupDiscovered)] == [
+            f"offer {i}" for i in range(6, 10)]
+

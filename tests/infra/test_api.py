@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from m2mc.api import Node, NodeConfig
-from m2mc.errors import UsageError
+from m2mc.errors import DecodeError, UsageError
 from m2mc.infra_runtime.host_driver import HostDriver, HostSettings
 from m2mc.infra_runtime.node import pack_body, unpack_body
 from m2mc.ordering import ROOT, MessageId
@@ -72,6 +72,39 @@ def test_mode_selection_errors() -> None:
 def test_reply_parent_travels_in_the_body() -> None:
     assert unpack_body(pack_body(b"x", ROOT)) == (b"x", ROOT)
     assert unpack_body(pack_body(b"y", MessageId("a", 3))) == (b"y", MessageId("a", 3))
+    assert unpack_body(pack_body(b"", MessageId("a:b", 9))) == (b"", MessageId("a:b", 9))
+
+
+@pytest.mark.parametrize("body", [b"", b"\x02x", b"\x01", b"\x01\x00", b"\x01\x00\x00x",
+                                  b"\x01\x00\x01x", b"\x01\x00\x09a:1", b"\x01\x00\x03\xff:1",
+                                  b"\x01\x00\x03a:0x", b"\x01\x00\x02:1"])
+def test_a_body_pack_body_could_not_make_is_a_decode_error(body: bytes) -> None:
+    with pytest.raises(DecodeError):
+        unpack_body(body)
+
+
+async def test_malformed_bodies_are_counted_and_dropped_and_the_member_goes_on(
+        hosts: list[HostDriver]) -> None:
+    """A body that is not what pack_body makes (an insider's, or anyone's in an
+    unauthenticated deployment) used to raise out of the member's event handler:
+    the rest of the batch was lost and the member's timer never re-armed."""
+    cfg = NodeConfig(mode="infra", hosts=tuple(CELLS))
+    async with Node(cfg, pid="alice") as alice, Node(cfg, pid="bob") as bob:
+        ga = await alice.create_group("chat", order="total")
+        gb = await bob.join("chat", order="total", timeout=10)
+        d = alice.driver
+        assert d is not None
+        for bad in (b"\x01\x00\x01x", b"\x07", b"\x01\x00\x03\xff:1"):
+            d.core.send(bad, d.now())
+        d.poke()
+        first = await ga.send("after the bad ones")
+        texts = []
+        for _ in range(5):  # more than fits one batch: the member keeps delivering
+            texts.append((await gb.receive(timeout=10)).text)
+            await ga.send(f"more {len(texts)}")
+        assert texts == ["after the bad ones", "more 1", "more 2", "more 3", "more 4"]
+        assert bob.stats()["malformed_bodies"] == 3
+        assert str(first) == "alice:4"
 
 
 def test_host_command_line_errors_are_one_line() -> None:

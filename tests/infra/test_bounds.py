@@ -23,7 +23,7 @@ from m2mc.infra.member import MemberCore
 from m2mc.infra.replog import ReplicaLog
 from m2mc.infra.state import CoordState
 from m2mc.infra.takeover import TakeoverRound
-from m2mc.infra_runtime.net import Backbone, cell_on, parse_address
+from m2mc.infra_runtime.net import MAX_PEER_NAME, Backbone, FrameReader, cell_on, parse_address
 
 E = Epoch(1, 0.0, "H1")
 
@@ -285,9 +285,35 @@ async def test_backbone_refuses_connections_and_frames_past_their_bounds() -> No
     w0.write((10_000).to_bytes(4, "big"))  # a frame over max_frame: the link is closed
     await w0.drain()
     assert await asyncio.wait_for(r0.read(), 5) == b""
+    assert bb.bad_streams == 1
     for _, w in conns:
         w.close()
     await bb.close()
+
+
+def _frame(data: bytes) -> bytes:
+    return len(data).to_bytes(4, "big") + data
+
+
+def test_backbone_frame_reader_holds_less_than_one_frame_and_checks_the_name() -> None:
+    stream = _frame(b"H2") + _frame(b"one") + _frame(b"") + _frame(b"x" * 90)
+    reader = FrameReader(max_frame=100)
+    got = []
+    for i in range(len(stream)):  # a byte at a time
+        got += reader.feed(stream[i:i + 1])
+        assert reader.buffered <= 100 + 3
+    assert reader.peer == "H2" and got == [b"one", b"", b"x" * 90] and not reader.closed
+    assert FrameReader(100).feed(stream) == got
+    too_big = FrameReader(max_frame=100)
+    assert too_big.feed(_frame(b"H2") + _frame(b"ok") + (101).to_bytes(4, "big")) == [b"ok"]
+    assert too_big.closed and too_big.buffered == 0 and too_big.feed(_frame(b"more")) == []
+    for name in (b"", b"\xff\xfe", b"h" * (MAX_PEER_NAME + 1)):
+        bad = FrameReader(max_frame=100)
+        assert bad.feed(_frame(name) + _frame(b"data")) == []
+        assert bad.closed and bad.peer is None, name
+    assert FrameReader(100).feed(_frame(b"h" * MAX_PEER_NAME) + _frame(b"d")) == [b"d"]
+    with pytest.raises(ConfigError, match="host id"):
+        Backbone("h" * (MAX_PEER_NAME + 1), ("127.0.0.1", 0), [], lambda s, d: None)
 
 
 def test_keyed_and_bounded_defaults_keep_a_long_lossy_run_complete() -> None:

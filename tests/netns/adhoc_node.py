@@ -1,7 +1,7 @@
 """One M2MC node of the namespace tests, on the public asyncio API (m2mc.api).
 
     python adhoc_node.py --pid a --channel URL --trace DIR --peers a,b,c,d --send 30 \
-        --orders sb,causal,fifo,total
+        --orders sb,causal,fifo,total [--key-file K]
 
 Joins one group per ordering (``netns-<order>``), waits for every peer to be a
 member of each, sends ``--send`` messages to each (half of them replies to
@@ -46,7 +46,8 @@ async def main(args: argparse.Namespace) -> int:
         return all(wanted <= got for got in delivered.values())
 
     async with Node(config) as node:
-        groups = {order: await node.join(f"netns-{order}", order=order) for order in orders}
+        groups = {order: await node.join(f"netns-{order}", order=order, key_file=args.key_file)
+                  for order in orders}
         say(f"{args.pid} joined")
         while not stop.is_set() and not all(set(g.members) >= set(peers)
                                             for g in groups.values()):
@@ -79,7 +80,9 @@ async def main(args: argparse.Namespace) -> int:
             "pid": args.pid,
             "delivered": {order: len(got & wanted) for order, got in delivered.items()},
             "missing": {order: sorted(wanted - got)[:10] for order, got in delivered.items()},
-            "stats": node.stats()}), flush=True)
+            "stats": node.stats(),
+            "groups": {order: node._node().group_stats(f"netns-{order}") for order in orders}}),
+            flush=True)
     return 0 if complete() else 1
 
 
@@ -95,4 +98,5 @@ if __name__ == "__main__":
     parser.add_argument("--peers", required=True)
     parser.add_argument("--send", type=int, default=30)
     parser.add_argument("--interval", type=float, default=0.1)
+    parser.add_argument("--key-file", default=None, help="the groups' key (keyed groups)")
     sys.exit(asyncio.run(main(parser.parse_args())))

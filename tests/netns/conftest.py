@@ -114,3 +114,16 @@ def stop_nodes(nodes: dict[str, Child]) -> dict[str, tuple[int | None, Any]]:
         lines = out.closed()
         results[pid] = (process.returncode, json.loads(lines[-1]) if lines else None)
     return results
+
+
+def active_master(trace: Path) -> str | None:
+    """The host that last became the active coordinator, from the hosts' elect events."""
+    best: tuple[float, str] | None = None
+    for path in trace.glob("H*.jsonl"):
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            detail = json.loads(row.get("detail") or "{}")
+            if row["event"] == "elect" and detail.get("phase") == "active" \
+                    and (best is None or row["t"] > best[0]):
+                best = (row["t"], row["node"])
+    return best[1] if best else None

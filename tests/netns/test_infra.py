@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import M2MC, Lines, stop_nodes, wait_all, wait_until
+from conftest import M2MC, Lines, active_master, stop_nodes, wait_all, wait_until
 from netns_lab import Lab
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow,
@@ -38,19 +38,6 @@ MEMBERS = {"m0": (0, 0), "m1": (1, 1), "m2": (2, 2), "m3": (3, 0), "m4": (3, 1),
 
 def cell_url(index: int, iface: str) -> str:
     return f"udp-multicast://239.255.91.{index + 1}:{47101 + index}?iface={iface}&ttl=1"
-
-
-def active_master(trace: Path) -> str | None:
-    """The host that last became the active coordinator, from the hosts' elect events."""
-    best: tuple[float, str] | None = None
-    for path in trace.glob("H*.jsonl"):
-        for line in path.read_text().splitlines():
-            row = json.loads(line)
-            detail = json.loads(row.get("detail") or "{}")
-            if row["event"] == "elect" and detail.get("phase") == "active" \
-                    and (best is None or row["t"] > best[0]):
-                best = (row["t"], row["node"])
-    return best[1] if best else None
 
 
 def test_infra_loss_partition_heal_and_master_crash_judged_by_the_pipeline(

@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 
 from m2mc.errors import DecodeError
-from m2mc.fuzz_targets import BoundViolation, FuzzTarget, load_targets
+from m2mc.fuzz_targets import (
+    COVERED,
+    EXEMPT,
+    BoundViolation,
+    FuzzTarget,
+    find_decoders,
+    load_targets,
+)
 from m2mc.security.fuzzer import MutationalFuzzer, mutate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,9 +31,52 @@ def test_registry_covers_the_decoders_that_exist() -> None:
     names = {t.name for t in TARGETS}
     assert {"m2mp.packet", "m2mp.reassembly", "m2mp.layer", "transport.frames",
             "transport.url", "ordering.message_id", "security.open_hmac",
-            "security.open_aead"} <= names
+            "security.open_aead", "security.groupwire"} <= names
     assert ("group.frame" in names) == _exists("m2mc.group.codec")
+    assert ("group.node" in names) == _exists("m2mc.group.manager")
     assert ("infra.frame" in names) == _exists("m2mc.infra.codec")
+    for name in ("infra.payload", "infra.backbone_stream", "infra.address"):
+        assert (name in names) == _exists("m2mc.infra_runtime.net")
+
+
+def _decoders_in_sources() -> set[str]:
+    found: set[str] = set()
+    for path in sorted((ROOT / "src").rglob("*.py")):
+        module = ".".join(path.relative_to(ROOT / "src").with_suffix("").parts)
+        found.update(find_decoders(path.read_text(encoding="utf-8"), module))
+    return found
+
+
+def test_every_decoder_in_the_sources_is_fuzzed_or_exempted_with_a_reason() -> None:
+    found = _decoders_in_sources()
+    unlisted = sorted(found - COVERED.keys() - EXEMPT.keys())
+    assert not unlisted, (f"decoders neither fuzzed nor exempted: {unlisted}; add a target "
+                          "(m2mc.fuzz_targets.COVERED) or a reason (EXEMPT)")
+    stale = sorted((COVERED.keys() | EXEMPT.keys()) - found)
+    assert not stale, f"listed decoders that no longer exist: {stale}"
+    assert not COVERED.keys() & EXEMPT.keys()
+    names = {t.name for t in TARGETS}
+    assert set(COVERED.values()) <= names, sorted(set(COVERED.values()) - names)
+    assert all(reason.strip() for reason in EXEMPT.values())
+
+
+def test_the_decoder_scan_finds_functions_and_methods() -> None:
+    source = (
+        "def decode_thing(b): ...\n"
+        "def _unpack(b): ...\n"
+        "async def parse_more(t): ...\n"
+        "def encode(x): ...\n"
+        "class Reader:\n"
+        "    def feed(self, b): ...\n"
+        "    class Inner:\n"
+        "        def open_frame(self, b): ...\n"
+        "def split_frame(b): ...\n"
+        "def outer():\n"
+        "    def decode_local(b): ...\n"
+    )
+    assert set(find_decoders(source, "m")) == {
+        "m:decode_thing", "m:_unpack", "m:parse_more", "m:Reader.feed",
+        "m:Reader.Inner.open_frame", "m:split_frame"}
 
 
 def _exists(module: str) -> bool:

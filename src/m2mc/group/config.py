@@ -57,6 +57,7 @@ class GroupConfig:
     max_nack_intervals: int = 256
     max_pending_repairs: int = 20_000  # retransmissions waiting for their back-off
     max_sync_messages: int = 100_000  # messages one SyncResp series may carry
+    max_sync_bytes: int = 16 << 20  # record bytes one SyncResp series may carry
     max_mirs: int = 64  # concurrent MIRs (sync requests being answered)
     max_pssit: int = 4096  # PSSIT rows (requesting processes remembered)
     max_status_senders: int = 256  # per-sender high-waters in a status message
@@ -67,8 +68,10 @@ class GroupConfig:
     # ---------------------------------------------------------------- security
     # Control messages (ADV, GRPS_INFO, SYNC_REQ, NACK) are rate-limited per sender
     # (token bucket of control_burst, refilled at control_rate per second) and in total
-    # over all senders; refused ones are dropped and counted (rate_limited). The
-    # per-sender table holds max_senders buckets (least recently heard forgotten).
+    # over all senders; refused ones are dropped and counted (rate_limited). Discovery
+    # (ADV, GRPS_INFO) and each group (SYNC_REQ, NACK) have limiters of their own with
+    # these settings. Each per-sender table holds max_senders buckets (least recently
+    # heard forgotten).
     control_rate: float = 50.0
     control_burst: float = 100.0
     control_total_rate: float = 2000.0
@@ -84,7 +87,8 @@ class GroupConfig:
                 raise ConfigError(f"group config {f.name} must be >= 0, got {value}")
         for name in ("sync_chunk_bytes", "batch_bytes", "max_payload", "max_message_bytes",
                      "max_groups", "max_members", "max_digest_intervals",
-                     "max_nack_intervals", "max_mirs", "max_pssit", "sync_attempts",
+                     "max_nack_intervals", "max_mirs", "max_sync_bytes", "max_pssit",
+                     "sync_attempts",
                      "status_interval", "sync_timeout", "nack_holdoff", "control_rate",
                      "control_burst", "control_total_rate", "control_total_burst",
                      "replay_window", "max_senders"):

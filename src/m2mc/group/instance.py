@@ -14,6 +14,8 @@ the last one already said everything ours would.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from m2mc.group.codec import (
@@ -38,6 +40,7 @@ from m2mc.group.mop import DUP, NEW, REFUSED, Mop
 from m2mc.group.msp import Msp
 from m2mc.group.repair import Repair as RepairState
 from m2mc.ordering import Message
+from m2mc.security.ratelimit import RateLimiter
 from m2mc.trace.schema import detail_json
 
 if TYPE_CHECKING:
@@ -59,6 +62,9 @@ class GroupInstance:
                        self._high_waters)
         self.repair = RepairState(node.pid, row.gid, config, node.rng, node.store)
         self.repair.known = lambda pid: row.membership.get(pid) is not None
+        self.msp.is_member = row.membership.is_member
+        # This group's SYNC_REQ and NACK (counted in the node's control_limits).
+        self.limiter = RateLimiter(node.limit_config, stats=node.control_limits)
         self.lingering_until: float | None = None
         self.last_heard: dict[str, float] = {}
         self.batch: list[Message] = []  # the open batch of our data records
@@ -169,7 +175,7 @@ class GroupInstance:
                 self.repair.overheard_nack(body, now)
                 self.repair.on_nack(body, now)
             case SyncReq():
-                self.msp.on_request(body, now)
+                self.msp.on_request(body, now)  # refused unless the sender is a member
             case Join(_, version, _, _):
                 self.msp.mark(sender, now)  # a (re)join: its catch-up starts from here
                 self._membership([MemberEntry(sender, version, True)], now)
@@ -251,7 +257,14 @@ class GroupInstance:
     def _status(self, st: Status, now: float) -> None:
         repair = self.repair
         repair.note_high_water(st.sender, st.own_hw, now)
-        for pid, hw in st.summary.items():
+        # At most max_status_senders high-waters (what a status we send carries), in
+        # the order they came; the rest are ignored (counted).
+        limit = self.config.max_status_senders
+        items: Iterable[tuple[str, int]] = st.summary.items()
+        if len(st.summary) > limit:
+            repair.stats.status_entries_ignored += len(st.summary) - limit
+            items = islice(items, limit)
+        for pid, hw in items:
             if pid != self.pid:
                 repair.note_high_water(pid, hw, now)
         if (self.order == "total" and self.mop.max_gseq < st.max_gseq
@@ -279,6 +292,7 @@ class GroupInstance:
                 continue
             if e.joined:
                 self.msp.mark(e.pid, now)
+                self.msp.admitted(e.pid, now)
             node._event(MemberJoined(self.gid, e.pid) if e.joined else MemberLeft(self.gid, e.pid))
         node._save_row(self.row)
         after = self.row.membership.current()
@@ -326,11 +340,14 @@ class GroupInstance:
                 epoch=info.epoch, sequencer=self.pid, next_gseq=info.next_gseq))
 
     # --------------------------------------------------------------- status
-    def _summary(self) -> dict[str, int]:
+    def _summary(self, sending: bool = False) -> dict[str, int]:
+        """The high-waters a status carries: the ``max_status_senders`` highest."""
         summary = dict(self.repair.hw)
         if self.mop.own_seq:
             summary[self.pid] = self.mop.own_seq
         if len(summary) > self.config.max_status_senders:
+            if sending:
+                self.repair.stats.status_truncated += 1
             keep = sorted(summary, key=lambda p: (-summary[p], p))[:self.config.max_status_senders]
             summary = {p: summary[p] for p in sorted(keep)}
         return summary
@@ -342,7 +359,8 @@ class GroupInstance:
         return out
 
     def make_status(self) -> Status:
-        return Status(self.pid, self.mop.own_seq, self._summary(), self.row.membership.entries(),
+        return Status(self.pid, self.mop.own_seq, self._summary(sending=True),
+                      self.row.membership.entries(),
                       self.mop.seqr, self.mop.max_gseq)
 
     def _status_period(self) -> float:

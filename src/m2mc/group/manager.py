@@ -15,7 +15,9 @@ key for (:meth:`set_key`) is sealed in :meth:`_send`, afresh for each
 transmission, and opened in :meth:`_on_message` before anything else looks at
 it; a message that fails (no tag, bad tag, replay, a sender other than the one
 that sealed it) is counted and dropped before any state changes. Control
-messages (ADV, GRPS_INFO, SYNC_REQ, NACK) pass a per-sender rate limiter first.
+messages pass a per-sender rate limiter first: ADV and GRPS_INFO the node's discovery
+limiter, SYNC_REQ and NACK their group's own (after the tag, in a keyed group).
+Messages claiming this node's own pid are dropped before any limiter (``own_echo``).
 The core never reads a clock: the first seal counter (``counter_start``) comes
 from the driver.
 """
@@ -69,7 +71,7 @@ from m2mc.security import groupwire  # a module: groupwire imports the group cod
 from m2mc.security.auth import AuthConfig, GroupAuth, overhead
 from m2mc.security.errors import AuthError, KeyRequiredError
 from m2mc.security.keys import GroupSecret
-from m2mc.security.ratelimit import RateLimitConfig, RateLimiter
+from m2mc.security.ratelimit import RateLimitConfig, RateLimiter, RateLimitStats
 from m2mc.store import GroupRow, GroupStore, MemoryStore
 from m2mc.trace.schema import NullSink, TraceEvent, TraceJournal, TraceSink, detail_json
 from m2mc.wire.m2mp import M2MPConfig, M2MPLayer, MessageAbandoned, MessageReceived
@@ -152,9 +154,16 @@ class GroupNode:
         self._auth_by_tag: dict[bytes, GroupAuth] = {}
         self.locked: set[str] = set()  # keyed groups in the log whose key was not given
         cfg = self.config
-        self.limiter = RateLimiter(RateLimitConfig(cfg.control_rate, cfg.control_burst,
-                                                   cfg.control_total_rate,
-                                                   cfg.control_total_burst, cfg.max_senders))
+        # Rate limits (docs/security.md): discovery (ADV, GRPS_INFO; unauthenticated, so
+        # keyed by the claimed sender) has its own limiter; each group instance has one
+        # for its SYNC_REQ and NACK, applied after the tag verified in a keyed group. An
+        # outsider's discovery flood claiming a member's pid costs that member nothing.
+        self.limit_config = RateLimitConfig(cfg.control_rate, cfg.control_burst,
+                                            cfg.control_total_rate, cfg.control_total_burst,
+                                            cfg.max_senders)
+        self.discovery_limits = RateLimitStats()
+        self.control_limits = RateLimitStats()  # shared by the groups' limiters
+        self.discovery_limiter = RateLimiter(self.limit_config, stats=self.discovery_limits)
 
     # ================================================================ lifecycle
     def start(self, now: float) -> None:
@@ -366,6 +375,11 @@ class GroupNode:
                     out[name] = value
         core = inst.mop.core
         out.update(held=core.held_count, core_duplicates=core.duplicates, core_refused=core.refused)
+        mop = inst.mop
+        out.update(unstamped=len(mop.unstamped), unstamped_refused=mop.unstamped_refused,
+                   stamps_refused=mop.stamps_refused, mirs=len(inst.msp.mirs),
+                   pending_repairs=inst.repair.pending_repairs,
+                   holdoff_senders=inst.repair.holdoff_senders)
         out["delivered"] = inst.delivered_count
         out["members_refused"] = inst.row.membership.refused
         auth = self._auth_by_tag.get(inst.tag)
@@ -381,9 +395,11 @@ class GroupNode:
             value = getattr(self.gjlp.stats, name)
             if isinstance(value, int):
                 out[f"gjlp_{name}"] = value
-        limiter = self.limiter.stats
-        out["rate_limited_sender"] = limiter.limited
-        out["rate_limited_total"] = limiter.limited_total
+        disc, ctrl = self.discovery_limits, self.control_limits
+        out["rate_limited_sender"] = disc.limited + ctrl.limited
+        out["rate_limited_total"] = disc.limited_total + ctrl.limited_total
+        out["rate_limited_discovery"] = disc.limited + disc.limited_total
+        out["rate_limited_control"] = ctrl.limited + ctrl.limited_total
         return out
 
     @property
@@ -567,7 +583,10 @@ class GroupNode:
             except DecodeError:
                 stats.malformed += 1
                 return
-            if body.sender != self.pid and not self.limiter.allow(body.sender, now):
+            if body.sender == self.pid:  # our own (or a forgery of it): nothing to do
+                stats.own_echo += 1
+                return
+            if not self.discovery_limiter.allow(body.sender, now):
                 stats.rate_limited += 1
                 return
             self._on_discovery(body, now)
@@ -588,8 +607,12 @@ class GroupNode:
         if sealed_by is not None and body.sender != sealed_by:
             stats.sender_mismatch += 1
             return
-        if (kind in _RATE_LIMITED and body.sender != self.pid
-                and not self.limiter.allow(body.sender, now)):
+        if body.sender == self.pid:  # our own (or a forgery of it): never processed
+            stats.own_echo += 1
+            return
+        # After authentication (a keyed group's sender is the sealing one), in the
+        # group's own limiter: neither discovery nor another group spends its tokens.
+        if kind in _RATE_LIMITED and not inst.limiter.allow(body.sender, now):
             stats.rate_limited += 1
             return
         inst.on_body(body, now)

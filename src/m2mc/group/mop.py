@@ -33,7 +33,8 @@ MALFORMED = 3
 
 class Mop:
     __slots__ = ("_active", "_waiting_parent", "config", "core", "gid", "max_gseq", "new_stamps",
-                 "order", "own_seq", "pid", "seqr", "stamps", "store", "unstamped")
+                 "order", "own_seq", "pid", "seqr", "stamps", "stamps_refused", "store",
+                 "unstamped", "unstamped_refused")
 
     def __init__(self, pid: str, gid: str, order: str, config: GroupConfig,
                  store: GroupStore) -> None:
@@ -52,6 +53,9 @@ class Mop:
         self.max_gseq = 0
         self._active: Sequencer | None = None
         self._waiting_parent: dict[MessageId, list[Message]] = {}
+        # Bound max_unstamped (each table): data refused, stamps not remembered.
+        self.unstamped_refused = 0
+        self.stamps_refused = 0
 
     # ------------------------------------------------------------- restart
     def restore(self, stored: Iterable[StoredMessage]) -> list[Message]:
@@ -146,6 +150,7 @@ class Mop:
                 message = Message(mid, message.parent, message.payload, message.vclock, gseq)
         if gseq is None:
             if len(self.unstamped) >= self.config.max_unstamped:
+                self.unstamped_refused += 1
                 return REFUSED, []
             self.unstamped[mid] = message
             if persist:
@@ -185,8 +190,11 @@ class Mop:
             self.max_gseq = max(self.max_gseq, gseq)
             waiting = self.unstamped.pop(mid, None)
             if waiting is None:
-                if not self.core.has(mid) and len(self.stamps) < self.config.max_unstamped:
-                    self.stamps[mid] = gseq
+                if not self.core.has(mid):
+                    if len(self.stamps) < self.config.max_unstamped:
+                        self.stamps[mid] = gseq
+                    else:
+                        self.stamps_refused += 1
                 continue
             stamped = Message(mid, waiting.parent, waiting.payload, waiting.vclock, gseq)
             self.store.set_gseq(self.gid, mid, gseq)

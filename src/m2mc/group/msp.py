@@ -15,9 +15,22 @@ arrives before its request creates the MIR without starting the counter, as
 the seed's SyncRespRecv state does. A responder with nothing to add sends one
 empty response unless it heard another, so the requester learns it is up to date.
 
+Only current members are answered (``is_member``, set by the group instance):
+a request of any other process is refused and counted (``requests_refused``),
+and a response to one creates no MIR (``responses_ignored``). So an outsider
+cannot make the members multicast their history. A joining node is a member as
+soon as its JOIN, which it sends just before its request, is processed; should
+the request overtake the JOIN (datagrams reordered, or the JOIN lost and the
+joiner's status bringing the news), the latest refused request of each of
+``max_mirs`` processes is kept for ``sync_timeout`` and answered when the
+process is admitted (:meth:`admitted`, counted ``requests_admitted_late``).
+
 Bounds: PSSIT rows (``max_pssit``, least recently used forgotten), concurrent
-MIRs (``max_mirs``, further requests refused and counted), messages per
-response series (``max_sync_messages``).
+MIRs (``max_mirs``, further requests refused and counted ``mirs_refused``),
+what one request can cause: a response series stops at ``max_sync_messages``
+messages or ``max_sync_bytes`` bytes of records (counted ``sync_truncated``;
+the requester's gap repair fetches the rest), and the digest of a request, ours
+or another's, is cut to ``max_digest_intervals`` intervals (``digests_truncated``).
 """
 
 from __future__ import annotations
@@ -65,6 +78,11 @@ class MspStats:
     responses_suppressed: int = 0
     stale_discarded: int = 0
     mirs_refused: int = 0
+    requests_refused: int = 0  # from processes that are not current members
+    requests_admitted_late: int = 0  # refused ones answered when their JOIN came after
+    responses_ignored: int = 0  # responses to requests of non-members: no MIR made
+    sync_truncated: int = 0  # series cut at max_sync_messages or max_sync_bytes
+    digests_truncated: int = 0  # digests (ours or a request's) cut to max_digest_intervals
     messages_sent: int = 0
     extra: dict[str, int] = field(default_factory=dict)
 
@@ -90,6 +108,11 @@ class Msp:
         self.waiting = False  # a request of ours is unanswered and no peer heard since
         self.stats = MspStats()
         self._high_waters = high_waters
+        # Whose requests are answered: current members (GroupInstance sets it).
+        self.is_member: Callable[[str], bool] = lambda pid: True
+        # The latest refused request per process (max_mirs, oldest forgotten): answered
+        # if its JOIN arrives within sync_timeout (see admitted()).
+        self.refused: OrderedDict[str, tuple[float, SyncReq]] = OrderedDict()
         # Per requester, when it came into our view and the high-water of every sender
         # then (see :meth:`mark`): a catch-up answers for history before that point.
         self.marks: OrderedDict[str, tuple[float, dict[str, int]]] = OrderedDict()
@@ -108,8 +131,15 @@ class Msp:
         self.stats.requests_sent += 1
         self.waiting = True
         digest = self._digest()
-        bounded = _bounded(digest, self.config.max_digest_intervals)
+        bounded = self._bounded(digest)
         return SyncReq(self.pid, self.sync_seqno, bounded)
+
+    def _bounded(self, digest: Digest) -> Digest:
+        limit = self.config.max_digest_intervals
+        if sum(len(ivs) for ivs in digest.values()) <= limit:
+            return digest
+        self.stats.digests_truncated += 1
+        return _bounded(digest, limit)
 
     def on_own_response(self, resp: SyncResp, new_records: int, now: float) -> bool:
         """A response to one of our requests; returns True if progress changed."""
@@ -164,14 +194,25 @@ class Msp:
         return 0 if seqno == known else 1
 
     def on_request(self, req: SyncReq, now: float) -> None:
-        """SyncReqRecv."""
+        """SyncReqRecv, for a request of a current member (others are refused)."""
+        if not self.is_member(req.sender):
+            self.stats.requests_refused += 1
+            refused = self.refused
+            # Kept with its digest cut as if answered: at most max_mirs requests of
+            # max_digest_intervals intervals each.
+            refused[req.sender] = (now, SyncReq(req.sender, req.sync_seqno,
+                                                self._bounded(req.digest)))
+            refused.move_to_end(req.sender)
+            while len(refused) > self.config.max_mirs:
+                refused.popitem(last=False)
+            return
         key = (req.sender, req.sync_seqno)
         latest = self._latest(req.sender, req.sync_seqno)
         if latest < 0:
             self.stats.stale_discarded += 1
             return
         self._drop_older(req.sender, req.sync_seqno)
-        have = {pid: normalize(ivs) for pid, ivs in req.digest.items()}
+        have = {pid: normalize(ivs) for pid, ivs in self._bounded(req.digest).items()}
         mir = self.mirs.get(key)
         if mir is None:
             if latest == 0:
@@ -187,8 +228,19 @@ class Msp:
             mir.deadline = now + self.rng.uniform(0.0, self.config.sync_backoff)
         self.stats.requests_answered += 1
 
+    def admitted(self, pid: str, now: float) -> None:
+        """``pid`` became a current member: answer its request refused just before."""
+        held = self.refused.pop(pid, None) if self.refused else None
+        if held is None or now - held[0] > self.config.sync_timeout:
+            return
+        self.stats.requests_admitted_late += 1
+        self.on_request(held[1], now)
+
     def on_response(self, resp: SyncResp, now: float) -> None:
         """SyncRespRecv / UpdateMIR for a response to someone else's request."""
+        if not self.is_member(resp.requester):  # we would not answer that request
+            self.stats.responses_ignored += 1
+            return
         key = (resp.requester, resp.sync_seqno)
         latest = self._latest(resp.requester, resp.sync_seqno)
         if latest < 0:
@@ -296,20 +348,37 @@ class Msp:
 
     def _responses(self, key: SyncMsgId, missing: Digest) -> list[SyncResp]:
         limit = self.config.max_sync_messages
+        byte_limit = self.config.max_sync_bytes
         records: list[Message] = []
+        sizes: list[int] = []
+        volume = 0
+        cut = False
         for pid, ivs in missing.items():
             for lo, hi in ivs:
-                if len(records) >= limit:
+                if len(records) >= limit or volume >= byte_limit:
+                    cut = True
                     break
-                records.extend(self.store.seq_range(self.gid, pid, lo, hi, limit - len(records)))
+                for m in self.store.seq_range(self.gid, pid, lo, hi, limit - len(records)):
+                    size = record_size(m)
+                    if volume + size > byte_limit and records:
+                        cut = True
+                        break
+                    records.append(m)
+                    sizes.append(size)
+                    volume += size
+            if cut:
+                break
+        if not cut and len(records) >= limit:  # reached exactly: was anything left?
+            cut = sum(count(ivs) for ivs in missing.values()) > limit
+        if cut:
+            self.stats.sync_truncated += 1
         self.stats.messages_sent += len(records)
         chunks: list[list[Message]] = []
         size = 0
         # The first response fits one packet, so the other responders hear at once
         # that someone is answering (their suppression); the rest are bigger.
         budget = min(400, self.config.sync_chunk_bytes)
-        for m in records:
-            s = record_size(m)
+        for m, s in zip(records, sizes, strict=True):
             if not chunks or (size + s > budget and chunks[-1]):
                 if chunks:
                     budget = self.config.sync_chunk_bytes

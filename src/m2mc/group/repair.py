@@ -16,9 +16,14 @@ Responder: any member holding a requested message schedules its
 retransmission after a random back-off in ``[0, repair_backoff]``; a copy of
 that message overheard meanwhile (data, repair or sync response) cancels it.
 
-Bounds: ``max_nack_intervals`` per NACK, ``max_pending_repairs`` messages
-waiting to be retransmitted (further requests are dropped and counted), and
-status high-waters more than ``max_seq_jump`` past what we know are ignored.
+Bounds: ``max_nack_intervals`` intervals per NACK, over all its senders (plus
+one interval of gseqs; the rest is ignored, counted ``nack_intervals_ignored``),
+``max_pending_repairs`` messages waiting to be retransmitted (a NACK that finds
+the table full is not served beyond it, counted ``repairs_refused``), hold-offs
+for at most ``max_senders`` senders (an overheard NACK naming more is not
+remembered for them, counted ``holdoffs_refused``: at worst we NACK those ranges
+ourselves), and status high-waters more than ``max_seq_jump`` past what we know
+are ignored.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from m2mc.group.codec import Digest, Nack
 from m2mc.group.config import GroupConfig
@@ -47,6 +53,10 @@ class RepairStats:
     absurd_high_water: int = 0
     absurd_seq: int = 0
     senders_refused: int = 0
+    nack_intervals_ignored: int = 0  # intervals of a NACK past max_nack_intervals
+    holdoffs_refused: int = 0  # overheard NACK ranges of senders past the hold-off bound
+    status_truncated: int = 0  # our status messages cut to max_status_senders high-waters
+    status_entries_ignored: int = 0  # high-waters of a status past max_status_senders
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,12 +190,7 @@ class Repair:
             return
         # Look again when the first live holdoff ends (a range still missing then
         # is asked for again); forget the expired ones.
-        for pid in list(self._holdoff):
-            live = self._active_holdoff(self._holdoff[pid], now)
-            if live is None:
-                del self._holdoff[pid]
-            else:
-                self._holdoff[pid] = live
+        self._expire_holdoffs(now)
         self._gseq_holdoff = self._active_holdoff(self._gseq_holdoff, now) or []
         ends = [e[2] for entries in self._holdoff.values() for e in entries]
         ends += [e[2] for e in self._gseq_holdoff]
@@ -223,36 +228,86 @@ class Repair:
         self.check(Needs({}, []), now)
         return Nack(self.pid, ranges, gseqs)
 
+    def _bounded_nack(self, nack: Nack,
+                      count: bool = True) -> tuple[list[tuple[str, Intervals]], Intervals]:
+        """The part of ``nack`` we look at: ``max_nack_intervals`` intervals over all its
+        senders, in order, and as many gseq intervals as are left (at least one, as
+        :meth:`make_nack` sends); the rest is counted in ``nack_intervals_ignored``."""
+        budget = self.config.max_nack_intervals
+        ranges: list[tuple[str, Intervals]] = []
+        ignored = 0
+        for pid, ivs in nack.ranges.items():
+            take = ivs[:budget] if budget > 0 else []
+            budget -= len(take)
+            ignored += len(ivs) - len(take)
+            if take:
+                ranges.append((pid, take))
+        gseqs = nack.gseqs[:max(budget, 1)]
+        ignored += len(nack.gseqs) - len(gseqs)
+        if ignored and count:
+            self.stats.nack_intervals_ignored += ignored
+        return ranges, gseqs
+
     def overheard_nack(self, nack: Nack, now: float) -> None:
         """Another node asked for these: hold our own request for them off."""
         until = now + self.config.nack_holdoff
-        for pid, ivs in nack.ranges.items():
+        cap = 4 * self.config.max_nack_intervals
+        ranges, gseqs = self._bounded_nack(nack, count=False)  # on_nack counts them
+        holdoff = self._holdoff
+        for pid, ivs in ranges:
             if pid == self.pid:
                 continue
-            entries = self._holdoff.setdefault(pid, [])
-            entries.extend((lo, hi, until) for lo, hi in ivs[:self.config.max_nack_intervals])
-            if len(entries) > 4 * self.config.max_nack_intervals:
-                del entries[:len(entries) - 4 * self.config.max_nack_intervals]
-        if nack.gseqs:
-            self._gseq_holdoff.extend((lo, hi, until) for lo, hi in nack.gseqs[:64])
-            del self._gseq_holdoff[:-4 * self.config.max_nack_intervals]
+            entries = holdoff.get(pid)
+            if entries is None:
+                if len(holdoff) >= self.config.max_senders:
+                    self._expire_holdoffs(now)
+                    if len(holdoff) >= self.config.max_senders:
+                        self.stats.holdoffs_refused += 1
+                        continue
+                entries = holdoff[pid] = []
+            entries.extend((lo, hi, until) for lo, hi in ivs)
+            if len(entries) > cap:
+                del entries[:len(entries) - cap]
+        if gseqs:
+            self._gseq_holdoff.extend((lo, hi, until) for lo, hi in gseqs)
+            del self._gseq_holdoff[:-cap]
+
+    def _expire_holdoffs(self, now: float) -> None:
+        for pid in list(self._holdoff):
+            live = self._active_holdoff(self._holdoff[pid], now)
+            if live is None:
+                del self._holdoff[pid]
+            else:
+                self._holdoff[pid] = live
+
+    @property
+    def holdoff_senders(self) -> int:
+        return len(self._holdoff)
 
     # ------------------------------------------------------------ responder
     def on_nack(self, nack: Nack, now: float) -> None:
         """Schedule retransmission of what we hold among the requested messages."""
         self.stats.nacks_received += 1
+        ranges, gseqs = self._bounded_nack(nack)
         room = self.config.max_pending_repairs - len(self.pending)
         found: list[Message] = []
-        for pid, ivs in nack.ranges.items():
-            for lo, hi in ivs[:self.config.max_nack_intervals]:
-                if room - len(found) <= 0:
-                    break
-                found.extend(self.store.seq_range(self.gid, pid, lo, hi, room - len(found)))
-        for lo, hi in nack.gseqs[:self.config.max_nack_intervals]:
-            if room - len(found) <= 0:
+        full = False
+        store, gid = self.store, self.gid
+        fetches = [partial(store.seq_range, gid, pid, lo, hi) for pid, ivs in ranges
+                   for lo, hi in ivs]
+        fetches += [partial(store.gseq_range, gid, lo, hi) for lo, hi in gseqs]
+        for fetch in fetches:
+            want = room - len(found)
+            if want <= 0:
+                full = True
                 break
-            found.extend(self.store.gseq_range(self.gid, lo, hi, room - len(found)))
-        if room <= 0 and (nack.ranges or nack.gseqs):
+            got = fetch(want + 1)  # one more than there is room for: is the table full?
+            if len(got) > want:
+                full = True
+                found.extend(got[:want])
+                break
+            found.extend(got)
+        if full:  # the NACK asked for more than the table had room for
             self.stats.repairs_refused += 1
         for m in found:
             self.pending[m.mid] = m

@@ -179,6 +179,7 @@ class HostDriver:
         out["bad_addresses"] = self.bad_addresses
         if self.backbone is not None:
             out["refused_connections"] = self.backbone.refused_connections
+            out["bad_streams"] = self.backbone.bad_streams
         return out
 
     def _checked(self, text: str, what: str) -> tuple[str, int] | None:

@@ -72,17 +72,87 @@ def cell_on(url: str, iface: str) -> str:
 
 
 # ----------------------------------------------------------------- backbone (TCP)
-class _FrameProtocol(asyncio.Protocol):
-    """Length-prefixed frames; the first frame of a connection names the sender."""
+MAX_PEER_NAME = 64  # bytes of the host name a connection announces (a sealed sender's bound)
 
-    def __init__(self, on_frame: Callable[[str, bytes], None],
-                 on_lost: Callable[[_FrameProtocol], None], max_frame: int = MAX_FRAME) -> None:
-        self.on_frame = on_frame
-        self.on_lost = on_lost
+
+class FrameReader:
+    """The framing of one backbone connection, sans-IO: each frame is a 4-byte
+    big-endian length and that many bytes; the first frame names the sending host
+    (1 to ``MAX_PEER_NAME`` bytes of UTF-8).
+
+    A length over ``max_frame`` (or over ``MAX_PEER_NAME`` for the name), or a name
+    that is empty or not UTF-8, ends the stream: :attr:`closed` is set with a
+    :attr:`reason`, the buffer is freed and nothing more is read (the connection is
+    to be closed). Between calls the buffer holds less than one frame and its
+    length, so it never exceeds ``max_frame + 3`` bytes.
+    """
+
+    __slots__ = ("_buf", "closed", "max_frame", "peer", "reason")
+
+    def __init__(self, max_frame: int = MAX_FRAME) -> None:
         self.max_frame = max_frame
         self.peer: str | None = None
-        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self.reason = ""
         self._buf = bytearray()
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """The frames ``data`` completes (after the name), in order."""
+        if self.closed:
+            return []
+        buf = self._buf
+        buf += data
+        pos = 0
+        n = len(buf)
+        out: list[bytes] = []
+        while n - pos >= 4:
+            (size,) = _LEN.unpack_from(buf, pos)
+            if size > (self.max_frame if self.peer is not None else MAX_PEER_NAME):
+                return self._close(f"frame of {size} bytes" if self.peer is not None
+                                   else f"host name of {size} bytes", out)
+            if n - pos - 4 < size:
+                break
+            frame = bytes(buf[pos + 4:pos + 4 + size])
+            pos += 4 + size
+            if self.peer is None:
+                try:
+                    name = frame.decode()
+                except UnicodeDecodeError:
+                    return self._close("host name not UTF-8", out)
+                if not name:
+                    return self._close("empty host name", out)
+                self.peer = name
+            else:
+                out.append(frame)
+        del buf[:pos]
+        return out
+
+    def _close(self, reason: str, out: list[bytes]) -> list[bytes]:
+        self.closed = True
+        self.reason = reason
+        self._buf = bytearray()
+        return out
+
+
+class _FrameProtocol(asyncio.Protocol):
+    """Length-prefixed frames (:class:`FrameReader`); the first names the sender."""
+
+    def __init__(self, on_frame: Callable[[str, bytes], None],
+                 on_lost: Callable[[_FrameProtocol], None], max_frame: int = MAX_FRAME,
+                 on_bad: Callable[[str], None] | None = None) -> None:
+        self.on_frame = on_frame
+        self.on_lost = on_lost
+        self.on_bad = on_bad
+        self.reader = FrameReader(max_frame)
+        self.transport: asyncio.Transport | None = None
+
+    @property
+    def peer(self) -> str | None:
+        return self.reader.peer
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -93,26 +163,20 @@ class _FrameProtocol(asyncio.Protocol):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def data_received(self, data: bytes) -> None:
-        buf = self._buf
-        buf += data
-        pos = 0
-        n = len(buf)
-        while n - pos >= 4:
-            (size,) = _LEN.unpack_from(buf, pos)
-            if size > self.max_frame:
-                log.warning("backbone frame of %d bytes: closing", size)
-                if self.transport is not None:
-                    self.transport.close()
-                return
-            if n - pos - 4 < size:
-                break
-            frame = bytes(buf[pos + 4:pos + 4 + size])
-            pos += 4 + size
-            if self.peer is None:
-                self.peer = frame.decode("utf-8", errors="replace")
-            else:
-                self.on_frame(self.peer, frame)
-        del buf[:pos]
+        reader = self.reader
+        if reader.closed:
+            return
+        frames = reader.feed(data)
+        peer = reader.peer
+        if peer is not None:
+            for frame in frames:
+                self.on_frame(peer, frame)
+        if reader.closed:
+            log.warning("backbone stream from %s: %s; closing", peer or "?", reader.reason)
+            if self.on_bad is not None:
+                self.on_bad(reader.reason)
+            if self.transport is not None:
+                self.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.on_lost(self)
@@ -138,6 +202,8 @@ class Backbone:
     def __init__(self, me: str, listen: tuple[str, int], peers: list[tuple[str, int]],
                  on_frame: Callable[[str, bytes], None], retry: float = 0.2, *,
                  max_frame: int = MAX_FRAME, max_connections: int = 64) -> None:
+        if not me or len(me.encode()) > MAX_PEER_NAME:
+            raise ConfigError(f"host id must be 1 to {MAX_PEER_NAME} bytes, got {me!r}")
         self.me = me
         self.listen = listen
         self.on_frame = on_frame
@@ -146,6 +212,7 @@ class Backbone:
         self.max_connections = max_connections
         self._inbound: set[_FrameProtocol] = set()
         self.refused_connections = 0
+        self.bad_streams = 0  # connections closed for a frame over max_frame or a bad name
         self._server: asyncio.Server | None = None
         self._out: dict[tuple[str, int], _FrameProtocol | None] = {p: None for p in peers}
         self._tasks: dict[tuple[str, int], asyncio.Task[None]] = {}
@@ -161,13 +228,16 @@ class Backbone:
 
     def _accept(self) -> _FrameProtocol:
         """An incoming connection; beyond ``max_connections`` it is closed at once."""
-        proto = _Inbound(self.on_frame, self._inbound.discard, self.max_frame)
+        proto = _Inbound(self.on_frame, self._inbound.discard, self.max_frame, self._bad)
         if len(self._inbound) >= self.max_connections:
             self.refused_connections += 1
             proto.refuse = True
         else:
             self._inbound.add(proto)
         return proto
+
+    def _bad(self, reason: str) -> None:
+        self.bad_streams += 1
 
     def connect(self, addr: tuple[str, int]) -> None:
         """Keep an outgoing connection to ``addr`` (a discovered host, too)."""

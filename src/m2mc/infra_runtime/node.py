@@ -31,7 +31,7 @@ from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from m2mc.errors import BufferFullError, UsageError
+from m2mc.errors import BufferFullError, DecodeError, UsageError
 from m2mc.group.codec import GrpInfo
 from m2mc.group.events import GroupCreated, GroupEvent, MemberJoined, MemberLeft
 from m2mc.infra.config import InfraConfig
@@ -62,13 +62,23 @@ def pack_body(data: bytes, parent: MessageId) -> bytes:
 
 
 def unpack_body(body: bytes) -> tuple[bytes, MessageId]:
-    if body[:1] == b"\x01" and len(body) >= 3:
-        (n,) = _PARENT.unpack_from(body, 1)
-        try:
-            return body[3 + n:], MessageId.parse(body[3:3 + n].decode())
-        except (UnicodeDecodeError, ValueError):
-            return body, ROOT
-    return body[1:], ROOT
+    """Inverse of :func:`pack_body`. Anything :func:`pack_body` could not have made (no
+    prefix, an unknown one, a parent id cut short, not UTF-8 or not ``pid:seq``)
+    raises :class:`~m2mc.errors.DecodeError`: a member of an unauthenticated
+    deployment, or an insider, may send any body."""
+    kind = body[:1]
+    if kind == b"\x00":
+        return body[1:], ROOT
+    if kind != b"\x01" or len(body) < 3:
+        raise DecodeError("application body: no valid prefix")
+    (n,) = _PARENT.unpack_from(body, 1)
+    if n == 0 or len(body) < 3 + n:
+        raise DecodeError("application body: parent id missing or cut short")
+    try:
+        text = body[3:3 + n].decode()
+    except UnicodeDecodeError:
+        raise DecodeError("application body: parent id is not UTF-8") from None
+    return body[3 + n:], MessageId.parse(text)  # DecodeError if not "pid:seq"
 
 
 class InfraNode(api.Node):
@@ -86,6 +96,7 @@ class InfraNode(api.Node):
         self._view: set[str] = set()
         self._queue: deque[GroupMessage] = deque()
         self._pid = ""
+        self.malformed_bodies = 0  # delivered bodies unpack_body refused (dropped)
 
     # ------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -209,7 +220,8 @@ class InfraNode(api.Node):
                 "buffer_evictions": s.buffer_evictions, "resent": s.resent_news,
                 "moves": d.moves, "decode_errors": d.decode_errors,
                 "pending_sends": d.core.pending_sends, "bad_addresses": d.bad_addresses,
-                "dummies_refused": s.dummies_refused, **d.core.wire.counters()}
+                "dummies_refused": s.dummies_refused, "malformed_bodies": self.malformed_bodies,
+                **d.core.wire.counters()}
 
     @property
     def authenticated(self) -> bool:
@@ -240,7 +252,11 @@ class InfraNode(api.Node):
         gid = self.gid or ""
         for ev in events:
             if isinstance(ev, Delivered):
-                data, parent = unpack_body(ev.body)
+                try:
+                    data, parent = unpack_body(ev.body)
+                except DecodeError:
+                    self.malformed_bodies += 1  # dropped: not a body pack_body made
+                    continue
                 self._queue.append(api.GroupMessage(gid, MessageId(ev.sender, ev.app_seq),
                                                     parent, data, ev.gseq))
             elif isinstance(ev, ViewChange):

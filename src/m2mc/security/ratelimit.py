@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from m2mc.errors import ConfigError
 
-__all__ = ["RateLimitConfig", "RateLimiter", "TokenBucket"]
+__all__ = ["RateLimitConfig", "RateLimitStats", "RateLimiter", "TokenBucket"]
 
 
 @dataclass(slots=True)
@@ -74,14 +74,16 @@ class RateLimitStats:
 class RateLimiter:
     """``allow(sender, now)``: may this sender's control message be processed now?"""
 
-    def __init__(self, config: RateLimitConfig | None = None) -> None:
+    def __init__(self, config: RateLimitConfig | None = None, *,
+                 stats: RateLimitStats | None = None) -> None:
+        """``stats``: counters to add to (several limiters may share one)."""
         self.config = config or RateLimitConfig()
         self.config.validate()
         cfg = self.config
         self._buckets: OrderedDict[str, TokenBucket] = OrderedDict()
         self._total: TokenBucket | None = None
         self._total_template = (cfg.total_rate, cfg.total_burst)
-        self.stats = RateLimitStats()
+        self.stats = stats if stats is not None else RateLimitStats()
 
     def __len__(self) -> int:
         return len(self._buckets)
