@@ -87,10 +87,15 @@ class MemberLeft:
 
 @dataclass(frozen=True, slots=True)
 class MemberSeen:
-    """We heard from ``pid`` (an advertisement or any packet), without a message."""
+    """We heard from ``pid`` (a status heartbeat or any packet), without a message.
+
+    ``ago``: how many seconds before the event was made the packet arrived (the
+    chat adds it to its own clock, so a test clock works).
+    """
 
     gid: str
     pid: str
+    ago: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,11 +101,6 @@ class InfraChatBackend(M2MCBackend):
     def mode(self) -> str:
         return describe_infra(self.cells)
 
-    async def start(self) -> None:
-        await super().start()
-        self._background.append(asyncio.create_task(self._refresh_presence(),
-                                                    name="chat-infra-presence"))
-
     # ---------------------------------------------------------------- queries
 
     def _is_member(self) -> bool:
@@ -169,7 +164,8 @@ class InfraChatBackend(M2MCBackend):
         core = getattr(getattr(self.node, "driver", None), "core", None)
         return str(getattr(getattr(core, "phase", None), "value", ""))
 
-    async def _refresh_presence(self) -> None:
+    async def _watch_presence(self) -> None:
+        # The hosts expel members they stop hearing from: the view is who is heard from.
         while True:
             await asyncio.sleep(PRESENCE_REFRESH)
             if self._is_member():

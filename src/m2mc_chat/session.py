@@ -133,6 +133,10 @@ class ChatSession:
     def _emit(self, change: SessionChange) -> None:
         for listener in list(self._listeners):
             listener(change)
+        self._wake()
+
+    def _wake(self) -> None:
+        """Let :meth:`wait_until` look again (the models changed, maybe invisibly)."""
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:
             if not waiter.done():
@@ -295,10 +299,14 @@ class ChatSession:
                 if (view := self.views.get(gid)) is not None:
                     view.presence.left(pid)
                     self._emit(MembersChanged(gid))
-            case MemberSeen(gid=gid, pid=pid):
+            case MemberSeen(gid=gid, pid=pid, ago=ago):
                 if (view := self.views.get(gid)) is not None:
-                    view.presence.heard(pid, now)
-                    self._emit(MembersChanged(gid))
+                    was = view.presence.state(pid, now) if pid in view.presence else None
+                    view.presence.heard(pid, now - max(0.0, ago))
+                    if view.presence.state(pid, now) is not was:
+                        self._emit(MembersChanged(gid))
+                    else:
+                        self._wake()
             case SyncProgress(gid=gid, pending=pending):
                 if (view := self.views.get(gid)) is not None:
                     view.pending_sync = max(0, pending)

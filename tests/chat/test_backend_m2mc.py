@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -34,9 +36,28 @@ class Participant:
         await asyncio.wait_for(self.pump, WAIT)
 
 
-def participant(tmp_path: Path, channel: str, name: str) -> Participant:
+def participant(tmp_path: Path, channel: str, name: str, *,
+                clock: Callable[[], float] = time.time) -> Participant:
     config = ChatConfig(nick=name, device_id=name, data_dir=tmp_path / name, channel=channel)
-    return Participant(ChatSession(M2MCBackend(config), name))
+    return Participant(ChatSession(M2MCBackend(config), name, clock=clock))
+
+
+class ManualClock:
+    """The chat's wall clock, moved by the test (the network still runs in real time)."""
+
+    def __init__(self, now: float = 1_800_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def until(predicate: Callable[[], bool], what: str) -> None:
+    """Poll a condition of the real network (no event to wait on), within WAIT seconds."""
+    deadline = asyncio.get_running_loop().time() + WAIT
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, f"timed out: {what}"
+        await asyncio.sleep(0.02)
 
 
 @pytest.fixture
@@ -146,3 +167,64 @@ async def test_keyed_groups_show_as_authenticated(tmp_path: Path, channel: str) 
         with pytest.raises(UsageError):        # the chat has no key to give: refused, no crash
             await bob.join_group(bob.find_group("secret").gid)  # type: ignore[union-attr]
         assert "secret" not in {v.info.desc for v in bob.views.values()}
+
+
+async def test_silent_members_stay_present_and_stopped_ones_go_silent(
+        tmp_path: Path, channel: str) -> None:
+    """Presence from the group layer's heartbeats: bob never writes and stays present;
+    carol stops (no leave) and turns "not heard from". Time is driven: the chat's clock
+    jumps past the 30 s threshold twice; after each jump the test waits until bob has
+    been heard from again, which only his heartbeats can cause."""
+    clock = ManualClock()
+    carol = participant(tmp_path, channel, "carol")
+    async with participant(tmp_path, channel, "alice", clock=clock) as alice, \
+            participant(tmp_path, channel, "bob") as bob:
+        carol_session = await carol.__aenter__()
+        try:
+            info = await alice.create_group("standup")
+            for other in (bob, carol_session):
+                assert await other.wait_until(lambda o=other: o.find_group("standup")  # type: ignore[misc]
+                                              is not None, WAIT)
+                await other.join_group(info.gid)
+            presence = alice.views[info.gid].presence
+            assert await alice.wait_until(lambda: "bob" in presence and "carol" in presence,
+                                          WAIT)
+        finally:
+            await carol.__aexit__(None, None, None)          # gone: no leave, no more packets
+        backend = alice.backend
+        assert isinstance(backend, M2MCBackend)
+        group = backend.node.group(info.gid)
+        await until(lambda: time.time() - group.last_heard()["carol"] > 1.0,
+                    "carol's last packets arrived")
+        assert alice.silent_after == 30.0
+        for _ in range(2):
+            clock.now += 31.0
+            assert await alice.wait_until(
+                lambda j=clock.now: (presence.last_heard("bob") or 0.0) > j - 10.0, WAIT), \
+                "bob's heartbeats keep him heard from"
+            assert presence.state("bob", clock.now) is MemberState.JOINED
+        assert presence.state("carol", clock.now) is MemberState.SILENT
+        assert not any(d.author == "bob" for d in await backend.history(info.gid))
+        rows = {m.pid: m.state for m in presence.members(clock.now)}
+        assert rows == {"alice": MemberState.JOINED, "bob": MemberState.JOINED,
+                        "carol": MemberState.SILENT}
+
+
+async def test_after_a_restart_live_members_show_as_present(tmp_path: Path,
+                                                             channel: str) -> None:
+    """A restarted chat learns presence from the network, not from new messages."""
+    clock = ManualClock()
+    async with participant(tmp_path, channel, "bob") as bob:
+        async with participant(tmp_path, channel, "alice", clock=clock) as alice:
+            info = await alice.create_group("diary")
+            assert await bob.wait_until(lambda: bob.find_group("diary") is not None, WAIT)
+            await bob.join_group(info.gid)
+            assert await alice.wait_until(lambda: "bob" in alice.views[info.gid].presence,
+                                          WAIT)
+        clock.now += 3600.0                      # an hour later, bob has said nothing
+        async with participant(tmp_path, channel, "alice", clock=clock) as again:
+            presence = again.views[info.gid].presence
+            assert "bob" in presence             # from the membership kept in the log
+            assert await again.wait_until(
+                lambda: presence.state("bob", clock.now) is MemberState.JOINED, WAIT)
+            assert again.views[info.gid].tree.transcript() == []
