@@ -18,6 +18,7 @@ from m2mc_chat.presence import MemberState
 from m2mc_chat.session import ChatSession
 
 WAIT = 10.0  # generous: polled, never slept
+HEARD_WAIT = 30.0  # a silent member's status: at least every 10 s (group.instance.STATUS_KEEPALIVE)
 
 
 class Participant:
@@ -200,7 +201,7 @@ async def test_silent_members_stay_present_and_stopped_ones_go_silent(
         for _ in range(2):
             clock.now += 31.0
             assert await alice.wait_until(
-                lambda j=clock.now: (presence.last_heard("bob") or 0.0) > j - 10.0, WAIT), \
+                lambda j=clock.now: (presence.last_heard("bob") or 0.0) > j - 10.0, HEARD_WAIT), \
                 "bob's heartbeats keep him heard from"
             assert presence.state("bob", clock.now) is MemberState.JOINED
         assert presence.state("carol", clock.now) is MemberState.SILENT
@@ -226,5 +227,5 @@ async def test_after_a_restart_live_members_show_as_present(tmp_path: Path,
             presence = again.views[info.gid].presence
             assert "bob" in presence             # from the membership kept in the log
             assert await again.wait_until(
-                lambda: presence.state("bob", clock.now) is MemberState.JOINED, WAIT)
+                lambda: presence.state("bob", clock.now) is MemberState.JOINED, HEARD_WAIT)
             assert again.views[info.gid].tree.transcript() == []
