@@ -25,7 +25,7 @@ import os
 import re
 import secrets
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -37,6 +37,7 @@ __all__ = ["CONFIG_NAME", "ChatConfig", "default_data_dir", "infra_cells", "load
            "parse_infra", "save_config", "validate_device_id"]
 
 CONFIG_NAME = "chat.toml"
+_SETTINGS = frozenset({"nick", "device_id", "channel"})
 _DEVICE_ID = re.compile(r"[A-Za-z0-9._-]{1,32}")
 
 
@@ -74,7 +75,13 @@ def validate_device_id(device_id: str) -> str:
 def load_config(data_dir: Path | None = None, *, nick: str | None = None,
                 device_id: str | None = None, channel: str | None = None,
                 infra: tuple[str, ...] = ()) -> ChatConfig:
-    """Merge flags over ``chat.toml``; a new device id is made up if neither has one."""
+    """Merge flags over ``chat.toml``; a new device id is made up if neither has one.
+
+    Every value is checked here, before anything is saved or started: a bad flag
+    raises :class:`ConfigError` naming the flag (``--channel: ...``), a bad value in
+    the file one naming the file (``.../chat.toml: channel: ...``). A flag given
+    empty (``--nick ""``) is an error, not a fall-back to the file.
+    """
     data_dir = data_dir or default_data_dir()
     path = data_dir / CONFIG_NAME
     stored: dict[str, object] = {}
@@ -83,22 +90,45 @@ def load_config(data_dir: Path | None = None, *, nick: str | None = None,
     except FileNotFoundError:
         pass
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: {exc}") from None
-    file_nick = _optional_str(stored, "nick", path)
-    file_device = _optional_str(stored, "device_id", path)
-    file_channel = _optional_str(stored, "channel", path)
+        raise ConfigError(f"{path}: {_one_line(exc)}") from None
+    unknown = sorted(set(stored) - _SETTINGS)
+    if unknown:
+        raise ConfigError(f"{path}: unknown setting {unknown[0]!r} "
+                          f"(known: {', '.join(sorted(_SETTINGS))})")
+
+    def pick(flag: str, given: str | None, key: str,
+             check: Callable[[str], object]) -> str | None:
+        """The flag if given (checked), else the file's value (checked), else None."""
+        where, value = flag, given
+        if value is None:
+            where, value = f"{path}: {key}", _optional_str(stored, key, path)
+            if value is None:
+                return None
+        try:
+            check(value)
+        except (UsageError, ConfigError) as exc:
+            raise ConfigError(f"{where}: {_one_line(exc)}") from None
+        return value.strip() if key == "nick" else value
+
+    chosen_nick = pick("--nick", nick, "nick", validate_nick)
+    chosen_device = pick("--device-id", device_id, "device_id", validate_device_id)
+    chosen_channel = pick("--channel", channel, "channel", _check_channel)
     try:
-        chosen_nick = nick or file_nick
-        return ChatConfig(
-            nick=validate_nick(chosen_nick) if chosen_nick else None,
-            device_id=validate_device_id(device_id or file_device or secrets.token_hex(4)),
-            data_dir=data_dir,
-            channel=channel or file_channel,
-            infra=infra_cells(infra),
-        )
+        cells = infra_cells(infra)
     except UsageError as exc:
-        source = "flags" if (nick or device_id or infra) else str(path)
-        raise ConfigError(f"{source}: {exc}") from None
+        raise ConfigError(str(exc)) from None
+    return ChatConfig(nick=chosen_nick, device_id=chosen_device or secrets.token_hex(4),
+                      data_dir=data_dir, channel=chosen_channel, infra=cells)
+
+
+def _check_channel(url: str) -> None:
+    if not url.strip():
+        raise UsageError("the channel URL must not be empty")
+    parse_channel_url(url)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
 
 
 def parse_infra(text: str) -> tuple[str, ...]:

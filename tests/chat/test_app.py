@@ -326,3 +326,26 @@ async def test_restart_shows_the_conversation_as_it_was(tmp_path: Path) -> None:
         assert main(again).current == gids["travel"]
         assert conversation_pane(again) == before
         assert "▶   carol: Did you visit Delhi?  15:06  [+3, 3 new]" in "\n".join(before)
+
+
+async def test_a_network_that_cannot_start_exits_2_and_saves_nothing(tmp_path: Path) -> None:
+    from m2mc.errors import ConfigError
+    from m2mc_chat.config import ChatConfig
+
+    class Unreachable(FakeBackend):
+        async def start(self) -> None:
+            raise ConfigError("cannot join multicast group 239.255.9.9:7777 on 10.9.9.9: "
+                              "No such device")
+
+    config = ChatConfig(nick=None, device_id="d1", data_dir=tmp_path / "d")
+    app = ChatApp(config, lambda cfg: Unreachable(FakeNetwork(), cfg.device_id),
+                  clock=lambda: NOW, save_config=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await type_text(pilot, "zoe")           # the first-run nick prompt
+        await pilot.press("enter")
+        await settle(pilot)
+    assert app.return_code == 2
+    assert app.start_error == ("cannot start the network: cannot join multicast group "
+                               "239.255.9.9:7777 on 10.9.9.9: No such device")
+    assert not (tmp_path / "d").exists()        # neither chat.toml nor read marks

@@ -87,6 +87,14 @@ def test_config_errors_name_the_culprit(tmp_path: Path) -> None:
         load_config(tmp_path)
     with pytest.raises(ConfigError, match="device id"):
         load_config(tmp_path / "other", device_id="has space")
+    with pytest.raises(ConfigError, match=r"^--nick: the nick must not be empty$"):
+        load_config(tmp_path / "other", nick="  ")
+    with pytest.raises(ConfigError, match=r"^--channel: bad channel URL 'mem://a b'"):
+        load_config(tmp_path / "other", channel="mem://a b")
+    (tmp_path / "chat.toml").write_text('channel = "daemon://10.0.0.1:5678"\n')
+    with pytest.raises(ConfigError, match=r"chat\.toml: channel: bad channel URL"):
+        load_config(tmp_path)
+    assert load_config(tmp_path, channel="mem://ok").channel == "mem://ok"  # the flag wins
 
 
 def test_ui_state_round_trip_and_damaged_file(tmp_path: Path) -> None:

@@ -82,7 +82,7 @@ def make_backend(config: ChatConfig, *, demo: bool) -> ChatBackend:
 
 
 def run(args: argparse.Namespace) -> int:
-    from m2mc_chat.config import CONFIG_NAME, load_config, save_config
+    from m2mc_chat.config import CONFIG_NAME, load_config
 
     if args.transcript and not args.script:
         raise UsageError("--transcript goes with --script")
@@ -91,30 +91,33 @@ def run(args: argparse.Namespace) -> int:
     infra = _hosts(args.infra)
     if infra and args.channel:
         raise UsageError("--infra and --channel exclude each other")
+    # Every flag and every value of chat.toml is checked here: a mistake is one line
+    # and exit status 2, before anything is saved or the terminal is taken over.
     config = load_config(args.data_dir, nick=args.nick, device_id=args.device_id,
                          channel=args.channel, infra=infra)
     first_run = not (config.data_dir / CONFIG_NAME).exists()
     if args.script:
         if not config.nick:
             raise UsageError("--script needs a nick: --nick NAME or nick in chat.toml")
-        if first_run:
-            save_config(config)
-        return _run_headless(config, args)
+        return _run_headless(config, args, save=first_run)
     try:
         from m2mc_chat.app import ChatApp
     except ModuleNotFoundError as exc:
         missing = (exc.name or "textual").split(".")[0]
         raise ConfigError(f"the chat TUI needs the package {missing!r}: "
                           "pip install 'm2mc[chat]'") from None
-    if config.nick and first_run:
-        save_config(config)
     backend = make_backend(config, demo=args.demo)  # bad settings fail here, before the TUI
-    app = ChatApp(config, backend_factory=lambda _cfg: backend)
+    # chat.toml is written once the network has started (a channel that cannot be
+    # opened is not remembered).
+    app = ChatApp(config, backend_factory=lambda _cfg: backend, save_config=first_run)
     app.run()
+    if app.start_error:
+        raise ConfigError(app.start_error)
     return app.return_code or 0
 
 
-def _run_headless(config: ChatConfig, args: argparse.Namespace) -> int:
+def _run_headless(config: ChatConfig, args: argparse.Namespace, *, save: bool) -> int:
+    from m2mc_chat.config import save_config
     from m2mc_chat.script import run_script_file
     from m2mc_chat.session import ChatSession
     from m2mc_chat.state import UiStateStore
@@ -131,5 +134,10 @@ def _run_headless(config: ChatConfig, args: argparse.Namespace) -> int:
     def report(problem: str) -> None:
         print(f"m2mc chat: {config.nick}: {problem}", file=sys.stderr)
 
+    def started() -> None:
+        if save:
+            save_config(config)
+
     return asyncio.run(run_script_file(session, args.script, args.transcript,
-                                       step_timeout=args.step_timeout, log=log, report=report))
+                                       step_timeout=args.step_timeout, log=log, report=report,
+                                       on_started=started))
