@@ -60,3 +60,16 @@ async def settle(pilot: Pilot[Any]) -> None:
     """Let messages, workers and refreshes run to completion."""
     for _ in range(4):
         await pilot.pause()
+
+
+def deep_chain(levels: int = 30) -> FakeNetwork:
+    """A network with one group, "rabbit hole", holding a thread ``levels`` replies deep
+    (carol and bob answering each other)."""
+    net = FakeNetwork()
+    gid = net.add_group("rabbit hole", "carol", members=("bob",))
+    parent = ""
+    for level in range(levels):
+        who = ("carol", "bob")[level % 2]
+        parent = net.post(gid, who, who, f"level {level}: and why is that so, exactly?",
+                          parent=parent, ts=NOW - 600 + level).mid
+    return net

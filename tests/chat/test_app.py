@@ -10,7 +10,7 @@ from m2mc_chat.backend import Delivered, SyncProgress
 from m2mc_chat.config import load_config
 from m2mc_chat.fake import FakeBackend, FakeNetwork, FakeStore, demo_network
 from m2mc_chat.session import ChatSession
-from m2mc_chat.testing import NOW, make_app, screen_text, settle, type_text
+from m2mc_chat.testing import NOW, deep_chain, make_app, screen_text, settle, type_text
 from m2mc_chat.ui.browser import GroupBrowser
 from m2mc_chat.ui.dialogs import ConfirmDialog, TextPrompt
 from m2mc_chat.ui.help import HelpScreen
@@ -349,3 +349,51 @@ async def test_a_network_that_cannot_start_exits_2_and_saves_nothing(tmp_path: P
     assert app.start_error == ("cannot start the network: cannot join multicast group "
                                "239.255.9.9:7777 on 10.9.9.9: No such device")
     assert not (tmp_path / "d").exists()        # neither chat.toml nor read marks
+
+
+async def test_a_deep_thread_stays_on_screen(tmp_path: Path) -> None:
+    app = make_app(deep_chain(), tmp_path)
+    async with app.run_test(size=(110, 30)) as pilot:
+        await settle(pilot)
+        await open_browser_on(pilot, "rabbit hole")
+        await pilot.press("j")
+        await settle(pilot)
+        await pilot.press("end")
+        await settle(pilot)
+        tree = main(app).conversation
+        assert tree.cursor_mid == "bob:15"                  # level 29, the deepest
+        lines = screen_text(app).splitlines()
+        deep = [line for line in lines if "↳" in line and "└─" in line]
+        assert len(deep) >= 15
+        # Indented 5 levels at most: every deeper reply starts in the same column ...
+        assert len({line.index("└─") for line in deep}) == 1
+        assert "↳ 29 bob: level 29" in deep[-1]
+        # ... so nothing needs sideways scrolling but long texts, and the selected
+        # message is readable in full under the tree.
+        assert tree.virtual_size.width < 80
+        assert "bob  15:03  ↳ 29  level 29: and why is that so, exactly?" in "\n".join(lines)
+        await pilot.press("shift+left")                     # its parent, one level up
+        await settle(pilot)
+        assert tree.cursor_mid == "carol:15"
+        assert "carol  15:03  ↳ 28  level 28:" in screen_text(app)
+        for _ in range(4):
+            await pilot.press("up")
+        await pilot.press("space")                          # fold level 24: 25-29 go
+        await settle(pilot)
+        text = screen_text(app)
+        assert "↳ 24 carol: level 24" in text and "[+5 folded]" in text
+        assert "↳ 25" not in text
+
+
+async def test_open_a_group_shows_the_selected_message_in_full(tmp_path: Path) -> None:
+    net, _ = demo_network()
+    app = make_app(net, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await open_browser_on(pilot, "travel stories")
+        await pilot.press("j")
+        await settle(pilot)
+        assert "carol  15:06  Did you visit Delhi?" in screen_text(app)
+        await pilot.press("down")
+        await settle(pilot)
+        assert "bob  15:07  ↳ 1  Yes! The Red Fort at dawn." in screen_text(app)

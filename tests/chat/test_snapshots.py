@@ -14,7 +14,7 @@ from textual.pilot import Pilot
 
 from m2mc_chat.app import ChatApp
 from m2mc_chat.fake import demo_network
-from m2mc_chat.testing import make_app, settle
+from m2mc_chat.testing import deep_chain, make_app, settle
 
 SIZE = (110, 30)
 SnapCompare = Callable[..., bool]
@@ -83,3 +83,15 @@ def test_help_screen(snap_compare: SnapCompare, tmp_path: Path) -> None:
 
 def test_empty_start(snap_compare: SnapCompare, tmp_path: Path) -> None:
     assert snap_compare(joined_app(tmp_path), terminal_size=SIZE)
+
+
+def test_deep_thread(snap_compare: SnapCompare, tmp_path: Path) -> None:
+    """A 30-deep chain: indentation stops at 5 levels, deeper replies say their level,
+    and the selected (deepest) message is shown in full under the tree."""
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await join(pilot, "rabbit hole")
+        await pilot.press("end")
+        await settle(pilot)
+
+    assert snap_compare(make_app(deep_chain(), tmp_path), terminal_size=SIZE,
+                        run_before=run_before)
