@@ -45,6 +45,8 @@ __all__ = [
 ]
 
 UNREADABLE_TEXT = "(unreadable message)"
+MAX_NICKS = 4096
+"""Nicks remembered across groups (a bound: a hostile peer could invent pids)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +115,8 @@ class ChatSession:
         self.views: dict[str, GroupView] = {}
         self.undecodable = 0
         """Messages whose chat payload could not be decoded (shown as unreadable)."""
+        self._nicks: dict[str, str] = {}
+        """pid -> the nick it last wrote under, in any group (for groups not joined)."""
         self._listeners: list[Callable[[SessionChange], None]] = []
         self._waiters: list[asyncio.Future[None]] = []
 
@@ -254,6 +258,21 @@ class ChatSession:
                              payload=payload))
         return mid
 
+    def nick_of(self, pid: str) -> str:
+        """The nick ``pid`` writes under, as learned from messages of any group we hold
+        (history included); the pid itself when unknown."""
+        if pid == self.node_id:
+            return self.nick
+        return self._nicks.get(pid, pid)
+
+    def _learn_nick(self, pid: str, nick: str) -> None:
+        if not nick or self._nicks.get(pid) == nick:
+            return
+        self._nicks.pop(pid, None)
+        if len(self._nicks) >= MAX_NICKS:
+            del self._nicks[next(iter(self._nicks))]    # the least recently learned
+        self._nicks[pid] = nick
+
     def find_group(self, desc_or_gid: str) -> GroupInfo | None:
         """A discovered group by gid, else by description (the first one, by gid).
 
@@ -327,6 +346,8 @@ class ChatSession:
         result = view.tree.add(message, unread=unread)
         if result.added:
             view.presence.learn_nick(event.author, nick)
+            if text is not UNREADABLE_TEXT:
+                self._learn_nick(event.author, nick)
             if not event.from_log:
                 view.presence.heard(event.author, self.clock())
         return result

@@ -397,3 +397,28 @@ async def test_open_a_group_shows_the_selected_message_in_full(tmp_path: Path) -
         await pilot.press("down")
         await settle(pilot)
         assert "bob  15:07  ↳ 1  Yes! The Red Fort at dawn." in screen_text(app)
+
+
+async def test_the_browser_names_members_by_nick_where_known(tmp_path: Path) -> None:
+    """Members of groups we have not joined: nicks learned from any group's messages."""
+    net = FakeNetwork()
+    quiz = net.add_group("quiz", "c0ffee01")
+    net.post(quiz, "c0ffee01", "carol", "Capital of Australia?", ts=NOW - 30)
+    net.add_group("poker night", "d00d0002", members=("c0ffee01",))
+    app = make_app(net, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("g")
+        await settle(pilot)
+        row = next(line for line in screen_text(app).splitlines() if "poker night" in line)
+        assert "d00d0002, c0ffee01" in row                 # nobody known yet: device ids
+        await pilot.press("escape")
+        await open_browser_on(pilot, "quiz")
+        await pilot.press("j")                              # carol's message names her
+        await settle(pilot)
+        await pilot.press("g")
+        await settle(pilot)
+        row = next(line for line in screen_text(app).splitlines() if "poker night" in line)
+        assert "d00d0002, carol" in row
+        quiz_row = next(line for line in screen_text(app).splitlines() if "quiz" in line)
+        assert "carol, alice" in quiz_row

@@ -63,8 +63,9 @@ class GroupBrowser(Screen[str | None]):
         table.focus()
 
     def _who(self, info: GroupInfo) -> Text:
-        view = self.session.views.get(info.gid)
-        names = [view.presence.nick(pid) if view else pid for pid in info.members]
+        """Members by nick where one is known (from messages of any group we hold),
+        by device id otherwise."""
+        names = [self.session.nick_of(pid) for pid in info.members]
         text = Text(", ".join(names) if names else "nobody", style="" if names else "dim")
         if info.left:
             text.append(f"  ({len(info.left)} left)", style="dim")
