@@ -98,7 +98,8 @@ class M2MCBackend:
         self.channel = config.channel or DEFAULT_CHANNEL_URL
         self._node_config = node_config or NodeConfig(
             pid=config.device_id, channel=self.channel,
-            data_dir=config.data_dir / f"node-{config.device_id}")
+            data_dir=config.data_dir / f"node-{config.device_id}",
+            trace_dir=config.trace_dir, run_id=config.run_id)
         self._node_config.pid = config.device_id
         self._setup(Node(self._node_config))
 

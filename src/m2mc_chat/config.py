@@ -49,6 +49,9 @@ class ChatConfig:
     channel: str | None = None
     infra: tuple[str, ...] = ()
     """Infrastructure mode: the cells to attach to (see :func:`infra_cells`); empty: ad hoc."""
+    trace_dir: Path | None = None
+    """Write the node's trace events here (``--trace-dir``; never saved)."""
+    run_id: str = ""
 
     @property
     def config_path(self) -> Path:

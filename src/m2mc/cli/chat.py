@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,9 @@ examples:
                                           attach to infrastructure-mode hosts' cells
   m2mc chat --demo                        try the interface on a simulated group
   m2mc chat --nick bob --script steps.txt --transcript bob.json
+                                          a scripted participant, no terminal (steps:
+                                          create join send reply wait wait_for
+                                          wait_members leave; see docs/chat.md)
 """
 
 
@@ -36,7 +40,7 @@ def register(subparsers: Any) -> None:
                     "participant without a terminal (--script).",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--nick", help="the name others see (default: from chat.toml, "
-                                  "else asked on first run)")
+                                  "else asked on first run; an empty nick is refused)")
     p.add_argument("--device-id", help="this device's identity, the pid on every message "
                                        "(default: from chat.toml, else made up once)")
     p.add_argument("--channel", metavar="URL",
@@ -50,13 +54,19 @@ def register(subparsers: Any) -> None:
                         "(default: $M2MC_DATA_DIR or ~/.local/share/m2mc)")
     p.add_argument("--script", type=Path, metavar="FILE",
                    help="run headless: steps from FILE (create/join/send/reply/wait/"
-                        "wait_for/leave), no terminal needed")
+                        "wait_for/wait_members/leave), no terminal needed")
     p.add_argument("--transcript", type=Path, metavar="OUT.json",
                    help="with --script: write the final thread tree(s) here")
     p.add_argument("--step-timeout", type=float, default=30.0, metavar="S",
-                   help="with --script: how long join and wait_for may wait (default 30)")
+                   help="with --script: how long join, wait_for and wait_members may "
+                        "wait (default 30)")
     p.add_argument("--demo", action="store_true",
                    help="use a simulated group in this process instead of the network")
+    p.add_argument("--trace-dir", type=Path, metavar="DIR",
+                   help="write this participant's trace events (CONTRACTS section 4) to "
+                        "DIR/<device id>.jsonl, for 'm2mc analyze' (ad hoc mode)")
+    p.add_argument("--run-id", default="", metavar="ID",
+                   help="with --trace-dir: the trace's run column")
     p.set_defaults(func=run)
 
 
@@ -93,8 +103,14 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--infra and --channel exclude each other")
     # Every flag and every value of chat.toml is checked here: a mistake is one line
     # and exit status 2, before anything is saved or the terminal is taken over.
+    if args.run_id and not args.trace_dir:
+        raise UsageError("--run-id goes with --trace-dir")
+    if args.trace_dir and infra:
+        raise UsageError("--trace-dir is for ad hoc mode (the hosts keep no member traces)")
     config = load_config(args.data_dir, nick=args.nick, device_id=args.device_id,
                          channel=args.channel, infra=infra)
+    if args.trace_dir:
+        config = replace(config, trace_dir=args.trace_dir, run_id=args.run_id)
     first_run = not (config.data_dir / CONFIG_NAME).exists()
     if args.script:
         if not config.nick:
