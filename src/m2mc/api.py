@@ -299,6 +299,13 @@ class Node:
         infos = (stack.group_info(gid) for gid in sorted(stack.groups) if stack.is_member(gid))
         return [info for info in infos if info is not None]
 
+    def locked(self) -> list[GrpInfo]:
+        """Keyed groups this node was a member of (durable log) but holds no key for: they
+        stay closed until ``join(gid, key=...)`` (or a key in ``NodeConfig.keys`` at start)."""
+        stack = self._node()
+        infos = (stack.group_info(gid) for gid in sorted(stack.locked))
+        return [info for info in infos if info is not None]
+
     def history(self, gid: str) -> list[GroupMessage]:
         """The messages of ``gid`` this node has delivered, from the durable log, oldest first."""
         self._node()

@@ -92,7 +92,8 @@ class ChatApp(App[int]):
     def _begin(self, nick: str) -> None:
         backend = self.backend_factory(self.config)
         self.session = ChatSession(backend, nick, clock=self.clock,
-                                   ui_state=UiStateStore(self.config.data_dir / "chat_state.json"))
+                                   ui_state=UiStateStore(self.config.data_dir / "chat_state.json"),
+                                   keys=self.config.keys, key_suite=self.config.key_suite)
         self.session.subscribe(self._on_change)
         self.sub_title = f"{nick} @ {backend.node_id} · {backend.mode}"
         self.run_worker(self._pump(self.session), name="session", group="session")

@@ -18,6 +18,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from m2mc.security.keys import GroupKey
+
 __all__ = [
     "FULL_FEATURES",
     "BackendEvent",
@@ -180,12 +182,13 @@ class ChatBackend(Protocol):
         """The messages of ``gid`` in the durable log, in the order they were delivered."""
         ...
 
-    async def create_group(self, desc: str) -> GroupInfo:
-        """Create a group, join it, advertise it (``CreateGroup(desc)``)."""
+    async def create_group(self, desc: str, key: GroupKey | None = None) -> GroupInfo:
+        """Create a group, join it, advertise it (``CreateGroup(desc)``); keyed with ``key``."""
         ...
 
-    async def join_group(self, gid: str) -> GroupInfo:
-        """Join a discovered group; catch-up follows as events."""
+    async def join_group(self, gid: str, key: GroupKey | None = None) -> GroupInfo:
+        """Join a discovered group; catch-up follows as events. A keyed group takes its
+        ``key``; without it :class:`~m2mc.security.KeyRequiredError`."""
         ...
 
     async def leave_group(self, gid: str) -> None:

@@ -18,7 +18,7 @@ import time
 from collections.abc import AsyncIterator
 from urllib.parse import parse_qs, urlsplit
 
-from m2mc.api import Group, GroupMessage, Node, NodeConfig
+from m2mc.api import Group, GroupKey, GroupMessage, Node, NodeConfig
 from m2mc.errors import UsageError
 from m2mc.group.codec import GrpInfo
 from m2mc.group.events import (
@@ -129,6 +129,12 @@ class M2MCBackend:
         self._news = asyncio.create_task(self._read_news(), name="chat-news")
         for info in self.node.joined():
             self._read_group(self.node.group(info.gid))
+        # Keyed groups of the log come back only with their key (else they stay closed
+        # and the browser offers them, asking for the passphrase).
+        for info in self._locked():
+            key = self.config.keys.get(info.gid) or self.config.keys.get(info.desc)
+            if key is not None:
+                self._read_group(await self.node.join(info.gid, key=key))
         self._background.append(asyncio.create_task(self._watch_presence(),
                                                     name="chat-presence"))
 
@@ -158,20 +164,25 @@ class M2MCBackend:
         return [group_info(info) for info in self.node.joined()]
 
     def known_groups(self) -> list[GroupInfo]:
-        return [group_info(info) for info in self.node.discovered()] + self.joined_groups()
+        return ([group_info(info) for info in [*self.node.discovered(), *self._locked()]]
+                + self.joined_groups())
+
+    def _locked(self) -> list[GrpInfo]:
+        locked = getattr(self.node, "locked", None)    # not in infrastructure mode
+        return list(locked()) if callable(locked) else []
 
     async def history(self, gid: str) -> list[Delivered]:
         return [self._delivered(m, from_log=True) for m in self.node.history(gid)]
 
     # --------------------------------------------------------------- commands
 
-    async def create_group(self, desc: str) -> GroupInfo:
-        group = await self.node.create_group(desc)
+    async def create_group(self, desc: str, key: GroupKey | None = None) -> GroupInfo:
+        group = await self.node.create_group(desc, key=key)
         self._read_group(group)
         return self._info_of(group)
 
-    async def join_group(self, gid: str) -> GroupInfo:
-        group = await self.node.join(gid, timeout=JOIN_TIMEOUT)
+    async def join_group(self, gid: str, key: GroupKey | None = None) -> GroupInfo:
+        group = await self.node.join(gid, timeout=JOIN_TIMEOUT, key=key)
         self._read_group(group)
         return self._info_of(group)
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from m2mc.errors import DecodeError, UsageError
+from m2mc.security import KeyRequiredError
+from m2mc.security.keys import DEFAULT_SUITE, GroupKey
 from m2mc_chat.backend import (
     BackendEvent,
     BackendLimits,
@@ -105,8 +107,14 @@ class ChatSession:
     def __init__(self, backend: ChatBackend, nick: str, *,
                  clock: Callable[[], float] = time.time,
                  ui_state: UiStateStore | None = None,
-                 silent_after: float = 30.0) -> None:
+                 silent_after: float = 30.0,
+                 keys: Mapping[str, GroupKey] | None = None,
+                 key_suite: str = DEFAULT_SUITE) -> None:
         self.backend = backend
+        self.key_suite = key_suite
+        """The suite of passphrases the user types in (``--key-suite``)."""
+        self.keys: dict[str, GroupKey] = dict(keys or {})
+        """Keys of keyed groups by description or gid (config, flags, passphrases typed)."""
         self.nick = validate_nick(nick)
         self.clock = clock
         self.ui_state = ui_state
@@ -215,20 +223,56 @@ class ChatSession:
 
     # --------------------------------------------------------------- commands
 
-    async def create_group(self, desc: str) -> GroupInfo:
+    def key_for(self, gid_or_desc: str) -> GroupKey | None:
+        """The key configured for a group, by gid, else by its description."""
+        key = self.keys.get(gid_or_desc)
+        info = self.groups.get(gid_or_desc)
+        if key is None and info is not None:
+            key = self.keys.get(info.desc)
+        return key
+
+    def passphrase_key(self, passphrase: str) -> GroupKey:
+        """A key from a passphrase the user typed (kept in memory only, never saved)."""
+        return GroupKey(passphrase=passphrase, suite=self.key_suite)
+
+    def needs_key(self, gid: str) -> bool:
+        """A keyed group we have no key for: joining it takes one (ask the user)."""
+        info = self.groups.get(gid)
+        return (info is not None and info.authenticated and gid not in self.views
+                and self.key_for(gid) is None)
+
+    async def create_group(self, desc: str, key: GroupKey | None = None) -> GroupInfo:
+        """Create ``desc``; keyed with ``key``, or with the key configured for ``desc``."""
         desc = desc.strip()
         if not desc:
             raise UsageError("a group needs a description")
-        info = await self.backend.create_group(desc)
+        key = key or self.keys.get(desc)
+        info = await self.backend.create_group(desc, key=key) if key else \
+            await self.backend.create_group(desc)
+        if key is not None:
+            self.keys.setdefault(info.gid, key)
         self.groups[info.gid] = info
         await self._open_view(info)
         self._emit(GroupsChanged())
         return info
 
-    async def join_group(self, gid: str) -> GroupInfo:
+    async def join_group(self, gid: str, key: GroupKey | None = None) -> GroupInfo:
+        """Join ``gid``; a keyed group with ``key``, or the key configured for it.
+
+        Raises :class:`~m2mc.security.KeyRequiredError` for a keyed group without one.
+        """
         if gid in self.views:
             return self.views[gid].info
-        info = await self.backend.join_group(gid)
+        key = key or self.key_for(gid)
+        if key is None and self.needs_key(gid):
+            raise KeyRequiredError(
+                f"group {self.groups[gid].desc!r} is keyed: give its key "
+                f"(--key-file NAME=FILE, --key-passphrase NAME=PASSPHRASE, or [keys] in "
+                "chat.toml)")
+        info = await self.backend.join_group(gid, key=key) if key else \
+            await self.backend.join_group(gid)
+        if key is not None:
+            self.keys.setdefault(gid, key)
         self.groups[gid] = info
         await self._open_view(info)
         self._emit(GroupsChanged())

@@ -8,7 +8,7 @@ from pathlib import Path
 from m2mc_chat.app import ChatApp
 from m2mc_chat.backend import Delivered, SyncProgress
 from m2mc_chat.config import load_config
-from m2mc_chat.fake import FakeBackend, FakeNetwork, FakeStore, demo_network
+from m2mc_chat.fake import DEMO_KEYS, FakeBackend, FakeNetwork, FakeStore, demo_network
 from m2mc_chat.session import ChatSession
 from m2mc_chat.testing import NOW, deep_chain, make_app, screen_text, settle, type_text
 from m2mc_chat.ui.browser import GroupBrowser
@@ -92,7 +92,7 @@ async def test_join_a_discovered_group_shows_its_threads_and_members(tmp_path: P
 
 async def test_reply_to_the_selected_message_lands_under_it_everywhere(tmp_path: Path) -> None:
     net, gids = demo_network()
-    carol = ChatSession(FakeBackend(net, "carol2"), "carol", clock=lambda: NOW)
+    carol = ChatSession(FakeBackend(net, "carol2"), "carol", clock=lambda: NOW, keys=DEMO_KEYS)
     await carol.start()
     await carol.join_group(gids["travel"])
     pump = asyncio.create_task(carol.run())
@@ -422,3 +422,55 @@ async def test_the_browser_names_members_by_nick_where_known(tmp_path: Path) -> 
         assert "d00d0002, carol" in row
         quiz_row = next(line for line in screen_text(app).splitlines() if "quiz" in line)
         assert "carol, alice" in quiz_row
+
+
+async def test_joining_a_keyed_group_asks_for_its_passphrase(tmp_path: Path) -> None:
+    from m2mc.security.keys import GroupKey
+
+    net, gids = demo_network()                  # "travel stories" is keyed
+    app = make_app(net, tmp_path, keys={})      # and we were given no key for it
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await open_browser_on(pilot, "travel stories")
+        await pilot.press("j")
+        await settle(pilot)
+        assert isinstance(app.screen, TextPrompt)
+        assert "travel stories is a keyed group" in screen_text(app)
+        await pilot.press("escape")             # changed my mind: not joined
+        await settle(pilot)
+        assert isinstance(app.screen, GroupBrowser)
+        assert gids["travel"] not in main(app).session.views
+        await pilot.press("j")
+        await settle(pilot)
+        await type_text(pilot, "red fort")
+        assert "red fort" not in screen_text(app)   # typed as a password
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, MainScreen)
+        assert main(app).current == gids["travel"]
+        assert backend(app).keys_used[gids["travel"]] == GroupKey(passphrase="red fort")
+        assert "Did you visit Delhi?" in screen_text(app)
+
+
+async def test_create_a_keyed_group_from_the_browser(tmp_path: Path) -> None:
+    net = FakeNetwork()
+    app = make_app(net, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("g", "k")
+        await settle(pilot)
+        await type_text(pilot, "ops")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert "ops: passphrase" in screen_text(app)
+        await pilot.press("enter")                   # empty: refused, the dialog stays
+        await settle(pilot)
+        assert "type the passphrase" in screen_text(app)
+        await type_text(pilot, "s3cret")
+        await pilot.press("enter")
+        await settle(pilot)
+        [info] = net.groups()
+        assert info.desc == "ops" and info.authenticated
+        assert backend(app).keys_used[info.gid] is not None
+        assert "🔒 ops" in screen_text(app)
+    assert "s3cret" not in "".join(p.read_text() for p in (tmp_path / "alice").glob("*"))

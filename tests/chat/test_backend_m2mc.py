@@ -11,8 +11,11 @@ from pathlib import Path
 import pytest
 
 from m2mc.errors import ConfigError
+from m2mc.security import KeyRequiredError
+from m2mc.security.keys import GroupKey
 from m2mc_chat.backend import ChatBackend
 from m2mc_chat.backend_m2mc import M2MCBackend, describe_channel
+from m2mc_chat.codec import encode_body
 from m2mc_chat.config import ChatConfig
 from m2mc_chat.presence import MemberState
 from m2mc_chat.session import ChatSession
@@ -38,9 +41,11 @@ class Participant:
 
 
 def participant(tmp_path: Path, channel: str, name: str, *,
-                clock: Callable[[], float] = time.time) -> Participant:
-    config = ChatConfig(nick=name, device_id=name, data_dir=tmp_path / name, channel=channel)
-    return Participant(ChatSession(M2MCBackend(config), name, clock=clock))
+                clock: Callable[[], float] = time.time,
+                keys: dict[str, GroupKey] | None = None) -> Participant:
+    config = ChatConfig(nick=name, device_id=name, data_dir=tmp_path / name, channel=channel,
+                        keys=keys or {})
+    return Participant(ChatSession(M2MCBackend(config), name, clock=clock, keys=config.keys))
 
 
 class ManualClock:
@@ -229,3 +234,69 @@ async def test_after_a_restart_live_members_show_as_present(tmp_path: Path,
             assert await again.wait_until(
                 lambda: presence.state("bob", clock.now) is MemberState.JOINED, HEARD_WAIT)
             assert again.views[info.gid].tree.transcript() == []
+
+
+async def test_keyed_groups_with_configured_keys_and_typed_passphrases(
+        tmp_path: Path, channel: str) -> None:
+    """Issue 9 from the chat: create with a configured key, join with a typed passphrase;
+    after a restart the group reopens only with its key."""
+    secret = GroupKey(passphrase="correct horse battery staple")
+    async with participant(tmp_path, channel, "alice", keys={"secret": secret}) as alice:
+        async with participant(tmp_path, channel, "bob") as bob:
+            info = await alice.create_group("secret")        # keyed: a key is configured
+            assert info.authenticated
+            question = await alice.send(info.gid, "Who has the key?")
+            assert await bob.wait_until(lambda: bob.find_group("secret") is not None, WAIT)
+            assert bob.needs_key(info.gid)
+            with pytest.raises(KeyRequiredError, match="is keyed: give its key"):
+                await bob.join_group(info.gid)
+            await bob.join_group(info.gid, bob.passphrase_key("correct horse battery staple"))
+            assert await bob.wait_until(lambda: question in bob.views[info.gid].tree, WAIT)
+            assert bob.views[info.gid].info.authenticated
+        # bob restarts without the key: the group stays closed, offered in the browser
+        async with participant(tmp_path, channel, "bob") as bob:
+            assert info.gid not in bob.views
+            assert bob.groups[info.gid].authenticated and bob.needs_key(info.gid)
+        # with its key configured (by description) it comes back, history and all
+        async with participant(tmp_path, channel, "bob", keys={"secret": secret}) as bob:
+            assert info.gid in bob.views
+            assert question in bob.views[info.gid].tree
+            answer = await bob.send(info.gid, "I do", reply_to=question)
+            assert await alice.wait_until(lambda: answer in alice.views[info.gid].tree, WAIT)
+
+
+async def test_catch_up_progress_from_the_real_group_layer(tmp_path: Path, channel: str) -> None:
+    """A late joiner is caught up by MSP; the chat counts down what is still coming
+    ("synchronizing 1,234 messages") and ends with everything and nothing pending."""
+    from m2mc_chat.presence import sync_status
+    from m2mc_chat.session import SessionChange, SyncChanged
+
+    count = 1500
+    async with participant(tmp_path, channel, "alice") as alice, \
+            participant(tmp_path, channel, "bob") as bob:
+        info = await alice.create_group("archive")
+        backend = alice.backend
+        assert isinstance(backend, M2MCBackend)
+        group = backend.node.group(info.gid)
+        parent = None
+        for i in range(count):       # straight to the group layer: quicker than the chat
+            mid = await group.send(encode_body("alice", f"note {i}", 0.0),
+                                   reply_to=parent if i % 3 else None)
+            parent = mid
+        assert await alice.wait_until(lambda: len(alice.views[info.gid].tree) == count, WAIT)
+        pending: list[int] = []
+
+        def note(change: SessionChange) -> None:
+            if isinstance(change, SyncChanged) and change.gid == info.gid:
+                pending.append(change.pending)
+
+        bob.subscribe(note)
+        assert await bob.wait_until(lambda: bob.find_group("archive") is not None, WAIT)
+        await bob.join_group(info.gid)
+        tree = bob.views[info.gid].tree
+        assert await bob.wait_until(lambda: len(tree) == count and bool(pending)
+                                    and pending[-1] == 0, 30.0), (len(tree), pending[-5:])
+        assert max(pending) > 0, pending
+        assert sync_status(max(pending)).startswith("synchronizing ")
+        assert bob.views[info.gid].pending_sync == 0
+        assert tree.transcript() == alice.views[info.gid].tree.transcript()

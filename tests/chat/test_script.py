@@ -137,6 +137,9 @@ def test_cli_headless_demo_run_writes_the_transcript(tmp_path: Path) -> None:
      "--channel: bad channel URL 'udp-multicast://nowhere'"),
     (["--nick", "a", "--channel", "", "--script", "s.txt"], "--channel: the channel URL must"),
     (["--channel", "carrier-pigeon://home"], "--channel: bad channel URL"),   # the TUI
+    (["--key-passphrase", "lunch"], "--key-passphrase: use GROUP=VALUE"),
+    (["--key-suite", "rot13", "--script", "s.txt", "--nick", "a"], "unknown auth suite"),
+    (["--infra", "239.255.20.1:7711", "--key-file", "a=b"], "are for ad hoc groups"),
 ])
 def test_cli_usage_errors_are_one_line_exit_2(tmp_path: Path, args: list[str],
                                               error: str) -> None:
@@ -183,3 +186,15 @@ def test_cli_infra_needs_cells_not_backbone_addresses(tmp_path: Path) -> None:
     assert done.stderr.strip() == (
         "m2mc chat: error: --infra: '127.0.0.1:7001' is not a cell: give the multicast "
         "GROUP:PORT of an 'm2mc host --cell', or its udp-multicast:// URL")
+
+
+def test_cli_passphrases_are_used_and_never_saved(tmp_path: Path) -> None:
+    script = tmp_path / "steps.txt"
+    script.write_text("create plans\nsend The plan is secret\n")
+    done = run_cli("--demo", "--data-dir", str(tmp_path / "d"), "--nick", "zed",
+                   "--key-passphrase", "plans=hunter2 hunter2", "--script", str(script),
+                   "--transcript", str(tmp_path / "t.json"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    saved = "".join(p.read_text() for p in (tmp_path / "d").glob("*") if p.is_file())
+    assert "chat.toml" in str(list((tmp_path / "d").iterdir()))
+    assert "hunter2" not in saved

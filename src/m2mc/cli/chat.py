@@ -26,6 +26,8 @@ examples:
   m2mc chat --infra 239.255.20.1:7711,239.255.20.2:7712
                                           attach to infrastructure-mode hosts' cells
   m2mc chat --demo                        try the interface on a simulated group
+  m2mc chat --key-file 'team=~/.m2mc/team.key'
+                                          the key of the keyed group "team"
   m2mc chat --nick bob --script steps.txt --transcript bob.json
                                           a scripted participant, no terminal (steps:
                                           create join send reply wait wait_for
@@ -49,6 +51,17 @@ def register(subparsers: Any) -> None:
     p.add_argument("--infra", metavar="HOSTS",
                    help="infrastructure mode: the hosts' cells, comma-separated GROUP:PORT "
                    "(loopback) or udp-multicast:// URLs")
+    p.add_argument("--key-file", action="append", default=[], metavar="GROUP=FILE",
+                   help="the key file (chmod 600) of a keyed group, GROUP being its "
+                        "description or id; repeatable (also [keys] in chat.toml)")
+    p.add_argument("--key-passphrase", action="append", default=[],
+                   metavar="GROUP=PASSPHRASE",
+                   help="the passphrase of a keyed group; repeatable; never saved (other "
+                        "users can see it in the process list: prefer --key-file, or type "
+                        "it when joining from the group browser)")
+    p.add_argument("--key-suite", metavar="SUITE",
+                   help="suite of the keys given here and typed in: hmac-sha256 (default), "
+                        "aes-256-gcm or chacha20-poly1305; every member must use the same")
     p.add_argument("--data-dir", type=Path, metavar="DIR",
                    help="chat.toml and the durable message log "
                         "(default: $M2MC_DATA_DIR or ~/.local/share/m2mc)")
@@ -107,10 +120,18 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--run-id goes with --trace-dir")
     if args.trace_dir and infra:
         raise UsageError("--trace-dir is for ad hoc mode (the hosts keep no member traces)")
+    if infra and (args.key_file or args.key_passphrase or args.key_suite):
+        raise UsageError("--key-file/--key-passphrase/--key-suite are for ad hoc groups "
+                         "(infrastructure mode has one group and no group keys)")
     config = load_config(args.data_dir, nick=args.nick, device_id=args.device_id,
-                         channel=args.channel, infra=infra)
+                         channel=args.channel, infra=infra, key_files=args.key_file,
+                         key_passphrases=args.key_passphrase, key_suite=args.key_suite)
     if args.trace_dir:
         config = replace(config, trace_dir=args.trace_dir, run_id=args.run_id)
+    if args.demo:       # the simulated group's keyed group opens with its passphrase
+        from m2mc_chat.fake import DEMO_KEYS
+
+        config = replace(config, keys={**DEMO_KEYS, **config.keys})
     first_run = not (config.data_dir / CONFIG_NAME).exists()
     if args.script:
         if not config.nick:
@@ -141,7 +162,8 @@ def _run_headless(config: ChatConfig, args: argparse.Namespace, *, save: bool) -
     assert config.nick is not None
     backend = make_backend(config, demo=args.demo)
     session = ChatSession(backend, config.nick,
-                          ui_state=UiStateStore(config.data_dir / "chat_state.json"))
+                          ui_state=UiStateStore(config.data_dir / "chat_state.json"),
+                          keys=config.keys, key_suite=config.key_suite)
 
     def log(line: str) -> None:
         if args.verbose:
