@@ -301,10 +301,32 @@ class Node:
     def discovered(self) -> list[GrpInfo]:
         return self._node().discovered()
 
+    def last_heard(self, gid: str) -> dict[str, float]:
+        """When this node last heard from each member of ``gid``: pid -> wall-clock time
+        (``time.time()``) of the last packet of the group from it (data, status heartbeat,
+        join, repair, sync). Members send a status about every ``status_interval`` even when
+        they write nothing, so a live member is heard from within seconds; one that went
+        away stops being heard from. Only members heard from since this node started or
+        joined are listed (ad hoc mode)."""
+        stack = self._node()
+        inst = stack.groups.get(gid)
+        if inst is None or inst.lingering:
+            raise UsageError(f"not a member of group {gid!r}")
+        now = self._drv().now()
+        wall = time.time()
+        return {pid: wall - (now - t) for pid, t in inst.last_heard.items()}
+
     def joined(self) -> list[GrpInfo]:
         """The groups this node is a member of (after a restart: those in the durable log)."""
         stack = self._node()
         infos = (stack.group_info(gid) for gid in sorted(stack.groups) if stack.is_member(gid))
+        return [info for info in infos if info is not None]
+
+    def locked(self) -> list[GrpInfo]:
+        """Keyed groups this node was a member of (durable log) but holds no key for: they
+        stay closed until ``join(gid, key=...)`` (or a key in ``NodeConfig.keys`` at start)."""
+        stack = self._node()
+        infos = (stack.group_info(gid) for gid in sorted(stack.locked))
         return [info for info in infos if info is not None]
 
     def history(self, gid: str) -> list[GroupMessage]:
@@ -420,6 +442,11 @@ class Group:
     @property
     def members(self) -> list[str]:
         return self.node.members(self.gid)
+
+    def last_heard(self) -> dict[str, float]:
+        """pid -> wall-clock time this node last heard from that member (see
+        :meth:`Node.last_heard`): presence without waiting for the member to write."""
+        return self.node.last_heard(self.gid)
 
     async def send(self, data: bytes | str, *, reply_to: ReplyTo = None) -> MessageId:
         """Send ``data`` to the group, in reply to ``reply_to`` (its S_b parent).

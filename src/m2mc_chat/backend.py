@@ -18,6 +18,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from m2mc.security.keys import GroupKey
+
 __all__ = [
     "FULL_FEATURES",
     "BackendEvent",
@@ -87,10 +89,15 @@ class MemberLeft:
 
 @dataclass(frozen=True, slots=True)
 class MemberSeen:
-    """We heard from ``pid`` (an advertisement or any packet), without a message."""
+    """We heard from ``pid`` (a status heartbeat or any packet), without a message.
+
+    ``ago``: how many seconds before the event was made the packet arrived (the
+    chat adds it to its own clock, so a test clock works).
+    """
 
     gid: str
     pid: str
+    ago: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,12 +182,13 @@ class ChatBackend(Protocol):
         """The messages of ``gid`` in the durable log, in the order they were delivered."""
         ...
 
-    async def create_group(self, desc: str) -> GroupInfo:
-        """Create a group, join it, advertise it (``CreateGroup(desc)``)."""
+    async def create_group(self, desc: str, key: GroupKey | None = None) -> GroupInfo:
+        """Create a group, join it, advertise it (``CreateGroup(desc)``); keyed with ``key``."""
         ...
 
-    async def join_group(self, gid: str) -> GroupInfo:
-        """Join a discovered group; catch-up follows as events."""
+    async def join_group(self, gid: str, key: GroupKey | None = None) -> GroupInfo:
+        """Join a discovered group; catch-up follows as events. A keyed group takes its
+        ``key``; without it :class:`~m2mc.security.KeyRequiredError`."""
         ...
 
     async def leave_group(self, gid: str) -> None:

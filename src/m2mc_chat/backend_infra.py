@@ -28,8 +28,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from urllib.parse import parse_qs, urlsplit
 
-from m2mc.api import Group, Node, NodeConfig
+from m2mc.api import Group, GroupKey, Node, NodeConfig
 from m2mc.errors import ConfigError, UsageError
+from m2mc.group.codec import GrpInfo
 from m2mc.group.events import GroupEvent
 from m2mc.group.events import MemberJoined as NodeMemberJoined
 from m2mc.group.events import MemberLeft as NodeMemberLeft
@@ -58,6 +59,12 @@ PRESENCE_REFRESH = 5.0
 MAX_LEFT = 4096
 """Members remembered as having left (a bound: the view is the hosts', not ours)."""
 _POLL = 0.05
+
+
+def _no_group_key(key: GroupKey | None) -> None:
+    if key is not None:
+        raise UsageError("infrastructure mode has no group keys (the hosts' deployment key "
+                         "is the node's, NodeConfig.infra_key)")
 
 
 def describe_infra(cells: Sequence[str]) -> str:
@@ -101,11 +108,6 @@ class InfraChatBackend(M2MCBackend):
     def mode(self) -> str:
         return describe_infra(self.cells)
 
-    async def start(self) -> None:
-        await super().start()
-        self._background.append(asyncio.create_task(self._refresh_presence(),
-                                                    name="chat-infra-presence"))
-
     # ---------------------------------------------------------------- queries
 
     def _is_member(self) -> bool:
@@ -127,12 +129,16 @@ class InfraChatBackend(M2MCBackend):
     def known_groups(self) -> list[GroupInfo]:
         return [self._group_info()]
 
+    def _locked(self) -> list[GrpInfo]:
+        return []     # no group keys in infrastructure mode
+
     async def history(self, gid: str) -> list[Delivered]:
         return []   # no durable log in infrastructure mode (INFRA_LIMITS)
 
     # --------------------------------------------------------------- commands
 
-    async def create_group(self, desc: str) -> GroupInfo:
+    async def create_group(self, desc: str, key: GroupKey | None = None) -> GroupInfo:
+        _no_group_key(key)
         info = await self._join()
         if desc.strip() not in ("", INFRA_DESC, INFRA_GID):
             await self._queue.put(BackendNotice(
@@ -140,7 +146,8 @@ class InfraChatBackend(M2MCBackend):
                 "of its own)", INFRA_GID))
         return info
 
-    async def join_group(self, gid: str) -> GroupInfo:
+    async def join_group(self, gid: str, key: GroupKey | None = None) -> GroupInfo:
+        _no_group_key(key)
         return await self._join()
 
     async def leave_group(self, gid: str) -> None:
@@ -169,7 +176,8 @@ class InfraChatBackend(M2MCBackend):
         core = getattr(getattr(self.node, "driver", None), "core", None)
         return str(getattr(getattr(core, "phase", None), "value", ""))
 
-    async def _refresh_presence(self) -> None:
+    async def _watch_presence(self) -> None:
+        # The hosts expel members they stop hearing from: the view is who is heard from.
         while True:
             await asyncio.sleep(PRESENCE_REFRESH)
             if self._is_member():

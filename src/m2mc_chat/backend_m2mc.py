@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
 from urllib.parse import parse_qs, urlsplit
 
-from m2mc.api import Group, GroupMessage, Node, NodeConfig
+from m2mc.api import Group, GroupKey, GroupMessage, Node, NodeConfig
 from m2mc.errors import UsageError
 from m2mc.group.codec import GrpInfo
 from m2mc.group.events import (
@@ -39,12 +40,18 @@ from m2mc_chat.backend import (
     GroupSeen,
     MemberJoined,
     MemberLeft,
+    MemberSeen,
     SyncProgress,
 )
 from m2mc_chat.config import ChatConfig
 
 __all__ = ["M2MCBackend", "describe_channel", "group_info"]
 
+PRESENCE_POLL = 1.0
+"""Seconds between looks at when the group layer last heard from each member
+(``Group.last_heard``: status heartbeats keep silent members heard from)."""
+PRESENCE_STEP = 0.5
+"""A member is reported again once it was heard from this much later than last reported."""
 JOIN_TIMEOUT = 5.0
 """Seconds to look for a group that was not discovered yet (Node.join)."""
 MAX_PENDING_EVENTS = 4096
@@ -91,7 +98,8 @@ class M2MCBackend:
         self.channel = config.channel or DEFAULT_CHANNEL_URL
         self._node_config = node_config or NodeConfig(
             pid=config.device_id, channel=self.channel,
-            data_dir=config.data_dir / f"node-{config.device_id}")
+            data_dir=config.data_dir / f"node-{config.device_id}",
+            trace_dir=config.trace_dir, run_id=config.run_id)
         self._node_config.pid = config.device_id
         self._setup(Node(self._node_config))
 
@@ -103,6 +111,8 @@ class M2MCBackend:
         self._background: list[asyncio.Task[None]] = []
         """Other tasks of a subclass, cancelled by :meth:`close`."""
         self._closed = False
+        self._reported: dict[str, dict[str, float]] = {}
+        """gid -> pid -> the last-heard time last reported as :class:`MemberSeen`."""
 
     @property
     def node_id(self) -> str:
@@ -119,6 +129,14 @@ class M2MCBackend:
         self._news = asyncio.create_task(self._read_news(), name="chat-news")
         for info in self.node.joined():
             self._read_group(self.node.group(info.gid))
+        # Keyed groups of the log come back only with their key (else they stay closed
+        # and the browser offers them, asking for the passphrase).
+        for info in self._locked():
+            key = self.config.keys.get(info.gid) or self.config.keys.get(info.desc)
+            if key is not None:
+                self._read_group(await self.node.join(info.gid, key=key))
+        self._background.append(asyncio.create_task(self._watch_presence(),
+                                                    name="chat-presence"))
 
     async def close(self) -> None:
         if self._closed:
@@ -146,32 +164,65 @@ class M2MCBackend:
         return [group_info(info) for info in self.node.joined()]
 
     def known_groups(self) -> list[GroupInfo]:
-        return [group_info(info) for info in self.node.discovered()] + self.joined_groups()
+        return ([group_info(info) for info in [*self.node.discovered(), *self._locked()]]
+                + self.joined_groups())
+
+    def _locked(self) -> list[GrpInfo]:
+        locked = getattr(self.node, "locked", None)    # not in infrastructure mode
+        return list(locked()) if callable(locked) else []
 
     async def history(self, gid: str) -> list[Delivered]:
         return [self._delivered(m, from_log=True) for m in self.node.history(gid)]
 
     # --------------------------------------------------------------- commands
 
-    async def create_group(self, desc: str) -> GroupInfo:
-        group = await self.node.create_group(desc)
+    async def create_group(self, desc: str, key: GroupKey | None = None) -> GroupInfo:
+        group = await self.node.create_group(desc, key=key)
         self._read_group(group)
         return self._info_of(group)
 
-    async def join_group(self, gid: str) -> GroupInfo:
-        group = await self.node.join(gid, timeout=JOIN_TIMEOUT)
+    async def join_group(self, gid: str, key: GroupKey | None = None) -> GroupInfo:
+        group = await self.node.join(gid, timeout=JOIN_TIMEOUT, key=key)
         self._read_group(group)
         return self._info_of(group)
 
     async def leave_group(self, gid: str) -> None:
         await self.node.group(gid).leave()
         reader = self._readers.pop(gid, None)
+        self._reported.pop(gid, None)
         if reader is not None:
             reader.cancel()
 
     async def send(self, gid: str, payload: bytes, reply_to: str | None = None) -> str:
         mid = await self.node.group(gid).send(payload, reply_to=reply_to or None)
         return str(mid)
+
+    # --------------------------------------------------------------- presence
+
+    async def refresh_presence(self) -> None:
+        """Report every member heard from since the last report (:class:`MemberSeen`).
+
+        Members that write nothing still send status heartbeats, which the group layer
+        notes (``Group.last_heard``); a member that went away stops being heard from.
+        Called every :data:`PRESENCE_POLL` seconds; tests call it to look at once.
+        """
+        wall = time.time()
+        for gid in list(self._readers):
+            try:
+                heard = self.node.group(gid).last_heard()
+            except UsageError:       # left meanwhile, or the node closed
+                continue
+            reported = self._reported.setdefault(gid, {})
+            for pid, at in heard.items():
+                if pid == self.node_id or at < reported.get(pid, float("-inf")) + PRESENCE_STEP:
+                    continue
+                reported[pid] = at
+                await self._queue.put(MemberSeen(gid, pid, ago=max(0.0, wall - at)))
+
+    async def _watch_presence(self) -> None:
+        while True:
+            await self.refresh_presence()
+            await asyncio.sleep(PRESENCE_POLL)
 
     # -------------------------------------------------------------- internals
 

@@ -18,6 +18,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from m2mc.errors import UsageError
+from m2mc.security import KeyRequiredError
+from m2mc.security.keys import GroupKey
 from m2mc_chat.backend import (
     FULL_FEATURES,
     BackendEvent,
@@ -32,7 +34,7 @@ from m2mc_chat.backend import (
 from m2mc_chat.codec import encode_body
 from m2mc_chat.model import ROOT
 
-__all__ = ["FakeBackend", "FakeNetwork", "FakeStore", "demo_network"]
+__all__ = ["DEMO_KEYS", "FakeBackend", "FakeNetwork", "FakeStore", "demo_network"]
 
 
 @dataclass(slots=True)
@@ -155,6 +157,9 @@ class FakeBackend:
         """If > 0, catch-up after a join stops after this many messages (to show progress)."""
         self.sent: list[tuple[str, str, str | None]] = []
         """``(gid, mid, reply_to)`` of every send, for tests."""
+        self.keys_used: dict[str, GroupKey | None] = {}
+        """The key each group was created or joined with, for tests (any key opens a
+        keyed group here: the real group layer cannot tell a wrong key at join either)."""
         self._queue: asyncio.Queue[BackendEvent | None] = asyncio.Queue()
         self._started = False
         self._closed = False
@@ -204,14 +209,19 @@ class FakeBackend:
         return [Delivered(m.gid, m.mid, m.parent, m.author, m.payload, from_log=True)
                 for m in self.store.logs.get(gid, [])]
 
-    async def create_group(self, desc: str) -> GroupInfo:
-        gid = self.network.add_group(desc, self.node_id)
+    async def create_group(self, desc: str, key: GroupKey | None = None) -> GroupInfo:
+        gid = self.network.add_group(desc, self.node_id, authenticated=key is not None)
+        self.keys_used[gid] = key
         info = self.network.group_info(gid)
         self.store.joined[gid] = info
         return info
 
-    async def join_group(self, gid: str) -> GroupInfo:
+    async def join_group(self, gid: str, key: GroupKey | None = None) -> GroupInfo:
         group = self.network._group(gid)
+        if group.authenticated and key is None:
+            raise KeyRequiredError(f"group {gid!r} is keyed: joining it takes its key "
+                                   "(key, key_file or passphrase)")
+        self.keys_used[gid] = key
         if self.node_id in group.left:
             group.left.remove(self.node_id)
         if self.node_id not in group.members:
@@ -254,6 +264,8 @@ class FakeBackend:
 
 # Sender clocks of the demo world: a fixed afternoon, so screenshots do not change.
 DEMO_T0 = 1_750_000_000.0
+DEMO_KEYS = {"travel stories": GroupKey(passphrase="red fort")}
+"""The key of the demo's keyed group, which ``m2mc chat --demo`` is given."""
 
 
 def demo_network() -> tuple[FakeNetwork, dict[str, str]]:

@@ -113,6 +113,11 @@ class PresenceTable:
         for pid in gone:
             self._entry(pid).left = True
 
+    def last_heard(self, pid: str) -> float | None:
+        """When ``pid`` was last heard from (None: never, or not a member we know)."""
+        entry = self._members.get(pid)
+        return entry.last_heard if entry is not None else None
+
     def nick(self, pid: str) -> str:
         return self._nicks.get(pid, pid)
 

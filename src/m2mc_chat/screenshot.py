@@ -35,6 +35,7 @@ async def render(out: Path) -> None:
                 await settle(pilot)
             await pilot.press("down", "down", "down", "r")   # answer Bob's "Lahori Gate"
             await type_text(pilot, "Thanks, next time I will")
+            app.clear_notifications()                         # no "Joined ..." toasts
             await settle(pilot)
             out.parent.mkdir(parents=True, exist_ok=True)
             app.save_screenshot(filename=out.name, path=str(out.parent))

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from m2mc.errors import UsageError
+from m2mc.errors import ConfigError, M2MCError, UsageError
 from m2mc_chat.model import ThreadTree
 from m2mc_chat.session import ChatSession
 
@@ -238,19 +238,27 @@ class ScriptRunner:
 async def run_script_file(session: ChatSession, script: Path, transcript: Path | None, *,
                           step_timeout: float = 30.0,
                           log: Callable[[str], None] = lambda _line: None,
-                          report: Callable[[str], None] = lambda _line: None) -> int:
+                          report: Callable[[str], None] = lambda _line: None,
+                          on_started: Callable[[], None] = lambda: None) -> int:
     """Start ``session``, run the script, write the transcript, close. Returns the exit status.
 
     0: every step completed. 1: a step timed out (``report`` gets one line; the
     transcript is written anyway, to show how far it got). A malformed script
-    raises :class:`UsageError` before anything starts.
+    raises :class:`UsageError` before anything starts; ``on_started`` is called once
+    the network is up (the command line saves a first run's chat.toml then). A
+    network that cannot start raises :class:`ConfigError` (one line).
     """
     try:
         steps = parse_script(script.read_text(encoding="utf-8"), str(script))
     except OSError as exc:
         raise UsageError(f"cannot read script {script}: {exc.strerror}") from None
     runner = ScriptRunner(session, step_timeout=step_timeout, log=log)
-    await session.start()
+    try:
+        await session.start()
+    except (OSError, M2MCError) as exc:
+        await session.backend.close()
+        raise ConfigError(f"cannot start the network: {' '.join(str(exc).split())}") from None
+    on_started()
     pump = asyncio.create_task(session.run())
     status = 0
     try:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from m2mc.errors import DecodeError, UsageError
+from m2mc.security import KeyRequiredError
+from m2mc.security.keys import DEFAULT_SUITE, GroupKey
 from m2mc_chat.backend import (
     BackendEvent,
     BackendLimits,
@@ -45,6 +47,8 @@ __all__ = [
 ]
 
 UNREADABLE_TEXT = "(unreadable message)"
+MAX_NICKS = 4096
+"""Nicks remembered across groups (a bound: a hostile peer could invent pids)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,8 +107,14 @@ class ChatSession:
     def __init__(self, backend: ChatBackend, nick: str, *,
                  clock: Callable[[], float] = time.time,
                  ui_state: UiStateStore | None = None,
-                 silent_after: float = 30.0) -> None:
+                 silent_after: float = 30.0,
+                 keys: Mapping[str, GroupKey] | None = None,
+                 key_suite: str = DEFAULT_SUITE) -> None:
         self.backend = backend
+        self.key_suite = key_suite
+        """The suite of passphrases the user types in (``--key-suite``)."""
+        self.keys: dict[str, GroupKey] = dict(keys or {})
+        """Keys of keyed groups by description or gid (config, flags, passphrases typed)."""
         self.nick = validate_nick(nick)
         self.clock = clock
         self.ui_state = ui_state
@@ -113,6 +123,8 @@ class ChatSession:
         self.views: dict[str, GroupView] = {}
         self.undecodable = 0
         """Messages whose chat payload could not be decoded (shown as unreadable)."""
+        self._nicks: dict[str, str] = {}
+        """pid -> the nick it last wrote under, in any group (for groups not joined)."""
         self._listeners: list[Callable[[SessionChange], None]] = []
         self._waiters: list[asyncio.Future[None]] = []
 
@@ -133,6 +145,10 @@ class ChatSession:
     def _emit(self, change: SessionChange) -> None:
         for listener in list(self._listeners):
             listener(change)
+        self._wake()
+
+    def _wake(self) -> None:
+        """Let :meth:`wait_until` look again (the models changed, maybe invisibly)."""
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:
             if not waiter.done():
@@ -207,20 +223,56 @@ class ChatSession:
 
     # --------------------------------------------------------------- commands
 
-    async def create_group(self, desc: str) -> GroupInfo:
+    def key_for(self, gid_or_desc: str) -> GroupKey | None:
+        """The key configured for a group, by gid, else by its description."""
+        key = self.keys.get(gid_or_desc)
+        info = self.groups.get(gid_or_desc)
+        if key is None and info is not None:
+            key = self.keys.get(info.desc)
+        return key
+
+    def passphrase_key(self, passphrase: str) -> GroupKey:
+        """A key from a passphrase the user typed (kept in memory only, never saved)."""
+        return GroupKey(passphrase=passphrase, suite=self.key_suite)
+
+    def needs_key(self, gid: str) -> bool:
+        """A keyed group we have no key for: joining it takes one (ask the user)."""
+        info = self.groups.get(gid)
+        return (info is not None and info.authenticated and gid not in self.views
+                and self.key_for(gid) is None)
+
+    async def create_group(self, desc: str, key: GroupKey | None = None) -> GroupInfo:
+        """Create ``desc``; keyed with ``key``, or with the key configured for ``desc``."""
         desc = desc.strip()
         if not desc:
             raise UsageError("a group needs a description")
-        info = await self.backend.create_group(desc)
+        key = key or self.keys.get(desc)
+        info = await self.backend.create_group(desc, key=key) if key else \
+            await self.backend.create_group(desc)
+        if key is not None:
+            self.keys.setdefault(info.gid, key)
         self.groups[info.gid] = info
         await self._open_view(info)
         self._emit(GroupsChanged())
         return info
 
-    async def join_group(self, gid: str) -> GroupInfo:
+    async def join_group(self, gid: str, key: GroupKey | None = None) -> GroupInfo:
+        """Join ``gid``; a keyed group with ``key``, or the key configured for it.
+
+        Raises :class:`~m2mc.security.KeyRequiredError` for a keyed group without one.
+        """
         if gid in self.views:
             return self.views[gid].info
-        info = await self.backend.join_group(gid)
+        key = key or self.key_for(gid)
+        if key is None and self.needs_key(gid):
+            raise KeyRequiredError(
+                f"group {self.groups[gid].desc!r} is keyed: give its key "
+                f"(--key-file NAME=FILE, --key-passphrase NAME=PASSPHRASE, or [keys] in "
+                "chat.toml)")
+        info = await self.backend.join_group(gid, key=key) if key else \
+            await self.backend.join_group(gid)
+        if key is not None:
+            self.keys.setdefault(gid, key)
         self.groups[gid] = info
         await self._open_view(info)
         self._emit(GroupsChanged())
@@ -249,6 +301,21 @@ class ChatSession:
         self.apply(Delivered(gid=gid, mid=mid, parent=reply_to or ROOT, author=self.node_id,
                              payload=payload))
         return mid
+
+    def nick_of(self, pid: str) -> str:
+        """The nick ``pid`` writes under, as learned from messages of any group we hold
+        (history included); the pid itself when unknown."""
+        if pid == self.node_id:
+            return self.nick
+        return self._nicks.get(pid, pid)
+
+    def _learn_nick(self, pid: str, nick: str) -> None:
+        if not nick or self._nicks.get(pid) == nick:
+            return
+        self._nicks.pop(pid, None)
+        if len(self._nicks) >= MAX_NICKS:
+            del self._nicks[next(iter(self._nicks))]    # the least recently learned
+        self._nicks[pid] = nick
 
     def find_group(self, desc_or_gid: str) -> GroupInfo | None:
         """A discovered group by gid, else by description (the first one, by gid).
@@ -295,10 +362,14 @@ class ChatSession:
                 if (view := self.views.get(gid)) is not None:
                     view.presence.left(pid)
                     self._emit(MembersChanged(gid))
-            case MemberSeen(gid=gid, pid=pid):
+            case MemberSeen(gid=gid, pid=pid, ago=ago):
                 if (view := self.views.get(gid)) is not None:
-                    view.presence.heard(pid, now)
-                    self._emit(MembersChanged(gid))
+                    was = view.presence.state(pid, now) if pid in view.presence else None
+                    view.presence.heard(pid, now - max(0.0, ago))
+                    if view.presence.state(pid, now) is not was:
+                        self._emit(MembersChanged(gid))
+                    else:
+                        self._wake()
             case SyncProgress(gid=gid, pending=pending):
                 if (view := self.views.get(gid)) is not None:
                     view.pending_sync = max(0, pending)
@@ -319,6 +390,8 @@ class ChatSession:
         result = view.tree.add(message, unread=unread)
         if result.added:
             view.presence.learn_nick(event.author, nick)
+            if text is not UNREADABLE_TEXT:
+                self._learn_nick(event.author, nick)
             if not event.from_log:
                 view.presence.heard(event.author, self.clock())
         return result

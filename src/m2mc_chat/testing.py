@@ -6,6 +6,7 @@ Used by tests/chat and by the screenshot script; imports textual.
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 from datetime import UTC
 from pathlib import Path
 from typing import Any
@@ -14,10 +15,11 @@ from rich.console import Console
 from textual.app import App
 from textual.pilot import Pilot
 
+from m2mc.security.keys import GroupKey
 from m2mc_chat.app import ChatApp
 from m2mc_chat.backend import FULL_FEATURES, BackendLimits
 from m2mc_chat.config import ChatConfig
-from m2mc_chat.fake import DEMO_T0, FakeBackend, FakeNetwork, FakeStore
+from m2mc_chat.fake import DEMO_KEYS, DEMO_T0, FakeBackend, FakeNetwork, FakeStore
 
 NOW = DEMO_T0 + 400.0
 """The wall clock of every app under test: screenshots never change."""
@@ -36,9 +38,13 @@ def screen_text(app: App[Any]) -> str:
 
 def make_app(net: FakeNetwork, tmp_path: Path, *, node: str = "alice", nick: str | None = "alice",
              store: FakeStore | None = None, catch_up_batch: int = 0,
-             limits: BackendLimits = FULL_FEATURES) -> ChatApp:
-    """A chat app on ``net``; ``app.backends`` collects the backends it made."""
-    config = ChatConfig(nick=nick, device_id=node, data_dir=tmp_path / node)
+             limits: BackendLimits = FULL_FEATURES,
+             keys: Mapping[str, GroupKey] = DEMO_KEYS) -> ChatApp:
+    """A chat app on ``net``; ``app.backends`` collects the backends it made.
+
+    ``keys``: the configured group keys (by default the demo's, so joining the keyed
+    "travel stories" asks nothing)."""
+    config = ChatConfig(nick=nick, device_id=node, data_dir=tmp_path / node, keys=keys)
     backends: list[FakeBackend] = []
 
     def factory(cfg: ChatConfig) -> FakeBackend:
@@ -60,3 +66,16 @@ async def settle(pilot: Pilot[Any]) -> None:
     """Let messages, workers and refreshes run to completion."""
     for _ in range(4):
         await pilot.pause()
+
+
+def deep_chain(levels: int = 30) -> FakeNetwork:
+    """A network with one group, "rabbit hole", holding a thread ``levels`` replies deep
+    (carol and bob answering each other)."""
+    net = FakeNetwork()
+    gid = net.add_group("rabbit hole", "carol", members=("bob",))
+    parent = ""
+    for level in range(levels):
+        who = ("carol", "bob")[level % 2]
+        parent = net.post(gid, who, who, f"level {level}: and why is that so, exactly?",
+                          parent=parent, ts=NOW - 600 + level).mid
+    return net

@@ -8,9 +8,9 @@ from pathlib import Path
 from m2mc_chat.app import ChatApp
 from m2mc_chat.backend import Delivered, SyncProgress
 from m2mc_chat.config import load_config
-from m2mc_chat.fake import FakeBackend, FakeNetwork, FakeStore, demo_network
+from m2mc_chat.fake import DEMO_KEYS, FakeBackend, FakeNetwork, FakeStore, demo_network
 from m2mc_chat.session import ChatSession
-from m2mc_chat.testing import NOW, make_app, screen_text, settle, type_text
+from m2mc_chat.testing import NOW, deep_chain, make_app, screen_text, settle, type_text
 from m2mc_chat.ui.browser import GroupBrowser
 from m2mc_chat.ui.dialogs import ConfirmDialog, TextPrompt
 from m2mc_chat.ui.help import HelpScreen
@@ -92,7 +92,7 @@ async def test_join_a_discovered_group_shows_its_threads_and_members(tmp_path: P
 
 async def test_reply_to_the_selected_message_lands_under_it_everywhere(tmp_path: Path) -> None:
     net, gids = demo_network()
-    carol = ChatSession(FakeBackend(net, "carol2"), "carol", clock=lambda: NOW)
+    carol = ChatSession(FakeBackend(net, "carol2"), "carol", clock=lambda: NOW, keys=DEMO_KEYS)
     await carol.start()
     await carol.join_group(gids["travel"])
     pump = asyncio.create_task(carol.run())
@@ -326,3 +326,151 @@ async def test_restart_shows_the_conversation_as_it_was(tmp_path: Path) -> None:
         assert main(again).current == gids["travel"]
         assert conversation_pane(again) == before
         assert "▶   carol: Did you visit Delhi?  15:06  [+3, 3 new]" in "\n".join(before)
+
+
+async def test_a_network_that_cannot_start_exits_2_and_saves_nothing(tmp_path: Path) -> None:
+    from m2mc.errors import ConfigError
+    from m2mc_chat.config import ChatConfig
+
+    class Unreachable(FakeBackend):
+        async def start(self) -> None:
+            raise ConfigError("cannot join multicast group 239.255.9.9:7777 on 10.9.9.9: "
+                              "No such device")
+
+    config = ChatConfig(nick=None, device_id="d1", data_dir=tmp_path / "d")
+    app = ChatApp(config, lambda cfg: Unreachable(FakeNetwork(), cfg.device_id),
+                  clock=lambda: NOW, save_config=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await type_text(pilot, "zoe")           # the first-run nick prompt
+        await pilot.press("enter")
+        await settle(pilot)
+    assert app.return_code == 2
+    assert app.start_error == ("cannot start the network: cannot join multicast group "
+                               "239.255.9.9:7777 on 10.9.9.9: No such device")
+    assert not (tmp_path / "d").exists()        # neither chat.toml nor read marks
+
+
+async def test_a_deep_thread_stays_on_screen(tmp_path: Path) -> None:
+    app = make_app(deep_chain(), tmp_path)
+    async with app.run_test(size=(110, 30)) as pilot:
+        await settle(pilot)
+        await open_browser_on(pilot, "rabbit hole")
+        await pilot.press("j")
+        await settle(pilot)
+        await pilot.press("end")
+        await settle(pilot)
+        tree = main(app).conversation
+        assert tree.cursor_mid == "bob:15"                  # level 29, the deepest
+        lines = screen_text(app).splitlines()
+        deep = [line for line in lines if "↳" in line and "└─" in line]
+        assert len(deep) >= 15
+        # Indented 5 levels at most: every deeper reply starts in the same column ...
+        assert len({line.index("└─") for line in deep}) == 1
+        assert "↳ 29 bob: level 29" in deep[-1]
+        # ... so nothing needs sideways scrolling but long texts, and the selected
+        # message is readable in full under the tree.
+        assert tree.virtual_size.width < 80
+        assert "bob  15:03  ↳ 29  level 29: and why is that so, exactly?" in "\n".join(lines)
+        await pilot.press("shift+left")                     # its parent, one level up
+        await settle(pilot)
+        assert tree.cursor_mid == "carol:15"
+        assert "carol  15:03  ↳ 28  level 28:" in screen_text(app)
+        for _ in range(4):
+            await pilot.press("up")
+        await pilot.press("space")                          # fold level 24: 25-29 go
+        await settle(pilot)
+        text = screen_text(app)
+        assert "↳ 24 carol: level 24" in text and "[+5 folded]" in text
+        assert "↳ 25" not in text
+
+
+async def test_open_a_group_shows_the_selected_message_in_full(tmp_path: Path) -> None:
+    net, _ = demo_network()
+    app = make_app(net, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await open_browser_on(pilot, "travel stories")
+        await pilot.press("j")
+        await settle(pilot)
+        assert "carol  15:06  Did you visit Delhi?" in screen_text(app)
+        await pilot.press("down")
+        await settle(pilot)
+        assert "bob  15:07  ↳ 1  Yes! The Red Fort at dawn." in screen_text(app)
+
+
+async def test_the_browser_names_members_by_nick_where_known(tmp_path: Path) -> None:
+    """Members of groups we have not joined: nicks learned from any group's messages."""
+    net = FakeNetwork()
+    quiz = net.add_group("quiz", "c0ffee01")
+    net.post(quiz, "c0ffee01", "carol", "Capital of Australia?", ts=NOW - 30)
+    net.add_group("poker night", "d00d0002", members=("c0ffee01",))
+    app = make_app(net, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("g")
+        await settle(pilot)
+        row = next(line for line in screen_text(app).splitlines() if "poker night" in line)
+        assert "d00d0002, c0ffee01" in row                 # nobody known yet: device ids
+        await pilot.press("escape")
+        await open_browser_on(pilot, "quiz")
+        await pilot.press("j")                              # carol's message names her
+        await settle(pilot)
+        await pilot.press("g")
+        await settle(pilot)
+        row = next(line for line in screen_text(app).splitlines() if "poker night" in line)
+        assert "d00d0002, carol" in row
+        quiz_row = next(line for line in screen_text(app).splitlines() if "quiz" in line)
+        assert "carol, alice" in quiz_row
+
+
+async def test_joining_a_keyed_group_asks_for_its_passphrase(tmp_path: Path) -> None:
+    from m2mc.security.keys import GroupKey
+
+    net, gids = demo_network()                  # "travel stories" is keyed
+    app = make_app(net, tmp_path, keys={})      # and we were given no key for it
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await open_browser_on(pilot, "travel stories")
+        await pilot.press("j")
+        await settle(pilot)
+        assert isinstance(app.screen, TextPrompt)
+        assert "travel stories is a keyed group" in screen_text(app)
+        await pilot.press("escape")             # changed my mind: not joined
+        await settle(pilot)
+        assert isinstance(app.screen, GroupBrowser)
+        assert gids["travel"] not in main(app).session.views
+        await pilot.press("j")
+        await settle(pilot)
+        await type_text(pilot, "red fort")
+        assert "red fort" not in screen_text(app)   # typed as a password
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, MainScreen)
+        assert main(app).current == gids["travel"]
+        assert backend(app).keys_used[gids["travel"]] == GroupKey(passphrase="red fort")
+        assert "Did you visit Delhi?" in screen_text(app)
+
+
+async def test_create_a_keyed_group_from_the_browser(tmp_path: Path) -> None:
+    net = FakeNetwork()
+    app = make_app(net, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("g", "k")
+        await settle(pilot)
+        await type_text(pilot, "ops")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert "ops: passphrase" in screen_text(app)
+        await pilot.press("enter")                   # empty: refused, the dialog stays
+        await settle(pilot)
+        assert "type the passphrase" in screen_text(app)
+        await type_text(pilot, "s3cret")
+        await pilot.press("enter")
+        await settle(pilot)
+        [info] = net.groups()
+        assert info.desc == "ops" and info.authenticated
+        assert backend(app).keys_used[info.gid] is not None
+        assert "🔒 ops" in screen_text(app)
+    assert "s3cret" not in "".join(p.read_text() for p in (tmp_path / "alice").glob("*"))

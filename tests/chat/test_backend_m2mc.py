@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from m2mc.errors import ConfigError
+from m2mc.security import KeyRequiredError
+from m2mc.security.keys import GroupKey
 from m2mc_chat.backend import ChatBackend
 from m2mc_chat.backend_m2mc import M2MCBackend, describe_channel
+from m2mc_chat.codec import encode_body
 from m2mc_chat.config import ChatConfig
 from m2mc_chat.presence import MemberState
 from m2mc_chat.session import ChatSession
 
 WAIT = 10.0  # generous: polled, never slept
+HEARD_WAIT = 30.0  # a silent member's status: at least every 10 s (group.instance.STATUS_KEEPALIVE)
 
 
 class Participant:
@@ -34,9 +40,30 @@ class Participant:
         await asyncio.wait_for(self.pump, WAIT)
 
 
-def participant(tmp_path: Path, channel: str, name: str) -> Participant:
-    config = ChatConfig(nick=name, device_id=name, data_dir=tmp_path / name, channel=channel)
-    return Participant(ChatSession(M2MCBackend(config), name))
+def participant(tmp_path: Path, channel: str, name: str, *,
+                clock: Callable[[], float] = time.time,
+                keys: dict[str, GroupKey] | None = None) -> Participant:
+    config = ChatConfig(nick=name, device_id=name, data_dir=tmp_path / name, channel=channel,
+                        keys=keys or {})
+    return Participant(ChatSession(M2MCBackend(config), name, clock=clock, keys=config.keys))
+
+
+class ManualClock:
+    """The chat's wall clock, moved by the test (the network still runs in real time)."""
+
+    def __init__(self, now: float = 1_800_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def until(predicate: Callable[[], bool], what: str) -> None:
+    """Poll a condition of the real network (no event to wait on), within WAIT seconds."""
+    deadline = asyncio.get_running_loop().time() + WAIT
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, f"timed out: {what}"
+        await asyncio.sleep(0.02)
 
 
 @pytest.fixture
@@ -146,3 +173,130 @@ async def test_keyed_groups_show_as_authenticated(tmp_path: Path, channel: str) 
         with pytest.raises(UsageError):        # the chat has no key to give: refused, no crash
             await bob.join_group(bob.find_group("secret").gid)  # type: ignore[union-attr]
         assert "secret" not in {v.info.desc for v in bob.views.values()}
+
+
+async def test_silent_members_stay_present_and_stopped_ones_go_silent(
+        tmp_path: Path, channel: str) -> None:
+    """Presence from the group layer's heartbeats: bob never writes and stays present;
+    carol stops (no leave) and turns "not heard from". Time is driven: the chat's clock
+    jumps past the 30 s threshold twice; after each jump the test waits until bob has
+    been heard from again, which only his heartbeats can cause."""
+    clock = ManualClock()
+    carol = participant(tmp_path, channel, "carol")
+    async with participant(tmp_path, channel, "alice", clock=clock) as alice, \
+            participant(tmp_path, channel, "bob") as bob:
+        carol_session = await carol.__aenter__()
+        try:
+            info = await alice.create_group("standup")
+            for other in (bob, carol_session):
+                assert await other.wait_until(lambda o=other: o.find_group("standup")  # type: ignore[misc]
+                                              is not None, WAIT)
+                await other.join_group(info.gid)
+            presence = alice.views[info.gid].presence
+            assert await alice.wait_until(lambda: "bob" in presence and "carol" in presence,
+                                          WAIT)
+        finally:
+            await carol.__aexit__(None, None, None)          # gone: no leave, no more packets
+        backend = alice.backend
+        assert isinstance(backend, M2MCBackend)
+        group = backend.node.group(info.gid)
+        await until(lambda: time.time() - group.last_heard()["carol"] > 1.0,
+                    "carol's last packets arrived")
+        assert alice.silent_after == 30.0
+        for _ in range(2):
+            clock.now += 31.0
+            assert await alice.wait_until(
+                lambda j=clock.now: (presence.last_heard("bob") or 0.0) > j - 10.0, HEARD_WAIT), \
+                "bob's heartbeats keep him heard from"
+            assert presence.state("bob", clock.now) is MemberState.JOINED
+        assert presence.state("carol", clock.now) is MemberState.SILENT
+        assert not any(d.author == "bob" for d in await backend.history(info.gid))
+        rows = {m.pid: m.state for m in presence.members(clock.now)}
+        assert rows == {"alice": MemberState.JOINED, "bob": MemberState.JOINED,
+                        "carol": MemberState.SILENT}
+
+
+async def test_after_a_restart_live_members_show_as_present(tmp_path: Path,
+                                                             channel: str) -> None:
+    """A restarted chat learns presence from the network, not from new messages."""
+    clock = ManualClock()
+    async with participant(tmp_path, channel, "bob") as bob:
+        async with participant(tmp_path, channel, "alice", clock=clock) as alice:
+            info = await alice.create_group("diary")
+            assert await bob.wait_until(lambda: bob.find_group("diary") is not None, WAIT)
+            await bob.join_group(info.gid)
+            assert await alice.wait_until(lambda: "bob" in alice.views[info.gid].presence,
+                                          WAIT)
+        clock.now += 3600.0                      # an hour later, bob has said nothing
+        async with participant(tmp_path, channel, "alice", clock=clock) as again:
+            presence = again.views[info.gid].presence
+            assert "bob" in presence             # from the membership kept in the log
+            assert await again.wait_until(
+                lambda: presence.state("bob", clock.now) is MemberState.JOINED, HEARD_WAIT)
+            assert again.views[info.gid].tree.transcript() == []
+
+
+async def test_keyed_groups_with_configured_keys_and_typed_passphrases(
+        tmp_path: Path, channel: str) -> None:
+    """Issue 9 from the chat: create with a configured key, join with a typed passphrase;
+    after a restart the group reopens only with its key."""
+    secret = GroupKey(passphrase="correct horse battery staple")
+    async with participant(tmp_path, channel, "alice", keys={"secret": secret}) as alice:
+        async with participant(tmp_path, channel, "bob") as bob:
+            info = await alice.create_group("secret")        # keyed: a key is configured
+            assert info.authenticated
+            question = await alice.send(info.gid, "Who has the key?")
+            assert await bob.wait_until(lambda: bob.find_group("secret") is not None, WAIT)
+            assert bob.needs_key(info.gid)
+            with pytest.raises(KeyRequiredError, match="is keyed: give its key"):
+                await bob.join_group(info.gid)
+            await bob.join_group(info.gid, bob.passphrase_key("correct horse battery staple"))
+            assert await bob.wait_until(lambda: question in bob.views[info.gid].tree, WAIT)
+            assert bob.views[info.gid].info.authenticated
+        # bob restarts without the key: the group stays closed, offered in the browser
+        async with participant(tmp_path, channel, "bob") as bob:
+            assert info.gid not in bob.views
+            assert bob.groups[info.gid].authenticated and bob.needs_key(info.gid)
+        # with its key configured (by description) it comes back, history and all
+        async with participant(tmp_path, channel, "bob", keys={"secret": secret}) as bob:
+            assert info.gid in bob.views
+            assert question in bob.views[info.gid].tree
+            answer = await bob.send(info.gid, "I do", reply_to=question)
+            assert await alice.wait_until(lambda: answer in alice.views[info.gid].tree, WAIT)
+
+
+async def test_catch_up_progress_from_the_real_group_layer(tmp_path: Path, channel: str) -> None:
+    """A late joiner is caught up by MSP; the chat counts down what is still coming
+    ("synchronizing 1,234 messages") and ends with everything and nothing pending."""
+    from m2mc_chat.presence import sync_status
+    from m2mc_chat.session import SessionChange, SyncChanged
+
+    count = 1500
+    async with participant(tmp_path, channel, "alice") as alice, \
+            participant(tmp_path, channel, "bob") as bob:
+        info = await alice.create_group("archive")
+        backend = alice.backend
+        assert isinstance(backend, M2MCBackend)
+        group = backend.node.group(info.gid)
+        parent = None
+        for i in range(count):       # straight to the group layer: quicker than the chat
+            mid = await group.send(encode_body("alice", f"note {i}", 0.0),
+                                   reply_to=parent if i % 3 else None)
+            parent = mid
+        assert await alice.wait_until(lambda: len(alice.views[info.gid].tree) == count, WAIT)
+        pending: list[int] = []
+
+        def note(change: SessionChange) -> None:
+            if isinstance(change, SyncChanged) and change.gid == info.gid:
+                pending.append(change.pending)
+
+        bob.subscribe(note)
+        assert await bob.wait_until(lambda: bob.find_group("archive") is not None, WAIT)
+        await bob.join_group(info.gid)
+        tree = bob.views[info.gid].tree
+        assert await bob.wait_until(lambda: len(tree) == count and bool(pending)
+                                    and pending[-1] == 0, 30.0), (len(tree), pending[-5:])
+        assert max(pending) > 0, pending
+        assert sync_status(max(pending)).startswith("synchronizing ")
+        assert bob.views[info.gid].pending_sync == 0
+        assert tree.transcript() == alice.views[info.gid].tree.transcript()

@@ -74,7 +74,7 @@ def test_infra_cells_are_group_port_on_loopback_or_urls() -> None:
 def test_load_config_normalizes_infra_and_names_the_flag(tmp_path: Path) -> None:
     config = load_config(tmp_path, nick="a", infra=("239.255.20.1:7711",))
     assert config.infra == ("udp-multicast://239.255.20.1:7711?iface=127.0.0.1&ttl=1",)
-    with pytest.raises(ConfigError, match=r"flags: --infra: '10\.0\.0\.1:5' is not a cell"):
+    with pytest.raises(ConfigError, match=r"^--infra: '10\.0\.0\.1:5' is not a cell"):
         load_config(tmp_path, nick="a", infra=("10.0.0.1:5",))
 
 

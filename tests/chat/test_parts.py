@@ -87,6 +87,14 @@ def test_config_errors_name_the_culprit(tmp_path: Path) -> None:
         load_config(tmp_path)
     with pytest.raises(ConfigError, match="device id"):
         load_config(tmp_path / "other", device_id="has space")
+    with pytest.raises(ConfigError, match=r"^--nick: the nick must not be empty$"):
+        load_config(tmp_path / "other", nick="  ")
+    with pytest.raises(ConfigError, match=r"^--channel: bad channel URL 'mem://a b'"):
+        load_config(tmp_path / "other", channel="mem://a b")
+    (tmp_path / "chat.toml").write_text('channel = "daemon://10.0.0.1:5678"\n')
+    with pytest.raises(ConfigError, match=r"chat\.toml: channel: bad channel URL"):
+        load_config(tmp_path)
+    assert load_config(tmp_path, channel="mem://ok").channel == "mem://ok"  # the flag wins
 
 
 def test_ui_state_round_trip_and_damaged_file(tmp_path: Path) -> None:
@@ -100,3 +108,41 @@ def test_ui_state_round_trip_and_damaged_file(tmp_path: Path) -> None:
     assert damaged.recovered_from_damage
     assert damaged.get("g/1") == GroupUiState()
     assert (tmp_path / "chat_state.json.bad").exists()
+
+
+def test_group_keys_from_flags_and_file_never_save_a_passphrase(tmp_path: Path) -> None:
+    from m2mc.security.keys import GroupKey
+
+    (tmp_path / "chat.toml").write_text(
+        'nick = "a"\n[keys]\n"team" = "~/team.key"\n'
+        '"ops" = { key_file = "/k/ops.key", suite = "aes-256-gcm" }\n')
+    config = load_config(tmp_path, key_passphrases=["lunch=open sesame", "team=override"],
+                         key_files=["g/1=/k/g.key"], key_suite="chacha20-poly1305")
+    assert config.keys["lunch"] == GroupKey(passphrase="open sesame", suite="chacha20-poly1305")
+    assert config.keys["team"].passphrase == "override"          # a flag over the file
+    assert config.keys["ops"] == GroupKey(key_file=Path("/k/ops.key"), suite="aes-256-gcm")
+    assert config.keys["g/1"].key_file == Path("/k/g.key")
+    assert "open sesame" not in repr(config)
+    save_config(config)
+    saved = (tmp_path / "chat.toml").read_text()
+    assert "sesame" not in saved and "override" not in saved and "g.key" not in saved
+    again = load_config(tmp_path)
+    assert again.keys["team"].key_file == Path("~/team.key").expanduser()
+    assert set(again.keys) == {"team", "ops"}
+
+
+@pytest.mark.parametrize(("toml", "flags", "error"), [
+    ('[keys]\n"team" = { passphrase = "x" }\n', {}, r"keys\.team: secrets are not kept"),
+    ('[keys]\n"team" = { key = "hex:00" }\n', {}, r"keys\.team: secrets are not kept"),
+    ('[keys]\n"team" = 3\n', {}, r"keys\.team: give a key file"),
+    ('[keys]\n"team" = { key_file = "f", suite = "rot13" }\n', {}, r"unknown auth suite"),
+    ('keys = "x"\n', {}, r"keys must be a table"),
+    ("", {"key_passphrases": ["no-equals-sign"]}, r"^--key-passphrase: use GROUP=VALUE"),
+    ("", {"key_files": ["=f"]}, r"^--key-file: use GROUP=VALUE"),
+    ("", {"key_suite": "rot13"}, r"^--key-suite: unknown auth suite"),
+])
+def test_bad_group_keys_name_the_culprit(tmp_path: Path, toml: str, flags: dict[str, object],
+                                         error: str) -> None:
+    (tmp_path / "chat.toml").write_text(toml)
+    with pytest.raises(ConfigError, match=error):
+        load_config(tmp_path, **flags)  # type: ignore[arg-type]

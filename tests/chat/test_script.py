@@ -132,6 +132,14 @@ def test_cli_headless_demo_run_writes_the_transcript(tmp_path: Path) -> None:
     (["--script", "s.txt"], "--script needs a nick"),
     (["--infra", "hostonly"], "--infra: 'hostonly' is not"),
     (["--device-id", "a b"], "device id"),
+    (["--nick", "", "--script", "s.txt"], "--nick: the nick must not be empty"),
+    (["--nick", "a", "--channel", "udp-multicast://nowhere", "--script", "s.txt"],
+     "--channel: bad channel URL 'udp-multicast://nowhere'"),
+    (["--nick", "a", "--channel", "", "--script", "s.txt"], "--channel: the channel URL must"),
+    (["--channel", "carrier-pigeon://home"], "--channel: bad channel URL"),   # the TUI
+    (["--key-passphrase", "lunch"], "--key-passphrase: use GROUP=VALUE"),
+    (["--key-suite", "rot13", "--script", "s.txt", "--nick", "a"], "unknown auth suite"),
+    (["--infra", "239.255.20.1:7711", "--key-file", "a=b"], "are for ad hoc groups"),
 ])
 def test_cli_usage_errors_are_one_line_exit_2(tmp_path: Path, args: list[str],
                                               error: str) -> None:
@@ -139,6 +147,35 @@ def test_cli_usage_errors_are_one_line_exit_2(tmp_path: Path, args: list[str],
     done = run_cli("--demo", "--data-dir", str(tmp_path / "d"), *args, cwd=tmp_path)
     assert done.returncode == 2
     assert error in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "d" / "chat.toml").exists()       # nothing saved
+
+
+@pytest.mark.parametrize("tui", [False, True])
+def test_a_bad_channel_in_chat_toml_names_the_file(tmp_path: Path, tui: bool) -> None:
+    (tmp_path / "s.txt").write_text("create g\n")
+    config = tmp_path / "d" / "chat.toml"
+    config.parent.mkdir()
+    config.write_text('nick = "a"\ndevice_id = "d1"\nchannel = "udp://"\n')
+    script = [] if tui else ["--script", "s.txt"]
+    done = run_cli("--data-dir", str(tmp_path / "d"), *script, cwd=tmp_path)
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith(f"m2mc chat: error: {config}: channel: bad channel URL 'udp://'")
+    config.write_text('nick = "a"\nnik = "b"\n')
+    done = run_cli("--data-dir", str(tmp_path / "d"), *script, cwd=tmp_path)
+    assert done.returncode == 2
+    assert f"{config}: unknown setting 'nik'" in done.stderr
+
+
+def test_a_channel_that_cannot_open_is_exit_2_and_not_saved(tmp_path: Path) -> None:
+    (tmp_path / "s.txt").write_text("create g\n")
+    done = run_cli("--data-dir", str(tmp_path / "d"), "--nick", "a", "--script", "s.txt",
+                   "--channel", "udp-multicast://239.255.9.9:7777?iface=10.254.254.254&ttl=1",
+                   cwd=tmp_path)
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("m2mc chat: error: cannot start the network:")
+    assert not (tmp_path / "d" / "chat.toml").exists()
 
 
 def test_cli_infra_needs_cells_not_backbone_addresses(tmp_path: Path) -> None:
@@ -149,3 +186,15 @@ def test_cli_infra_needs_cells_not_backbone_addresses(tmp_path: Path) -> None:
     assert done.stderr.strip() == (
         "m2mc chat: error: --infra: '127.0.0.1:7001' is not a cell: give the multicast "
         "GROUP:PORT of an 'm2mc host --cell', or its udp-multicast:// URL")
+
+
+def test_cli_passphrases_are_used_and_never_saved(tmp_path: Path) -> None:
+    script = tmp_path / "steps.txt"
+    script.write_text("create plans\nsend The plan is secret\n")
+    done = run_cli("--demo", "--data-dir", str(tmp_path / "d"), "--nick", "zed",
+                   "--key-passphrase", "plans=hunter2 hunter2", "--script", str(script),
+                   "--transcript", str(tmp_path / "t.json"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    saved = "".join(p.read_text() for p in (tmp_path / "d").glob("*") if p.is_file())
+    assert "chat.toml" in str(list((tmp_path / "d").iterdir()))
+    assert "hunter2" not in saved

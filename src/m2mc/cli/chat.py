@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,12 @@ examples:
   m2mc chat --infra 239.255.20.1:7711,239.255.20.2:7712
                                           attach to infrastructure-mode hosts' cells
   m2mc chat --demo                        try the interface on a simulated group
+  m2mc chat --key-file 'team=~/.m2mc/team.key'
+                                          the key of the keyed group "team"
   m2mc chat --nick bob --script steps.txt --transcript bob.json
+                                          a scripted participant, no terminal (steps:
+                                          create join send reply wait wait_for
+                                          wait_members leave; see docs/chat.md)
 """
 
 
@@ -36,7 +42,7 @@ def register(subparsers: Any) -> None:
                     "participant without a terminal (--script).",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--nick", help="the name others see (default: from chat.toml, "
-                                  "else asked on first run)")
+                                  "else asked on first run; an empty nick is refused)")
     p.add_argument("--device-id", help="this device's identity, the pid on every message "
                                        "(default: from chat.toml, else made up once)")
     p.add_argument("--channel", metavar="URL",
@@ -45,18 +51,35 @@ def register(subparsers: Any) -> None:
     p.add_argument("--infra", metavar="HOSTS",
                    help="infrastructure mode: the hosts' cells, comma-separated GROUP:PORT "
                    "(loopback) or udp-multicast:// URLs")
+    p.add_argument("--key-file", action="append", default=[], metavar="GROUP=FILE",
+                   help="the key file (chmod 600) of a keyed group, GROUP being its "
+                        "description or id; repeatable (also [keys] in chat.toml)")
+    p.add_argument("--key-passphrase", action="append", default=[],
+                   metavar="GROUP=PASSPHRASE",
+                   help="the passphrase of a keyed group; repeatable; never saved (other "
+                        "users can see it in the process list: prefer --key-file, or type "
+                        "it when joining from the group browser)")
+    p.add_argument("--key-suite", metavar="SUITE",
+                   help="suite of the keys given here and typed in: hmac-sha256 (default), "
+                        "aes-256-gcm or chacha20-poly1305; every member must use the same")
     p.add_argument("--data-dir", type=Path, metavar="DIR",
                    help="chat.toml and the durable message log "
                         "(default: $M2MC_DATA_DIR or ~/.local/share/m2mc)")
     p.add_argument("--script", type=Path, metavar="FILE",
                    help="run headless: steps from FILE (create/join/send/reply/wait/"
-                        "wait_for/leave), no terminal needed")
+                        "wait_for/wait_members/leave), no terminal needed")
     p.add_argument("--transcript", type=Path, metavar="OUT.json",
                    help="with --script: write the final thread tree(s) here")
     p.add_argument("--step-timeout", type=float, default=30.0, metavar="S",
-                   help="with --script: how long join and wait_for may wait (default 30)")
+                   help="with --script: how long join, wait_for and wait_members may "
+                        "wait (default 30)")
     p.add_argument("--demo", action="store_true",
                    help="use a simulated group in this process instead of the network")
+    p.add_argument("--trace-dir", type=Path, metavar="DIR",
+                   help="write this participant's trace events (CONTRACTS section 4) to "
+                        "DIR/<device id>.jsonl, for 'm2mc analyze' (ad hoc mode)")
+    p.add_argument("--run-id", default="", metavar="ID",
+                   help="with --trace-dir: the trace's run column")
     p.set_defaults(func=run)
 
 
@@ -82,7 +105,7 @@ def make_backend(config: ChatConfig, *, demo: bool) -> ChatBackend:
 
 
 def run(args: argparse.Namespace) -> int:
-    from m2mc_chat.config import CONFIG_NAME, load_config, save_config
+    from m2mc_chat.config import CONFIG_NAME, load_config
 
     if args.transcript and not args.script:
         raise UsageError("--transcript goes with --script")
@@ -91,30 +114,47 @@ def run(args: argparse.Namespace) -> int:
     infra = _hosts(args.infra)
     if infra and args.channel:
         raise UsageError("--infra and --channel exclude each other")
+    # Every flag and every value of chat.toml is checked here: a mistake is one line
+    # and exit status 2, before anything is saved or the terminal is taken over.
+    if args.run_id and not args.trace_dir:
+        raise UsageError("--run-id goes with --trace-dir")
+    if args.trace_dir and infra:
+        raise UsageError("--trace-dir is for ad hoc mode (the hosts keep no member traces)")
+    if infra and (args.key_file or args.key_passphrase or args.key_suite):
+        raise UsageError("--key-file/--key-passphrase/--key-suite are for ad hoc groups "
+                         "(infrastructure mode has one group and no group keys)")
     config = load_config(args.data_dir, nick=args.nick, device_id=args.device_id,
-                         channel=args.channel, infra=infra)
+                         channel=args.channel, infra=infra, key_files=args.key_file,
+                         key_passphrases=args.key_passphrase, key_suite=args.key_suite)
+    if args.trace_dir:
+        config = replace(config, trace_dir=args.trace_dir, run_id=args.run_id)
+    if args.demo:       # the simulated group's keyed group opens with its passphrase
+        from m2mc_chat.fake import DEMO_KEYS
+
+        config = replace(config, keys={**DEMO_KEYS, **config.keys})
     first_run = not (config.data_dir / CONFIG_NAME).exists()
     if args.script:
         if not config.nick:
             raise UsageError("--script needs a nick: --nick NAME or nick in chat.toml")
-        if first_run:
-            save_config(config)
-        return _run_headless(config, args)
+        return _run_headless(config, args, save=first_run)
     try:
         from m2mc_chat.app import ChatApp
     except ModuleNotFoundError as exc:
         missing = (exc.name or "textual").split(".")[0]
         raise ConfigError(f"the chat TUI needs the package {missing!r}: "
                           "pip install 'm2mc[chat]'") from None
-    if config.nick and first_run:
-        save_config(config)
     backend = make_backend(config, demo=args.demo)  # bad settings fail here, before the TUI
-    app = ChatApp(config, backend_factory=lambda _cfg: backend)
+    # chat.toml is written once the network has started (a channel that cannot be
+    # opened is not remembered).
+    app = ChatApp(config, backend_factory=lambda _cfg: backend, save_config=first_run)
     app.run()
+    if app.start_error:
+        raise ConfigError(app.start_error)
     return app.return_code or 0
 
 
-def _run_headless(config: ChatConfig, args: argparse.Namespace) -> int:
+def _run_headless(config: ChatConfig, args: argparse.Namespace, *, save: bool) -> int:
+    from m2mc_chat.config import save_config
     from m2mc_chat.script import run_script_file
     from m2mc_chat.session import ChatSession
     from m2mc_chat.state import UiStateStore
@@ -122,7 +162,8 @@ def _run_headless(config: ChatConfig, args: argparse.Namespace) -> int:
     assert config.nick is not None
     backend = make_backend(config, demo=args.demo)
     session = ChatSession(backend, config.nick,
-                          ui_state=UiStateStore(config.data_dir / "chat_state.json"))
+                          ui_state=UiStateStore(config.data_dir / "chat_state.json"),
+                          keys=config.keys, key_suite=config.key_suite)
 
     def log(line: str) -> None:
         if args.verbose:
@@ -131,5 +172,10 @@ def _run_headless(config: ChatConfig, args: argparse.Namespace) -> int:
     def report(problem: str) -> None:
         print(f"m2mc chat: {config.nick}: {problem}", file=sys.stderr)
 
+    def started() -> None:
+        if save:
+            save_config(config)
+
     return asyncio.run(run_script_file(session, args.script, args.transcript,
-                                       step_timeout=args.step_timeout, log=log, report=report))
+                                       step_timeout=args.step_timeout, log=log, report=report,
+                                       on_started=started))

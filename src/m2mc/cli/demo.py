@@ -261,8 +261,9 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "demo", help="the main job, end to end, on embedded defaults",
         description="The main job, end to end, on loopback: M2MP listeners and senders over "
-                    "multicast, the M2MP daemon serving local processes, threaded-chat bots "
-                    "on real nodes in an S_b, a causal and a total-order group, a simulator "
+                    "multicast, the M2MP daemon serving local processes, a threaded chat "
+                    "between 'm2mc chat --script' participants in an S_b group and bots in a "
+                    "causal and a total-order group on real nodes, a simulator "
                     "sweep comparing the orderings (as Spark tasks), and the PySpark pipeline "
                     "over all of it: verify.json, metrics.json and report.html under --out.")
     parser.add_argument("--out", metavar="DIR", default=None,

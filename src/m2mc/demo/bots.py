@@ -1,10 +1,13 @@
-"""Threaded-chat bots on real nodes: one process per bot, over loopback multicast.
+"""Chat bots on real nodes: one process per bot, over loopback multicast.
 
     python -m m2mc.demo.bots --pid bot1 --peers 4 --count 20 --trace-dir DIR \
         --channel 'udp-multicast://239.255.77.77:7777?iface=127.0.0.1&ttl=1'
 
-Each bot joins three groups by name: ``demo-sb`` (S_b), ``demo-causal`` and
-``demo-total``. Once it sees every peer in a group it sends ``--count``
+They carry the demo's causal and total-order groups; its S_b group is a threaded
+chat between ``m2mc chat --script`` participants (:mod:`m2mc.demo.steps`).
+Each bot joins two groups by name: ``demo-causal`` and ``demo-total``
+(``--groups`` picks others of ``demo-sb``, ``demo-causal``, ``demo-total``).
+Once it sees every peer in a group it sends ``--count``
 messages there, replying (with probability ``--reply``) to a message it has
 already delivered, like people in a threaded chat. It stops when it has
 delivered every peer's messages in every group and every bot has said so
@@ -25,7 +28,8 @@ from pathlib import Path
 
 from m2mc.api import Group, Node, NodeConfig
 
-GROUPS = (("demo-sb", "sb"), ("demo-causal", "causal"), ("demo-total", "total"))
+ALL_GROUPS = {"demo-sb": "sb", "demo-causal": "causal", "demo-total": "total"}
+GROUPS = (("demo-causal", "causal"), ("demo-total", "total"))
 LINES = (
     "Did anyone visit Delhi?", "Yes, last winter.", "How was the food?",
     "Chennai is warmer this time of year.", "Any hotel you would recommend?",
@@ -71,7 +75,8 @@ async def run_bot(args: argparse.Namespace) -> int:
     config = NodeConfig(channel=args.channel, pid=args.pid, trace_dir=str(trace_dir),
                         run_id=args.run, data_dir=args.data_dir)
     async with Node(config) as node:
-        groups = [await node.join(name, order=order) for name, order in GROUPS]
+        names = args.groups.split(",") if args.groups else [name for name, _ in GROUPS]
+        groups = [await node.join(name, order=ALL_GROUPS[name]) for name in names]
         results = await asyncio.gather(*(
             _chat(group, args.pid, args.peers, args.count, args.reply, rng, deadline)
             for group in groups))
@@ -96,7 +101,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run", default="demo-real")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--deadline", type=float, default=60.0, help="seconds")
+    parser.add_argument("--groups", default="",
+                        help=f"comma-separated, of {', '.join(ALL_GROUPS)} "
+                             "(default: demo-causal,demo-total)")
     args = parser.parse_args(argv)
+    unknown = [g for g in args.groups.split(",") if g and g not in ALL_GROUPS]
+    if unknown:
+        parser.error(f"unknown group {unknown[0]!r}")
     return asyncio.run(run_bot(args))
 
 

@@ -9,7 +9,9 @@ order, the sequencer. They are what lets a node notice a lost *last* message
 partition converge, and what spreads membership news the seed only spreads on
 advertisements. One is sent ``status_delay`` after a node sends data; others
 every ``status_interval`` (jittered), skipped when a status overheard since
-the last one already said everything ours would.
+the last one already said everything ours would -- but never for more than
+:data:`STATUS_KEEPALIVE` intervals since our last one: statuses are also how the
+others know a silent member is still there (``Node.last_heard``).
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ from m2mc.trace.schema import detail_json
 if TYPE_CHECKING:
     from m2mc.group.manager import GroupNode
 
+STATUS_KEEPALIVE = 10
+"""A member sends a status at least every this many ``status_interval``s, suppressed or not."""
+
 
 class GroupInstance:
     def __init__(self, node: GroupNode, row: GiitRow) -> None:
@@ -79,6 +84,7 @@ class GroupInstance:
         self._status_at: float | None = None
         self._status_soon: float | None = None
         self._status_covered = False
+        self._status_sent_at = float("-inf")
         self._sequencer_watch_from: float | None = None
         self.delivered_count = 0
 
@@ -404,13 +410,17 @@ class GroupInstance:
                 sync_seqno=resp.sync_seqno, messages=len(resp.records), remaining=resp.remaining))
         if self._status_soon is not None and now >= self._status_soon:
             self._status_soon = None
+            self._status_sent_at = now
             node._send(self.tag, self.make_status())
         if self._status_at is not None and now >= self._status_at:
             self._status_at = now + self._status_period()
-            if self._status_covered:
+            keepalive = STATUS_KEEPALIVE * self.config.status_interval
+            if self._status_covered and now - self._status_sent_at < keepalive:
                 self._status_covered = False
                 node.stats.status_suppressed += 1
             else:
+                self._status_covered = False
+                self._status_sent_at = now
                 node._send(self.tag, self.make_status())
             self._check_sequencer(now)
 

@@ -129,6 +129,12 @@ class SyncGroup:
         """True for a keyed group (see :attr:`m2mc.api.Group.authenticated`)."""
         return self._group.authenticated
 
+    def last_heard(self) -> dict[str, float]:
+        """pid -> wall-clock time last heard from (see :meth:`m2mc.api.Group.last_heard`)."""
+        async def read() -> dict[str, float]:
+            return self._group.last_heard()
+        return self._node._call(read())
+
     def send(self, data: bytes | str, *, reply_to: ReplyTo = None) -> MessageId:
         return self._node._call(self._group.send(data, reply_to=reply_to))
 

@@ -10,11 +10,13 @@ from textual.binding import BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Label
 
-from m2mc.errors import UsageError
+from m2mc.errors import ConfigError, UsageError
+from m2mc.security import KeyRequiredError
+from m2mc.security.keys import GroupKey
 from m2mc_chat.backend import GroupInfo
 from m2mc_chat.ui.dialogs import ConfirmDialog, TextPrompt
 from m2mc_chat.ui.keys import BROWSER_KEYS, bindings
-from m2mc_chat.ui.labels import security_mark
+from m2mc_chat.ui.labels import LOCK_MARK, security_mark
 
 if TYPE_CHECKING:
     from m2mc_chat.session import ChatSession
@@ -22,9 +24,20 @@ if TYPE_CHECKING:
 __all__ = ["GroupBrowser"]
 
 MAX_DESC = 80
-HINT = "Groups on this network. j join · n new group · l leave · esc back"
+HINT = ("Groups on this network: j join (a 🔒 group asks its passphrase) · n new · "
+        "k new keyed · l leave · esc back")
 ONE_GROUP_HINT = ("The hosts serve one group (infrastructure mode): j or n joins it · "
                   "l leave · esc back")
+
+
+def _check_passphrase(passphrase: str) -> None:
+    if not passphrase:
+        raise UsageError("type the passphrase (Esc cancels)")
+
+
+def passphrase_prompt(title: str, help_text: str) -> TextPrompt:
+    return TextPrompt(title, help_text=help_text, placeholder="passphrase", password=True,
+                      validate=_check_passphrase, id="passphrase-prompt")
 
 
 def _check_desc(desc: str) -> None:
@@ -63,8 +76,9 @@ class GroupBrowser(Screen[str | None]):
         table.focus()
 
     def _who(self, info: GroupInfo) -> Text:
-        view = self.session.views.get(info.gid)
-        names = [view.presence.nick(pid) if view else pid for pid in info.members]
+        """Members by nick where one is known (from messages of any group we hold),
+        by device id otherwise."""
+        names = [self.session.nick_of(pid) for pid in info.members]
         text = Text(", ".join(names) if names else "nobody", style="" if names else "dim")
         if info.left:
             text.append(f"  ({len(info.left)} left)", style="dim")
@@ -114,12 +128,32 @@ class GroupBrowser(Screen[str | None]):
         if gid in self.session.views:
             self.dismiss(gid)
             return
+        if self.session.needs_key(gid):
+            self._ask_passphrase(gid)
+            return
         self.run_worker(self._join(gid), exclusive=True, group="browser")
 
-    async def _join(self, gid: str) -> None:
+    def _ask_passphrase(self, gid: str) -> None:
+        """A keyed group: ask for its passphrase (kept in memory only) and join with it."""
+        desc = self.session.groups[gid].desc
+
+        def typed(passphrase: str | None) -> None:
+            if passphrase:
+                key = self.session.passphrase_key(passphrase)
+                self.run_worker(self._join(gid, key), exclusive=True, group="browser")
+
+        self.app.push_screen(passphrase_prompt(f"{LOCK_MARK} {desc} is a keyed group",
+                                               "Its passphrase (it stays in memory: never "
+                                               "saved, asked again after a restart):"),
+                             typed)
+
+    async def _join(self, gid: str, key: GroupKey | None = None) -> None:
         try:
-            info = await self.session.join_group(gid)
-        except UsageError as exc:
+            info = await self.session.join_group(gid, key)
+        except KeyRequiredError:
+            self._ask_passphrase(gid)
+            return
+        except (UsageError, ConfigError) as exc:
             self.notify(str(exc), severity="error")
             return
         self.notify(f"Joined {info.desc}")
@@ -136,10 +170,34 @@ class GroupBrowser(Screen[str | None]):
                                         validate=_check_desc, id="new-group-prompt"),
                              created)
 
-    async def _create(self, desc: str) -> None:
+    def action_create_keyed(self) -> None:
+        if self.session.limits.one_group:
+            self.notify("The hosts' group has no group key.", severity="warning")
+            return
+
+        def created(desc: str | None) -> None:
+            if not desc:
+                return
+
+            def typed(passphrase: str | None) -> None:
+                if passphrase:
+                    key = self.session.passphrase_key(passphrase)
+                    self.run_worker(self._create(desc, key), exclusive=True, group="browser")
+
+            self.app.push_screen(passphrase_prompt(
+                f"{LOCK_MARK} {desc}: passphrase", "Everyone who joins types the same "
+                "passphrase; messages of others are refused. It is never saved."), typed)
+
+        self.app.push_screen(TextPrompt("New keyed group", placeholder="what is it about?",
+                                        help_text="Only people who know its passphrase can "
+                                                  "join, read and write.",
+                                        validate=_check_desc, id="new-keyed-group-prompt"),
+                             created)
+
+    async def _create(self, desc: str, key: GroupKey | None = None) -> None:
         try:
-            info = await self.session.create_group(desc)
-        except UsageError as exc:
+            info = await self.session.create_group(desc, key)
+        except (UsageError, ConfigError) as exc:
             self.notify(str(exc), severity="error")
             return
         self.notify(f"Created {info.desc}")

@@ -4,6 +4,11 @@ The model is the truth (what is unread, what is folded); this widget mirrors it.
 A new message whose parent is already on screen is inserted in place; anything
 that moves existing nodes (a placeholder filled in) rebuilds the widget, keeping
 the cursor on the message it was on.
+
+Deep threads do not run off the screen: replies are indented one step per level
+down to :data:`MAX_INDENT` levels; deeper ones line up at that indentation and
+say how deep they are (``↳ 17``). The tree is still the whole tree (folding,
+parent and sibling keys work at every depth); only the drawing is capped.
 """
 
 from __future__ import annotations
@@ -11,13 +16,18 @@ from __future__ import annotations
 from collections import deque
 from datetime import tzinfo
 
+from rich.text import Text
+from textual.geometry import Size
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from m2mc_chat.model import ROOT, ThreadTree
 from m2mc_chat.ui.labels import message_label
 
-__all__ = ["ConversationTree"]
+__all__ = ["MAX_INDENT", "ConversationTree"]
+
+MAX_INDENT = 5
+"""Reply levels drawn indented; deeper replies are drawn at this depth, with their level."""
 
 
 class ConversationTree(Tree[str]):
@@ -84,11 +94,17 @@ class ConversationTree(Tree[str]):
                 return mid
         return visible[-1] if visible else None
 
+    def _label(self, mid: str) -> Text:
+        assert self.model is not None
+        depth = self.model.depth(mid)
+        return message_label(self.model, mid, self.self_pid, self.tz,
+                             depth=depth if depth >= MAX_INDENT else None)
+
     def _add(self, parent_node: TreeNode[str], mid: str, before: int | None) -> TreeNode[str]:
         assert self.model is not None
         model = self.model
         has_children = bool(model.children(mid))
-        node = parent_node.add(message_label(model, mid, self.self_pid, self.tz), data=mid,
+        node = parent_node.add(self._label(mid), data=mid,
                                before=before, expand=not model.is_collapsed(mid),
                                allow_expand=has_children)
         self._by_mid[mid] = node
@@ -120,7 +136,7 @@ class ConversationTree(Tree[str]):
     def refresh_label(self, mid: str) -> None:
         node = self._by_mid.get(mid)
         if node is not None and self.model is not None:
-            node.set_label(message_label(self.model, mid, self.self_pid, self.tz))
+            node.set_label(self._label(mid))
 
     def refresh_ancestors(self, mid: str) -> None:
         """Folded ancestors show counts of what is under them: redraw them."""
@@ -135,6 +151,33 @@ class ConversationTree(Tree[str]):
     def refresh_all_labels(self) -> None:
         for mid in self._by_mid:
             self.refresh_label(mid)
+
+    # ------------------------------------------------------- capped indentation
+
+    def _build(self) -> None:
+        """Lay out the lines as Tree does, then draw lines deeper than MAX_INDENT levels
+        at that depth: a line's guides are drawn from its path of ancestors, so the
+        path keeps the top MAX_INDENT - 1 ancestors and the node itself.
+
+        This reaches into Tree's line cache (``_tree_lines_cached``, ``path``); if a
+        Textual release changes it, the lines are left as they are (indentation
+        uncapped) rather than failing.
+        """
+        super()._build()
+        lines = getattr(self, "_tree_lines_cached", None)
+        keep = MAX_INDENT + 1
+        if not lines or not all(hasattr(line, "path") for line in lines):
+            return
+        trimmed = False
+        for line in lines:
+            if len(line.path) > keep:
+                line.path = [*line.path[:keep - 1], line.path[-1]]
+                trimmed = True
+        if trimmed:     # the widest line is narrower now: no needless sideways scrolling
+            width = max(self.get_label_width(line.node)
+                        + line._get_guide_width(self.guide_depth, self.show_root)
+                        for line in lines)
+            self.virtual_size = Size(width, len(lines))
 
     # ---------------------------------------------------------------- cursor
 

@@ -40,8 +40,10 @@ class TextPrompt(ModalScreen[str | None]):
 
     def __init__(self, title: str, *, placeholder: str = "", value: str = "",
                  help_text: str = "", validate: Callable[[str], object] | None = None,
-                 cancellable: bool = True, id: str | None = None) -> None:
+                 cancellable: bool = True, password: bool = False,
+                 id: str | None = None) -> None:
         super().__init__(id=id)
+        self.password = password
         self.title_text = title
         self.placeholder = placeholder
         self.value = value
@@ -54,12 +56,13 @@ class TextPrompt(ModalScreen[str | None]):
             yield Label(self.title_text, classes="title")
             if self.help_text:
                 yield Label(self.help_text)
-            yield Input(value=self.value, placeholder=self.placeholder, id="prompt-input")
+            yield Input(value=self.value, placeholder=self.placeholder, password=self.password,
+                        id="prompt-input")
             yield Label("", id="prompt-error")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        text = event.value.strip()
+        text = event.value if self.password else event.value.strip()
         try:
             if self.validator is not None:
                 self.validator(text)

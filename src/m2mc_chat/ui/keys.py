@@ -52,6 +52,8 @@ BROWSER_KEYS: tuple[KeyHelp, ...] = (
     KeyHelp("j", "join", "Join the selected group (enter opens a joined one)", show=True,
             short="Join"),
     KeyHelp("n", "create", "Create a new group", show=True, short="New group"),
+    KeyHelp("k", "create_keyed", "Create a keyed group (asks for a passphrase)", show=True,
+            short="New keyed group"),
     KeyHelp("l", "leave", "Leave the selected group (asks first)", show=True, short="Leave"),
     KeyHelp("escape", "close", "Back to the conversation", show=True, display="esc",
             short="Back"),

@@ -15,10 +15,11 @@ from m2mc_chat.backend import GroupInfo
 from m2mc_chat.model import ThreadTree
 from m2mc_chat.presence import Member, MemberState
 
-__all__ = ["LOCK_MARK", "OPEN_MARK", "UNREAD_MARK", "group_title", "member_line",
-           "message_label", "nick_style", "security_mark"]
+__all__ = ["DEPTH_MARK", "LOCK_MARK", "OPEN_MARK", "UNREAD_MARK", "group_title", "member_line",
+           "message_label", "nick_style", "security_mark", "selected_line"]
 
 UNREAD_MARK = "● "
+DEPTH_MARK = "↳ "
 LOCK_MARK = "🔒"
 OPEN_MARK = "unauthenticated"
 READ_MARK = "  "
@@ -40,16 +41,22 @@ def _one_line(text: str) -> str:
     return flat if len(flat) <= _MAX_LABEL else flat[: _MAX_LABEL - 1] + "…"
 
 
-def message_label(tree: ThreadTree, mid: str, self_pid: str, tz: tzinfo | None) -> Text:
-    """``● bob: Yes! The Red Fort at dawn.  14:03  [+2, 1 new]``."""
+def message_label(tree: ThreadTree, mid: str, self_pid: str, tz: tzinfo | None, *,
+                  depth: int | None = None) -> Text:
+    """``● bob: Yes! The Red Fort at dawn.  14:03  [+2, 1 new]``.
+
+    ``depth``: for a reply drawn less indented than it is deep, its level
+    (``● ↳ 17 bob: ...``).
+    """
     message = tree.get(mid)
     label = Text()
+    unread = message is not None and tree.is_unread(mid)
+    label.append(UNREAD_MARK if unread else READ_MARK, style="bold orange1")
+    if depth is not None:
+        label.append(f"{DEPTH_MARK}{depth} ", style="bold cyan")
     if message is None:
-        label.append(READ_MARK)
         label.append(f"(message {mid} not received yet)", style="italic dim")
     else:
-        unread = tree.is_unread(mid)
-        label.append(UNREAD_MARK if unread else READ_MARK, style="bold orange1")
         label.append(_one_line(message.nick) or message.author,
                      style=nick_style(message.author, is_self=message.author == self_pid))
         label.append(": ")
@@ -62,6 +69,33 @@ def message_label(tree: ThreadTree, mid: str, self_pid: str, tz: tzinfo | None) 
         folded = f"  [+{hidden}" + (f", {new} new]" if new else "]")
         label.append(folded, style="bold orange1" if new else "dim")
     return label
+
+
+def selected_line(tree: ThreadTree, mid: str | None, self_pid: str, tz: tzinfo | None) -> Text:
+    """The selected message in full, under the tree: ``bob  15:06  ↳ 29  level 29: ...``.
+
+    A tree line is cut at the pane's edge (long texts, deep threads); this one wraps.
+    """
+    if mid is None or not tree.has_node(mid):
+        return Text("")
+    depth = tree.depth(mid)
+    message = tree.get(mid)
+    line = Text()
+    if message is None:
+        line.append(f"(message {mid} not received yet)", style="italic dim")
+        return line
+    line.append(_one_line(message.nick) or message.author,
+                style=nick_style(message.author, is_self=message.author == self_pid))
+    if message.sent_at > 0:
+        stamp = datetime.fromtimestamp(message.sent_at, tz=tz).strftime("%H:%M")
+        line.append(f"  {stamp}", style="dim")
+    if depth:
+        line.append(f"  {DEPTH_MARK}{depth}", style="bold cyan")
+    line.append("  ")
+    line.append(_one_line(message.text))
+    if tree.is_collapsed(mid) and tree.children(mid):
+        line.append(f"  [+{tree.subtree_size(mid)} folded]", style="dim")
+    return line
 
 
 _PRESENCE = {

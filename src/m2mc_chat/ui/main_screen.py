@@ -30,7 +30,7 @@ from m2mc_chat.ui.browser import GroupBrowser
 from m2mc_chat.ui.conversation import ConversationTree
 from m2mc_chat.ui.help import HelpScreen
 from m2mc_chat.ui.keys import MAIN_KEYS, bindings
-from m2mc_chat.ui.labels import group_title, nick_style
+from m2mc_chat.ui.labels import group_title, nick_style, selected_line
 from m2mc_chat.ui.panels import Composer, GroupList, MemberList, StatusBar
 
 __all__ = ["MainScreen"]
@@ -46,6 +46,10 @@ class MainScreen(Screen[None]):
     MainScreen #members-pane { width: 28; background: $panel; }
     MainScreen .pane-title { width: 1fr; padding: 0 1; text-style: bold; background: $boost; }
     MainScreen #conversation-pane { width: 1fr; }
+    MainScreen #selected-message {
+        height: auto; max-height: 2; padding: 0 1; background: $boost;
+    }
+    MainScreen.no-group #selected-message { display: none; }
     MainScreen #empty-hint { padding: 2 4; color: $text-muted; display: none; }
     MainScreen #mode-notice { height: 1; padding: 0 1; color: $warning; background: $boost; }
     MainScreen.no-group #empty-hint { display: block; }
@@ -74,6 +78,7 @@ class MainScreen(Screen[None]):
                 yield Label("", id="conversation-title", classes="pane-title")
                 yield Static(EMPTY_HINT, id="empty-hint")
                 yield ConversationTree(self.session.node_id, tz=self.tz, id="conversation")
+                yield Static("", id="selected-message")
             with Vertical(id="members-pane"):
                 yield Label("Members", classes="pane-title")
                 yield MemberList(id="member-list")
@@ -106,6 +111,7 @@ class MainScreen(Screen[None]):
         self.set_class(view is None, "no-group")
         self._refresh_title()
         self.conversation.show(view.tree if view else None, cursor=view.cursor if view else None)
+        self.show_selected()
         self.query_one(GroupList).show_groups(self.session.views, self.current)
         self._update_target()
         self.refresh_members()
@@ -124,6 +130,13 @@ class MainScreen(Screen[None]):
         view = self.view
         self.query_one("#conversation-title", Label).update(
             group_title(view.info) if view else Text("No group", style="dim"))
+
+    def show_selected(self) -> None:
+        """The selected message in full under the tree (lines there are cut at the edge)."""
+        view = self.view
+        self.query_one("#selected-message", Static).update(
+            selected_line(view.tree, self.conversation.cursor_mid, self.session.node_id,
+                          self.tz) if view else "")
 
     def refresh_members(self) -> None:
         view = self.view
@@ -161,6 +174,7 @@ class MainScreen(Screen[None]):
                 if gid == self.current:
                     self.conversation.message_added(mid, restructured=restructured)
                     self.refresh_status()
+                    self.show_selected()
             case MembersChanged(gid=gid) if gid == self.current:
                 self.refresh_members()
                 self.refresh_status()
@@ -177,6 +191,7 @@ class MainScreen(Screen[None]):
         if view is None or mid is None:
             return
         view.cursor = mid
+        self.show_selected()
         if not view.tree.mark_read(mid):
             return
         self.conversation.refresh_label(mid)
@@ -187,10 +202,12 @@ class MainScreen(Screen[None]):
     @on(Tree.NodeCollapsed)
     def _folded(self, event: Tree.NodeCollapsed[str]) -> None:
         self.conversation.sync_fold(event.node, True)
+        self.show_selected()
 
     @on(Tree.NodeExpanded)
     def _unfolded(self, event: Tree.NodeExpanded[str]) -> None:
         self.conversation.sync_fold(event.node, False)
+        self.show_selected()
 
     @on(OptionList.OptionSelected, "#group-list")
     def _group_chosen(self, event: OptionList.OptionSelected) -> None:
