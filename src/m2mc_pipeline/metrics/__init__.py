@@ -175,28 +175,26 @@ def _throughput_by_run(rows: list[dict[str, Any]], width: float) -> list[dict[st
 
 
 def _repair(tb: Tables, dl: DataFrame, tables: str | None) -> dict[str, Any]:
-    """Time to repair and catch-up time (traffic.py): tables, and every summary in one job."""
-    rep, unrepaired = repair_times(tb.events, tb.recvd, dl)
+    """Time to repair and catch-up time (traffic.py): every summary in one Spark job
+    (its stages run side by side; the repairs and catch-ups it computes are kept and
+    written to Parquet from memory afterwards)."""
+    rep = repair_times(tb.events, tb.recvd, dl)
     cat = catchup_times(tb.events, dl)
-    if tables is not None:
+    if tables is not None:  # filled by the summary's job, then written from memory
         rep, cat = rep.persist(_KEEP), cat.persist(_KEEP)
     try:
-        _write(rep, tables, "repairs")
-        _write(cat, tables, "catchups")
-        none = F.lit(None).cast("long")
         values = (rep.select(F.lit("repair").alias("metric"), "run",
-                             F.col("repair").alias("value"), none.alias("unrepaired"),
+                             F.col("repair").alias("value"), "unrepaired",
                              F.lit(0).alias("episode"))
                   .unionByName(cat.select(F.lit("catchup").alias("metric"), "run",
-                                          F.col("catchup").alias("value"), none.alias("unrepaired"),
-                                          F.lit(1).alias("episode")))
-                  .unionByName(unrepaired.select(F.lit("repair").alias("metric"), "run",
-                                                 F.lit(None).cast("double").alias("value"),
-                                                 "unrepaired", F.lit(0).alias("episode"))))
+                                          F.col("catchup").alias("value"),
+                                          F.lit(0).alias("unrepaired"),
+                                          F.lit(1).alias("episode"))))
         rows = records(values.rollup("metric", "run").agg(
-            *summary_columns("value"),
-            F.coalesce(F.sum("unrepaired"), F.lit(0)).alias("unrepaired"),
+            *summary_columns("value"), F.sum("unrepaired").alias("unrepaired"),
             F.sum("episode").alias("episodes")).filter(F.col("metric").isNotNull()))
+        _write(rep.filter(F.col("repair").isNotNull()).drop("unrepaired"), tables, "repairs")
+        _write(cat, tables, "catchups")
     finally:
         rep.unpersist()
         cat.unpersist()

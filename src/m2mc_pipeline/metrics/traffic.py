@@ -37,9 +37,10 @@ from m2mc_pipeline.schema import (
     SYNC_REQ,
     SYNC_RESP,
 )
-from m2mc_pipeline.tables import mid_origin, mid_seq
+from m2mc_pipeline.tables import hashed, message_key, mid_origin, mid_seq, node_key
 
 MAX_BUCKETS = 100
+MAX_INTERVAL = 1 << 20  # seqnos (gseqs) counted per NACK interval: the group layer's max_seq_jump
 
 
 def nice_width(duration: float, max_buckets: int = MAX_BUCKETS) -> float:
@@ -164,62 +165,53 @@ def nack_intervals(events: DataFrame) -> tuple[DataFrame, DataFrame]:
     return seqs, gseqs
 
 
-def repair_times(events: DataFrame, recvd: DataFrame, dl: DataFrame
-                 ) -> tuple[DataFrame, DataFrame]:
-    """Time to repair, per message a node asked for (docs/pipeline.md).
+def repair_times(events: DataFrame, recvd: DataFrame, dl: DataFrame) -> DataFrame:
+    """Time to repair, per (node, message) a NACK of that node asked for (docs/pipeline.md).
 
-    Returns ``(repairs, unrepaired)``: ``repairs`` is ``(run, node, group, mid,
-    t_nack, t_repaired, repair)``, one row per message that arrived at a node after
-    a NACK of that node covered it: ``t_nack`` is the first such NACK, ``t_repaired``
-    the message's first ``recv`` there (for a gseq a NACK asked for of a message
-    already held: its first ``deliver``, the stamp having arrived). ``unrepaired``
-    is ``(run, unrepaired)``: sender seqnos NACKed by a node that never received
-    them (each (node, message) once).
+    ``(run, node, group, mid, t_nack, t_repaired, repair, unrepaired)``:
+    ``t_nack`` is the first of the node's NACKs that covered the message before it
+    arrived, ``t_repaired`` the arrival: the message's first ``recv`` there, or,
+    for a gseq asked for of a message the node already held (data received, stamp
+    lost), its first ``deliver``. ``repair`` is null when no NACK preceded the
+    arrival. ``unrepaired`` is 1 for a sender seqno NACKed and never received.
 
-    Sender ranges are matched to receipts by an equi-join on (run, node, group,
-    sender) and a range condition; gseq ranges to deliveries on (run, node, group).
-    NACKs are rare next to receipts, so each key pairs few intervals with its rows.
+    Each interval is expanded into the seqnos (gseqs) it names, at most
+    ``MAX_INTERVAL`` of them (as far as a writer may ask: the group layer's
+    ``max_seq_jump``), so that matching them to receipts is an equi-join: sender
+    seqnos become message ids and join the receipts by message and node key (where
+    the receipts already are), gseqs join the deliveries by (run, node, group,
+    gseq). One aggregation per (node, message) then combines both.
     """
     seq_iv, gseq_iv = nack_intervals(events)
     at = ["run", "node", "group"]
-    got = recvd.select(*at, "mid", "t_recv", mid_origin().alias("origin"),
-                       mid_seq().alias("seq"))
-    by_seq = (got.join(seq_iv, [*at, "origin"])
-              .filter(F.col("seq").between(F.col("lo"), F.col("hi")))
+
+    def expand(df: DataFrame, *keep: str) -> DataFrame:
+        hi = F.least(F.col("hi"), F.col("lo") + (MAX_INTERVAL - 1))
+        return df.select(*at, "t_nack", *keep, F.explode(F.sequence("lo", hi)).alias("n"))
+
+    asked = expand(seq_iv, "origin").select(
+        *at, "t_nack", F.concat_ws(":", "origin", F.col("n").cast("string")).alias("mid"))
+    by_seq = (asked.select(message_key().alias("mk"), node_key().alias("nk"), *at, "mid",
+                           "t_nack")
+              .join(hashed(recvd.select("mk", "nk", "t_recv")), ["mk", "nk"], "left")
               .select(*at, "mid", "t_nack", F.col("t_recv").alias("t_done"),
                       F.lit(1).alias("by_seq")))
-    ordered = dl.filter(F.col("gseq").isNotNull()).select(*at, "mid", "gseq", "t_recv",
-                                                          "t_deliver")
-    by_gseq = (ordered.join(gseq_iv, at)
-               .filter(F.col("gseq").between(F.col("lo"), F.col("hi")))
+    held = dl.filter(F.col("gseq").isNotNull()).select(*at, "mid", "gseq", "t_recv",
+                                                       "t_deliver")
+    by_gseq = (expand(gseq_iv).withColumnRenamed("n", "gseq").join(held, [*at, "gseq"])
                .select(*at, "mid", "t_nack",
                        F.when(F.col("t_recv") >= F.col("t_nack"), F.col("t_recv"))
                        .otherwise(F.col("t_deliver")).alias("t_done"),
                        F.lit(0).alias("by_seq")))
     valid = F.col("t_done") >= F.col("t_nack")
-    per_msg = (by_seq.unionByName(by_gseq).groupBy(*at, "mid")
-               .agg(F.min(F.when(valid, F.col("t_nack"))).alias("t_nack"),
-                    F.max(F.when(valid, F.col("t_done"))).alias("t_repaired"),
-                    F.max("by_seq").alias("by_seq")))
-    repairs = (per_msg.filter(F.col("t_nack").isNotNull())
-               .select(*at, "mid", "t_nack", "t_repaired",
-                       (F.col("t_repaired") - F.col("t_nack")).alias("repair")))
-    # Seqnos asked for, each (node, sender, seqno) once: the length of the union of
-    # a node's intervals per sender (sorted by lo, each interval adds what lies past
-    # the highest hi before it), less those it did receive.
-    w = (Window.partitionBy(*at, "origin").orderBy("lo", "hi")
-         .rowsBetween(Window.unboundedPreceding, -1))
-    reach = F.coalesce(F.max("hi").over(w), F.col("lo") - 1)
-    asked = (seq_iv.select(*at, "origin", "lo", "hi",
-                           F.greatest(F.lit(0), F.col("hi") - F.greatest(F.col("lo") - 1, reach))
-                           .alias("n"))
-             .select("run", F.col("n").alias("asked"), F.lit(0).alias("received")))
-    received = (per_msg.filter(F.col("by_seq") == 1)
-                .select("run", F.lit(0).cast("long").alias("asked"),
-                        F.lit(1).alias("received")))
-    unrepaired = (asked.unionByName(received).groupBy("run")
-                  .agg((F.sum("asked") - F.sum("received")).alias("unrepaired")))
-    return repairs, unrepaired
+    return (by_seq.unionByName(by_gseq).groupBy(*at, "mid")
+            .agg(F.min(F.when(valid, F.col("t_nack"))).alias("t_nack"),
+                 F.max(F.when(valid, F.col("t_done"))).alias("t_repaired"),
+                 F.max("by_seq").alias("by_seq"), F.count("t_done").alias("arrived"))
+            .select(*at, "mid", "t_nack", "t_repaired",
+                    (F.col("t_repaired") - F.col("t_nack")).alias("repair"),
+                    F.when((F.col("by_seq") == 1) & (F.col("arrived") == 0), 1).otherwise(0)
+                    .alias("unrepaired")))
 
 
 def catchup_times(events: DataFrame, dl: DataFrame) -> DataFrame:
