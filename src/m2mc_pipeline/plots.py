@@ -74,6 +74,11 @@ def repair_overhead(rows: Sequence[Mapping[str, Any]]) -> bytes | None:
     A value that is missing (null: a run that did not trace packets, as real nodes
     do not) is left out of the plot, never drawn as 0; bars say "n/a" instead.
     """
+    fig = repair_overhead_figure(rows)
+    return _png(fig) if fig is not None else None
+
+
+def repair_overhead_figure(rows: Sequence[Mapping[str, Any]]) -> Figure | None:
     rows = [r for r in rows if r.get("packets_per_message") is not None
             or r.get("requests_per_message") is not None]
     if not rows:
@@ -110,7 +115,7 @@ def repair_overhead(rows: Sequence[Mapping[str, Any]]) -> bytes | None:
     ax.set_title("repair overhead")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
-    return _png(fig)
+    return fig
 
 
 _MARKERS = {"send": ("s", "#1f77b4"), "recv": ("o", "#ff7f0e"), "deliver": ("D", "#2ca02c"),

@@ -87,6 +87,26 @@ def test_same_scenario_under_three_orderings(spark: Any, make_trace: Any, tmp_pa
     assert deliveries.num_rows == 3 * 18  # every message delivered at all three nodes
 
 
+@pytest.mark.spark
+def test_remote_inputs_read_gzipped_jsonl_too(spark: Any, make_trace: Any, tmp_path: Path
+                                               ) -> None:
+    """A remote directory is listed by Spark (recursive, a glob on names): *.jsonl and
+    *.jsonl.gz are both trace files (docs/pipeline.md "Inputs")."""
+    import gzip
+
+    from m2mc_pipeline.load import _remote_frames
+
+    d = _run(make_trace, "sb", 1).write(tmp_path / "t" / "plain")
+    rows = (d / "C.jsonl").read_bytes()
+    (d / "C.jsonl").unlink()
+    (tmp_path / "t" / "zipped").mkdir()
+    (tmp_path / "t" / "zipped" / "C.jsonl.gz").write_bytes(gzip.compress(rows))
+    (tmp_path / "t" / "zipped" / "notes.txt").write_text("not a trace\n")
+    df, _ = _remote_frames(spark, str(tmp_path / "t"), 0)
+    got = {r["node"]: r["count"] for r in df.groupBy("node").count().collect()}
+    assert got["C"] == rows.count(b"\n") and set(got) == {"A", "B", "C"}
+
+
 def test_missing_directory_is_a_one_line_error(tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     status = main(["analyze", str(tmp_path / "nope"), "--out", str(tmp_path / "out")])
