@@ -85,6 +85,10 @@ def test_same_scenario_under_three_orderings(spark: Any, make_trace: Any, tmp_pa
 
     deliveries = pq.read_table(out / "tables" / "deliveries.parquet")
     assert deliveries.num_rows == 3 * 18  # every message delivered at all three nodes
+    # No nack or sync_req anywhere: nothing to repair, no job run, no table written.
+    assert metrics["repair"]["repair_time"]["count"] == 0
+    assert metrics["repair"]["tables"] == {"repairs": None, "catchups": None}
+    assert not (out / "tables" / "repairs.parquet").exists()
 
 
 @pytest.mark.spark

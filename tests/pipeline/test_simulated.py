@@ -13,6 +13,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from m2mc.sim.runner import run_scenario
@@ -92,6 +93,11 @@ def test_time_to_repair_is_measured_in_every_run(analysed: Any) -> None:
         assert by_run[run]["count"] > 0, order  # 15% loss: every run repairs something
         assert 0 < by_run[run]["max"] < 20.0, order
     assert rep["repair_time"]["count"] == sum(r["count"] for r in by_run.values())
+    table = pq.read_table(analysed.out / rep["tables"]["repairs"])
+    assert table.num_rows == rep["repair_time"]["count"]
+    assert min(table.column("repair").to_pylist()) >= 0
+    episodes = pq.read_table(analysed.out / rep["tables"]["catchups"])
+    assert episodes.num_rows == rep["catchup_time"]["episodes"]
 
 
 def test_catch_up_after_the_restart_is_measured(analysed: Any) -> None:

@@ -178,6 +178,8 @@ def _repair(tb: Tables, dl: DataFrame, tables: str | None) -> dict[str, Any]:
     """Time to repair and catch-up time (traffic.py): every summary in one Spark job
     (its stages run side by side; the repairs and catch-ups it computes are kept and
     written to Parquet from memory afterwards)."""
+    if not tb.any_requests:  # no nack, no sync_req: nothing to measure, no Spark job
+        return _no_repair()
     rep = repair_times(tb.events, tb.recvd, dl)
     cat = catchup_times(tb.events, dl)
     if tables is not None:  # filled by the summary's job, then written from memory
@@ -222,3 +224,10 @@ def _repair(tb: Tables, dl: DataFrame, tables: str | None) -> dict[str, Any]:
         "catchup_time_by_run": by_run("catchup", "episodes"),
         "tables": table,
     }
+
+
+def _no_repair() -> dict[str, Any]:
+    empty = {"count": 0, "mean": None, "p50": None, "p90": None, "p99": None, "max": None}
+    return {"unit": "s", "repair_time": dict(empty), "repair_time_by_run": [], "unrepaired": 0,
+            "catchup_time": {**empty, "episodes": 0}, "catchup_time_by_run": [],
+            "tables": {"repairs": None, "catchups": None}}
