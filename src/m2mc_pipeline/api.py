@@ -154,8 +154,8 @@ def _timeline(events: DataFrame, run_rows: Sequence[dict[str, Any]],
     if node is None:
         return [], None, None
     rows = (events.filter((F.col("run") == run) & (F.col("node") == node)
-                          & F.col("mid").isNotNull()
-                          & F.col("event").isin(*plots._MARKERS))
+                          & ((F.col("mid").isNotNull() & F.col("event").isin(*plots._MARKERS))
+                             | (F.col("mid").isNull() & F.col("event").isin(*plots.REQUESTS))))
             .orderBy("t", "pos").select("t", "event", "group", "mid").limit(TIMELINE_ROWS)
             .collect())
     return [r.asDict() for r in rows], node, run

@@ -20,8 +20,22 @@ from m2mc_pipeline.session import small_frame
 
 _RUN_INFO = StructType([
     StructField("run", StringType()), StructField("scenario", StringType()),
+    StructField("variant", StringType()),
     StructField("seed", LongType()), StructField("loss", DoubleType()),
 ])
+_ORDER_PARAMS = ("order", "ordering")
+
+
+def variant(scenario: str | None, params: Mapping[str, Any] | None) -> str:
+    """What runs compared side by side share: the scenario and the parameters a sweep
+    set, other than the ordering (``groups.0.order``, ``ordering``). Seeds are
+    replicates and are pooled. ``"demo-compare [domains.lan.loss=0.2]"``."""
+    name = scenario or "(all runs)"
+    fixed = sorted((k, v) for k, v in (params or {}).items()
+                   if str(k).rsplit(".", 1)[-1] not in _ORDER_PARAMS)
+    if not fixed:
+        return name
+    return f"{name} [{', '.join(f'{k}={v}' for k, v in fixed)}]"
 
 
 def find_key(meta: Any, key: str, depth: int = 0) -> Any:
@@ -79,6 +93,7 @@ def runs(nodes: Sequence[dict[str, Any]], orders: Mapping[str, list[str]],
         if not meta:  # run.json files that name their run
             meta = next((s.meta for s in scopes if s.meta.get("run") == r["run"]), {})
         seed = find_key(meta, "seed")
+        params = meta.get("params") if isinstance(meta.get("params"), dict) else None
         out.append({
             **r, "orders": sorted(orders.get(r["run"], [])),
             "dir": scope.path if scope else None,
@@ -86,19 +101,22 @@ def runs(nodes: Sequence[dict[str, Any]], orders: Mapping[str, list[str]],
             "seed": int(seed) if _number(seed) is not None else None,
             "loss": _number(find_key(meta, "loss")),
             "ordering": meta.get("ordering"),
-            "params": meta.get("params") if isinstance(meta.get("params"), dict) else None,
+            "params": params,
+            "variant": variant(scenario_name(meta), params),
         })
     return out
 
 
 def run_info(spark: SparkSession, run_rows: Sequence[dict[str, Any]]) -> DataFrame:
-    rows = [(r["run"], r["scenario"] or "(all runs)", r["seed"], r["loss"]) for r in run_rows]
+    rows = [(r["run"], r["scenario"] or "(all runs)", r["variant"], r["seed"], r["loss"])
+            for r in run_rows]
     return small_frame(spark, rows, _RUN_INFO)
 
 
 def repair_vs_loss(overhead_rows: Sequence[dict[str, Any]], run_rows: Sequence[dict[str, Any]]
                    ) -> list[dict[str, Any]]:
-    """Repair requests and packets per message against loss, one point per run."""
+    """Repair requests and packets per message against loss, one point per run
+    (``packets_per_message`` is null for a run that did not trace packets)."""
     loss = {r["run"]: r["loss"] for r in run_rows}
     orders = {r["run"]: ",".join(r["orders"]) or "none" for r in run_rows}
     return [{"run": o["run"], "loss": loss.get(o["run"]), "order": orders.get(o["run"]),

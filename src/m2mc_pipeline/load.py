@@ -166,8 +166,9 @@ def _normalize(df: DataFrame) -> DataFrame:
 
 def _read_jsonl(spark: SparkSession, paths: Sequence[str], recursive: bool = False) -> DataFrame:
     reader = spark.read.schema(TRACE_SCHEMA).option("mode", "PERMISSIVE")
-    if recursive:
-        reader = reader.option("recursiveFileLookup", "true").option("pathGlobFilter", "*.jsonl")
+    if recursive:  # a glob on file names (Hadoop's GlobFilter): both plain and gzipped
+        reader = (reader.option("recursiveFileLookup", "true")
+                  .option("pathGlobFilter", "*.{jsonl,jsonl.gz}"))
     return reader.json(list(paths))
 
 

@@ -69,46 +69,66 @@ def latency_vs_loss(rows: Sequence[Mapping[str, Any]]) -> bytes | None:
 
 
 def repair_overhead(rows: Sequence[Mapping[str, Any]]) -> bytes | None:
-    """Repair requests and packets per application message: against loss, else per run."""
+    """Repair requests and packets per application message: against loss, else per run.
+
+    A value that is missing (null: a run that did not trace packets, as real nodes
+    do not) is left out of the plot, never drawn as 0; bars say "n/a" instead.
+    """
+    fig = repair_overhead_figure(rows)
+    return _png(fig) if fig is not None else None
+
+
+def repair_overhead_figure(rows: Sequence[Mapping[str, Any]]) -> Figure | None:
     rows = [r for r in rows if r.get("packets_per_message") is not None
             or r.get("requests_per_message") is not None]
     if not rows:
         return None
     fig = Figure(figsize=(7, 4))
     ax = fig.add_subplot()
+    series = (("requests_per_message", "requests/msg", "o"),
+              ("packets_per_message", "packets/msg", "^"))
     with_loss = [r for r in rows if r.get("loss") is not None]
     if len({r["loss"] for r in with_loss}) >= 2:
         for order in sorted({str(r["order"]) for r in with_loss}):
-            pts = [r for r in with_loss if str(r["order"]) == order]
-            ax.scatter([r["loss"] for r in pts], [r["requests_per_message"] or 0 for r in pts],
-                       color=_color(order), label=f"{order} requests/msg", marker="o")
-            ax.scatter([r["loss"] for r in pts], [r["packets_per_message"] or 0 for r in pts],
-                       color=_color(order), label=f"{order} packets/msg", marker="^")
+            for key, what, marker in series:
+                pts = [r for r in with_loss if str(r["order"]) == order
+                       and r.get(key) is not None]
+                if pts:
+                    ax.scatter([r["loss"] for r in pts], [r[key] for r in pts],
+                               color=_color(order), label=f"{order} {what}", marker=marker)
         ax.set_xlabel("packet loss rate")
     else:
         shown = rows[:40]
-        xs = range(len(shown))
-        ax.bar([x - 0.2 for x in xs], [r["requests_per_message"] or 0 for r in shown], 0.4,
-               label="repair requests / msg")
-        ax.bar([x + 0.2 for x in xs], [r["packets_per_message"] or 0 for r in shown], 0.4,
-               label="packets / msg")
-        ax.set_xticks(list(xs), [str(r["run"]) for r in shown], rotation=60, fontsize="small")
+        xs = list(range(len(shown)))
+        for (key, what, _), shift in zip(series, (-0.2, 0.2), strict=True):
+            have = [(x, r[key]) for x, r in zip(xs, shown, strict=True) if r.get(key) is not None]
+            if have:
+                ax.bar([x + shift for x, _ in have], [v for _, v in have], 0.4,
+                       label=f"repair {what}" if key.startswith("requests") else what)
+            for x, r in zip(xs, shown, strict=True):
+                if r.get(key) is None:
+                    ax.text(x + shift, 0, "n/a", ha="center", va="bottom", fontsize="x-small",
+                            rotation=90, color="#777777")
+        ax.set_xticks(xs, [str(r["run"]) for r in shown], rotation=60, fontsize="small")
         ax.set_xlabel("run")
     ax.set_ylabel("per application message")
     ax.set_title("repair overhead")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
-    return _png(fig)
+    return fig
 
 
 _MARKERS = {"send": ("s", "#1f77b4"), "recv": ("o", "#ff7f0e"), "deliver": ("D", "#2ca02c"),
-            "dup": ("x", "#7f7f7f"), "nack": ("v", "#d62728"), "retransmit": ("^", "#9467bd"),
-            "sync_req": ("<", "#8c564b"), "sync_resp": (">", "#e377c2")}
+            "dup": ("x", "#7f7f7f"), "retransmit": ("^", "#9467bd")}
+# The node's requests name ranges, not one message: drawn as vertical lines.
+REQUESTS = {"nack": "#d62728", "sync_req": "#8c564b"}
 
 
 def timeline(rows: Sequence[Mapping[str, Any]], node: str, run: str) -> bytes | None:
-    """One node's message events over time: a row per message, recv-to-deliver as a bar."""
-    rows = [r for r in rows if r.get("mid")]
+    """One node's message events over time: a row per message, recv-to-deliver as a bar,
+    the node's NACKs and sync requests as vertical lines."""
+    requests = [r for r in rows if r.get("event") in REQUESTS and not r.get("mid")]
+    rows = [r for r in rows if r.get("mid") and r.get("event") in _MARKERS]
     if not rows:
         return None
     groups = {r.get("group") for r in rows}
@@ -134,6 +154,12 @@ def timeline(rows: Sequence[Mapping[str, Any]], node: str, run: str) -> bytes | 
         if pts:
             ax.scatter([r["t"] for r in pts], [y[label(r)] for r in pts], marker=marker,
                        color=color, label=event, zorder=2, s=22)
+    last = max(r["t"] for r in rows)
+    for event, color in REQUESTS.items():
+        times = [r["t"] for r in requests if r["event"] == event and r["t"] <= last]
+        for k, t in enumerate(times):
+            ax.axvline(t, color=color, linestyle=":", linewidth=0.8, zorder=0,
+                       label=event if k == 0 else None)
     ax.set_yticks(range(len(labels)), labels, fontsize="x-small")
     ax.invert_yaxis()
     ax.set_xlabel("t (s)")

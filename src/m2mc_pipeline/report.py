@@ -81,6 +81,19 @@ def _rows(section: Any) -> list[dict[str, Any]]:
     return list(section or [])
 
 
+def _packets_note(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Say which runs have no packet figures (real nodes do not trace packets)."""
+    missing = [str(r.get("run")) for r in rows if not r.get("packets")]
+    if not missing:
+        return ""
+    shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10
+                                       else "")
+    return ('<p class="muted">Packet figures (packets, bytes and msgs-per-op per message) are '
+            f"unavailable for {len(missing)} of {len(rows)} runs ({_esc(shown)}): their traces "
+            "hold no <code>packet_out</code> event. Real nodes do not trace packets; the "
+            "simulator does with <code>[trace] packets = true</code>.</p>")
+
+
 def render(verify: Mapping[str, Any], metrics: Mapping[str, Any],
            plots: Mapping[str, bytes | None], title: str = "m2mc trace analysis") -> str:
     valid = verify["valid"]
@@ -94,6 +107,7 @@ def render(verify: Mapping[str, Any], metrics: Mapping[str, Any],
     delay = metrics.get("delivery_delay", {})
     latency = metrics.get("latency", {})
     repair = metrics.get("repair", {})
+    overhead_rows = metrics.get("overhead", {}).get("by_run", [])
     parts = [
         f"<h1>{_esc(title)}</h1>", verdict,
         f'<p>{counts.get("events", 0)} events, {counts.get("messages", 0)} messages, '
@@ -106,7 +120,7 @@ def render(verify: Mapping[str, Any], metrics: Mapping[str, Any],
         "<h2>Delivery delay (receive to deliver)</h2>",
         _img(plots.get("delay_by_ordering"), "delivery delay by ordering"),
         table(delay.get("by_order", [])),
-        "<h3>Same scenario, each ordering</h3>",
+        "<h3>Same scenario (and swept parameters), each ordering</h3>",
         table(side_rows, ["scenario", "order", "count", "p50", "p90", "p99", "max"]),
         "<h3>By group</h3>", table(_rows(delay.get("by_group"))),
         "<h2>End-to-end latency (send to deliver)</h2>",
@@ -117,14 +131,18 @@ def render(verify: Mapping[str, Any], metrics: Mapping[str, Any],
         "<h2>Throughput</h2>", _img(plots.get("throughput"), "throughput"),
         table(metrics.get("throughput", {}).get("by_run", [])),
         "<h2>Overhead and repair</h2>", _img(plots.get("repair_overhead"), "repair overhead"),
-        table(metrics.get("overhead", {}).get("by_run", []),
+        _packets_note(overhead_rows),
+        table(overhead_rows,
               ["run", "messages", "packets", "packet_bytes", "packets_per_message",
                "bytes_per_message", "msgs_per_op", "requests", "suppressed", "retransmits",
-               "drops", "dups"]),
+               "sync_resps", "sync_resps_suppressed", "drops", "dups"]),
         "<h3>Time to repair and catch up</h3>",
-        table([{"what": "repair (nack to recv)", **repair.get("repair_time", {})},
-               {"what": "catch-up (sync_req to sync_resp)", **repair.get("catchup_time", {})}],
-              ["what", "count", "mean", "p50", "p90", "p99", "max"]),
+        table([{"what": "repair (first NACK covering a message to its arrival)",
+                **repair.get("repair_time", {}), "unrepaired": repair.get("unrepaired")},
+               {"what": "catch-up (sync_req after a join or restart to the last delivery of "
+                        "a message sent before it)", **repair.get("catchup_time", {})}],
+              ["what", "count", "mean", "p50", "p90", "p99", "max", "unrepaired",
+               "episodes"]),
         "<h2>Out-of-sequence store occupancy</h2>",
         table(metrics.get("osms_occupancy", {}).get("by_order", [])),
         "<h2>Message timeline</h2>",

@@ -19,7 +19,18 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 
 from m2mc_pipeline.membership import crashed_for_good, membership_intervals
-from m2mc_pipeline.schema import CRASH, DELIVER, EVENTS, JOIN, LEAVE, RECV, RESTART, SEND
+from m2mc_pipeline.schema import (
+    CRASH,
+    DELIVER,
+    EVENTS,
+    JOIN,
+    LEAVE,
+    NACK,
+    RECV,
+    RESTART,
+    SEND,
+    SYNC_REQ,
+)
 from m2mc_pipeline.session import small_frame
 
 # "<pid>:<seqno>" (CONTRACTS section 4): origin and sequence number of a message.
@@ -75,6 +86,7 @@ class Tables:
     node_rows: list[dict[str, Any]] = field(default_factory=list)  # survey() per (run, node)
     anyone_gone: bool = True  # False: no node crashed for good, no exemption to compute
     total_without_gseq: bool = True  # False: every delivery in total groups has a gseq
+    any_requests: bool = True  # False: no nack or sync_req at all, no repair to measure
     violations_dir: str | None = None  # where checks write their violations (Parquet)
 
     def orders_by_run(self) -> dict[str, list[str]]:
@@ -150,19 +162,21 @@ def build(events: DataFrame) -> Tables:
                                    "run string, node string, crash_t double").persist(),
                   anyone_gone=bool(gone),
                   total_without_gseq=any(o["order"] == "total" and o["no_gseq"]
-                                         for o in orders))
+                                         for o in orders),
+                  any_requests=any(n["requests"] for n in nodes))
 
 
 def survey(events: DataFrame, materialize: Sequence[DataFrame] = ()
            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """One pass over every loaded row (malformed ones included), two small results.
 
-    Per (run, node): events, malformed, unknown event names, sends, scope, first and
-    last t (verify.json's counts and the run table). Per (run, group, order): the
-    orderings groups ask for. One plain aggregation by (run, node, group, order),
-    a few rows per node, is combined here: cheaper than grouping sets, which feed
-    every row to the aggregation twice. ``materialize``: persisted frames to fill in
-    the same Spark job (their row counts ride along in the result, then dropped).
+    Per (run, node): events, malformed, unknown event names, sends, repair and
+    catch-up requests, scope, first and last t (verify.json's counts and the run
+    table). Per (run, group, order): the orderings groups ask for. One plain
+    aggregation by (run, node, group, order), a few rows per node, is combined here:
+    cheaper than grouping sets, which feed every row to the aggregation twice.
+    ``materialize``: persisted frames to fill in the same Spark job (their row
+    counts ride along in the result, then dropped).
     """
     ok = F.col("ok")
     agg = (events.groupBy("run", "node", "group", "order")
@@ -175,7 +189,8 @@ def survey(events: DataFrame, materialize: Sequence[DataFrame] = ()
                  F.max(F.when(ok, F.col("t"))).alias("t_last"),
                  *_last(CRASH), *_last(RESTART),
                  F.count(F.when(ok & (F.col("event") == DELIVER) & F.col("gseq").isNull(), 1))
-                 .alias("no_gseq")))
+                 .alias("no_gseq"),
+                 F.count(F.when(ok & F.col("event").isin(NACK, SYNC_REQ), 1)).alias("requests")))
     for df in materialize:
         agg = agg.unionByName(df.agg(F.count(F.lit(1)).alias("_filled")),
                               allowMissingColumns=True)
@@ -185,9 +200,9 @@ def survey(events: DataFrame, materialize: Sequence[DataFrame] = ()
     for r in rows:
         n = nodes.setdefault((r["run"], r["node"]), {
             "run": r["run"], "node": r["node"], "events": 0, "malformed": 0, "unknown": 0,
-            "messages": 0, "scope": None, "t_first": None, "t_last": None,
+            "messages": 0, "requests": 0, "scope": None, "t_first": None, "t_last": None,
             "crash_t": None, "crash_pos": None, "restart_t": None, "restart_pos": None})
-        for k in ("events", "malformed", "unknown", "messages"):
+        for k in ("events", "malformed", "unknown", "messages", "requests"):
             n[k] += r[k]
         n["scope"] = _pick(min, n["scope"], r["scope"])
         n["t_first"] = _pick(min, n["t_first"], r["t_first"])

@@ -85,6 +85,30 @@ def test_same_scenario_under_three_orderings(spark: Any, make_trace: Any, tmp_pa
 
     deliveries = pq.read_table(out / "tables" / "deliveries.parquet")
     assert deliveries.num_rows == 3 * 18  # every message delivered at all three nodes
+    # No nack or sync_req anywhere: nothing to repair, no job run, no table written.
+    assert metrics["repair"]["repair_time"]["count"] == 0
+    assert metrics["repair"]["tables"] == {"repairs": None, "catchups": None}
+    assert not (out / "tables" / "repairs.parquet").exists()
+
+
+@pytest.mark.spark
+def test_remote_inputs_read_gzipped_jsonl_too(spark: Any, make_trace: Any, tmp_path: Path
+                                               ) -> None:
+    """A remote directory is listed by Spark (recursive, a glob on names): *.jsonl and
+    *.jsonl.gz are both trace files (docs/pipeline.md "Inputs")."""
+    import gzip
+
+    from m2mc_pipeline.load import _remote_frames
+
+    d = _run(make_trace, "sb", 1).write(tmp_path / "t" / "plain")
+    rows = (d / "C.jsonl").read_bytes()
+    (d / "C.jsonl").unlink()
+    (tmp_path / "t" / "zipped").mkdir()
+    (tmp_path / "t" / "zipped" / "C.jsonl.gz").write_bytes(gzip.compress(rows))
+    (tmp_path / "t" / "zipped" / "notes.txt").write_text("not a trace\n")
+    df, _ = _remote_frames(spark, str(tmp_path / "t"), 0)
+    got = {r["node"]: r["count"] for r in df.groupBy("node").count().collect()}
+    assert got["C"] == rows.count(b"\n") and set(got) == {"A", "B", "C"}
 
 
 def test_missing_directory_is_a_one_line_error(tmp_path: Path,

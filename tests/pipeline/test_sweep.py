@@ -154,4 +154,9 @@ def test_m2mc_sweep_runs_tasks_reports_failures_and_analyses(
                for r in metrics["comparison"]["latency_vs_loss"]}
     assert latency == {("sb", 0.0): 0.0, ("sb", 0.25): 0.25,
                        ("causal", 0.0): 0.0, ("causal", 0.25): 0.25}
+    # Orderings side by side per loss level (the swept parameter), never pooled.
+    side = metrics["comparison"]["delay_side_by_side"]
+    assert set(side) == {"tiny [network.loss=0.0]", "tiny [network.loss=0.25]"}
+    assert all(set(per) == {"sb", "causal"} and per["sb"]["count"] == 6
+               for per in side.values())
     assert (out / "report.html").is_file()

@@ -188,7 +188,7 @@ def step_pipeline(ctx: DemoContext) -> StepResult:
     failed = [o.task for o in swept.outcomes if not o.ok]
     summary = (f"{len(swept.outcomes)} simulations ({len(failed)} failed) + the real run; "
                f"{result.verify['counts']['events']} events; {verdict}; {delays}; "
-               f"report: {out / 'report.html'}")
+               f"{_repair_summary(result.metrics)}; report: {out / 'report.html'}")
     return StepResult("pipeline", result.valid and not failed, summary,
                       details={"verify": result.verify, "failed_runs": failed})
 
@@ -203,6 +203,21 @@ def _delay_summary(metrics: dict[str, Any]) -> str:
         if isinstance(row, dict) and "order" in row and "p99" in row:
             parts.append(f"{row['order']} {1000 * float(row['p99'] or 0):.1f} ms")
     return "delivery delay p99 by ordering: " + ", ".join(parts) if parts else "see metrics.json"
+
+
+def _repair_summary(metrics: dict[str, Any]) -> str:
+    """'time to repair p50 ... (n messages), catch-up max ...' from metrics.json, best effort."""
+    rep = metrics.get("repair")
+    if not isinstance(rep, dict):
+        return "repair: see metrics.json"
+    t, c = rep.get("repair_time") or {}, rep.get("catchup_time") or {}
+
+    def ms(value: Any) -> str:
+        return f"{1000 * float(value):.0f} ms" if isinstance(value, int | float) else "-"
+
+    return (f"time to repair p50 {ms(t.get('p50'))}, p99 {ms(t.get('p99'))} "
+            f"({t.get('count', 0)} repaired messages); catch-up "
+            f"max {ms(c.get('max'))} ({c.get('count', 0)} episodes with history)")
 
 
 def register() -> None:

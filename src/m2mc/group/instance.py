@@ -258,7 +258,16 @@ class GroupInstance:
                 if c.done:
                     self.repair.suspect(now)
         else:
+            held_back = self.msp.stats.responses_suppressed
             self.msp.on_response(resp, now)
+            self._trace_suppressed(held_back, resp.requester)
+
+    def _trace_suppressed(self, before: int, requester: str | None) -> None:
+        """A ``sync_resp`` event for responses MSP decided not to send (others answered)."""
+        held_back = self.msp.stats.responses_suppressed - before
+        if held_back:
+            self.node._trace("sync_resp", self.gid, peer=requester,
+                             detail=detail_json(suppressed=True, responses=held_back))
 
     def _status(self, st: Status, now: float) -> None:
         repair = self.repair
@@ -398,16 +407,22 @@ class GroupInstance:
                 repair.needs(mop.digest(), mop.missing(), mop.missing_gseqs(), now), now)
             if nack is not None:
                 node._send(self.tag, nack)
-                node._trace("nack", self.gid, detail=detail_json(
-                    senders=sorted(nack.ranges), intervals=sum(map(len, nack.ranges.values())),
-                    gseqs=len(nack.gseqs)))
+                if node.tracing:  # ranges: what the pipeline's time to repair starts from
+                    node._trace("nack", self.gid, detail=detail_json(
+                        senders=sorted(nack.ranges),
+                        intervals=sum(map(len, nack.ranges.values())),
+                        gseqs=len(nack.gseqs), ranges=nack.ranges, gseq_ranges=nack.gseqs))
+            else:  # others' NACKs (or the data itself) covered what we lacked
+                node._trace("nack", self.gid, detail=detail_json(suppressed=True))
         for_repair = repair.repair_due(now)
         if for_repair:
             node._send_repairs(self, for_repair)
+        held_back = msp.stats.responses_suppressed
         for resp in msp.due(now):
             node._send(self.tag, resp)
             node._trace("sync_resp", self.gid, peer=resp.requester, detail=detail_json(
                 sync_seqno=resp.sync_seqno, messages=len(resp.records), remaining=resp.remaining))
+        self._trace_suppressed(held_back, None)
         if self._status_soon is not None and now >= self._status_soon:
             self._status_soon = None
             self._status_sent_at = now

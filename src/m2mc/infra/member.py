@@ -460,7 +460,11 @@ class MemberCore:
         self._nack_timer = now + self.cfg.nack_timer
         self.stats.nacks += 1
         if self.trace.enabled:
-            self._emit("nack", now, detail=detail_json(s1=nack.s1, s2=nack.s2))
+            # gseq_ranges: the sequence numbers asked for (s1 < gseq < s2), as the group
+            # layer's NACKs name theirs: what the pipeline's time to repair starts from.
+            wanted = [[nack.s1 + 1, nack.s2 - 1]] if nack.s2 - nack.s1 > 1 else []
+            self._emit("nack", now, detail=detail_json(s1=nack.s1, s2=nack.s2,
+                                                       gseq_ranges=wanted))
         self._pump(now)
 
     def _nack_expired(self, now: float) -> None:

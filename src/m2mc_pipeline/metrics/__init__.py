@@ -78,17 +78,23 @@ def compute(tb: Tables, tables: str | None, info: DataFrame | None = None,
     step("metrics: delivery delay and latency")
     dl = deliveries(tb)
     if info is not None:
-        dl = dl.join(F.broadcast(info.select("run", "scenario", "loss")), "run", "left")
+        dl = dl.join(F.broadcast(info.select("run", "scenario", "variant", "loss")), "run",
+                     "left")
     else:
         dl = (dl.withColumn("scenario", F.lit(None).cast("string"))
+              .withColumn("variant", F.lit(None).cast("string"))
               .withColumn("loss", F.lit(None).cast("double")))
     dl = dl.persist(_KEEP)
     try:
         _write(dl, tables, "deliveries")
-        dist = split_levels(_kept(stats_frame(tb.events.sparkSession, dl), tables,
-                                  "delay_latency_stats"))
+        # The comparison of orderings is per scenario and swept parameters (variant).
+        dist = split_levels(_kept(stats_frame(tb.events.sparkSession,
+                                              dl.withColumn("scenario", F.col("variant"))),
+                                  tables, "delay_latency_stats"))
         step("metrics: out-of-sequence store")
         occ_rows, occ_by_order = _osms(dl, tables)
+        step("metrics: repair and catch-up")
+        repair = _repair(tb, dl, tables)
     finally:
         dl.unpersist()
     summary = _distributions(dist, tables)
@@ -105,9 +111,7 @@ def compute(tb: Tables, tables: str | None, info: DataFrame | None = None,
         by_run = _throughput_by_run(tp_rows, width)
     summary["throughput"] = {"bucket_s": width, "by_run": by_run}
     summary["overhead"] = {"by_run": _kept(overhead(tb.events), tables, "overhead")}
-
-    step("metrics: repair and catch-up")
-    summary["repair"] = _repair(tb)
+    summary["repair"] = repair
     return Metrics(summary=summary, cdf_delay=dist.cdf_delay, cdf_latency=dist.cdf_latency,
                    throughput=tp_rows)
 
@@ -170,19 +174,60 @@ def _throughput_by_run(rows: list[dict[str, Any]], width: float) -> list[dict[st
     return out
 
 
-def _repair(tb: Tables) -> dict[str, Any]:
-    rep = repair_times(tb.events, tb.recvd)
-    per_run = records(rep.rollup("run").agg(
-        *summary_columns("repair"), F.count(F.when(F.col("repair").isNull(), 1))
-        .alias("unrepaired")))
-    overall = next((r for r in per_run if r["run"] is None), None)
-    cat = records(catchup_times(tb.events).agg(*summary_columns("catchup")))
+def _repair(tb: Tables, dl: DataFrame, tables: str | None) -> dict[str, Any]:
+    """Time to repair and catch-up time (traffic.py): every summary in one Spark job
+    (its stages run side by side; the repairs and catch-ups it computes are kept and
+    written to Parquet from memory afterwards)."""
+    if not tb.any_requests:  # no nack, no sync_req: nothing to measure, no Spark job
+        return _no_repair()
+    rep = repair_times(tb.events, tb.recvd, dl)
+    cat = catchup_times(tb.events, dl)
+    if tables is not None:  # filled by the summary's job, then written from memory
+        rep, cat = rep.persist(_KEEP), cat.persist(_KEEP)
+    try:
+        values = (rep.select(F.lit("repair").alias("metric"), "run",
+                             F.col("repair").alias("value"), "unrepaired",
+                             F.lit(0).alias("episode"))
+                  .unionByName(cat.select(F.lit("catchup").alias("metric"), "run",
+                                          F.col("catchup").alias("value"),
+                                          F.lit(0).alias("unrepaired"),
+                                          F.lit(1).alias("episode"))))
+        rows = records(values.rollup("metric", "run").agg(
+            *summary_columns("value"), F.sum("unrepaired").alias("unrepaired"),
+            F.sum("episode").alias("episodes")).filter(F.col("metric").isNotNull()))
+        _write(rep.filter(F.col("repair").isNotNull()).drop("unrepaired"), tables, "repairs")
+        _write(cat, tables, "catchups")
+    finally:
+        rep.unpersist()
+        cat.unpersist()
+    quantiles = ("count", "mean", "p50", "p90", "p99", "max")
+
+    def overall(metric: str, *extra: str) -> dict[str, Any]:
+        row = next((r for r in rows if r["metric"] == metric and r["run"] is None), None)
+        return {k: (row[k] if row else 0 if k in ("count", *extra) else None)
+                for k in (*quantiles, *extra)}
+
+    def by_run(metric: str, *extra: str) -> list[dict[str, Any]]:
+        return sorted(({"run": r["run"], **{k: r[k] for k in (*quantiles, *extra)}}
+                       for r in rows if r["metric"] == metric and r["run"] is not None),
+                      key=lambda r: str(r["run"]))
+
+    repair = overall("repair", "unrepaired")
+    table = {name: f"tables/{name}.parquet" if tables is not None else None
+             for name in ("repairs", "catchups")}
     return {
         "unit": "s",
-        "repair_time": {k: v for k, v in (overall or {"count": 0}).items()
-                        if k not in ("run", "unrepaired")},
-        "repair_time_by_run": [{k: v for k, v in r.items() if k != "unrepaired"}
-                               for r in per_run if r["run"] is not None],
-        "catchup_time": cat[0] if cat else {"count": 0},
-        "unrepaired": int(overall["unrepaired"]) if overall else 0,
+        "repair_time": {k: v for k, v in repair.items() if k != "unrepaired"},
+        "repair_time_by_run": by_run("repair", "unrepaired"),
+        "unrepaired": int(repair["unrepaired"] or 0),
+        "catchup_time": overall("catchup", "episodes"),
+        "catchup_time_by_run": by_run("catchup", "episodes"),
+        "tables": table,
     }
+
+
+def _no_repair() -> dict[str, Any]:
+    empty = {"count": 0, "mean": None, "p50": None, "p90": None, "p99": None, "max": None}
+    return {"unit": "s", "repair_time": dict(empty), "repair_time_by_run": [], "unrepaired": 0,
+            "catchup_time": {**empty, "episodes": 0}, "catchup_time_by_run": [],
+            "tables": {"repairs": None, "catchups": None}}

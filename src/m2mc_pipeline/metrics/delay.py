@@ -19,9 +19,10 @@ from m2mc_pipeline.tables import Tables
 
 
 def deliveries(tb: Tables) -> DataFrame:
-    """One row per first delivery: who, what, when sent/received/delivered, delay, latency."""
+    """One row per first delivery: who, what (gseq: the smallest the node's deliveries
+    of it carried), when sent/received/delivered, delay, latency."""
     sends = tb.sends.select("mk", "sender", "t_send", "send_order", "bytes")
-    d = (tb.delivered.select("mk", "nk", "run", "node", "group", "mid",
+    d = (tb.delivered.select("mk", "nk", "run", "node", "group", "mid", "gseq",
                              F.col("t").alias("t_deliver"))
          .join(sends, "mk", "left")
          .join(tb.recvd.select("mk", "nk", "t_recv"), ["mk", "nk"], "left")
@@ -29,7 +30,7 @@ def deliveries(tb: Tables) -> DataFrame:
                "left"))
     order = F.coalesce(F.col("order"), F.col("send_order"), F.lit("none"))
     return d.select(
-        "run", "group", "node", "mid", "sender", order.alias("order"), "bytes",
+        "run", "group", "node", "mid", "sender", order.alias("order"), "gseq", "bytes",
         "t_send", "t_recv", "t_deliver",
         (F.col("t_deliver") - F.col("t_recv")).alias("delay"),
         F.when(F.col("node") != F.col("sender"), F.col("t_deliver") - F.col("t_send"))
