@@ -78,8 +78,12 @@ class GroupInstance:
         self._status_at: float | None = None
         self._status_soon: float | None = None
         self._status_covered = False
+        self._status_sent_at = float("-inf")
         self.delivered_count = 0
         self.linger_limit: float | None = None  # total order: how long a leaver may linger
+        # Total order: a leaver goes on delivering until its departure is ordered (every
+        # message before its removal record), within linger_limit.
+        self.draining = False
         log = self.mop.log
         log.last_heard = self.last_heard
         log.is_member = lambda pid: row.membership.get(pid) is not None
@@ -142,7 +146,7 @@ class GroupInstance:
             return
         if sender in self.last_heard or len(self.last_heard) < self.config.max_senders:
             self.last_heard[sender] = now
-        if self.lingering:
+        if self.lingering and not self.draining:
             if isinstance(body, Nack):
                 self.repair.on_nack(body, now)
             elif isinstance(body, Data | Repair | SyncResp):
@@ -347,6 +351,18 @@ class GroupInstance:
             self._deliver(m, now)
         if log.known > log.emitted or mop.stamps:
             self.repair.suspect(now)
+        if self.draining and out:
+            self._check_drained()
+
+    def _check_drained(self) -> None:
+        """A leaver has delivered everything ordered before its removal record."""
+        log = self.mop.log
+        mine = [p for p, e in log.conf.items() if e.pid == self.pid]
+        if mine:
+            last = max(mine)
+            core = self.mop.core
+            if not log.conf[last].joined and getattr(core, "next_gseq", 0) > last:
+                self.draining = False
 
     def _log_tick(self, now: float) -> None:
         """The sequencing log's role policy (take-over, hand-over, configuration)."""
@@ -375,22 +391,21 @@ class GroupInstance:
         if others:
             log.hand_over(min(others), now)
             self._pump(now)
-        self.linger_limit = now + self.config.leave_linger + 2 * self.config.sequencer_timeout
+
+    def start_leave(self, now: float) -> None:
+        """The node left: linger (answer repairs); under total order go on delivering
+        what is ordered before our removal record, and acknowledging, meanwhile."""
+        self.lingering_until = now + self.config.leave_linger
+        if self.order == "total":
+            self.draining = True
+            self.linger_limit = self.lingering_until + 2 * self.config.sequencer_timeout
 
     def linger_over(self, now: float) -> bool:
-        """A leaver stays (acknowledging) until its departure is committed, within a limit."""
-        if self.lingering_until is None or now < self.lingering_until:
-            return False
-        if self.order != "total":
-            return True
-        limit = self.linger_limit
-        if limit is None:
-            limit = self.linger_limit = (self.lingering_until
-                                         + 2 * self.config.sequencer_timeout)
-        if now >= limit or self.pid not in self.mop.log.config_end():
-            return True
-        self.lingering_until = now + 0.25
-        return False
+        if self.draining:
+            if self.linger_limit is not None and now < self.linger_limit:
+                return False
+            self.draining = False
+        return self.lingering_until is not None and now >= self.lingering_until
 
     def flush_log(self, now: float) -> None:
         """Send what the sequencing log has to say; persist it first."""
@@ -430,7 +445,7 @@ class GroupInstance:
     # --------------------------------------------------------------- timers
     def on_timer(self, now: float) -> None:
         node = self.node
-        if self.lingering:
+        if self.lingering and not self.draining:
             for_repair = self.repair.repair_due(now)
             if for_repair:
                 node._send_repairs(self, for_repair)
@@ -473,13 +488,20 @@ class GroupInstance:
         if self._status_soon is not None and now >= self._status_soon:
             self._status_soon = None
             node._send(self.tag, self.make_status())
+            self._status_sent_at = now
         if self._status_at is not None and now >= self._status_at:
             self._status_at = now + self._status_period()
-            if self._status_covered:
+            # In a total-order group a status is also a heartbeat: the configuration
+            # (and the sequencer's successor) is chosen among the members heard lately.
+            heartbeat = (self.order == "total"
+                         and now - self._status_sent_at >= self.config.sequencer_timeout / 4)
+            if self._status_covered and not heartbeat:
                 self._status_covered = False
                 node.stats.status_suppressed += 1
             else:
+                self._status_covered = False
                 node._send(self.tag, self.make_status())
+                self._status_sent_at = now
             self._log_tick(now)
 
     def _send_decided(self) -> None:
@@ -489,7 +511,7 @@ class GroupInstance:
 
     def next_deadline(self) -> float | None:
         log_deadline = self.mop.log.next_deadline() if self.order == "total" else None
-        if self.lingering:  # only answering repairs until the linger ends
+        if self.lingering and not self.draining:  # only answering repairs until it ends
             return _earliest(_earliest(self.repair.repair_deadline, self.lingering_until),
                              log_deadline)
         return _earliest(_earliest(_earliest(self.repair.next_deadline(), self._status_soon),

@@ -284,7 +284,7 @@ class GroupNode:
         self._save_row(row)
         self._send(inst.tag, Leave(self.pid, row.my_version))
         self._trace("leave", gid)
-        inst.lingering_until = now + self.config.leave_linger
+        inst.start_leave(now)
 
     def send(self, gid: str, payload: bytes, now: float,
              reply_to: MessageId | str | None = None) -> MessageId:

@@ -153,6 +153,8 @@ class SeqLog:
         self._ack_due = False
         self._acked = -1
         self._outbox: list[Body] = []
+        self._members: Mapping[str, MemberEntry] = {}  # the gossip membership, last tick
+        self._reconfig_due = False
         self.may_found = False  # a group joined by name: the lowest member may found its log
         self._found_after: float | None = None
         self.elected: list[tuple[str, Ballot, int, int]] = []  # (event, ballot, base, high)
@@ -365,7 +367,10 @@ class SeqLog:
             self.known = commit
         log = self.log
         for pos in sorted(p for p in log if old < p <= commit):
-            self._decide(pos, log[pos])
+            entry = log[pos]
+            self._decide(pos, entry)
+            if type(entry) is MemberEntry and self.leading:
+                self._reconfig_due = True  # the next membership record may follow
         self._extend_high()
         # Committed entries handed out are not needed in the log any more.
         floor = min(commit, self.emitted)
@@ -786,6 +791,7 @@ class SeqLog:
         """Role policy, run about once a second: take over from a silent sequencer,
         hand over to a lower member, change the configuration. ``members``: the
         current members (gossip membership) by pid."""
+        self._members = members
         if self.leading:
             self._leader_tick(now, members)
             return
@@ -802,7 +808,10 @@ class SeqLog:
             self._want_sync(self.promised, now)
         if self._watch_since is None:
             self._watch_since = now
-        if now - self._watch_since < self.config.sequencer_timeout:
+        # A sequencer silent for sequencer_timeout is replaced at once; one that handed
+        # over, or whose log we cannot get, after sequencer_timeout more.
+        silent = bool(leader) and leader != self.pid and not self._heard(leader, now)
+        if not silent and now - self._watch_since < self.config.sequencer_timeout:
             return
         cfg = self.config_end()
         if self.pid not in cfg:
@@ -841,14 +850,26 @@ class SeqLog:
             if lower:
                 self.hand_over(min(lower), now)
                 return
+        self._reconfigure(now)
+
+    def _reconfigure(self, now: float) -> None:
+        """Sequencer: bring the configuration to the members heard lately. Members
+        that joined enter together; one that left or went silent leaves, one at a
+        time, and only once no other membership record waits for its commit."""
+        self._reconfig_due = False
+        if not self.is_leader:
+            return
+        members = self._members
         if any(type(self.log.get(p)) is MemberEntry for p in range(self.commit_b + 1,
                                                                      self.high + 1)):
-            return  # one membership record at a time
-        for pid in sorted(members):
-            if pid not in cfg and self._heard(pid, now):
-                self.stats.config_records += 1
-                self.propose(members[pid])
-                return
+            return
+        cfg = self.config_end()
+        joining = [pid for pid in sorted(members) if pid not in cfg and self._heard(pid, now)]
+        for pid in joining:
+            self.stats.config_records += 1
+            self.propose(members[pid])
+        if joining:
+            return
         since = max(self._lead_since, 0.0)
         for pid in sorted(cfg):
             if pid == self.pid or len(cfg) <= 1:
@@ -865,6 +886,8 @@ class SeqLog:
     # ================================================================ output
     def flush(self, now: float) -> list[Body]:
         """The messages to send now (ORDER, ACK, PREPARE, PROMISE, START, HANDOVER)."""
+        if self._reconfig_due:
+            self._reconfigure(now)
         out = self._outbox
         self._outbox = []
         if self.leading:
