@@ -351,7 +351,8 @@ class GroupNode:
         if inst is None:
             return {}
         out: dict[str, int] = {}
-        for stats in (inst.repair.stats, inst.msp.stats):
+        for stats in ((inst.repair.stats, inst.msp.stats, inst.mop.log.stats)
+                      if inst.order == "total" else (inst.repair.stats, inst.msp.stats)):
             for name in stats.__dataclass_fields__:
                 value = getattr(stats, name)
                 if isinstance(value, int):
