@@ -568,6 +568,8 @@ class SeqLog:
             self.known = o.commit
         if ballot < self.promised:
             self.stats.stale += 1
+            if ballot == self.ballot:  # what our log's sequencer commits still holds
+                self._commit_to(o.commit)
             return
         self._promise(ballot)
         if ballot != self.ballot:
