@@ -191,6 +191,8 @@ class GroupInstance:
             case Nack():
                 self.repair.overheard_nack(body, now)
                 self.repair.on_nack(body, now)
+                if self.order == "total" and body.gseqs:
+                    self.mop.log.on_nack_positions(body.gseqs)
             case SyncReq():
                 self.msp.on_request(body, now)
             case Join(_, version, _, _):
@@ -349,7 +351,7 @@ class GroupInstance:
             out.extend(mop.pump())
         for m in out:
             self._deliver(m, now)
-        if log.known > log.emitted or mop.stamps:
+        if log.known > log.emitted or mop.stamps or log.heard_high > log.high:
             self.repair.suspect(now)
         if self.draining and out:
             self._check_drained()

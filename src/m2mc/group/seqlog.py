@@ -64,6 +64,9 @@ NO_BALLOT: Ballot = (0, "")
 ORDER_CHUNK = 24  # stamps per ORDER message: one M2MP packet
 RESEND_LIMIT = 240  # stamps re-sent at once by a sequencer whose majority is slow
 PROMISE_LIMIT = 50_000  # entries in one PROMISE or START (a message stays < 1 MB)
+# A commit point no new stamps carried goes out alone this much later (members that
+# overheard a majority's ACKs know it already).
+COMMIT_DELAY = 0.02
 
 
 @dataclass(slots=True)
@@ -123,6 +126,8 @@ class SeqLog:
         # ---------------------------------------------------- volatile state
         self.known = 0  # the highest position known to be committed (from anyone)
         self.high = 0  # our log holds every position of `ballot` up to here
+        self.heard_high = 0  # positions of `ballot` others hold (ACKs, ORDERs, STATUS)
+        self._resend: set[int] = set()  # sequencer: positions NACKed, to send again
         self.emitted = 0  # every position <= emitted was handed out as decided
         self._ahead: dict[int, LogEntry] = {}  # decided and handed out, above `emitted`
         self._decided: list[tuple[int, LogEntry]] = []
@@ -150,6 +155,7 @@ class SeqLog:
         self._start_at: float | None = None
         self._new: Entries = []  # stamps proposed since the last ORDER
         self._commit_sent = 0
+        self._commit_at: float | None = None  # a commit-only ORDER is due then
         self._ack_due = False
         self._acked = -1
         self._outbox: list[Body] = []
@@ -212,21 +218,40 @@ class SeqLog:
         return self.is_leader and self.high - self.commit_b < self.config.max_uncommitted
 
     def missing_positions(self, limit: int) -> list[tuple[int, int]]:
-        """Committed positions whose entry we do not know (to NACK), as intervals."""
+        """Positions whose entry we lack (to NACK), as intervals: committed ones we do
+        not know, and ones of our ballot that others hold and we missed."""
         out: list[tuple[int, int]] = []
         p = self.emitted + 1
         ahead = self._ahead
+        log = self.log
+        known = self.known
+        top = max(known, self.heard_high if self.ballot == self.promised else 0)
         count = 0
-        while p <= self.known and count < limit:
-            if p in ahead:
+
+        def have(q: int) -> bool:
+            return q in ahead or (q > known and q in log)
+
+        while p <= top and count < limit:
+            if have(p):
                 p += 1
                 continue
             lo = p
-            while p <= self.known and p not in ahead:
+            while p <= top and not have(p):
                 p += 1
             out.append((lo, p - 1))
             count += 1
         return out
+
+    def on_nack_positions(self, intervals: Iterable[tuple[int, int]]) -> None:
+        """Sequencer: NACKed positions of our log not committed yet are sent again
+        (committed ones are any member's to repair)."""
+        if not self.is_leader:
+            return
+        for lo, hi in intervals:
+            for p in range(max(lo, self.commit_b + 1), min(hi, self.high) + 1):
+                if len(self._resend) >= RESEND_LIMIT:
+                    return
+                self._resend.add(p)
 
     def config_at(self, pos: int) -> set[str]:
         """The configuration in force at ``pos``: every membership record before it."""
@@ -313,6 +338,7 @@ class SeqLog:
         self.leading = False
         self.stepped_down = False
         self._retry_at = None
+        self._commit_at = None
         self._start_at = None
         self._handover_at = None
         self._new = []
@@ -391,9 +417,11 @@ class SeqLog:
                 self.log[p] = e
         self._mids = {e: p for p, e in self.log.items() if type(e) is MessageId}
         self.acks = {}
+        self._resend = set()
         if base > self.known:
             self.known = base
         self._recompute_high()
+        self.heard_high = self.high
         self._ack_due = True
         self._acked = -1
         self.dirty = True
@@ -587,6 +615,8 @@ class SeqLog:
             top_sent = max(p for p, _ in stamps)
             if top_sent > self.acks.get(o.sender, -1):
                 self.acks[o.sender] = top_sent  # the sequencer holds what it sends
+            if top_sent > self.heard_high:
+                self.heard_high = top_sent
         self._commit_to(o.commit)
         self._extend_high()
         self._advance()
@@ -603,6 +633,8 @@ class SeqLog:
             return
         if a.high > self.acks.get(a.sender, -1):
             self.acks[a.sender] = a.high
+            if a.high > self.heard_high and self._plausible_pos(a.high):
+                self.heard_high = a.high
             self._advance()
 
     def on_prepare(self, pr: Prepare, now: float) -> None:
@@ -683,6 +715,8 @@ class SeqLog:
         if log_ballot == self.ballot and self.ballot != NO_BALLOT:
             if st.high > self.acks.get(sender, -1):
                 self.acks[sender] = st.high
+                if st.high > self.heard_high and self._plausible_pos(st.high):
+                    self.heard_high = st.high
                 self._advance()
         elif (log_ballot > self.promised and log_ballot == (st.epoch, st.leader)
               and self.is_member(st.log_leader)):
@@ -710,7 +744,8 @@ class SeqLog:
     # ================================================================ timers
     def next_deadline(self) -> float | None:
         best: float | None = None
-        for d in (self._retry_at, self._prepare_at, self._start_at, self._handover_at):
+        for d in (self._retry_at, self._prepare_at, self._start_at, self._handover_at,
+                  self._commit_at):
             if d is not None and (best is None or d < best):
                 best = d
         if self._candidacy is not None and (best is None or self._cand_deadline < best):
@@ -724,6 +759,11 @@ class SeqLog:
             if self.leading:
                 self._outbox.append(self._start_message())
                 self._last_start = now
+        if self._commit_at is not None and now >= self._commit_at:
+            self._commit_at = None
+            if self.leading and self.commit_b > self._commit_sent:
+                self._outbox.append(Order(self.pid, self.ballot[0], [], self.commit_b))
+                self._commit_sent = self.commit_b
         if self._retry_at is not None and now >= self._retry_at:
             self._retry_at = None
             if self.leading and self.high > self.commit_b:
@@ -893,16 +933,28 @@ class SeqLog:
         out = self._outbox
         self._outbox = []
         if self.leading:
-            if self._new or self.commit_b > self._commit_sent:
+            if self._resend:
+                again = sorted(p for p in self._resend if self.commit_b < p <= self.high)
+                self._resend = set()
+                for i in range(0, len(again), ORDER_CHUNK):
+                    out.append(Order(self.pid, self.ballot[0],
+                                     [(p, self.log[p]) for p in again[i:i + ORDER_CHUNK]],
+                                     self.commit_b))
+                if again:
+                    self._commit_sent = self.commit_b
+            if self._new:
                 new = self._new
                 self._new = []
-                if not new:
-                    out.append(Order(self.pid, self.ballot[0], [], self.commit_b))
                 for i in range(0, len(new), ORDER_CHUNK):
                     out.append(Order(self.pid, self.ballot[0], new[i:i + ORDER_CHUNK],
                                      self.commit_b))
                 self._commit_sent = self.commit_b
-                self._arm(now)
+                self._commit_at = None
+            elif self.commit_b > self._commit_sent and self._commit_at is None:
+                # Members count the ACKs they overhear and see the commit themselves;
+                # this is for those that missed some. The next stamps may carry it.
+                self._commit_at = now + COMMIT_DELAY
+            self._arm(now)
         elif self._ack_due and self.ballot != NO_BALLOT and self.ballot == self.promised:
             self._ack_due = False
             self._acked = self.high
