@@ -199,8 +199,13 @@ class Mop:
                 return
             held = core.held_message(mid)
             if held is None:
-                positions = self.stamps.setdefault(mid, [])
-                if pos not in positions and len(self.stamps) <= self.config.max_unstamped:
+                positions = self.stamps.get(mid)
+                if positions is None:
+                    if len(self.stamps) >= self.config.max_unstamped and pos != core.next_gseq:
+                        self.log.forget(pos)  # asked for again once there is room
+                        return
+                    positions = self.stamps[mid] = []
+                if pos not in positions:
                     positions.append(pos)
                 return
             message = held

@@ -55,6 +55,7 @@ from m2mc.group.codec import (
     Start,
 )
 from m2mc.group.config import GroupConfig
+from m2mc.group.seqsets import contains, normalize, subtract
 from m2mc.ordering import MessageId
 
 __all__ = ["NO_BALLOT", "Ballot", "SeqLog", "SeqLogStats"]
@@ -128,6 +129,7 @@ class SeqLog:
         self.high = 0  # our log holds every position of `ballot` up to here
         self.heard_high = 0  # positions of `ballot` others hold (ACKs, ORDERs, STATUS)
         self._resend: set[int] = set()  # sequencer: positions NACKed, to send again
+        self._lost: list[tuple[int, int]] = []  # handed out, not kept (a bound): ask again
         self.emitted = 0  # every position <= emitted was handed out as decided
         self._ahead: dict[int, LogEntry] = {}  # decided and handed out, above `emitted`
         self._decided: list[tuple[int, LogEntry]] = []
@@ -227,6 +229,9 @@ class SeqLog:
         known = self.known
         top = max(known, self.heard_high if self.ballot == self.promised else 0)
         count = 0
+        if self._lost:
+            out.extend(self._lost[:limit])
+            count = len(out)
 
         def have(q: int) -> bool:
             return q in ahead or (q > known and q in log)
@@ -343,17 +348,27 @@ class SeqLog:
         self._handover_at = None
         self._new = []
 
+    def forget(self, pos: int) -> None:
+        """The decided entry at ``pos`` could not be kept (a bound): NACK it again and
+        hand it out again when it comes back (kept as intervals: a few, however many)."""
+        lost = normalize([*self._lost, (pos, pos)])
+        if len(lost) <= self.config.max_digest_intervals:
+            self._lost = lost
+
     def _decide(self, pos: int, entry: LogEntry) -> None:
         """``entry`` is committed at ``pos``: hand it out once."""
         if pos <= self.emitted:
+            if self._lost and contains(self._lost, pos):
+                self._lost = subtract(self._lost, [(pos, pos)])
+                self._decided.append((pos, entry))
             return
         earlier = self._ahead.get(pos)
         if earlier is not None:
             if earlier != entry:
                 self.stats.conflicts += 1
             return
-        if len(self._ahead) >= self.config.max_unstamped:
-            return  # asked for again later (missing_positions)
+        if len(self._ahead) >= self.config.max_unstamped and pos != self.emitted + 1:
+            return  # asked for again later (missing_positions); the next one always fits
         self._ahead[pos] = entry
         if type(entry) is MemberEntry:
             self.conf[pos] = entry
