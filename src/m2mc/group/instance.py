@@ -353,7 +353,7 @@ class GroupInstance:
             self._deliver(m, now)
         if log.known > log.emitted or mop.stamps or log.heard_high > log.high:
             self.repair.suspect(now)
-        if self.draining and out:
+        if self.draining:
             self._check_drained()
 
     def _check_drained(self) -> None:

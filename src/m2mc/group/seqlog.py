@@ -125,6 +125,7 @@ class SeqLog:
         self.cand_epoch = 0
         self.max_epoch = 0
         # ---------------------------------------------------- volatile state
+        self.max_ballot: Ballot = NO_BALLOT  # the newest ballot heard of
         self.known = 0  # the highest position known to be committed (from anyone)
         self.high = 0  # our log holds every position of `ballot` up to here
         self.heard_high = 0  # positions of `ballot` others hold (ACKs, ORDERs, STATUS)
@@ -163,6 +164,7 @@ class SeqLog:
         self._outbox: list[Body] = []
         self._members: Mapping[str, MemberEntry] = {}  # the gossip membership, last tick
         self._reconfig_due = False
+        self._resume = False  # restarted with our own ballot promised
         self.may_found = False  # a group joined by name: the lowest member may found its log
         self._found_after: float | None = None
         self.elected: list[tuple[str, Ballot, int, int]] = []  # (event, ballot, base, high)
@@ -195,6 +197,8 @@ class SeqLog:
             self._conf_sorted = None
         self.emitted = max(0, start - 1)
         self.known = max(self.base, self.commit_b, self.emitted)
+        self.max_ballot = max(self.promised, self.ballot)
+        self._resume = self.promised[1] == self.pid
         self._mids = {e: p for p, e in self.log.items() if type(e) is MessageId}
         self._recompute_high()
         self._acked = self.high
@@ -320,6 +324,8 @@ class SeqLog:
         if epoch > self.max_epoch:
             self.max_epoch = epoch
             self.dirty = True
+        if (epoch, pid) > self.max_ballot:
+            self.max_ballot = (epoch, pid)
         return True
 
     def _plausible_pos(self, pos: int) -> bool:
@@ -332,6 +338,8 @@ class SeqLog:
         if ballot <= self.promised:
             return
         self.promised = ballot
+        if ballot > self.max_ballot:
+            self.max_ballot = ballot
         self.dirty = True
         if self.leading and ballot[1] != self.pid:
             self._stop_leading()
@@ -531,8 +539,8 @@ class SeqLog:
     # ================================================================ candidate
     def _run(self, now: float) -> None:
         """Ask for promises for a new ballot (or our last one, if nothing newer came)."""
-        if (self.promised == (self.cand_epoch, self.pid) and self.cand_epoch >= self.max_epoch
-                and self.ballot != self.promised):
+        mine = (self.cand_epoch, self.pid)
+        if self.promised == mine and mine >= self.max_ballot and self.ballot != mine:
             epoch = self.cand_epoch  # our last candidacy is still the newest: ask again
         else:
             epoch = self.max_epoch + 1
@@ -646,7 +654,7 @@ class SeqLog:
             if self.leading and a.leader == self.pid and self._start_at is None:
                 self._start_at = max(now, self._last_start + self.config.order_retry)
             return
-        if a.high > self.acks.get(a.sender, -1):
+        if a.high > self.acks.get(a.sender, -1) and self.is_member(a.sender):
             self.acks[a.sender] = a.high
             if a.high > self.heard_high and self._plausible_pos(a.high):
                 self.heard_high = a.high
@@ -727,7 +735,7 @@ class SeqLog:
         if self._plausible_pos(commit) and commit > self.known:
             self.known = commit
         log_ballot = (st.log_epoch, st.log_leader)
-        if log_ballot == self.ballot and self.ballot != NO_BALLOT:
+        if log_ballot == self.ballot and self.ballot != NO_BALLOT and self.is_member(sender):
             if st.high > self.acks.get(sender, -1):
                 self.acks[sender] = st.high
                 if st.high > self.heard_high and self._plausible_pos(st.high):
@@ -856,6 +864,10 @@ class SeqLog:
             return
         if self.promised == NO_BALLOT and not self.conf:
             self._maybe_found(now, members)
+            return
+        if self._resume and self.promised[1] == self.pid and self.pid in self.config_end():
+            self._resume = False
+            self._run(now)  # we led (or ran) before a restart: try again at once
             return
         if self._working(now):
             self._watch_since = None
