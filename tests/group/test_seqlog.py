@@ -37,6 +37,7 @@ class Cluster:
         self.heard: dict[str, dict[str, float]] = {p: {} for p in pids}
         self.logs: dict[str, SeqLog] = {}
         self.durable: dict[str, tuple[str | None, int]] = {p: (None, 1) for p in pids}
+        self.conf_blob: dict[str, str | None] = {p: None for p in pids}
         self.delivered: dict[str, int] = {p: 0 for p in pids}  # contiguous decided prefix
         self.down: set[str] = set()
         self.sides: dict[str, int] = {}
@@ -55,7 +56,7 @@ class Cluster:
         log.last_heard = self.heard[pid]
         log.is_member = lambda p: p in self.members
         blob, start = self.durable[pid]
-        log.restore(blob, start)
+        log.restore(blob, start, self.conf_blob[pid])
         self.logs[pid] = log
         self._collect(pid)
 
@@ -77,6 +78,8 @@ class Cluster:
         self.delivered[pid] = log.emitted
         bodies = log.flush(self.now)
         blob = log.dumps() if log.dirty else self.durable[pid][0]
+        if log.conf_dirty:
+            self.conf_blob[pid] = log.dumps_conf()
         self.durable[pid] = (blob, log.emitted + 1)  # written before anything is sent
         for body in bodies:
             for dest in self.pids:

@@ -30,6 +30,7 @@ DUP = 1
 REFUSED = 2
 MALFORMED = 3
 _LOG_META = "tlog/"  # store meta key prefix: "tlog/<gid>" = the sequencing log (JSON)
+_CONF_META = "/conf"  # "tlog/<gid>/conf": its decided membership records (JSON)
 
 
 class Mop:
@@ -71,7 +72,8 @@ class Mop:
         if self.order == "total":
             core = self.core
             assert isinstance(core, TotalOrder)
-            self.log.restore(self.store.get_meta(_LOG_META + self.gid), core.next_gseq)
+            self.log.restore(self.store.get_meta(_LOG_META + self.gid), core.next_gseq,
+                             self.store.get_meta(_LOG_META + self.gid + _CONF_META))
         for message in pending:
             _, released = self.accept(message, persist=False)
             out.extend(released)
@@ -85,6 +87,8 @@ class Mop:
         """Write the sequencing log if it changed (before any datagram leaves)."""
         if self.log.dirty:
             self.store.set_meta(_LOG_META + self.gid, self.log.dumps())
+        if self.log.conf_dirty:
+            self.store.set_meta(_LOG_META + self.gid + _CONF_META, self.log.dumps_conf())
 
     # ---------------------------------------------------------------- send
     def next_message(self, payload: bytes, parent: MessageId = ROOT) -> Message:

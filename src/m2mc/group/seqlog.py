@@ -169,19 +169,26 @@ class SeqLog:
         self._found_after: float | None = None
         self.elected: list[tuple[str, Ballot, int, int]] = []  # (event, ballot, base, high)
         self.dirty = False
+        self.conf_dirty = False
         self.stats = SeqLogStats()
 
     # ================================================================ persistence
     def dumps(self) -> str:
+        """The durable state but the membership records (small: the uncommitted log)."""
         self.dirty = False
         return json.dumps({
             "promised": list(self.promised), "ballot": list(self.ballot), "base": self.base,
             "commit": self.commit_b, "cand": self.cand_epoch, "max": self.max_epoch,
             "log": [_entry_json(p, e) for p, e in sorted(self.log.items())],
-            "conf": [_entry_json(p, e) for p, e in sorted(self.conf.items())],
         }, separators=(",", ":"))
 
-    def restore(self, blob: str | None, start: int) -> None:
+    def dumps_conf(self) -> str:
+        """The decided membership records (written only when one is added)."""
+        self.conf_dirty = False
+        return json.dumps([_entry_json(p, e) for p, e in sorted(self.conf.items())],
+                          separators=(",", ":"))
+
+    def restore(self, blob: str | None, start: int, conf_blob: str | None = None) -> None:
         """Reload the durable state; positions below ``start`` were delivered here."""
         if blob:
             d = json.loads(blob)
@@ -192,7 +199,8 @@ class SeqLog:
             self.cand_epoch = int(d["cand"])
             self.max_epoch = int(d["max"])
             self.log = dict(_entry_of(r) for r in d["log"])
-            self.conf = {p: e for p, e in (_entry_of(r) for r in d["conf"])
+        if conf_blob:
+            self.conf = {p: e for p, e in (_entry_of(r) for r in json.loads(conf_blob))
                          if type(e) is MemberEntry}
             self._conf_sorted = None
         self.emitted = max(0, start - 1)
@@ -381,7 +389,7 @@ class SeqLog:
         if type(entry) is MemberEntry:
             self.conf[pos] = entry
             self._conf_sorted = None
-            self.dirty = True
+            self.conf_dirty = True
         self._decided.append((pos, entry))
         if pos > self.known:
             self.known = pos
