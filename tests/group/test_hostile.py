@@ -1,6 +1,7 @@
 """Bad input never crashes a node: forged or malformed group messages, unknown
 groups, absurd sequence numbers and huge sync requests are counted and dropped,
-and every table they could fill stays within its bound."""
+and every table they could fill stays within its bound. Forged total-order
+ballots (absurd epochs, outsiders' candidacies) cannot stall a group."""
 
 from __future__ import annotations
 
@@ -17,11 +18,20 @@ from m2mc.group.codec import (
     HEADER,
     MAGIC,
     VERSION,
+    Ack,
+    Body,
     GrpInfo,
     GrpsInfo,
+    Handover,
     Join,
     Kind,
+    LogState,
     MemberEntry,
+    Order,
+    Prepare,
+    Promise,
+    SequencerInfo,
+    Start,
     Status,
     SyncReq,
     decode_body,
@@ -30,6 +40,7 @@ from m2mc.group.codec import (
     split_frame,
 )
 from m2mc.group.config import GroupConfig
+from m2mc.ordering import MessageId
 from m2mc.wire.packet import fragments
 
 from .harness import Net
@@ -118,3 +129,82 @@ def test_decoders_raise_only_decode_error(body: bytes, kind: Kind) -> None:
 def test_well_formed_msgpack_of_the_wrong_shape_is_a_decode_error(obj: object, kind: Kind) -> None:
     with contextlib.suppress(DecodeError):
         decode_body(int(kind), msgpack.packb(obj))
+
+
+# ------------------------------------------------------------------ total order
+def _total_group(net: Net) -> str:
+    for pid in ("a", "b", "c"):
+        net.add(pid)
+    gid = str(net.do("a", lambda n: n.create_group("t", net.now, order="total")))
+    net.run(0.3)
+    for pid in ("b", "c"):
+        net.do(pid, lambda n: n.join_group(gid, net.now))
+    net.run(1.5)
+    return gid
+
+
+def _chat_and_check(net: Net, gid: str, count: int, settle: float) -> None:
+    for i in range(count):
+        net.send("abc"[i % 3], gid, f"after {i}".encode())
+        net.run(0.05)
+    net.run(settle)
+    net.check_group(gid, ["a", "b", "c"])
+    sequences = [net.delivered[pid][gid] for pid in ("a", "b", "c")]
+    assert sequences[0] == sequences[1] == sequences[2]
+
+
+def test_forged_ballots_with_absurd_epochs_are_dropped_and_total_order_goes_on() -> None:
+    # One forged HANDOVER with epoch 2^40 - 1 (it passes decoding) used to stall an
+    # open total-order group for good: a member took over with epoch 2^40, which
+    # every other member refused as malformed.
+    rng = random.Random(7)
+    net = Net(seed=43)
+    gid = _total_group(net)
+    net.send("a", gid, b"before")
+    net.run(1.0)
+    tag = group_tag(gid)
+    top = (1 << 40) - 1
+    forged: list[Body] = [
+        Handover("a", SequencerInfo(top, "b", 1)),  # the sequencer's pid, spoofed
+        Handover("mallory", SequencerInfo(top, "c", 1)),
+        Prepare("b", top, 0), Prepare("c", top - 5, 0),
+        Order("a", top, [(2, MessageId("a", 99))], 2),
+        Start("c", top, 0, [(1, MessageId("c", 50))]),
+        Ack("b", top, "a", 10),
+        Status("a", 1, {}, (), LogState(top, "a", top, "a", 5), 3),
+        Promise("b", top, "a", top - 1, "b", 0, 9, [(1, MessageId("b", 7))]),
+    ]
+    for body in forged:
+        for datagram in _m2mp(encode(tag, body), rng):
+            net.inject(datagram)
+    net.run(1.0)
+    for pid in ("a", "b", "c"):
+        stats = net.nodes[pid].group_stats(gid)
+        assert stats["absurd_epoch"] >= 5, (pid, stats["absurd_epoch"])
+        assert net.nodes[pid].groups[gid].mop.log.max_epoch < 1000
+    assert net.nodes["a"].groups[gid].mop.is_sequencer
+    # Longer than sequencer_timeout: a stalled group would have shown it.
+    _chat_and_check(net, gid, 30, 8.0)
+
+
+def test_forged_handover_with_a_plausible_epoch_costs_one_take_over() -> None:
+    # Spoofing the sequencer's own pid (an open group cannot tell) moves the role, but
+    # the log goes on: nothing is lost or ordered twice, and outsiders' ballots count
+    # for nothing.
+    rng = random.Random(8)
+    net = Net(seed=47, loss=0.05)
+    gid = _total_group(net)
+    for i in range(10):
+        net.send("abc"[i % 3], gid, f"before {i}".encode())
+    net.run(0.5)
+    log = net.nodes["b"].groups[gid].mop.log
+    tag = group_tag(gid)
+    for body in (Handover("a", SequencerInfo(log.promised[0], "c", 1)),
+                 Prepare("mallory", log.promised[0] + 3, 0)):
+        for datagram in _m2mp(encode(tag, body), rng):
+            net.inject(datagram)
+    net.run(1.0)
+    # c took over (and, being no lower than a, handed the role back to it).
+    assert any(e.event == "elect" and e.node == "c" for e in net.trace.events)
+    assert net.nodes["b"].group_stats(gid)["not_member"] >= 1
+    _chat_and_check(net, gid, 30, 8.0)

@@ -14,8 +14,10 @@ from hypothesis import strategies as st
 
 from m2mc.group.codec import (
     DISCOVERY_TAG,
+    Ack,
     Body,
     Data,
+    Decided,
     GrpInfo,
     GrpsInfo,
     Handover,
@@ -24,8 +26,11 @@ from m2mc.group.codec import (
     MemberEntry,
     Nack,
     Order,
+    Prepare,
+    Promise,
     Repair,
     SequencerInfo,
+    Start,
     Status,
     SyncReq,
     SyncResp,
@@ -88,6 +93,9 @@ def forged_bodies(victim: str = "a") -> list[Body]:
                                              MemberEntry(victim, 50, False)), None, 0),
         Order("mallory", 9, [(1, fake.mid)]),
         Handover("mallory", SequencerInfo(9, "mallory", 1)),
+        Ack(victim, 9, "mallory", 5), Prepare("mallory", 9, 0),
+        Promise(victim, 9, "mallory", 0, "", 0, 0, []),
+        Start("mallory", 9, 0, [(1, fake.mid)]), Decided("mallory", [(1, fake.mid)]),
         Nack("mallory", huge_nack, []), Nack(victim, huge_nack, []),
         SyncReq("mallory", 1, {}), SyncReq(victim, 5, {}),
     ]

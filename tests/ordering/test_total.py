@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -156,3 +158,38 @@ def test_every_receiver_delivers_the_same_sequence(data: st.DataObject, receiver
         assert o.duplicates == len(arrival) - len(messages)
         sequences.append(delivered)
     assert all(seq == messages for seq in sequences)
+
+
+def test_fill_passes_over_a_position_without_a_message() -> None:
+    o = TotalOrder()
+    assert o.receive(t("B:1", 3)) == []
+    assert o.fill(2) == []
+    assert o.missing_gseqs() == [1]
+    assert ids(o.receive(t("A:1", 1))) == ["A:1", "B:1"]
+    assert o.next_gseq == 4 and o.held_count == 0
+    assert o.fill(4) == [] and o.next_gseq == 5
+    assert o.fill(4) == [] and o.fill(1) == [] and o.duplicates == 2
+    bounded = TotalOrder(max_held=1)
+    assert bounded.fill(3) == [] and bounded.fill(4) == [] and bounded.refused == 1
+    assert bounded.held_message(MessageId("A", 1)) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.booleans(), min_size=1, max_size=30), st.randoms(use_true_random=False),
+       st.integers(0, 10))
+def test_fill_and_receive_in_any_order_deliver_the_messages_in_position_order(
+        kinds: list[bool], rnd: Any, copies: int) -> None:
+    # Position p (from 1) holds a message when kinds[p - 1], else nothing (a record).
+    items = [(p, t(f"S:{p}", p) if is_message else None)
+             for p, is_message in enumerate(kinds, start=1)]
+    arrivals = items + [rnd.choice(items) for _ in range(copies)]
+    rnd.shuffle(arrivals)
+    o = TotalOrder()
+    out: list[Message] = []
+    for p, m in arrivals:
+        got = o.fill(p) if m is None else o.receive(m)
+        out.extend(got)
+        # Never past a position that has not arrived.
+        assert all(x.gseq is not None and x.gseq < o.next_gseq for x in got)
+    assert [m.gseq for m in out] == [p for p, m in items if m is not None]
+    assert o.next_gseq == len(kinds) + 1 and o.held_count == 0

@@ -69,6 +69,11 @@ class Kind(IntEnum):
     JOIN = 8
     LEAVE = 9
     HANDOVER = 10
+    ACK = 11
+    PREPARE = 12
+    PROMISE = 13
+    START = 14
+    DECIDED = 15
     ADV = 20
     GRPS_INFO = 21
 
@@ -115,9 +120,32 @@ class GrpInfo:
 
 @dataclass(frozen=True, slots=True)
 class SequencerInfo:
+    """A HANDOVER: the sequencer of ballot ``(epoch, sender)`` asks ``pid`` to take
+    over; ``next_gseq`` is the position after its log."""
+
     epoch: int
     pid: str
     next_gseq: int
+
+
+# An entry of the total-order sequencing log (docs/group.md, "Total order"): a data
+# message's identity, or a membership record (a process enters or leaves the
+# configuration whose majorities commit the log).
+LogEntry = MessageId | MemberEntry
+Entries = list[tuple[int, LogEntry]]  # (position = gseq, entry)
+
+
+@dataclass(frozen=True, slots=True)
+class LogState:
+    """In a STATUS: the sender's promised ballot ``(epoch, leader)``, the ballot its
+    log was last synced to ``(log_epoch, log_leader)`` (``(0, "")``: none) and how
+    far its log goes (``high``)."""
+
+    epoch: int
+    leader: str
+    log_epoch: int
+    log_leader: str
+    high: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,9 +162,13 @@ class Repair:
 
 @dataclass(frozen=True, slots=True)
 class Order:
+    """The sequencer of ballot ``(epoch, sender)`` proposes ``stamps``; every
+    position up to ``commit`` is committed (the stamps there included)."""
+
     sender: str
     epoch: int
-    stamps: list[tuple[int, MessageId]]  # (gseq, mid)
+    stamps: Entries
+    commit: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,8 +177,8 @@ class Status:
     own_hw: int
     summary: dict[str, int]  # sender pid -> highest seqno known
     members: tuple[MemberEntry, ...]
-    sequencer: SequencerInfo | None
-    max_gseq: int
+    sequencer: LogState | None  # total order only
+    max_gseq: int  # total order: the highest position the sender knows committed
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +225,63 @@ class Handover:
 
 
 @dataclass(frozen=True, slots=True)
+class Ack:
+    """The sender holds the log of ballot ``(epoch, leader)`` up to ``high``;
+    ``synced`` False: it has not got that ballot's log yet (send it a START)."""
+
+    sender: str
+    epoch: int
+    leader: str
+    high: int
+    synced: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Prepare:
+    """A candidate asks for promises for ballot ``(epoch, sender)``; it knows every
+    position up to ``commit`` committed."""
+
+    sender: str
+    epoch: int
+    commit: int
+
+
+@dataclass(frozen=True, slots=True)
+class Promise:
+    """The answer to a Prepare of ``(epoch, candidate)``: the sender's log (synced to
+    ``(log_epoch, log_leader)``, committed up to ``commit``, held up to ``high``) and
+    its entries after ``max(commit, the candidate's commit)``."""
+
+    sender: str
+    epoch: int
+    candidate: str
+    log_epoch: int
+    log_leader: str
+    commit: int
+    high: int
+    entries: Entries
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """The sequencer of ballot ``(epoch, sender)``: its log after ``base`` (every
+    position up to ``base`` is committed)."""
+
+    sender: str
+    epoch: int
+    base: int
+    entries: Entries
+
+
+@dataclass(frozen=True, slots=True)
+class Decided:
+    """Committed log entries (an answer to a NACK of positions)."""
+
+    sender: str
+    entries: Entries
+
+
+@dataclass(frozen=True, slots=True)
 class Adv:
     sender: str
 
@@ -204,12 +293,14 @@ class GrpsInfo:
 
 
 Body = (Data | Repair | Order | Status | Nack | SyncReq | SyncResp | Join | Leave | Handover
-        | Adv | GrpsInfo)
+        | Ack | Prepare | Promise | Start | Decided | Adv | GrpsInfo)
 
 _KIND_OF: dict[type, Kind] = {
     Data: Kind.DATA, Repair: Kind.REPAIR, Order: Kind.ORDER, Status: Kind.STATUS,
     Nack: Kind.NACK, SyncReq: Kind.SYNC_REQ, SyncResp: Kind.SYNC_RESP, Join: Kind.JOIN,
-    Leave: Kind.LEAVE, Handover: Kind.HANDOVER, Adv: Kind.ADV, GrpsInfo: Kind.GRPS_INFO,
+    Leave: Kind.LEAVE, Handover: Kind.HANDOVER, Ack: Kind.ACK, Prepare: Kind.PREPARE,
+    Promise: Kind.PROMISE, Start: Kind.START, Decided: Kind.DECIDED, Adv: Kind.ADV,
+    GrpsInfo: Kind.GRPS_INFO,
 }
 
 
@@ -299,15 +390,37 @@ def _grp_info_wire(g: GrpInfo) -> list[Any]:
     return wire
 
 
+def _entries_wire(entries: Entries) -> list[list[Any]]:
+    out: list[list[Any]] = []
+    for g, e in entries:
+        if isinstance(e, MemberEntry):
+            out.append([g, e.pid, e.version, e.joined])
+        else:
+            out.append([g, e.pid, e.seq])
+    return out
+
+
 def _to_wire(body: Body) -> list[Any]:
     match body:
         case Data(sender, records) | Repair(sender, records):
             return [sender, [record_wire(m) for m in records]]
-        case Order(sender, epoch, stamps):
-            return [sender, epoch, [[g, mid.pid, mid.seq] for g, mid in stamps]]
+        case Order(sender, epoch, stamps, commit):
+            return [sender, epoch, _entries_wire(stamps), commit]
         case Status(sender, own_hw, summary, members, seqr, max_gseq):
             return [sender, own_hw, summary, _members_wire(members),
-                    None if seqr is None else [seqr.epoch, seqr.pid, seqr.next_gseq], max_gseq]
+                    None if seqr is None else [seqr.epoch, seqr.leader, seqr.log_epoch,
+                                               seqr.log_leader, seqr.high], max_gseq]
+        case Ack(sender, epoch, leader, high, synced):
+            return [sender, epoch, leader, high, synced]
+        case Prepare(sender, epoch, commit):
+            return [sender, epoch, commit]
+        case Promise(sender, epoch, candidate, log_epoch, log_leader, commit, high, entries):
+            return [sender, epoch, candidate, log_epoch, log_leader, commit, high,
+                    _entries_wire(entries)]
+        case Start(sender, epoch, base, entries):
+            return [sender, epoch, base, _entries_wire(entries)]
+        case Decided(sender, entries):
+            return [sender, _entries_wire(entries)]
         case Nack(sender, ranges, gseqs):
             return [sender, _digest_wire(ranges), [v for pair in gseqs for v in pair]]
         case SyncReq(sender, sync_seqno, digest):
@@ -438,6 +551,29 @@ def _members(raw: Any, max_seq: int) -> tuple[MemberEntry, ...]:
     return tuple(out)
 
 
+def _entries(raw: Any, max_seq: int) -> Entries:
+    out: Entries = []
+    append = out.append
+    for e in _list(raw):
+        if type(e) is not list:
+            raise DecodeError("bad log entry")
+        if len(e) == 3:
+            append((_int(e[0], 1, max_seq), MessageId(_pid(e[1]), _int(e[2], 1, max_seq))))
+        elif len(e) == 4 and type(e[3]) is bool:
+            append((_int(e[0], 1, max_seq), MemberEntry(_pid(e[1]), _int(e[2], 0, max_seq),
+                                                        e[3])))
+        else:
+            raise DecodeError("bad log entry")
+    return out
+
+
+def _ballot_pid(epoch: int, value: Any) -> str:
+    """The process of a ballot: none (``""``) only with epoch 0."""
+    if epoch == 0 and value == "":
+        return ""
+    return _pid(value)
+
+
 def _order(value: Any) -> str:
     from m2mc.group.config import ORDERS
 
@@ -454,12 +590,9 @@ def _from_wire(kind: int, raw: Any, max_seq: int) -> Body:
         records = _records(r[1], max_seq)
         return Data(sender, records) if kind == Kind.DATA else Repair(sender, records)
     if kind == Kind.ORDER:
-        _list(r, 3, 3)
-        stamps = []
-        for s in _list(r[2]):
-            s = _list(s, 3, 3)
-            stamps.append((_int(s[0], 1, max_seq), MessageId(_pid(s[1]), _int(s[2], 1, max_seq))))
-        return Order(sender, _int(r[1], 0, max_seq), stamps)
+        _list(r, 4, 4)
+        return Order(sender, _int(r[1], 1, max_seq), _entries(r[2], max_seq),
+                     _int(r[3], 0, max_seq))
     if kind == Kind.STATUS:
         _list(r, 6, 6)
         summary_raw = r[2]
@@ -468,8 +601,11 @@ def _from_wire(kind: int, raw: Any, max_seq: int) -> Body:
         summary = {_pid(k): _int(v, 0, max_seq) for k, v in summary_raw.items()}
         seqr = None
         if r[4] is not None:
-            s = _list(r[4], 3, 3)
-            seqr = SequencerInfo(_int(s[0], 0, max_seq), _pid(s[1]), _int(s[2], 1, max_seq))
+            s = _list(r[4], 5, 5)
+            epoch = _int(s[0], 0, max_seq)
+            log_epoch = _int(s[2], 0, max_seq)
+            seqr = LogState(epoch, _ballot_pid(epoch, s[1]), log_epoch,
+                            _ballot_pid(log_epoch, s[3]), _int(s[4], 0, max_seq))
         return Status(sender, _int(r[1], 0, max_seq), summary, _members(r[3], max_seq), seqr,
                       _int(r[5], 0, max_seq))
     if kind == Kind.NACK:
@@ -492,6 +628,27 @@ def _from_wire(kind: int, raw: Any, max_seq: int) -> Body:
         _list(r, 4, 4)
         return Handover(sender, SequencerInfo(_int(r[1], 1, max_seq), _pid(r[2]),
                                               _int(r[3], 1, max_seq)))
+    if kind == Kind.ACK:
+        _list(r, 5, 5)
+        if type(r[4]) is not bool:
+            raise DecodeError("bad ack")
+        return Ack(sender, _int(r[1], 1, max_seq), _pid(r[2]), _int(r[3], 0, max_seq), r[4])
+    if kind == Kind.PREPARE:
+        _list(r, 3, 3)
+        return Prepare(sender, _int(r[1], 1, max_seq), _int(r[2], 0, max_seq))
+    if kind == Kind.PROMISE:
+        _list(r, 8, 8)
+        log_epoch = _int(r[3], 0, max_seq)
+        return Promise(sender, _int(r[1], 1, max_seq), _pid(r[2]), log_epoch,
+                       _ballot_pid(log_epoch, r[4]), _int(r[5], 0, max_seq),
+                       _int(r[6], 0, max_seq), _entries(r[7], max_seq))
+    if kind == Kind.START:
+        _list(r, 4, 4)
+        return Start(sender, _int(r[1], 1, max_seq), _int(r[2], 0, max_seq),
+                     _entries(r[3], max_seq))
+    if kind == Kind.DECIDED:
+        _list(r, 2, 2)
+        return Decided(sender, _entries(r[1], max_seq))
     if kind == Kind.ADV:
         _list(r, 1, 1)
         return Adv(sender)

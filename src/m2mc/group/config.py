@@ -37,6 +37,11 @@ class GroupConfig:
     status_delay: float = 0.1  # after sending, announce the high-water this much later
     status_interval: float = 1.0  # periodic status (anti-entropy), jittered, suppressible
     sequencer_timeout: float = 4.0  # total order: a silent sequencer is replaced after this
+    # Total order (docs/group.md section 5): the sequencer re-sends stamps a majority has
+    # not acknowledged after order_retry (doubling up to status_interval); a member of
+    # the configuration silent for member_timeout is taken out of it (through the log).
+    order_retry: float = 0.1
+    member_timeout: float = 12.0
     leave_linger: float = 3.0  # after leaving, keep answering repairs this long
     # ---------------------------------------------------------------- batching
     batch_bytes: int = 480  # data records share one M2MP message up to this size
@@ -51,6 +56,8 @@ class GroupConfig:
     max_message_bytes: int = 1_000_000  # a larger group message is dropped undecoded
     max_held: int = 100_000  # per group, in the ordering core (refused beyond)
     max_unstamped: int = 100_000  # total order: data waiting for its gseq
+    max_uncommitted: int = 1024  # total order: stamps out before a majority holds them
+    max_epoch_jump: int = 1 << 16  # total order: a ballot this far past the newest is absurd
     max_groups: int = 256  # GIIT rows plus discovered groups
     max_members: int = 1024  # membership entries per group
     max_digest_intervals: int = 4096  # intervals in a digest we send or accept
@@ -91,7 +98,8 @@ class GroupConfig:
                      "sync_attempts",
                      "status_interval", "sync_timeout", "nack_holdoff", "control_rate",
                      "control_burst", "control_total_rate", "control_total_burst",
-                     "replay_window", "max_senders"):
+                     "replay_window", "max_senders", "order_retry", "max_uncommitted",
+                     "max_epoch_jump", "sequencer_timeout"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"group config {name} must be > 0, got {getattr(self, name)}")
         if self.nack_holdoff_max < self.nack_holdoff:

@@ -21,15 +21,19 @@ from itertools import islice
 from typing import TYPE_CHECKING
 
 from m2mc.group.codec import (
+    Ack,
     Data,
+    Decided,
     Handover,
     Join,
     Leave,
     MemberEntry,
     Nack,
     Order,
+    Prepare,
+    Promise,
     Repair,
-    SequencerInfo,
+    Start,
     Status,
     SyncReq,
     SyncResp,
@@ -41,7 +45,7 @@ from m2mc.group.gjlp import GiitRow
 from m2mc.group.mop import DUP, NEW, REFUSED, Mop
 from m2mc.group.msp import Msp
 from m2mc.group.repair import Repair as RepairState
-from m2mc.ordering import Message
+from m2mc.ordering import Message, MessageId
 from m2mc.security.ratelimit import RateLimiter
 from m2mc.trace.schema import detail_json
 
@@ -70,6 +74,7 @@ class GroupInstance:
         self.msp.is_member = row.membership.is_member
         # This group's SYNC_REQ and NACK (counted in the node's control_limits).
         self.limiter = RateLimiter(node.limit_config, stats=node.control_limits)
+        self.repair.decided = self.mop.decided_entries
         self.lingering_until: float | None = None
         self.last_heard: dict[str, float] = {}
         self.batch: list[Message] = []  # the open batch of our data records
@@ -85,8 +90,14 @@ class GroupInstance:
         self._status_soon: float | None = None
         self._status_covered = False
         self._status_sent_at = float("-inf")
-        self._sequencer_watch_from: float | None = None
         self.delivered_count = 0
+        self.linger_limit: float | None = None  # total order: how long a leaver may linger
+        # Total order: a leaver goes on delivering until its departure is ordered (every
+        # message before its removal record), within linger_limit.
+        self.draining = False
+        log = self.mop.log
+        log.last_heard = self.last_heard
+        log.is_member = lambda pid: row.membership.get(pid) is not None
 
     # ------------------------------------------------------------ lifecycle
     def restore(self, now: float) -> None:
@@ -97,7 +108,6 @@ class GroupInstance:
             if ivs:
                 self.repair.hw[pid] = max(self.repair.hw.get(pid, 0), ivs[-1][1])
         self._status_at = now + self._status_period()
-        self._sequencer_watch_from = now
         for pid in self.row.membership.current():  # in view from now on (Msp.mark)
             if pid != self.pid:
                 self.msp.mark(pid, now)
@@ -147,12 +157,17 @@ class GroupInstance:
             return
         if sender in self.last_heard or len(self.last_heard) < self.config.max_senders:
             self.last_heard[sender] = now
-        if self.lingering:
+        if self.lingering and not self.draining:
             if isinstance(body, Nack):
                 self.repair.on_nack(body, now)
             elif isinstance(body, Data | Repair | SyncResp):
                 for m in body.records:
                     self.repair.overheard(m.mid)
+            elif self.order == "total" and isinstance(body, _LOG_KINDS):
+                # A leaver still acknowledges and promises until the configuration
+                # no longer counts it (it delivers nothing any more).
+                self._log_input(body, now)
+                self.mop.log.take_decided()
             return
         match body:
             case Data(_, records):
@@ -164,15 +179,22 @@ class GroupInstance:
             case SyncResp():
                 self._sync_resp(body, now)
             case Order(_, _, stamps):
-                top = self.mop.max_gseq + self.config.max_seq_jump
-                stamps = [s for s in stamps
-                          if s[0] <= top and self.repair.plausible(s[1].pid, s[1].seq)]
-                for _, mid in stamps:
-                    self.repair.note(mid.pid, mid.seq, now)
-                for m in self.mop.apply_stamps(stamps):
-                    self._deliver(m, now)
-                if self.mop.stamps:
-                    self.repair.suspect(now)
+                if self.order != "total":
+                    node.stats.wrong_kind += 1
+                    return
+                for _, entry in stamps:
+                    if type(entry) is MessageId and self.repair.plausible(entry.pid, entry.seq):
+                        self.repair.note(entry.pid, entry.seq, now)
+                self._log_input(body, now)
+                self._pump(now)
+            case Ack() | Prepare() | Promise() | Start() | Decided() | Handover():
+                if self.order != "total":
+                    node.stats.wrong_kind += 1
+                    return
+                if isinstance(body, Decided):
+                    self.repair.overheard_decided(body.entries)
+                self._log_input(body, now)
+                self._pump(now)
             case Status():
                 if self.msp.waiting:
                     self.msp.peer_traffic()
@@ -180,17 +202,17 @@ class GroupInstance:
             case Nack():
                 self.repair.overheard_nack(body, now)
                 self.repair.on_nack(body, now)
+                if self.order == "total" and body.gseqs:
+                    self.mop.log.on_nack_positions(body.gseqs)
             case SyncReq():
                 self.msp.on_request(body, now)  # refused unless the sender is a member
             case Join(_, version, _, _):
                 self.msp.mark(sender, now)  # a (re)join: its catch-up starts from here
                 self._membership([MemberEntry(sender, version, True)], now)
-                self._check_sequencer(now)
+                self._log_tick(now)
             case Leave(_, version):
                 self._membership([MemberEntry(sender, version, False)], now)
-                self._check_sequencer(now)
-            case Handover(_, info):
-                self._adopt(info, now)
+                self._log_tick(now)
             case _:
                 node.stats.wrong_kind += 1
 
@@ -282,13 +304,14 @@ class GroupInstance:
         for pid, hw in items:
             if pid != self.pid:
                 repair.note_high_water(pid, hw, now)
-        if (self.order == "total" and self.mop.max_gseq < st.max_gseq
-                <= self.mop.max_gseq + self.config.max_seq_jump):
-            self.mop.max_gseq = st.max_gseq
-            repair.suspect(now)
         self._membership(list(st.members), now)
-        if st.sequencer is not None:
-            self._adopt(st.sequencer, now)
+        if self.order == "total":
+            log = self.mop.log
+            known = log.known
+            log.on_status(st.sender, st.sequencer, st.max_gseq, now)
+            if log.known > known:
+                repair.suspect(now)
+            self._pump(now)
         # Suppression: does this status say everything ours would?
         mine = self._summary()
         if (all(st.summary.get(pid, 0) >= hw for pid, hw in mine.items() if pid != st.sender)
@@ -315,44 +338,111 @@ class GroupInstance:
             node._trace("view", self.gid, detail=detail_json(members=after))
 
     # ------------------------------------------------------- total order role
-    def _adopt(self, info: SequencerInfo, now: float) -> None:
-        for m in self.mop.adopt(info):
-            self._deliver(m, now)
+    def _log_input(self, body: object, now: float) -> None:
+        log = self.mop.log
+        match body:
+            case Order():
+                log.on_order(body, now)
+            case Ack():
+                log.on_ack(body, now)
+            case Prepare():
+                log.on_prepare(body, now)
+            case Promise():
+                log.on_promise(body, now)
+            case Start():
+                log.on_start(body, now)
+            case Decided(_, entries):
+                log.on_decided(entries)
+            case Handover():
+                log.on_handover(body, now)
 
-    def _check_sequencer(self, now: float) -> None:
-        """Hand the role to a lower current member, or take it from a silent/departed holder."""
+    def _pump(self, now: float) -> None:
+        """Deliver what the sequencing log decided; a new sequencer stamps what waits."""
         mop = self.mop
+        log = mop.log
+        lead = False
+        if log.elected:
+            for what, ballot, base, high in log.elected:
+                if what == "lead":
+                    lead = True
+                    self.node._trace("elect", self.gid, detail=detail_json(
+                        epoch=ballot[0], sequencer=ballot[1], next_gseq=high + 1, base=base))
+                else:
+                    target = log.handover_target
+                    self.node._trace("elect", self.gid, peer=target, detail=detail_json(
+                        epoch=ballot[0] + 1, sequencer=target, next_gseq=high + 1,
+                        handover=True))
+            log.elected.clear()
+        out = mop.pump()
+        if lead:
+            mop.stamp_waiting()
+            out.extend(mop.pump())
+        for m in out:
+            self._deliver(m, now)
+        if log.known > log.emitted or mop.stamps or log.heard_high > log.high:
+            self.repair.suspect(now)
+        if self.draining:
+            self._check_drained()
+
+    def _check_drained(self) -> None:
+        """A leaver has delivered everything ordered before its removal record."""
+        log = self.mop.log
+        mine = [p for p, e in log.conf.items() if e.pid == self.pid]
+        if mine:
+            last = max(mine)
+            core = self.mop.core
+            if not log.conf[last].joined and getattr(core, "next_gseq", 0) > last:
+                self.draining = False
+
+    def _log_tick(self, now: float) -> None:
+        """The sequencing log's role policy (take-over, hand-over, configuration)."""
         if self.order != "total" or self.lingering:
             return
-        members = self.row.membership.current()
-        if mop.is_sequencer:
-            # Hand over to a lower ID only if it is alive (a crashed member stays current).
-            alive = [p for p in members if p == self.pid or
-                     now - self.last_heard.get(p, float("-inf")) < self.config.sequencer_timeout]
-            lowest = min(alive, default=self.pid)
-            if lowest < self.pid:
-                info = mop.handover(lowest)
-                self.node._send(self.tag, Handover(self.pid, info))
-                self.node._trace("elect", self.gid, peer=lowest, detail=detail_json(
-                    epoch=info.epoch, sequencer=lowest, next_gseq=info.next_gseq))
+        membership = self.row.membership
+        current = {pid: e for pid in membership.current()
+                   if (e := membership.get(pid)) is not None}
+        self.mop.log.tick(now, current)
+        self._pump(now)
+
+    def found(self, now: float) -> None:
+        """Start the group's sequencing log (its creator)."""
+        entry = self.row.membership.get(self.pid)
+        assert entry is not None
+        self.mop.log.found(now, entry)
+        self._pump(now)
+
+    def hand_over_for_leave(self, now: float) -> None:
+        """Leaving: the sequencer hands over to the lowest other live member."""
+        log = self.mop.log
+        if self.order != "total" or not log.is_leader:
             return
-        seqr = mop.seqr
-        holder = seqr.pid if seqr is not None else None
-        if holder is not None and holder in members:
-            heard = self.last_heard.get(holder, self._sequencer_watch_from or now)
-            if now - heard < self.config.sequencer_timeout:
-                return
-        elif holder is None and self._sequencer_watch_from is not None and (
-                now - self._sequencer_watch_from < self.config.sequencer_timeout):
-            return
-        others = [p for p in members if p != holder]
-        if others and min(others) == self.pid:
-            info, released = mop.take_over()
-            for m in released:
-                self._deliver(m, now)
-            self.node._send(self.tag, Handover(self.pid, info))
-            self.node._trace("elect", self.gid, detail=detail_json(
-                epoch=info.epoch, sequencer=self.pid, next_gseq=info.next_gseq))
+        others = [p for p in log.config_end() if p != self.pid and
+                  now - self.last_heard.get(p, float("-inf")) < self.config.sequencer_timeout]
+        if others:
+            log.hand_over(min(others), now)
+            self._pump(now)
+
+    def start_leave(self, now: float) -> None:
+        """The node left: linger (answer repairs); under total order go on delivering
+        what is ordered before our removal record, and acknowledging, meanwhile."""
+        self.lingering_until = now + self.config.leave_linger
+        if self.order == "total":
+            self.draining = True
+            self.linger_limit = self.lingering_until + 2 * self.config.sequencer_timeout
+
+    def linger_over(self, now: float) -> bool:
+        if self.draining:
+            if self.linger_limit is not None and now < self.linger_limit:
+                return False
+            self.draining = False
+        return self.lingering_until is not None and now >= self.lingering_until
+
+    def flush_log(self, now: float) -> None:
+        """Send what the sequencing log has to say; persist it first."""
+        bodies = self.mop.log.flush(now)
+        self.mop.save_log()
+        for body in bodies:
+            self.node._send(self.tag, body)
 
     # --------------------------------------------------------------- status
     def _summary(self, sending: bool = False) -> dict[str, int]:
@@ -374,9 +464,12 @@ class GroupInstance:
         return out
 
     def make_status(self) -> Status:
+        if self.order == "total":
+            log = self.mop.log
+            return Status(self.pid, self.mop.own_seq, self._summary(sending=True),
+                          self.row.membership.entries(), log.state(), log.known)
         return Status(self.pid, self.mop.own_seq, self._summary(sending=True),
-                      self.row.membership.entries(),
-                      self.mop.seqr, self.mop.max_gseq)
+                      self.row.membership.entries(), None, 0)
 
     def _status_period(self) -> float:
         interval = self.config.status_interval
@@ -385,12 +478,19 @@ class GroupInstance:
     # --------------------------------------------------------------- timers
     def on_timer(self, now: float) -> None:
         node = self.node
-        if self.lingering:
+        if self.lingering and not self.draining:
             for_repair = self.repair.repair_due(now)
             if for_repair:
                 node._send_repairs(self, for_repair)
+            self._send_decided()
+            if self.order == "total":
+                self.mop.log.on_timer(now)
+                self.mop.log.take_decided()
             return
         mop = self.mop
+        if self.order == "total":
+            mop.log.on_timer(now)
+            self._pump(now)
         repair = self.repair
         msp = self.msp
         if msp.retry_due(now):
@@ -417,6 +517,7 @@ class GroupInstance:
         for_repair = repair.repair_due(now)
         if for_repair:
             node._send_repairs(self, for_repair)
+        self._send_decided()
         held_back = msp.stats.responses_suppressed
         for resp in msp.due(now):
             node._send(self.tag, resp)
@@ -425,25 +526,42 @@ class GroupInstance:
         self._trace_suppressed(held_back, None)
         if self._status_soon is not None and now >= self._status_soon:
             self._status_soon = None
-            self._status_sent_at = now
             node._send(self.tag, self.make_status())
+            self._status_sent_at = now
         if self._status_at is not None and now >= self._status_at:
             self._status_at = now + self._status_period()
-            keepalive = STATUS_KEEPALIVE * self.config.status_interval
-            if self._status_covered and now - self._status_sent_at < keepalive:
+            # A status is also a heartbeat: at least every STATUS_KEEPALIVE intervals
+            # (Node.last_heard), and in a total-order group every sequencer_timeout / 4,
+            # since the configuration (and the sequencer's successor) is chosen among the
+            # members heard lately.
+            since = now - self._status_sent_at
+            heartbeat = since >= STATUS_KEEPALIVE * self.config.status_interval or (
+                self.order == "total" and since >= self.config.sequencer_timeout / 4)
+            if self._status_covered and not heartbeat:
                 self._status_covered = False
                 node.stats.status_suppressed += 1
             else:
                 self._status_covered = False
-                self._status_sent_at = now
                 node._send(self.tag, self.make_status())
-            self._check_sequencer(now)
+                self._status_sent_at = now
+            self._log_tick(now)
+
+    def _send_decided(self) -> None:
+        entries = self.repair.take_decided()
+        for i in range(0, len(entries), 64):
+            self.node._send(self.tag, Decided(self.pid, entries[i:i + 64]))
 
     def next_deadline(self) -> float | None:
-        if self.lingering:  # only answering repairs until the linger ends
-            return _earliest(self.repair.repair_deadline, self.lingering_until)
-        return _earliest(_earliest(self.repair.next_deadline(), self._status_soon),
-                         _earliest(self.msp.next_deadline(), self._status_at))
+        log_deadline = self.mop.log.next_deadline() if self.order == "total" else None
+        if self.lingering and not self.draining:  # only answering repairs until it ends
+            return _earliest(_earliest(self.repair.repair_deadline, self.lingering_until),
+                             log_deadline)
+        return _earliest(_earliest(_earliest(self.repair.next_deadline(), self._status_soon),
+                                   _earliest(self.msp.next_deadline(), self._status_at)),
+                         log_deadline)
+
+
+_LOG_KINDS = (Order, Ack, Prepare, Promise, Start, Decided, Handover)
 
 
 def _earliest(a: float | None, b: float | None) -> float | None:

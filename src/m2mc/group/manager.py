@@ -29,7 +29,7 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from m2mc.errors import DecodeError, UsageError
+from m2mc.errors import BufferFullError, DecodeError, UsageError
 from m2mc.group.codec import (
     DISCOVERY_TAG,
     FLAG_AUTH,
@@ -39,14 +39,11 @@ from m2mc.group.codec import (
     Data,
     GrpInfo,
     GrpsInfo,
-    Handover,
     Join,
     Kind,
     Leave,
     MemberEntry,
-    Order,
     Repair,
-    SequencerInfo,
     decode_body,
     encode,
     filter_prefix,
@@ -292,11 +289,7 @@ class GroupNode:
         if inst is None or inst.lingering:
             raise UsageError(f"not a member of group {gid!r}")
         row = inst.row
-        if inst.mop.is_sequencer:
-            others = [p for p in row.membership.current() if p != self.pid]
-            if others:
-                info = inst.mop.handover(min(others))
-                self._send(inst.tag, Handover(self.pid, info))
+        inst.hand_over_for_leave(now)
         self._flush_group(inst)
         row.my_version += 1
         row.state = LEFT
@@ -304,7 +297,7 @@ class GroupNode:
         self._save_row(row)
         self._send(inst.tag, Leave(self.pid, row.my_version))
         self._trace("leave", gid)
-        inst.lingering_until = now + self.config.leave_linger
+        inst.start_leave(now)
 
     def send(self, gid: str, payload: bytes, now: float,
              reply_to: MessageId | str | None = None) -> MessageId:
@@ -318,6 +311,9 @@ class GroupNode:
             raise UsageError(f"payload of {len(payload)} bytes exceeds {self.config.max_payload}")
         if type(payload) is not bytes:
             payload = bytes(payload)
+        if inst.order == "total" and len(inst.mop.unstamped) >= self.config.max_unstamped:
+            raise BufferFullError(f"group {gid!r}: {len(inst.mop.unstamped)} messages wait for "
+                                  "the total order (no majority of the group is reachable)")
         if reply_to is None:
             parent = ROOT
         elif isinstance(reply_to, str):
@@ -368,7 +364,8 @@ class GroupNode:
         if inst is None:
             return {}
         out: dict[str, int] = {}
-        for stats in (inst.repair.stats, inst.msp.stats):
+        for stats in ((inst.repair.stats, inst.msp.stats, inst.mop.log.stats)
+                      if inst.order == "total" else (inst.repair.stats, inst.msp.stats)):
             for name in stats.__dataclass_fields__:
                 value = getattr(stats, name)
                 if isinstance(value, int):
@@ -433,7 +430,7 @@ class GroupNode:
             deadline = inst.next_deadline()
             if deadline is None or deadline > now:
                 continue
-            if inst.lingering_until is not None and now >= inst.lingering_until:
+            if inst.linger_over(now):
                 self._drop_instance(gid)
                 continue
             inst.on_timer(now)
@@ -457,8 +454,8 @@ class GroupNode:
         for inst in self.groups.values():
             if inst.pending_records:
                 self._flush_group(inst, force=idle)
-            if inst.mop.new_stamps:
-                self._send_stamps(inst)
+            if inst.order == "total":
+                inst.flush_log(now)
         # The trace says what the log holds: events of a batch are written after its
         # commit. With a journal the batch's lines go into the same commit, so the next
         # incarnation can put back what a kill -9 right after the commit cut off.
@@ -498,16 +495,15 @@ class GroupNode:
             self._drop_instance(row.gid)
         self._trace("join", row.gid)
         inst = self._instance(row, now)
-        if row.order == "total" and creating:
-            self._adopt_initial(inst, SequencerInfo(1, self.pid, 1), now)
+        if row.order == "total":
+            if creating:
+                inst.found(now)
+            else:  # joined by name, nobody else known: the lowest member founds its log
+                inst.mop.log.may_found = row.membership.current() == [self.pid]
         self._send(inst.tag, Join(self.pid, row.my_version, row.order, row.desc))
         self._trace("view", row.gid, detail=_view(row))
         if not creating:
             inst.start_sync(now)
-
-    def _adopt_initial(self, inst: GroupInstance, info: SequencerInfo, now: float) -> None:
-        for m in inst.mop.adopt(info):
-            inst._deliver(m, now)
 
     def _instance(self, row: GiitRow, now: float) -> GroupInstance:
         inst = GroupInstance(self, row)
@@ -639,12 +635,6 @@ class GroupNode:
     def _flush_group(self, inst: GroupInstance, force: bool = True) -> None:
         for batch in inst.take_batches(force):
             self._send(inst.tag, Data(self.pid, batch))
-
-    def _send_stamps(self, inst: GroupInstance) -> None:
-        stamps = inst.mop.take_stamps()
-        for i in range(0, len(stamps), 24):
-            epoch = inst.mop.seqr.epoch if inst.mop.seqr is not None else 0
-            self._send(inst.tag, Order(self.pid, epoch, stamps[i:i + 24]))
 
     def _send_repairs(self, inst: GroupInstance, messages: list[Message]) -> None:
         batch: list[Message] = []

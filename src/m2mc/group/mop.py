@@ -3,25 +3,25 @@ chosen at creation (S_b by default; causal, FIFO or total), the sender side
 (RESPOND state: next seqno, parent, vector clock) and the group's GrpMsgList
 in the store.
 
-Total order in ad hoc mode: one member stamps global sequence numbers. The role
-starts with the group's creator and moves by hand-over (seeds give no rule;
-docs/decisions.md): the holder hands it to the lowest current member ID when a
-lower ID joins or when it leaves; if the holder goes silent for
-``sequencer_timeout``, the lowest other member takes over after the highest
-gseq it knows. Every hand-over raises an epoch so stale news loses. The
-sequencer stamps a reply only after the message it answers, so total order
-never delivers a child before its parent.
+Total order in ad hoc mode: one member, the sequencer, gives each message a
+position (gseq) in the group's sequencing log (:mod:`m2mc.group.seqlog`); a
+position is delivered only once a majority of the group's configuration holds
+it, so two sides of a partition never number messages differently, and a side
+without a majority holds its messages until the heal (docs/group.md section 5,
+docs/decisions.md). The sequencer stamps a reply only after the message it
+answers, so total order never delivers a child before its parent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from m2mc.group.codec import SequencerInfo
+from m2mc.group.codec import Entries, MemberEntry
 from m2mc.group.config import GroupConfig
 from m2mc.group.fastobj import make_message, make_mid
+from m2mc.group.seqlog import SeqLog
 from m2mc.group.seqsets import Intervals, normalize
-from m2mc.ordering import ROOT, Message, MessageId, Sequencer, TotalOrder, make_core
+from m2mc.ordering import ROOT, Message, MessageId, TotalOrder, make_core
 from m2mc.ordering.causal import CausalOrder
 from m2mc.store import GroupStore, StoredMessage
 
@@ -29,12 +29,14 @@ NEW = 0
 DUP = 1
 REFUSED = 2
 MALFORMED = 3
+_LOG_META = "tlog/"  # store meta key prefix: "tlog/<gid>" = the sequencing log (JSON)
+_CONF_META = "/conf"  # "tlog/<gid>/conf": its decided membership records (JSON)
 
 
 class Mop:
-    __slots__ = ("_active", "_waiting_parent", "config", "core", "gid", "max_gseq", "new_stamps",
-                 "order", "own_seq", "pid", "seqr", "stamps", "stamps_refused", "store",
-                 "unstamped", "unstamped_refused")
+    __slots__ = ("_backlog", "_waiting_parent", "config", "core", "gid", "log", "max_gseq",
+                 "order", "own_seq", "pid", "stamps", "stamps_refused", "store", "unstamped",
+                 "unstamped_refused")
 
     def __init__(self, pid: str, gid: str, order: str, config: GroupConfig,
                  store: GroupStore) -> None:
@@ -46,14 +48,14 @@ class Mop:
         self.core = make_core(order, max_held=config.max_held)
         self.own_seq = store.high_water(gid, pid)
         # Total order only.
-        self.unstamped: dict[MessageId, Message] = {}
-        self.stamps: dict[MessageId, int] = {}  # stamps heard before their data
-        self.new_stamps: list[tuple[int, MessageId]] = []  # to broadcast (sequencer)
-        self.seqr: SequencerInfo | None = None
+        self.log = SeqLog(pid, config)
+        self.unstamped: dict[MessageId, Message] = {}  # data whose position is not decided
+        self.stamps: dict[MessageId, list[int]] = {}  # decided positions whose data we lack
         self.max_gseq = 0
-        self._active: Sequencer | None = None
-        self._waiting_parent: dict[MessageId, list[Message]] = {}
-        # Bound max_unstamped (each table): data refused, stamps not remembered.
+        self._waiting_parent: dict[MessageId, list[Message]] = {}  # sequencer: replies
+        self._backlog = False  # sequencer: data left unstamped (window full)
+        # Bound max_unstamped (each table): data refused; decided positions whose data we
+        # lack not kept (forgotten by the log, asked for again once there is room).
         self.unstamped_refused = 0
         self.stamps_refused = 0
 
@@ -72,12 +74,26 @@ class Mop:
         take_ready = getattr(self.core, "take_ready", None)
         if take_ready is not None:
             out.extend(take_ready())
+        if self.order == "total":
+            core = self.core
+            assert isinstance(core, TotalOrder)
+            self.log.restore(self.store.get_meta(_LOG_META + self.gid), core.next_gseq,
+                             self.store.get_meta(_LOG_META + self.gid + _CONF_META))
         for message in pending:
             _, released = self.accept(message, persist=False)
             out.extend(released)
+        if self.order == "total":
+            out.extend(self.pump())
         for message in out:
             self.store.mark_delivered(self.gid, message.mid)
         return out
+
+    def save_log(self) -> None:
+        """Write the sequencing log if it changed (before any datagram leaves)."""
+        if self.log.dirty:
+            self.store.set_meta(_LOG_META + self.gid, self.log.dumps())
+        if self.log.conf_dirty:
+            self.store.set_meta(_LOG_META + self.gid + _CONF_META, self.log.dumps_conf())
 
     # ---------------------------------------------------------------- send
     def next_message(self, payload: bytes, parent: MessageId = ROOT) -> Message:
@@ -136,154 +152,152 @@ class Mop:
     def _accept_total(self, message: Message, persist: bool) -> tuple[int, list[Message]]:
         core = self.core
         mid = message.mid
-        if mid in self.unstamped:
-            if message.gseq is None:
-                return DUP, []
-            # A repaired copy that carries the stamp we missed.
-            return DUP, self.apply_stamps([(message.gseq, mid)])
-        if core.has(mid):
-            return DUP, []
         gseq = message.gseq
-        if gseq is None:
-            gseq = self.stamps.pop(mid, None)
-            if gseq is not None:
-                message = Message(mid, message.parent, message.payload, message.vclock, gseq)
-        if gseq is None:
+        status = NEW
+        if mid in self.unstamped or core.has(mid):
+            status = DUP
+        else:
             if len(self.unstamped) >= self.config.max_unstamped:
                 self.unstamped_refused += 1
                 return REFUSED, []
+            if gseq is not None:
+                message = Message(mid, message.parent, message.payload, message.vclock, None)
             self.unstamped[mid] = message
             if persist:
                 self.store.put(self.gid, message, False)
-            out: list[Message] = []
-            if self._active is not None:
-                self._stamp(message, out)
-            return NEW, out
-        self.stamps.pop(mid, None)
-        status, out = self._receive_stamped(message)
-        if status == NEW and persist:
-            self._persist(message, out)
+        if gseq is not None:
+            self.log.learn(gseq, mid)  # a record repaired with its committed position
+        out: list[Message] = []
+        if status == NEW:
+            positions = self.stamps.pop(mid, None)
+            if positions is not None:
+                for pos in positions:
+                    self._place(pos, mid, out)
+            elif self.log.is_leader:
+                self._stamp(message)
+        out.extend(self.pump())
         return status, out
 
-    def _receive_stamped(self, message: Message) -> tuple[int, list[Message]]:
-        core = self.core
-        assert message.gseq is not None
-        self.max_gseq = max(self.max_gseq, message.gseq)
-        dups = core.duplicates
-        refused = core.refused
-        malformed = core.malformed
-        out = core.receive(message)
-        if core.duplicates != dups:
-            return DUP, out
-        if core.refused != refused:
-            return REFUSED, out
-        if core.malformed != malformed:
-            return MALFORMED, out
-        if self._active is not None and self._waiting_parent:
-            self._release_children(out)
-        return NEW, out
-
-    def apply_stamps(self, stamps: Iterable[tuple[int, MessageId]]) -> list[Message]:
-        """An ORDER message: pair each gseq with its data (held unstamped) or remember it."""
+    def pump(self) -> list[Message]:
+        """Apply what the log decided, and stamp what waits (sequencer); returns deliveries."""
         out: list[Message] = []
-        for gseq, mid in stamps:
-            self.max_gseq = max(self.max_gseq, gseq)
-            waiting = self.unstamped.pop(mid, None)
-            if waiting is None:
-                if not self.core.has(mid):
-                    if len(self.stamps) < self.config.max_unstamped:
-                        self.stamps[mid] = gseq
+        log = self.log
+        while True:
+            if log.has_decided:
+                for pos, entry in log.take_decided():
+                    if isinstance(entry, MemberEntry):
+                        self._number(self.core.fill(pos), out)  # type: ignore[attr-defined]
                     else:
-                        self.stamps_refused += 1
+                        self._place(pos, entry, out)
                 continue
-            stamped = Message(mid, waiting.parent, waiting.payload, waiting.vclock, gseq)
-            self.store.set_gseq(self.gid, mid, gseq)
-            _, released = self._receive_stamped(stamped)
-            for m in released:
-                self.store.mark_delivered(self.gid, m.mid)
-            out.extend(released)
+            if self._backlog and log.room():
+                self._backlog = False
+                self.stamp_waiting()
+                continue
+            break
         return out
 
-    def _stamp(self, message: Message, out: list[Message]) -> None:
-        """Sequencer: stamp ``message`` once its parent has a gseq, then its waiting children."""
-        parent = message.parent
-        if not parent.is_root and not self.core.has(parent) and parent not in self.stamps:
-            self._waiting_parent.setdefault(parent, []).append(message)
-            return
-        self._stamp_now(message, out)
-
-    def _stamp_now(self, message: Message, out: list[Message]) -> None:
-        assert self._active is not None
-        mid = message.mid
-        gseq = self._active.stamp(mid)
-        self.new_stamps.append((gseq, mid))
-        self.unstamped.pop(mid, None)
-        self.store.set_gseq(self.gid, mid, gseq)
-        stamped = Message(mid, message.parent, message.payload, message.vclock, gseq)
-        _, released = self._receive_stamped(stamped)
-        for m in released:
+    def _place(self, pos: int, mid: MessageId, out: list[Message]) -> None:
+        """Position ``pos`` is decided to hold ``mid``."""
+        core = self.core
+        assert isinstance(core, TotalOrder)
+        self.max_gseq = max(self.max_gseq, pos)
+        message = self.unstamped.pop(mid, None)
+        if message is None:
+            if core.delivered(mid):
+                self._number(core.fill(pos), out)  # placed twice: delivered at the first place
+                return
+            held = core.held_message(mid)
+            if held is None:
+                positions = self.stamps.get(mid)
+                if positions is None:
+                    if len(self.stamps) >= self.config.max_unstamped and pos != core.next_gseq:
+                        self.stamps_refused += 1
+                        self.log.forget(pos)  # asked for again once there is room
+                        return
+                    positions = self.stamps[mid] = []
+                if pos not in positions:
+                    positions.append(pos)
+                return
+            message = held
+        else:
+            self.store.set_gseq(self.gid, mid, pos)
+        delivered = core.receive(Message(mid, message.parent, message.payload, message.vclock,
+                                         pos))
+        for m in delivered:
             self.store.mark_delivered(self.gid, m.mid)
-        out.extend(released)
-        children = self._waiting_parent.pop(mid, None)
-        for child in children or ():
-            if child.mid in self.unstamped:
-                self._stamp_now(child, out)
-
-    def _release_children(self, delivered: list[Message]) -> None:
-        for m in list(delivered):
-            children = self._waiting_parent.pop(m.mid, None)
+        self._number(delivered, out)
+        if self._waiting_parent:
+            children = self._waiting_parent.pop(mid, None)
             for child in children or ():
-                if child.mid in self.unstamped:
-                    self._stamp_now(child, delivered)
+                if child.mid in self.unstamped and self.log.position_of(child.mid) is None:
+                    self._stamp(child)
+
+    def _number(self, delivered: list[Message], out: list[Message]) -> None:
+        """Delivered messages carry their number among messages (``gseq``), not their
+        log position: membership records take positions but no numbers, so messages
+        are numbered 1, 2, 3, ... in every member."""
+        records_before = self.log.records_before
+        for m in delivered:
+            pos = m.gseq
+            assert pos is not None
+            out.append(Message(m.mid, m.parent, m.payload, m.vclock, pos - records_before(pos)))
+
+    def _placed(self, mid: MessageId) -> bool:
+        return (self.core.has(mid) or mid in self.stamps
+                or self.log.position_of(mid) is not None)
+
+    def _stamp(self, message: Message) -> None:
+        """Sequencer: propose ``message`` once its parent has a position, then its
+        waiting children."""
+        parent = message.parent
+        if not parent.is_root and not self._placed(parent):
+            waiting = self._waiting_parent.setdefault(parent, [])
+            if message not in waiting:
+                waiting.append(message)
+            return
+        if self.log.propose(message.mid) is None:
+            self._backlog = True
+            return
+        children = self._waiting_parent.pop(message.mid, None)
+        for child in children or ():
+            if child.mid in self.unstamped and self.log.position_of(child.mid) is None:
+                self._stamp(child)
+
+    def stamp_waiting(self) -> None:
+        """Sequencer: propose every held message the log does not have yet (after a
+        take-over, or when the window of uncommitted stamps opens again)."""
+        if not self.log.is_leader:
+            self._waiting_parent.clear()
+            return
+        log = self.log
+        for mid, message in list(self.unstamped.items()):
+            if mid in self.unstamped and log.position_of(mid) is None:
+                self._stamp(message)
+                if self._backlog:
+                    return
+
+    def decided_entries(self, lo: int, hi: int) -> Entries:
+        """Decided entries in ``lo..hi`` a NACK may need beyond the stored records:
+        membership records, and positions whose data we lack too."""
+        out = self.log.decided_entries(lo, hi)
+        if self.stamps:
+            for mid, positions in self.stamps.items():
+                out.extend((p, mid) for p in positions if lo <= p <= hi)
+        return out
 
     # ------------------------------------------------------------ sequencer
     @property
     def is_sequencer(self) -> bool:
-        return self._active is not None
+        return self.order == "total" and self.log.is_leader
 
-    def adopt(self, info: SequencerInfo) -> list[Message]:
-        """Newer sequencer news (hand-over, status, take-over). Returns deliveries
-        caused by stamping what waited, if this node becomes the sequencer."""
+    @property
+    def seqr(self) -> tuple[object, ...] | None:
+        """The sequencing log's state (what a forged message must not change)."""
         if self.order != "total":
-            return []
-        if self.seqr is not None and (info.epoch, info.pid) <= (self.seqr.epoch, self.seqr.pid):
-            return []
-        self.seqr = info
-        out: list[Message] = []
-        if info.pid == self.pid:
-            start = max(info.next_gseq, self.max_gseq + 1, self._next_known())
-            if self._active is None:
-                self._active = Sequencer(start)
-            elif self._active.next_gseq < start:
-                self._active.resume(start)
-            for message in list(self.unstamped.values()):
-                if message.mid in self.unstamped:
-                    self._stamp(message, out)
-        else:
-            self._active = None
-            self._waiting_parent.clear()
-        return out
-
-    def _next_known(self) -> int:
-        core = self.core
-        return core.next_gseq if isinstance(core, TotalOrder) else 1
-
-    def handover(self, to: str) -> SequencerInfo:
-        """Give the role to ``to``; returns the news to broadcast."""
-        epoch = self.seqr.epoch if self.seqr is not None else 0
-        next_gseq = self._active.next_gseq if self._active is not None else self.max_gseq + 1
-        info = SequencerInfo(epoch + 1, to, max(next_gseq, self.max_gseq + 1))
-        self.adopt(info)
-        return info
-
-    def take_over(self) -> tuple[SequencerInfo, list[Message]]:
-        epoch = self.seqr.epoch if self.seqr is not None else 0
-        info = SequencerInfo(epoch + 1, self.pid, self.max_gseq + 1)
-        return info, self.adopt(info)
-
-    def take_stamps(self) -> list[tuple[int, MessageId]]:
-        stamps, self.new_stamps = self.new_stamps, []
-        return stamps
+            return None
+        log = self.log
+        return (log.promised, log.ballot, log.commit_b, log.high, log.is_leader)
 
     # -------------------------------------------------------------- queries
     def has(self, mid: MessageId) -> bool:
@@ -301,20 +315,15 @@ class Mop:
         return digest
 
     def missing(self) -> list[MessageId]:
-        """Identities known to be needed and not held (parents; total: stamped data)."""
+        """Identities known to be needed and not held (parents; total: decided data)."""
         out = list(self.core.missing())
         if self.order == "total":
-            out.extend(mid for mid in self.stamps if not self.core.has(mid))
+            out.extend(self.stamps)
             out.extend(p for p in self._waiting_parent if not self.has(p))
         return out
 
     def missing_gseqs(self) -> Intervals:
-        core = self.core
-        if not isinstance(core, TotalOrder):
+        """Total order: committed positions whose entry we do not know."""
+        if self.order != "total":
             return []
-        gaps = [(g, g) for g in core.missing_gseqs()]
-        held = [m.gseq for m in core.held_messages() if m.gseq is not None]
-        top = max(held, default=core.next_gseq - 1)
-        if self.max_gseq > top:
-            gaps.append((max(top + 1, core.next_gseq), self.max_gseq))
-        return normalize(gaps)
+        return normalize(self.log.missing_positions(self.config.max_nack_intervals))

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from m2mc.group.codec import Digest, Nack
+from m2mc.group.codec import Digest, Entries, LogEntry, Nack
 from m2mc.group.config import GroupConfig
 from m2mc.group.seqsets import Intervals, holes, normalize, subtract
 from m2mc.ordering import Message, MessageId
@@ -80,6 +80,11 @@ class Repair:
         # Members (membership is bounded itself) are tracked even past max_senders, so
         # a flood of forged sender ids cannot lock a real member out.
         self.known: Callable[[str], bool] = lambda pid: False
+        # Total order: decided log entries in lo..hi that stored records do not carry
+        # (membership records; positions whose data we lack too), answered by DECIDED.
+        self.decided: Callable[[int, int], Entries] = lambda lo, hi: []
+        self.pending_decided: dict[int, LogEntry] = {}
+        self._ready_decided: Entries = []
         self._check_at: float | None = None
         self._nack_at: float | None = None
         self._holdoff: dict[str, _Holdoff] = {}
@@ -307,17 +312,29 @@ class Repair:
                 found.extend(got[:want])
                 break
             found.extend(got)
+        # Total order: decided entries (membership records, positions whose data the
+        # asker may lack) in the gseq ranges asked for, bounded like the messages.
+        for lo, hi in gseqs:
+            for pos, entry in self.decided(lo, hi):
+                if len(self.pending_decided) < self.config.max_pending_repairs:
+                    self.pending_decided[pos] = entry
         if full:  # the NACK asked for more than the table had room for
             self.stats.repairs_refused += 1
         for m in found:
             self.pending[m.mid] = m
-        if self.pending and self._repair_at is None:
+        if (self.pending or self.pending_decided) and self._repair_at is None:
             self._repair_at = now + self.rng.uniform(0.0, self.config.repair_backoff)
 
     def overheard(self, mid: MessageId) -> None:
         """A copy of ``mid`` went by: no need to retransmit it."""
         if self.pending and self.pending.pop(mid, None) is not None:
             self.stats.repairs_suppressed += 1
+
+    def overheard_decided(self, entries: Entries) -> None:
+        """Decided entries went by: no need to send them again."""
+        if self.pending_decided:
+            for pos, _ in entries:
+                self.pending_decided.pop(pos, None)
 
     def repair_due(self, now: float) -> list[Message]:
         if self._repair_at is None or now < self._repair_at:
@@ -326,6 +343,14 @@ class Repair:
         out = list(self.pending.values())
         self.pending.clear()
         self.stats.retransmitted += len(out)
+        if self.pending_decided:
+            self._ready_decided = sorted(self.pending_decided.items())
+            self.pending_decided.clear()
+        return out
+
+    def take_decided(self) -> Entries:
+        """The decided entries due with the last repair_due (total order)."""
+        out, self._ready_decided = self._ready_decided, []
         return out
 
     @property

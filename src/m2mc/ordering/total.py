@@ -9,6 +9,10 @@ Duplicates: a ``gseq`` already delivered or held is ignored. A message whose
 identity was already delivered but that arrives under a new ``gseq`` (a
 sequencer that forgot it and stamped it again) fills that ``gseq`` as a no-op,
 so the sequence never stalls on it; it is counted as a duplicate.
+
+A position may also hold no message at all (:meth:`TotalOrder.fill`): the group
+layer's sequencing log numbers its membership records in the same sequence
+(docs/group.md, "Total order"), and every receiver passes over them.
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ from m2mc.ordering.errors import MissingGseqError
 from m2mc.ordering.ids import Message, MessageId
 
 __all__ = ["Sequencer", "TotalOrder"]
+
+# What a slot holds when its gseq carries no message (see TotalOrder.fill).
+_NOTHING = Message(MessageId("", 0))
 
 
 class Sequencer:
@@ -118,7 +125,7 @@ class TotalOrder(CoreBase):
             return []
         slots = self._slots
         if gseq in slots:
-            if slots[gseq].mid != mid:
+            if slots[gseq] is _NOTHING or slots[gseq].mid != mid:
                 self.conflicts += 1
             self.duplicates += 1
             return []
@@ -143,6 +150,44 @@ class TotalOrder(CoreBase):
                     break
                 self._deliver(next_message, out)
                 nxt += 1
+        self._next = nxt
+        return out
+
+    def held_message(self, mid: MessageId) -> Message | None:
+        """The message held (waiting for its gseq's turn) under identity ``mid``."""
+        held = self._held.get(mid.pid)
+        return None if held is None else held.get(mid.seq)
+
+    def fill(self, gseq: int) -> list[Message]:
+        """Position ``gseq`` carries no message: pass over it when its turn comes.
+        Returns what became deliverable. A gseq already passed or held is a duplicate;
+        one that would have to be held while the buffer is full is refused."""
+        if self._ready:
+            ready = self.take_ready()
+            return ready + self.fill(gseq)
+        if gseq < 1:
+            self.malformed += 1
+            return []
+        nxt = self._next
+        slots = self._slots
+        if gseq < nxt or gseq in slots:
+            self.duplicates += 1
+            return []
+        if gseq != nxt:
+            if len(slots) >= self.max_held:
+                self.refused += 1
+                return []
+            slots[gseq] = _NOTHING
+            return []
+        out: list[Message] = []
+        nxt += 1
+        pop = slots.pop
+        while True:
+            next_message = pop(nxt, None)
+            if next_message is None:
+                break
+            self._deliver(next_message, out)
+            nxt += 1
         self._next = nxt
         return out
 
@@ -196,6 +241,8 @@ class TotalOrder(CoreBase):
 
     def _drop_slot(self, gseq: int) -> None:
         message = self._slots.pop(gseq)
+        if message is _NOTHING:
+            return
         mid = message.mid
         held = self._held.get(mid.pid)
         if held is not None and held.get(mid.seq) is message:
@@ -205,6 +252,8 @@ class TotalOrder(CoreBase):
 
     def _deliver(self, message: Message, out: list[Message]) -> None:
         """Deliver the message at the next gseq unless its identity already was."""
+        if message is _NOTHING:
+            return
         mid = message.mid
         pid = mid.pid
         held = self._held.get(pid)

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
-from m2mc.errors import ConfigError, UsageError
+from m2mc.errors import BufferFullError, ConfigError, UsageError
 from m2mc.group.config import GroupConfig
 from m2mc.group.events import Delivered
 from m2mc.group.manager import GroupNode
@@ -113,7 +113,7 @@ class GroupSimStack:
             return None
         try:
             mid = self.node.send(group, payload, now, reply_to or None)
-        except UsageError:
+        except (UsageError, BufferFullError):  # not a member; total order held back too much
             return None
         self._drain()
         return str(mid)
