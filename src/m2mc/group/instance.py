@@ -41,7 +41,7 @@ from m2mc.group.codec import (
     record_size,
 )
 from m2mc.group.events import CatchUpProgress, MemberJoined, MemberLeft
-from m2mc.group.gjlp import GiitRow
+from m2mc.group.gjlp import MEMBER, GiitRow
 from m2mc.group.mop import DUP, NEW, REFUSED, Mop
 from m2mc.group.msp import Msp
 from m2mc.group.repair import Repair as RepairState
@@ -325,6 +325,12 @@ class GroupInstance:
         changed = self.row.membership.merge(entries)
         if not changed:
             return
+        mine = self.row.membership.get(self.pid)
+        if (mine is not None and not mine.joined and self.row.state == MEMBER
+                and not self.lingering):
+            # Someone says we left, under a version we did not give to our current
+            # membership (an earlier incarnation's leave): we are in, above it.
+            node.refute(self, mine.version, now)
         for e in changed:
             if e.pid == self.pid:
                 continue

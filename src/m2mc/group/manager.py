@@ -89,6 +89,7 @@ class NodeStats:
     abandoned: int = 0
     oversized: int = 0
     status_suppressed: int = 0
+    refuted: int = 0  # news of our own leave (an earlier incarnation's) answered by a rejoin
     auth_failed: int = 0  # keyed groups: no tag, bad tag, replayed, stale, bad auth header
     sealed_refused: int = 0  # a sealed message for a group (or discovery) we hold no key for
     sender_mismatch: int = 0  # a body naming another sender than the one who sealed it
@@ -102,6 +103,7 @@ _make_delivered = fast_constructor(Delivered)
 _FLAGS_AT = HEADER_SIZE - 1  # offset of the flags byte in a group message
 _TAG_AT = slice(3, 11)  # the group tag, after magic and version
 _RATE_LIMITED = frozenset((int(Kind.NACK), int(Kind.SYNC_REQ)))  # plus ADV and GRPS_INFO
+_VERSION_META = "ver/"  # store meta key prefix: "ver/<gid>" = our last join/leave version
 _AUTH_META = "auth/"  # store meta key prefix: "auth/<gid>" = suite of a keyed group, or ""
 # Store meta key: the trace lines of the last committed batch (docs/decisions.md, "The
 # trace of a node with a durable log survives kill -9").
@@ -291,7 +293,7 @@ class GroupNode:
         row = inst.row
         inst.hand_over_for_leave(now)
         self._flush_group(inst)
-        row.my_version += 1
+        self._next_version(row)
         row.state = LEFT
         row.membership.apply(MemberEntry(self.pid, row.my_version, False))
         self._save_row(row)
@@ -486,7 +488,7 @@ class GroupNode:
         # Remembered (the suite, never the key) so that a restart without the key
         # keeps the group closed instead of running it open.
         self.store.set_meta(_AUTH_META + row.gid, secret.suite if secret is not None else "")
-        row.my_version += 1
+        self._next_version(row)
         row.state = MEMBER
         row.membership.apply(MemberEntry(self.pid, row.my_version, True))
         self._save_row(row)
@@ -504,6 +506,27 @@ class GroupNode:
         self._trace("view", row.gid, detail=_view(row))
         if not creating:
             inst.start_sync(now)
+
+    def _next_version(self, row: GiitRow, above: int = 0) -> None:
+        """The version of our next join or leave: above every one of ours that anyone
+        may know -- the row's, the group's membership news (an earlier incarnation's),
+        the one kept in the store (the GIIT forgets left groups on advertisement)."""
+        own = row.membership.get(self.pid)
+        stored = self.store.get_meta(_VERSION_META + row.gid)
+        row.my_version = max(row.my_version, own.version if own is not None else 0,
+                             int(stored) if stored and stored.isdigit() else 0, above) + 1
+        self.store.set_meta(_VERSION_META + row.gid, str(row.my_version))
+
+    def refute(self, inst: GroupInstance, version: int, now: float) -> None:
+        """News of us at ``version`` or later (a leave or join of an incarnation whose
+        version we lost) while we are a member: join again above it, so the others'
+        views, MSP and total order's configuration count us in."""
+        row = inst.row
+        self._next_version(row, version)
+        row.membership.apply(MemberEntry(self.pid, row.my_version, True))
+        self._save_row(row)
+        self.stats.refuted += 1
+        self._send(inst.tag, Join(self.pid, row.my_version, row.order, row.desc))
 
     def _instance(self, row: GiitRow, now: float) -> GroupInstance:
         inst = GroupInstance(self, row)
