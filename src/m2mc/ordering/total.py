@@ -141,16 +141,7 @@ class TotalOrder(CoreBase):
             return []
         out: list[Message] = []
         self._deliver(message, out)
-        nxt += 1
-        if slots:
-            pop = slots.pop
-            while True:
-                next_message = pop(nxt, None)
-                if next_message is None:
-                    break
-                self._deliver(next_message, out)
-                nxt += 1
-        self._next = nxt
+        self._release(nxt + 1, out)
         return out
 
     def held_message(self, mid: MessageId) -> Message | None:
@@ -180,16 +171,21 @@ class TotalOrder(CoreBase):
             slots[gseq] = _NOTHING
             return []
         out: list[Message] = []
-        nxt += 1
-        pop = slots.pop
-        while True:
-            next_message = pop(nxt, None)
-            if next_message is None:
-                break
-            self._deliver(next_message, out)
-            nxt += 1
-        self._next = nxt
+        self._release(nxt + 1, out)
         return out
+
+    def _release(self, nxt: int, out: list[Message]) -> None:
+        """Deliver the held positions from ``nxt`` on while they are contiguous."""
+        slots = self._slots
+        if slots:
+            pop = slots.pop
+            while True:
+                next_message = pop(nxt, None)
+                if next_message is None:
+                    break
+                self._deliver(next_message, out)
+                nxt += 1
+        self._next = nxt
 
     def missing_gseqs(self) -> list[int]:
         """The gseqs before the highest held one that are not held (at most ``max_missing``)."""
