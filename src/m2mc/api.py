@@ -36,7 +36,7 @@ from typing import Any
 from m2mc.errors import UsageError
 from m2mc.group.codec import GrpInfo
 from m2mc.group.config import GroupConfig
-from m2mc.group.events import Delivered, GroupEvent
+from m2mc.group.events import Delivered, DeliveredBatch, GroupEvent
 from m2mc.group.fastobj import fast_constructor
 from m2mc.group.manager import TRACE_JOURNAL_META, GroupNode
 from m2mc.log import node_logger
@@ -111,6 +111,27 @@ class GroupMessage:
 
 ReplyTo = GroupMessage | MessageId | str | None
 _make_message = fast_constructor(GroupMessage)
+# GroupMessage's slots, filled directly (as fastobj does) in _queue_messages, the
+# per-message cost of every delivery to the application.
+_new_object = object.__new__
+_set_gid: Any = GroupMessage.__dict__["gid"].__set__
+_set_mid: Any = GroupMessage.__dict__["mid"].__set__
+_set_parent: Any = GroupMessage.__dict__["parent"].__set__
+_set_data: Any = GroupMessage.__dict__["data"].__set__
+_set_gseq: Any = GroupMessage.__dict__["gseq"].__set__
+
+
+def _queue_messages(queue: deque[GroupMessage], gid: str, messages: list[Message]) -> None:
+    """Append a GroupMessage of group ``gid`` for each message to ``queue``."""
+    append = queue.append
+    for m in messages:
+        g = _new_object(GroupMessage)
+        _set_gid(g, gid)
+        _set_mid(g, m.mid)
+        _set_parent(g, m.parent)
+        _set_data(g, m.payload)
+        _set_gseq(g, m.gseq)
+        append(g)
 
 
 class Node:
@@ -191,6 +212,7 @@ class Node:
                                 m2mp_config=m2mp, store=store, trace=sink, run_id=cfg.run_id,
                                 keys=keys, counter_start=counter_start_at(time.time()),
                                 trace_journal=journal)
+        self._stack.batch_deliveries = True  # _dispatch takes messages by the batch
         packet_trace = None
         if cfg.trace_packets and sink.enabled:
             packet_trace = _packet_tracer(sink, pid, cfg.run_id, cfg.channel)
@@ -374,7 +396,12 @@ class Node:
             return
         queues = self._queues
         for event in events:
-            if isinstance(event, Delivered):
+            if type(event) is DeliveredBatch:
+                queue = queues.get(event.gid)
+                if queue is None:
+                    queue = queues[event.gid] = deque()
+                _queue_messages(queue, event.gid, event.messages)
+            elif isinstance(event, Delivered):
                 m = event.message
                 queue = queues.get(event.gid)
                 if queue is None:

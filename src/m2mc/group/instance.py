@@ -224,6 +224,11 @@ class GroupInstance:
         hw = repair.hw
         jump = self.config.max_seq_jump
         tracing = node.tracing
+        gid = self.gid
+        deliver = node._delivered
+        # Not tracing, the whole body's deliveries go to the node at once (in order;
+        # nothing else emits an event meanwhile).
+        delivered: list[Message] = []
         new = 0
         for m in records:
             mid = m.mid
@@ -259,11 +264,15 @@ class GroupInstance:
             else:
                 node.stats.malformed_records += 1
             if out:
-                self.delivered_count += len(out)
-                deliver = node._delivered
-                gid = self.gid
-                for d in out:
-                    deliver(gid, d)
+                if tracing:
+                    self.delivered_count += len(out)
+                    for d in out:
+                        deliver(gid, d)
+                else:
+                    delivered += out
+        if delivered:
+            self.delivered_count += len(delivered)
+            node._delivered_many(gid, delivered)
         return new
 
     def _deliver(self, m: Message, now: float) -> None:
