@@ -37,7 +37,7 @@ from m2mc.errors import UsageError
 from m2mc.group.codec import GrpInfo
 from m2mc.group.config import GroupConfig
 from m2mc.group.events import Delivered, DeliveredBatch, GroupEvent
-from m2mc.group.fastobj import fast_constructor
+from m2mc.group.fastobj import fast_constructor, slot_twin
 from m2mc.group.manager import TRACE_JOURNAL_META, GroupNode
 from m2mc.log import node_logger
 from m2mc.ordering import ROOT, Message, MessageId
@@ -111,26 +111,27 @@ class GroupMessage:
 
 ReplyTo = GroupMessage | MessageId | str | None
 _make_message = fast_constructor(GroupMessage)
-# GroupMessage's slots, filled directly (as fastobj does) in _queue_messages, the
-# per-message cost of every delivery to the application.
-_new_object = object.__new__
-_set_gid: Any = GroupMessage.__dict__["gid"].__set__
-_set_mid: Any = GroupMessage.__dict__["mid"].__set__
-_set_parent: Any = GroupMessage.__dict__["parent"].__set__
-_set_data: Any = GroupMessage.__dict__["data"].__set__
-_set_gseq: Any = GroupMessage.__dict__["gseq"].__set__
+_GroupMessageTwin = slot_twin(GroupMessage)
 
 
 def _queue_messages(queue: deque[GroupMessage], gid: str, messages: list[Message]) -> None:
-    """Append a GroupMessage of group ``gid`` for each message to ``queue``."""
+    """Append a GroupMessage of group ``gid`` for each message to ``queue``: the
+    per-message cost of every delivery to the application, so the constructor is
+    inline (fastobj's twin of GroupMessage)."""
     append = queue.append
+    twin = _GroupMessageTwin
+    if twin is None:  # pragma: no cover - GroupMessage without slots
+        for m in messages:
+            append(_make_message(gid, m.mid, m.parent, m.payload, m.gseq))
+        return
     for m in messages:
-        g = _new_object(GroupMessage)
-        _set_gid(g, gid)
-        _set_mid(g, m.mid)
-        _set_parent(g, m.parent)
-        _set_data(g, m.payload)
-        _set_gseq(g, m.gseq)
+        g = twin()
+        g.gid = gid
+        g.mid = m.mid
+        g.parent = m.parent
+        g.data = m.payload
+        g.gseq = m.gseq
+        g.__class__ = GroupMessage
         append(g)
 
 

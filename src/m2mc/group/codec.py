@@ -29,15 +29,15 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
+from typing import Any, NoReturn
 
 import msgpack
 
 from m2mc.errors import DecodeError
-from m2mc.group.fastobj import make_message, make_mid
+from m2mc.group.fastobj import fast_constructor, make_message, make_mid
 from m2mc.ordering import ROOT, Message, MessageId
 
 MAGIC = b"MC"
@@ -79,6 +79,10 @@ class Kind(IntEnum):
 
 
 _KINDS = frozenset(int(k) for k in Kind)
+# The kinds as plain ints for the decoder's tests: comparing with an IntEnum member
+# costs an attribute lookup on the enum class and a rich comparison each time.
+_DATA = int(Kind.DATA)
+_RECORD_KINDS = frozenset((_DATA, int(Kind.REPAIR)))
 
 
 def group_tag(gid: str) -> bytes:
@@ -313,11 +317,24 @@ class Frame:
     body: bytes | memoryview
 
 
+_make_frame: Callable[[bytes, int, int, bytes | memoryview], Frame] = fast_constructor(Frame)
+_make_data: Callable[[str, list[Message]], Data] = fast_constructor(Data)
+_make_repair: Callable[[str, list[Message]], Repair] = fast_constructor(Repair)
+_unpack_header = HEADER.unpack_from
+
+
 def split_frame(message: bytes) -> Frame:
     """Check the fixed prefix; the body is not looked at yet."""
     if len(message) < HEADER_SIZE:
         raise DecodeError(f"group message of {len(message)} bytes is shorter than its header")
-    magic, version, tag, kind, flags = HEADER.unpack_from(message)
+    magic, version, tag, kind, flags = _unpack_header(message)
+    if magic != MAGIC or version != VERSION or kind not in _KINDS or flags:
+        _bad_prefix(magic, version, kind, flags)
+    return _make_frame(tag, kind, flags, memoryview(message)[HEADER_SIZE:])
+
+
+def _bad_prefix(magic: bytes, version: int, kind: int, flags: int) -> NoReturn:
+    """Raise the DecodeError that says what is wrong with a frame's prefix."""
     if magic != MAGIC:
         raise DecodeError("not a group message (bad magic)")
     if version != VERSION:
@@ -326,9 +343,7 @@ def split_frame(message: bytes) -> Frame:
         raise DecodeError(f"unknown group message kind {kind}")
     if flags & FLAG_AUTH:
         raise DecodeError("sealed group message: only its group's key opens it")
-    if flags:
-        raise DecodeError(f"unknown group message flags {flags:#x}")
-    return Frame(tag, kind, flags, memoryview(message)[HEADER_SIZE:])
+    raise DecodeError(f"unknown group message flags {flags:#x}")
 
 
 def encode(tag: bytes, body: Body) -> bytes:
@@ -361,8 +376,11 @@ def record_size(m: Message) -> int:
     an error only makes one batch span two packets)."""
     size = len(m.payload)
     size += 2 if size < 256 else 3 if size < 65536 else 5
-    pid, ppid = m.mid.pid, m.parent.pid
-    size += 3 + len(pid) + len(ppid) + _uint_size(m.mid.seq) + _uint_size(m.parent.seq)
+    mid, parent = m.mid, m.parent
+    seq, pseq = mid.seq, parent.seq
+    # _uint_size inline for the two seqnos (the sender's per-message path).
+    size += (3 + len(mid.pid) + len(parent.pid)
+             + (1 if seq < 128 else _uint_size(seq)) + (1 if pseq < 128 else _uint_size(pseq)))
     if m.gseq is not None:
         size += _uint_size(m.gseq)
     if m.vclock is not None:
@@ -585,10 +603,11 @@ def _order(value: Any) -> str:
 def _from_wire(kind: int, raw: Any, max_seq: int) -> Body:
     r = _list(raw, 1, 16)
     sender = _pid(r[0])
-    if kind == Kind.DATA or kind == Kind.REPAIR:
-        _list(r, 2, 2)
+    if kind in _RECORD_KINDS:
+        if len(r) != 2:
+            raise DecodeError("expected a list of the right length")
         records = _records(r[1], max_seq)
-        return Data(sender, records) if kind == Kind.DATA else Repair(sender, records)
+        return _make_data(sender, records) if kind == _DATA else _make_repair(sender, records)
     if kind == Kind.ORDER:
         _list(r, 4, 4)
         return Order(sender, _int(r[1], 1, max_seq), _entries(r[2], max_seq),

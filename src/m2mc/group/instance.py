@@ -150,6 +150,19 @@ class GroupInstance:
 
     # ------------------------------------------------------------ receiving
     def on_body(self, body: object, now: float) -> None:
+        if type(body) is Data and self.lingering_until is None:
+            # The hot path, a member's data (as the general path below does it).
+            sender = body.sender
+            if sender == self.pid:
+                self.node.stats.own_echo += 1
+                return
+            last_heard = self.last_heard
+            if sender in last_heard or len(last_heard) < self.config.max_senders:
+                last_heard[sender] = now
+            if self.msp.waiting:
+                self.msp.peer_traffic()
+            self._records(body.records, sender, now)
+            return
         node = self.node
         sender = getattr(body, "sender", "")
         if sender == self.pid:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from m2mc.errors import BufferFullError, DecodeError, UsageError
@@ -104,6 +104,7 @@ _make_batch = fast_constructor(DeliveredBatch)
 _FLAGS_AT = HEADER_SIZE - 1  # offset of the flags byte in a group message
 _TAG_AT = slice(3, 11)  # the group tag, after magic and version
 _RATE_LIMITED = frozenset((int(Kind.NACK), int(Kind.SYNC_REQ)))  # plus ADV and GRPS_INFO
+_DISCOVERY_KINDS = frozenset((int(Kind.ADV), int(Kind.GRPS_INFO)))
 _AUTH_META = "auth/"  # store meta key prefix: "auth/<gid>" = suite of a keyed group, or ""
 # Store meta key: the trace lines of the last committed batch (docs/decisions.md, "The
 # trace of a node with a durable log survives kill -9").
@@ -410,16 +411,26 @@ class GroupNode:
     @property
     def send_backlog(self) -> int:
         """Packets waiting in M2MP plus unsent data records (for back-pressure)."""
-        return self.m2mp.queued_packets + sum(g.pending_records for g in self.groups.values())
+        backlog = self.m2mp.queued_packets
+        for g in self.groups.values():  # (a loop: a generator costs more, every send)
+            backlog += g.pending_records
+        return backlog
 
     # ================================================================ SansIOStack
     def receive_datagram(self, datagram: bytes, now: float) -> None:
+        self.receive_datagrams((datagram,), now)
+
+    def receive_datagrams(self, datagrams: Sequence[bytes], now: float) -> None:
+        """Datagrams that arrived together, in order: the same as
+        :meth:`receive_datagram` for each (what the group layer does with a message
+        changes nothing in M2MP), with M2MP's per-call work done once."""
         self._now = now
         m2mp = self.m2mp
-        m2mp.receive_datagram(datagram, now)
+        m2mp.receive_datagrams(datagrams, now)
+        on_message = self._on_message
         for event in m2mp.events():
             if isinstance(event, MessageReceived):
-                self._on_message(event.payload, now)
+                on_message(event.payload, now)
             elif isinstance(event, MessageAbandoned):
                 self.stats.abandoned += 1
                 for inst in self.groups.values():
@@ -600,7 +611,7 @@ class GroupNode:
             stats.unknown_group += 1
             return
         kind = frame.kind
-        if kind == Kind.ADV or kind == Kind.GRPS_INFO:
+        if kind in _DISCOVERY_KINDS:
             stats.wrong_kind += 1
             return
         try:

@@ -67,11 +67,6 @@ _Pending = dict[str, dict[str, dict[int, _Record]]]
 _SEQ_OF = operator.itemgetter(1)
 
 
-def _record(n: int, m: Message, delivered: bool) -> _Record:
-    return [n, m.mid.seq, m.parent.pid, m.parent.seq, m.payload, m.gseq,
-            None if m.vclock is None else dict(m.vclock), delivered]
-
-
 def _message(pid: str, r: _Record, late: tuple[int | None, int | None] | None = None
              ) -> tuple[Message, bool]:
     _, seq, ppid, pseq, payload, gseq, vclock, delivered = r
@@ -154,9 +149,14 @@ class SqliteStore:
             n = self._written
         else:
             n = earlier[0]
-        if message.gseq is not None:
+        gseq = message.gseq
+        if gseq is not None:
             self._pending_gseqs = True
-        records[seq] = _record(n, message, delivered)
+        parent = message.parent
+        vclock = message.vclock
+        # The chunk record (see _Record), built inline: every message sent or received.
+        records[seq] = [n, seq, parent.pid, parent.seq, message.payload, gseq,
+                        None if vclock is None else dict(vclock), delivered]
 
     def _pending_record(self, gid: str, mid: MessageId) -> _Record | None:
         by_pid = self._pending.get(gid)
