@@ -110,21 +110,25 @@ class GroupMessage:
 
 
 ReplyTo = GroupMessage | MessageId | str | None
-_make_message = fast_constructor(GroupMessage)
+_make_message: Callable[[str, MessageId, MessageId, bytes, int | None], GroupMessage] = (
+    fast_constructor(GroupMessage))
 _GroupMessageTwin = slot_twin(GroupMessage)
 
 
-def _queue_messages(queue: deque[GroupMessage], gid: str, messages: list[Message]) -> None:
-    """Append a GroupMessage of group ``gid`` for each message to ``queue``: the
-    per-message cost of every delivery to the application, so the constructor is
-    inline (fastobj's twin of GroupMessage)."""
-    append = queue.append
+def _take_messages(queue: deque[Message], gid: str, count: int, out: list[GroupMessage]) -> None:
+    """Move ``count`` messages of group ``gid`` from ``queue`` to ``out`` as GroupMessages:
+    the per-message cost of every delivery to the application, so the constructor
+    is inline (fastobj's twin of GroupMessage)."""
+    popleft = queue.popleft
+    append = out.append
     twin = _GroupMessageTwin
     if twin is None:  # pragma: no cover - GroupMessage without slots
-        for m in messages:
+        for _ in range(count):
+            m = popleft()
             append(_make_message(gid, m.mid, m.parent, m.payload, m.gseq))
         return
-    for m in messages:
+    for _ in range(count):
+        m = popleft()
         g = twin()
         g.gid = gid
         g.mid = m.mid
@@ -159,7 +163,11 @@ class Node:
         self._driver: StackDriver | None = None
         self._store: GroupStore | None = None
         self._trace_close: object = None
-        self._queues: dict[str, deque[GroupMessage]] = {}
+        # Per group, its messages delivered and not read yet, as the group layer gave them:
+        # each becomes a GroupMessage when the application takes it. (Objects waiting
+        # in a backlog are what the garbage collector traverses again and again; this
+        # keeps one per message fewer of them.)
+        self._queues: dict[str, deque[Message]] = {}
         self._events: deque[GroupEvent] = deque()
         self._waiters: list[asyncio.Future[None]] = []
         self._send_waiters: list[asyncio.Future[None]] = []
@@ -401,13 +409,12 @@ class Node:
                 queue = queues.get(event.gid)
                 if queue is None:
                     queue = queues[event.gid] = deque()
-                _queue_messages(queue, event.gid, event.messages)
+                queue.extend(event.messages)
             elif isinstance(event, Delivered):
-                m = event.message
                 queue = queues.get(event.gid)
                 if queue is None:
                     queue = queues[event.gid] = deque()
-                queue.append(_make_message(event.gid, m.mid, m.parent, m.payload, m.gseq))
+                queue.append(event.message)
             else:
                 if len(self._events) >= self.config.max_queued_events:
                     self._events.popleft()
@@ -505,10 +512,10 @@ class Group:
         while True:
             queue = node._queues.get(self.gid)
             if queue:
-                message = queue.popleft()
+                m = queue.popleft()
                 if len(queue) <= node.config.max_queued_messages // 2:
                     node._drv().resume()
-                return message
+                return _make_message(self.gid, m.mid, m.parent, m.payload, m.gseq)
             if node._closed:
                 raise UsageError("node closed")
             left = None if end is None else end - loop.time()
@@ -522,8 +529,8 @@ class Group:
         first = await self.receive(timeout)
         queue = self.node._queues.get(self.gid)
         out = [first]
-        while queue and len(out) < limit:
-            out.append(queue.popleft())
+        if queue:
+            _take_messages(queue, self.gid, min(len(queue), limit - 1), out)
         if queue is not None and len(queue) <= self.node.config.max_queued_messages // 2:
             self.node._drv().resume()
         return out
