@@ -172,6 +172,7 @@ class Node:
         self._waiters: list[asyncio.Future[None]] = []
         self._send_waiters: list[asyncio.Future[None]] = []
         self._poke_scheduled = False
+        self._clock: Callable[[], float] = _not_started
         self._closed = False
         self.events_dropped = 0
 
@@ -228,6 +229,7 @@ class Node:
         self._driver = StackDriver(self._stack, channel, on_input=self._dispatch,
                                    paused=self._app_full, packet_trace=packet_trace)
         await self._driver.start()
+        self._clock = self._driver.loop.time
         self._stack.start(self._driver.now())
         self._driver.poke()
 
@@ -488,8 +490,9 @@ class Group:
         Waits while too much is queued for the network (back-pressure)."""
         node = self.node
         stack = node._node()
-        payload = data.encode() if isinstance(data, str) else bytes(data)
-        parent = _parent(reply_to)
+        if type(data) is not bytes:
+            data = data.encode() if isinstance(data, str) else bytes(data)
+        parent = reply_to if type(reply_to) is MessageId else _parent(reply_to)
         limit = stack.config.send_backlog
         while stack.send_backlog >= limit:
             node._drv().poke()
@@ -500,7 +503,8 @@ class Group:
             await future
             if node._closed:
                 raise UsageError("node closed")
-        mid = stack.send(self.gid, payload, node._drv().now(), parent)
+        # node._clock is the driver's clock (driver.now()), without its three calls.
+        mid = stack.send(self.gid, data, node._clock(), parent)
         node._schedule_poke()
         return mid
 
@@ -591,6 +595,10 @@ def _incarnation_events(journal: WallClockSink, store: GroupStore, pid: str, run
 async def _resolve(spec: GroupKey, gid: str) -> GroupSecret:
     """Read the key file or run scrypt off the event loop (a passphrase costs ~0.1 s)."""
     return await asyncio.to_thread(spec.resolve, gid)
+
+
+def _not_started() -> float:
+    raise UsageError("node not running: use 'async with Node(...)' or await start()")
 
 
 def _parent(reply_to: ReplyTo) -> MessageId:

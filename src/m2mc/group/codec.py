@@ -380,7 +380,9 @@ def record_size(m: Message) -> int:
     seq, pseq = mid.seq, parent.seq
     # _uint_size inline for the two seqnos (the sender's per-message path).
     size += (3 + len(mid.pid) + len(parent.pid)
-             + (1 if seq < 128 else _uint_size(seq)) + (1 if pseq < 128 else _uint_size(pseq)))
+             + (1 if seq < 128 else 2 if seq < 256 else 3 if seq < 65536 else _uint_size(seq))
+             + (1 if pseq < 128 else 2 if pseq < 256 else 3 if pseq < 65536
+                else _uint_size(pseq)))
     if m.gseq is not None:
         size += _uint_size(m.gseq)
     if m.vclock is not None:

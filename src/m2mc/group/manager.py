@@ -695,10 +695,16 @@ class GroupNode:
         with the ``recv`` that caused it.)"""
         if self.record_delivered:
             self.delivered_ids.setdefault(gid, []).extend([m.mid for m in messages])
+        events = self._events
         if self.batch_deliveries:
-            self._batch(gid, messages)
+            if events:  # (_batch, inline: this runs for every message sent)
+                last = events[-1]
+                if type(last) is DeliveredBatch and last.gid == gid:
+                    last.messages.extend(messages)
+                    return
+            events.append(_make_batch(gid, messages))
         else:
-            self._events.extend([_make_delivered(gid, m) for m in messages])
+            events.extend([_make_delivered(gid, m) for m in messages])
 
     def _batch(self, gid: str, messages: list[Message]) -> None:
         """Append to the pending DeliveredBatch of ``gid`` if it is the last event (no
