@@ -128,6 +128,28 @@ def test_a_file_of_the_row_per_message_layout_is_converted(tmp_path: Path) -> No
     again.close()
 
 
+def test_a_file_of_the_row_per_message_layout_without_positions_is_converted(
+        tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path)
+    db.executescript("""
+        CREATE TABLE messages (
+            gid TEXT NOT NULL, pid TEXT NOT NULL, seq INTEGER NOT NULL,
+            ppid TEXT NOT NULL, pseq INTEGER NOT NULL, payload BLOB NOT NULL,
+            gseq INTEGER, vclock BLOB, delivered INTEGER NOT NULL,
+            PRIMARY KEY (gid, pid, seq));""")
+    db.executemany("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", [
+        ("g/1", "b", 1, "", 0, b"first", None, None, 1),
+        ("g/1", "b", 2, "b", 1, b"second", None, None, 0)])
+    db.commit()
+    db.close()
+    store = SqliteStore(path)
+    assert [(s.message.payload, s.delivered) for s in store.load_messages("g/1")] == [
+        (b"first", True), (b"second", False)]
+    assert store.gseq_range("g/1", 1, 10, 10) == []
+    store.close()
+
+
 def test_a_long_history_is_read_back_in_ranges(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "log.db")
     for seq in range(1, 10_001):

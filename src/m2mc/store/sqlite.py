@@ -126,9 +126,8 @@ class SqliteStore:
             clock = None if vclock is None else dict(msgpack.unpackb(vclock))
             pending.setdefault(gid, {}).setdefault(pid, {})[seq] = [
                 self._written, seq, ppid, pseq, bytes(payload), gseq, clock, bool(delivered)]
-            if gseq is not None:
-                self._pending_gseqs = True
         self._pending = pending
+        self._pending_gseqs = any(gseq is not None for *_, gseq, _, _ in rows)
         self._late_delivered, self._late_gseqs = [], []
         self._flush()
         self._db.execute("DROP TABLE messages")
