@@ -36,8 +36,8 @@ from typing import Any
 from m2mc.errors import UsageError
 from m2mc.group.codec import GrpInfo
 from m2mc.group.config import GroupConfig
-from m2mc.group.events import Delivered, GroupEvent
-from m2mc.group.fastobj import fast_constructor
+from m2mc.group.events import Delivered, DeliveredBatch, GroupEvent
+from m2mc.group.fastobj import fast_constructor, slot_twin
 from m2mc.group.manager import TRACE_JOURNAL_META, GroupNode
 from m2mc.log import node_logger
 from m2mc.ordering import ROOT, Message, MessageId
@@ -110,7 +110,33 @@ class GroupMessage:
 
 
 ReplyTo = GroupMessage | MessageId | str | None
-_make_message = fast_constructor(GroupMessage)
+_make_message: Callable[[str, MessageId, MessageId, bytes, int | None], GroupMessage] = (
+    fast_constructor(GroupMessage))
+_GroupMessageTwin = slot_twin(GroupMessage)
+
+
+def _take_messages(queue: deque[Message], gid: str, count: int, out: list[GroupMessage]) -> None:
+    """Move ``count`` messages of group ``gid`` from ``queue`` to ``out`` as GroupMessages:
+    the per-message cost of every delivery to the application, so the constructor
+    is inline (fastobj's twin of GroupMessage)."""
+    popleft = queue.popleft
+    append = out.append
+    twin = _GroupMessageTwin
+    if twin is None:  # pragma: no cover - GroupMessage without slots
+        for _ in range(count):
+            m = popleft()
+            append(_make_message(gid, m.mid, m.parent, m.payload, m.gseq))
+        return
+    for _ in range(count):
+        m = popleft()
+        g = twin()
+        g.gid = gid
+        g.mid = m.mid
+        g.parent = m.parent
+        g.data = m.payload
+        g.gseq = m.gseq
+        g.__class__ = GroupMessage
+        append(g)
 
 
 class Node:
@@ -137,11 +163,16 @@ class Node:
         self._driver: StackDriver | None = None
         self._store: GroupStore | None = None
         self._trace_close: object = None
-        self._queues: dict[str, deque[GroupMessage]] = {}
+        # Per group, its messages delivered and not read yet, as the group layer gave them:
+        # each becomes a GroupMessage when the application takes it. (Objects waiting
+        # in a backlog are what the garbage collector traverses again and again; this
+        # keeps one per message fewer of them.)
+        self._queues: dict[str, deque[Message]] = {}
         self._events: deque[GroupEvent] = deque()
         self._waiters: list[asyncio.Future[None]] = []
         self._send_waiters: list[asyncio.Future[None]] = []
         self._poke_scheduled = False
+        self._clock: Callable[[], float] = _not_started
         self._closed = False
         self.events_dropped = 0
 
@@ -191,12 +222,14 @@ class Node:
                                 m2mp_config=m2mp, store=store, trace=sink, run_id=cfg.run_id,
                                 keys=keys, counter_start=counter_start_at(time.time()),
                                 trace_journal=journal)
+        self._stack.batch_deliveries = True  # _dispatch takes messages by the batch
         packet_trace = None
         if cfg.trace_packets and sink.enabled:
             packet_trace = _packet_tracer(sink, pid, cfg.run_id, cfg.channel)
         self._driver = StackDriver(self._stack, channel, on_input=self._dispatch,
                                    paused=self._app_full, packet_trace=packet_trace)
         await self._driver.start()
+        self._clock = self._driver.loop.time
         self._stack.start(self._driver.now())
         self._driver.poke()
 
@@ -374,12 +407,16 @@ class Node:
             return
         queues = self._queues
         for event in events:
-            if isinstance(event, Delivered):
-                m = event.message
+            if type(event) is DeliveredBatch:
                 queue = queues.get(event.gid)
                 if queue is None:
                     queue = queues[event.gid] = deque()
-                queue.append(_make_message(event.gid, m.mid, m.parent, m.payload, m.gseq))
+                queue.extend(event.messages)
+            elif isinstance(event, Delivered):
+                queue = queues.get(event.gid)
+                if queue is None:
+                    queue = queues[event.gid] = deque()
+                queue.append(event.message)
             else:
                 if len(self._events) >= self.config.max_queued_events:
                     self._events.popleft()
@@ -453,8 +490,9 @@ class Group:
         Waits while too much is queued for the network (back-pressure)."""
         node = self.node
         stack = node._node()
-        payload = data.encode() if isinstance(data, str) else bytes(data)
-        parent = _parent(reply_to)
+        if type(data) is not bytes:
+            data = data.encode() if isinstance(data, str) else bytes(data)
+        parent = reply_to if type(reply_to) is MessageId else _parent(reply_to)
         limit = stack.config.send_backlog
         while stack.send_backlog >= limit:
             node._drv().poke()
@@ -465,7 +503,8 @@ class Group:
             await future
             if node._closed:
                 raise UsageError("node closed")
-        mid = stack.send(self.gid, payload, node._drv().now(), parent)
+        # node._clock is the driver's clock (driver.now()), without its three calls.
+        mid = stack.send(self.gid, data, node._clock(), parent)
         node._schedule_poke()
         return mid
 
@@ -477,10 +516,10 @@ class Group:
         while True:
             queue = node._queues.get(self.gid)
             if queue:
-                message = queue.popleft()
+                m = queue.popleft()
                 if len(queue) <= node.config.max_queued_messages // 2:
                     node._drv().resume()
-                return message
+                return _make_message(self.gid, m.mid, m.parent, m.payload, m.gseq)
             if node._closed:
                 raise UsageError("node closed")
             left = None if end is None else end - loop.time()
@@ -494,8 +533,8 @@ class Group:
         first = await self.receive(timeout)
         queue = self.node._queues.get(self.gid)
         out = [first]
-        while queue and len(out) < limit:
-            out.append(queue.popleft())
+        if queue:
+            _take_messages(queue, self.gid, min(len(queue), limit - 1), out)
         if queue is not None and len(queue) <= self.node.config.max_queued_messages // 2:
             self.node._drv().resume()
         return out
@@ -556,6 +595,10 @@ def _incarnation_events(journal: WallClockSink, store: GroupStore, pid: str, run
 async def _resolve(spec: GroupKey, gid: str) -> GroupSecret:
     """Read the key file or run scrypt off the event loop (a passphrase costs ~0.1 s)."""
     return await asyncio.to_thread(spec.resolve, gid)
+
+
+def _not_started() -> float:
+    raise UsageError("node not running: use 'async with Node(...)' or await start()")
 
 
 def _parent(reply_to: ReplyTo) -> MessageId:

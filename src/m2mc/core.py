@@ -4,6 +4,9 @@ A driver (asyncio runtime or simulator) owns the clock and the channel. It calls
 ``receive_datagram`` for each datagram that arrives, ``on_timer`` when
 ``next_deadline`` has passed, and after every call transmits what
 ``datagrams_to_send`` returns. The stack never blocks, sleeps or reads a clock.
+A stack may also have ``receive_datagrams(datagrams, now)``, the same as
+``receive_datagram`` for each in order; the asyncio driver then hands it each
+batch it reads at once.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from m2mc.group.config import GroupConfig
-from m2mc.group.events import Delivered
+from m2mc.group.events import Delivered, DeliveredBatch
 from m2mc.group.manager import GroupNode
 from m2mc.ordering import MessageId
 from m2mc.security.keys import GroupSecret
@@ -47,6 +47,8 @@ class Net:
     datagrams: int = 0
     counter: Callable[[bytes], None] | None = None
     keys: dict[str, dict[str, GroupSecret]] = field(default_factory=dict)  # pid -> gid -> key
+    tracing: bool = True  # False: the nodes trace nothing (their non-tracing fast paths)
+    batch_deliveries: bool = False  # the nodes deliver DeliveredBatch events
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
@@ -61,9 +63,11 @@ class Net:
         if keys is not None:
             self.keys[pid] = keys
         node = GroupNode(pid, rng=random.Random(f"{self.seed}/{pid}/{self.now}"),
-                         config=self.config(), store=self.stores[pid], trace=self.trace,
+                         config=self.config(), store=self.stores[pid],
+                         trace=self.trace if self.tracing else None,
                          run_id="test", keys=self.keys.get(pid),
                          counter_start=int(self.now * 1_000_000))
+        node.batch_deliveries = self.batch_deliveries
         self.nodes[pid] = node
         self.down.discard(pid)
         self.delivered.setdefault(pid, {})
@@ -129,6 +133,9 @@ class Net:
         for event in node.events():
             if isinstance(event, Delivered):
                 self.delivered[pid].setdefault(event.gid, []).append(event.message.mid)
+            elif isinstance(event, DeliveredBatch):
+                self.delivered[pid].setdefault(event.gid, []).extend(
+                    m.mid for m in event.messages)
             else:
                 self.events.setdefault(pid, []).append(event)
         for datagram in node.datagrams_to_send(self.now):

@@ -4,7 +4,10 @@ NACK suppression under loss, on the deterministic in-process network."""
 
 from __future__ import annotations
 
+import random
+
 from m2mc.group.events import CatchUpProgress, MemberJoined, MemberLeft
+from m2mc.group.manager import GroupNode
 from m2mc.ordering import MessageId
 
 from .harness import Net
@@ -104,3 +107,42 @@ def test_nacks_and_repairs_are_suppressed_under_loss() -> None:
     # of them quiet, and one answer keeps the other holders from answering too.
     assert sent > 0 and suppressed > 0
     assert sum(s["repairs_suppressed"] for s in stats) > 0
+
+
+def _lossy_run(tracing: bool, batch: bool) -> tuple[dict[str, dict[str, list[MessageId]]],
+                                                    dict[str, list[object]]]:
+    """Three groups (S_b, causal, total) under loss, with a late joiner and a restart."""
+    net = Net(seed=31, loss=0.15, tracing=tracing, batch_deliveries=batch)
+    for pid in "abc":
+        net.add(pid)
+    for gid, order in (("sb", "sb"), ("causal", "causal"), ("total", "total")):
+        for pid in "abc":
+            net.do(pid, lambda n, g=gid, o=order: n.join_group(g, net.now, order=o))
+    net.run(1.0)
+    prev: dict[str, MessageId | None] = {}
+    for i in range(300):
+        gid = ("sb", "causal", "total")[i % 3]
+        sender = "abc"[i % 3 if i % 7 else 0]
+        prev[gid] = net.send(sender, gid, b"m%d" % i, reply_to=prev.get(gid) if i % 5 else None)
+        if i % 40 == 39:
+            net.run(0.05)
+        if i == 150:
+            net.add("d")
+            for gid in ("sb", "causal", "total"):
+                net.do("d", lambda n, g=gid: n.join_group(g, net.now, order=g))
+    net.run(10.0)
+    for gid in ("sb", "causal", "total"):
+        net.check_group(gid, ["a", "b", "c", "d"])
+    assert net.trace.events if tracing else not net.trace.events
+    return net.delivered, net.events
+
+
+def test_deliveries_are_the_same_traced_untraced_and_batched() -> None:
+    """The untraced receive path hands a whole body's deliveries over at once, and a
+    node with ``batch_deliveries`` coalesces them into DeliveredBatch events: the
+    same messages in the same order at every node as message by message."""
+    assert GroupNode("x", rng=random.Random(1)).batch_deliveries is False  # by default
+    traced = _lossy_run(True, False)
+    assert _lossy_run(False, False) == traced
+    assert _lossy_run(False, True) == traced
+    assert _lossy_run(True, True) == traced

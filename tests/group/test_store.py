@@ -8,12 +8,14 @@ import tempfile
 from pathlib import Path
 
 import msgpack
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.store import MemoryStore
+from m2mc.store import sqlite as sqlite_store
 from m2mc.store.sqlite import CHUNK_SPAN, SqliteStore
 
 GIDS = st.sampled_from(["g/1", "g/2"])
@@ -126,6 +128,28 @@ def test_a_file_of_the_row_per_message_layout_is_converted(tmp_path: Path) -> No
     again.close()
 
 
+def test_a_file_of_the_row_per_message_layout_without_positions_is_converted(
+        tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path)
+    db.executescript("""
+        CREATE TABLE messages (
+            gid TEXT NOT NULL, pid TEXT NOT NULL, seq INTEGER NOT NULL,
+            ppid TEXT NOT NULL, pseq INTEGER NOT NULL, payload BLOB NOT NULL,
+            gseq INTEGER, vclock BLOB, delivered INTEGER NOT NULL,
+            PRIMARY KEY (gid, pid, seq));""")
+    db.executemany("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", [
+        ("g/1", "b", 1, "", 0, b"first", None, None, 1),
+        ("g/1", "b", 2, "b", 1, b"second", None, None, 0)])
+    db.commit()
+    db.close()
+    store = SqliteStore(path)
+    assert [(s.message.payload, s.delivered) for s in store.load_messages("g/1")] == [
+        (b"first", True), (b"second", False)]
+    assert store.gseq_range("g/1", 1, 10, 10) == []
+    store.close()
+
+
 def test_a_long_history_is_read_back_in_ranges(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "log.db")
     for seq in range(1, 10_001):
@@ -139,4 +163,34 @@ def test_a_long_history_is_read_back_in_ranges(tmp_path: Path) -> None:
     assert len(store.seq_range("g", "a", 1, 10_000, 100_000)) == 10_000
     assert store.high_water("g", "a") == 10_000
     assert store.get("g", MessageId("a", 7777)) == message("a", 7777, b"x", False)
+    store.close()
+
+
+def test_write_numbers_go_on_rising_across_reopenings_and_kills(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The meta mark is moved only a block at a time: with blocks of two writes, a log
+    written over many incarnations (some killed: never closed) still loads in the
+    order it was written, and the mark stays at or above every write number."""
+    monkeypatch.setattr(sqlite_store, "WRITE_NUMBER_BLOCK", 2)
+    path = tmp_path / "log.db"
+    order: list[MessageId] = []
+    for life in range(6):
+        store = SqliteStore(path)
+        for i in range(1, 8):
+            pid = "abc"[(life + i) % 3]
+            m = message(pid, life * 10 + i, b"%d" % i, False)
+            store.put("g", m, True)
+            order.append(m.mid)
+            if i % 3 == 0:
+                store.commit()
+        store.commit()
+        if life % 2:
+            store.close()
+        # else: killed after its last commit (the connection is simply dropped)
+    store = SqliteStore(path)
+    assert [s.message.mid for s in store.load_messages("g")] == order
+    numbers = [r[0] for (data,) in store._db.execute("SELECT data FROM chunks")
+               for r in msgpack.unpackb(data)]
+    assert int(store.get_meta("store/write_number") or 0) >= max(numbers)
+    assert len(numbers) == len(set(numbers))
     store.close()

@@ -6,6 +6,7 @@ from m2mc.group.config import ORDERS, GroupConfig
 from m2mc.group.events import (
     CatchUpProgress,
     Delivered,
+    DeliveredBatch,
     GroupCreated,
     GroupDiscovered,
     GroupEvent,
@@ -18,6 +19,7 @@ __all__ = [
     "ORDERS",
     "CatchUpProgress",
     "Delivered",
+    "DeliveredBatch",
     "GroupConfig",
     "GroupCreated",
     "GroupDiscovered",

@@ -29,15 +29,15 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
+from typing import Any, NoReturn
 
 import msgpack
 
 from m2mc.errors import DecodeError
-from m2mc.group.fastobj import make_message, make_mid
+from m2mc.group.fastobj import fast_constructor, make_mid, slot_twin
 from m2mc.ordering import ROOT, Message, MessageId
 
 MAGIC = b"MC"
@@ -79,6 +79,10 @@ class Kind(IntEnum):
 
 
 _KINDS = frozenset(int(k) for k in Kind)
+# The kinds as plain ints for the decoder's tests: comparing with an IntEnum member
+# costs an attribute lookup on the enum class and a rich comparison each time.
+_DATA = int(Kind.DATA)
+_RECORD_KINDS = frozenset((_DATA, int(Kind.REPAIR)))
 
 
 def group_tag(gid: str) -> bytes:
@@ -313,11 +317,32 @@ class Frame:
     body: bytes | memoryview
 
 
+_make_frame: Callable[[bytes, int, int, bytes | memoryview], Frame] = fast_constructor(Frame)
+_make_data: Callable[[str, list[Message]], Data] = fast_constructor(Data)
+_make_repair: Callable[[str, list[Message]], Repair] = fast_constructor(Repair)
+_unpack_header = HEADER.unpack_from
+# _records builds its MessageId and Message objects inline through their twins
+# (m2mc.group.fastobj), two calls less per record than make_mid and make_message.
+_mid_twin = slot_twin(MessageId)
+_message_twin = slot_twin(Message)
+if _mid_twin is None or _message_twin is None:  # pragma: no cover - a layout change
+    raise ImportError("the group codec needs MessageId and Message as slots dataclasses")
+_MID_TWIN: type[Any] = _mid_twin
+_MESSAGE_TWIN: type[Any] = _message_twin
+
+
 def split_frame(message: bytes) -> Frame:
     """Check the fixed prefix; the body is not looked at yet."""
     if len(message) < HEADER_SIZE:
         raise DecodeError(f"group message of {len(message)} bytes is shorter than its header")
-    magic, version, tag, kind, flags = HEADER.unpack_from(message)
+    magic, version, tag, kind, flags = _unpack_header(message)
+    if magic != MAGIC or version != VERSION or kind not in _KINDS or flags:
+        _bad_prefix(magic, version, kind, flags)
+    return _make_frame(tag, kind, flags, memoryview(message)[HEADER_SIZE:])
+
+
+def _bad_prefix(magic: bytes, version: int, kind: int, flags: int) -> NoReturn:
+    """Raise the DecodeError that says what is wrong with a frame's prefix."""
     if magic != MAGIC:
         raise DecodeError("not a group message (bad magic)")
     if version != VERSION:
@@ -326,9 +351,7 @@ def split_frame(message: bytes) -> Frame:
         raise DecodeError(f"unknown group message kind {kind}")
     if flags & FLAG_AUTH:
         raise DecodeError("sealed group message: only its group's key opens it")
-    if flags:
-        raise DecodeError(f"unknown group message flags {flags:#x}")
-    return Frame(tag, kind, flags, memoryview(message)[HEADER_SIZE:])
+    raise DecodeError(f"unknown group message flags {flags:#x}")
 
 
 def encode(tag: bytes, body: Body) -> bytes:
@@ -361,8 +384,13 @@ def record_size(m: Message) -> int:
     an error only makes one batch span two packets)."""
     size = len(m.payload)
     size += 2 if size < 256 else 3 if size < 65536 else 5
-    pid, ppid = m.mid.pid, m.parent.pid
-    size += 3 + len(pid) + len(ppid) + _uint_size(m.mid.seq) + _uint_size(m.parent.seq)
+    mid, parent = m.mid, m.parent
+    seq, pseq = mid.seq, parent.seq
+    # _uint_size inline for the two seqnos (the sender's per-message path).
+    size += (3 + len(mid.pid) + len(parent.pid)
+             + (1 if seq < 128 else 2 if seq < 256 else 3 if seq < 65536 else _uint_size(seq))
+             + (1 if pseq < 128 else 2 if pseq < 256 else 3 if pseq < 65536
+                else _uint_size(pseq)))
     if m.gseq is not None:
         size += _uint_size(m.gseq)
     if m.vclock is not None:
@@ -481,10 +509,12 @@ def _int(value: Any, low: int, high: int) -> int:
 
 def _records(raw: Any, max_seq: int) -> list[Message]:
     """The hot path of every receiver: checks and builds each record as cheaply as
-    Python allows (fast constructors; a parent that is the previous record of the
-    batch reuses that record's identity object)."""
+    Python allows (objects built inline through their twins; a parent that is the
+    previous record of the batch reuses that record's identity object)."""
     out: list[Message] = []
     append = out.append
+    mid_twin = _MID_TWIN
+    message_twin = _MESSAGE_TWIN
     prev: MessageId = ROOT
     for r in _list(raw):
         if type(r) is not list:
@@ -512,8 +542,18 @@ def _records(raw: Any, max_seq: int) -> list[Message]:
             parent = ROOT
         else:
             raise DecodeError("bad parent seqno")
-        prev = make_mid(pid, seq)
-        append(make_message(prev, parent, payload, vclock, gseq))
+        mid = mid_twin()
+        mid.pid = pid
+        mid.seq = seq
+        mid.__class__ = MessageId
+        m = message_twin()
+        m.mid = prev = mid
+        m.parent = parent
+        m.payload = payload
+        m.vclock = vclock
+        m.gseq = gseq
+        m.__class__ = Message
+        append(m)
     return out
 
 
@@ -585,10 +625,11 @@ def _order(value: Any) -> str:
 def _from_wire(kind: int, raw: Any, max_seq: int) -> Body:
     r = _list(raw, 1, 16)
     sender = _pid(r[0])
-    if kind == Kind.DATA or kind == Kind.REPAIR:
-        _list(r, 2, 2)
+    if kind in _RECORD_KINDS:
+        if len(r) != 2:
+            raise DecodeError("expected a list of the right length")
         records = _records(r[1], max_seq)
-        return Data(sender, records) if kind == Kind.DATA else Repair(sender, records)
+        return _make_data(sender, records) if kind == _DATA else _make_repair(sender, records)
     if kind == Kind.ORDER:
         _list(r, 4, 4)
         return Order(sender, _int(r[1], 1, max_seq), _entries(r[2], max_seq),

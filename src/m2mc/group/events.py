@@ -18,6 +18,17 @@ class Delivered:
 
 
 @dataclass(frozen=True, slots=True)
+class DeliveredBatch:
+    """Consecutive ``Delivered`` events of group ``gid`` as one, ``messages`` in the
+    group's order. Only a node whose ``batch_deliveries`` is set emits it (the
+    asyncio API does): one event per batch instead of one object per message,
+    since building those is a large part of a receiver's CPU per message."""
+
+    gid: str
+    messages: list[Message]
+
+
+@dataclass(frozen=True, slots=True)
 class GroupDiscovered:
     """``displayNewGroupInfo``: a group this node is not in; join or reject it."""
 
@@ -56,5 +67,5 @@ class CatchUpProgress:
     done: bool
 
 
-GroupEvent = (Delivered | GroupDiscovered | GroupCreated | MemberJoined | MemberLeft
-              | CatchUpProgress)
+GroupEvent = (Delivered | DeliveredBatch | GroupDiscovered | GroupCreated | MemberJoined
+              | MemberLeft | CatchUpProgress)

@@ -150,6 +150,19 @@ class GroupInstance:
 
     # ------------------------------------------------------------ receiving
     def on_body(self, body: object, now: float) -> None:
+        if type(body) is Data and self.lingering_until is None:
+            # The hot path, a member's data (as the general path below does it).
+            sender = body.sender
+            if sender == self.pid:
+                self.node.stats.own_echo += 1
+                return
+            last_heard = self.last_heard
+            if sender in last_heard or len(last_heard) < self.config.max_senders:
+                last_heard[sender] = now
+            if self.msp.waiting:
+                self.msp.peer_traffic()
+            self._records(body.records, sender, now)
+            return
         node = self.node
         sender = getattr(body, "sender", "")
         if sender == self.pid:
@@ -224,6 +237,11 @@ class GroupInstance:
         hw = repair.hw
         jump = self.config.max_seq_jump
         tracing = node.tracing
+        gid = self.gid
+        deliver = node._delivered
+        # Not tracing, the whole body's deliveries go to the node at once (in order;
+        # nothing else emits an event meanwhile).
+        delivered: list[Message] = []
         new = 0
         for m in records:
             mid = m.mid
@@ -259,11 +277,15 @@ class GroupInstance:
             else:
                 node.stats.malformed_records += 1
             if out:
-                self.delivered_count += len(out)
-                deliver = node._delivered
-                gid = self.gid
-                for d in out:
-                    deliver(gid, d)
+                if tracing:
+                    self.delivered_count += len(out)
+                    for d in out:
+                        deliver(gid, d)
+                else:
+                    delivered += out
+        if delivered:
+            self.delivered_count += len(delivered)
+            node._delivered_many(gid, delivered)
         return new
 
     def _deliver(self, m: Message, now: float) -> None:

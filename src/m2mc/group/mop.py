@@ -122,6 +122,17 @@ class Mop:
         refused = core.refused
         malformed = core.malformed
         out = core.receive(message)
+        if out and out[0] is message:
+            # New and delivered at once, the usual case (a core returns a message it
+            # counted as a duplicate, refused or malformed never).
+            if persist:
+                store = self.store
+                gid = self.gid
+                store.put(gid, message, True)
+                if len(out) > 1:
+                    for m in out[1:]:
+                        store.mark_delivered(gid, m.mid)
+            return NEW, out
         if core.duplicates != dups:
             return DUP, out
         if core.refused != refused:

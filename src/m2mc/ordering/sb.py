@@ -67,6 +67,14 @@ class SbOrder(CoreBase):
         delivered = self._delivered
         ol = delivered.get(pid)
         if ol is not None:
+            highs = ol.highs
+            if (not self._held_count and highs and highs[-1] == seq - 1
+                    and (not ppid or (pseq == seq - 1 and ppid == pid))):
+                # The usual message: its sender's next, answering the root or the
+                # sender's previous one (delivered: the last of its ordering list),
+                # nothing held. What the general path below concludes, without lookups.
+                highs[-1] = seq
+                return [message]
             i = bisect_right(ol.lows, seq)
             if i and seq <= ol.highs[i - 1]:
                 self.duplicates += 1

@@ -12,6 +12,10 @@ being held, or total order stamps it) goes to the small ``late`` table, which
 reads apply on top; ``late`` also indexes the ``gseq`` of every stamped message
 for :meth:`gseq_range`. Every record carries a store-wide write number, so
 :meth:`load_messages` returns messages in the order they were first written.
+The meta table keeps a mark at or above every write number given out, moved
+:data:`WRITE_NUMBER_BLOCK` ahead when writes reach it: updating it with every
+commit cost more than the chunk rows of a commit (two more b-trees to write). A
+restart numbers on from the mark; the gap it leaves changes no order.
 
 WAL with ``synchronous=NORMAL`` keeps every committed transaction across a
 process crash (``kill -9``); only an operating-system crash may lose the last
@@ -24,7 +28,7 @@ from __future__ import annotations
 import json
 import operator
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +40,8 @@ from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.store import GroupRow, StoredMessage
 
 CHUNK_SPAN = 256  # seqnos one chunk row may cover (hi - lo < CHUNK_SPAN)
-_WRITTEN = "store/write_number"  # meta key: the last write number given out
+_WRITTEN = "store/write_number"  # meta key: at or above every write number given out
+WRITE_NUMBER_BLOCK = 1 << 16  # write numbers reserved by each update of that mark
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -56,12 +61,10 @@ CREATE INDEX IF NOT EXISTS late_by_gseq ON late (gid, gseq) WHERE gseq IS NOT NU
 # A record in a chunk: [write number, seq, ppid, pseq, payload, gseq, vclock, delivered]
 _Record = list[Any]
 _Key = tuple[str, str, int]
+# Writes waiting for the next flush: gid -> pid -> seq -> record, already grouped the
+# way chunks are (per group and sender).
+_Pending = dict[str, dict[str, dict[int, _Record]]]
 _SEQ_OF = operator.itemgetter(1)
-
-
-def _record(n: int, m: Message, delivered: bool) -> _Record:
-    return [n, m.mid.seq, m.parent.pid, m.parent.seq, m.payload, m.gseq,
-            None if m.vclock is None else dict(m.vclock), delivered]
 
 
 def _message(pid: str, r: _Record, late: tuple[int | None, int | None] | None = None
@@ -91,6 +94,7 @@ class SqliteStore:
             self._db.execute(f"PRAGMA wal_autocheckpoint={wal_autocheckpoint}")
             self._db.executescript(_SCHEMA)
             self._written = self._last_write_number()
+            self._reserved = self._written  # the mark in meta
             # Messages with a row in ``late`` (few: held ones, stamped ones), so a new
             # put of one of them can clear it without a query per message.
             self._late_keys: set[_Key] = set(self._db.execute("SELECT gid, pid, seq FROM late"))
@@ -98,8 +102,9 @@ class SqliteStore:
             self._db.commit()
         except (sqlite3.Error, OSError, ValueError) as exc:
             raise ConfigError(f"cannot open the message store {self.path}: {exc}") from None
-        # Writes since the last flush: key -> record; later writes replace earlier ones.
-        self._pending: dict[_Key, _Record] = {}
+        # Writes since the last flush; later writes replace earlier ones.
+        self._pending: _Pending = {}
+        self._pending_gseqs = False  # some pending record has a gseq (indexed in late)
         self._late_delivered: list[_Key] = []
         self._late_gseqs: list[tuple[str, str, int, int]] = []
 
@@ -115,39 +120,62 @@ class SqliteStore:
             return
         rows = self._db.execute("SELECT gid, pid, seq, ppid, pseq, payload, gseq, vclock, "
                                 "delivered FROM messages ORDER BY rowid").fetchall()
-        pending: dict[_Key, _Record] = {}
+        pending: _Pending = {}
         for gid, pid, seq, ppid, pseq, payload, gseq, vclock, delivered in rows:
             self._written += 1
             clock = None if vclock is None else dict(msgpack.unpackb(vclock))
-            pending[(gid, pid, seq)] = [self._written, seq, ppid, pseq, bytes(payload), gseq,
-                                        clock, bool(delivered)]
+            pending.setdefault(gid, {}).setdefault(pid, {})[seq] = [
+                self._written, seq, ppid, pseq, bytes(payload), gseq, clock, bool(delivered)]
         self._pending = pending
+        self._pending_gseqs = any(gseq is not None for *_, gseq, _, _ in rows)
         self._late_delivered, self._late_gseqs = [], []
         self._flush()
         self._db.execute("DROP TABLE messages")
 
     # ------------------------------------------------------------------ writes
     def put(self, gid: str, message: Message, delivered: bool) -> None:
-        key = (gid, message.mid.pid, message.mid.seq)
-        earlier = self._pending.get(key)
+        mid = message.mid
+        by_pid = self._pending.get(gid)
+        if by_pid is None:
+            by_pid = self._pending[gid] = {}
+        records = by_pid.get(mid.pid)
+        if records is None:
+            records = by_pid[mid.pid] = {}
+        seq = mid.seq
+        earlier = records.get(seq)
         if earlier is None:
             self._written += 1
-        self._pending[key] = _record(self._written if earlier is None else earlier[0],
-                                     message, delivered)
+            n = self._written
+        else:
+            n = earlier[0]
+        gseq = message.gseq
+        if gseq is not None:
+            self._pending_gseqs = True
+        parent = message.parent
+        vclock = message.vclock
+        # The chunk record (see _Record), built inline: every message sent or received.
+        records[seq] = [n, seq, parent.pid, parent.seq, message.payload, gseq,
+                        None if vclock is None else dict(vclock), delivered]
+
+    def _pending_record(self, gid: str, mid: MessageId) -> _Record | None:
+        by_pid = self._pending.get(gid)
+        if by_pid is None:
+            return None
+        records = by_pid.get(mid.pid)
+        return None if records is None else records.get(mid.seq)
 
     def mark_delivered(self, gid: str, mid: MessageId) -> None:
-        key = (gid, mid.pid, mid.seq)
-        record = self._pending.get(key)
+        record = self._pending_record(gid, mid)
         if record is not None:
             record[7] = True
         else:
-            self._late_delivered.append(key)
+            self._late_delivered.append((gid, mid.pid, mid.seq))
 
     def set_gseq(self, gid: str, mid: MessageId, gseq: int) -> None:
-        key = (gid, mid.pid, mid.seq)
-        record = self._pending.get(key)
+        record = self._pending_record(gid, mid)
         if record is not None:
             record[5] = gseq
+            self._pending_gseqs = True
         else:
             self._late_gseqs.append((gid, mid.pid, mid.seq, gseq))
 
@@ -166,17 +194,26 @@ class SqliteStore:
         db = self._db
         if self._pending:
             pending, self._pending = self._pending, {}
-            replaced = [key for key in pending if key in self._late_keys]
-            if replaced:  # a new put replaces what was noted late about the old one
-                db.executemany("DELETE FROM late WHERE gid = ? AND pid = ? AND seq = ?",
-                               replaced)
-                self._late_keys.difference_update(replaced)
+            late_keys = self._late_keys
+            if late_keys:
+                replaced = [key for gid, by_pid in pending.items()
+                            for pid, records in by_pid.items() for seq in records
+                            if (key := (gid, pid, seq)) in late_keys]
+                if replaced:  # a new put replaces what was noted late about the old one
+                    db.executemany("DELETE FROM late WHERE gid = ? AND pid = ? AND seq = ?",
+                                   replaced)
+                    late_keys.difference_update(replaced)
             db.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?)", _chunks(pending))
-            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (_WRITTEN, str(self._written)))
-            stamped = [(gid, pid, seq, r[5]) for (gid, pid, seq), r in pending.items()
-                       if r[5] is not None]
-            if stamped:
-                self._late_gseqs.extend(stamped)
+            if self._written > self._reserved:
+                self._reserved = self._written + WRITE_NUMBER_BLOCK
+                db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                           (_WRITTEN, str(self._reserved)))
+            if self._pending_gseqs:
+                self._pending_gseqs = False
+                self._late_gseqs.extend(
+                    (gid, pid, seq, r[5]) for gid, by_pid in pending.items()
+                    for pid, records in by_pid.items() for seq, r in records.items()
+                    if r[5] is not None)
         if self._late_delivered:
             self._late_keys.update(self._late_delivered)
             db.executemany(
@@ -289,19 +326,21 @@ class SqliteStore:
         return None if row is None else str(row[0])
 
 
-def _chunks(pending: dict[_Key, _Record]) -> Iterator[tuple[str, str, int, int, bytes]]:
+def _chunks(pending: _Pending) -> Iterator[tuple[str, str, int, int, bytes]]:
     """Rows for the chunks table: per group and sender, runs of at most CHUNK_SPAN seqnos."""
-    by_sender: dict[tuple[str, str], list[_Record]] = {}
-    for (gid, pid, _), record in pending.items():
-        by_sender.setdefault((gid, pid), []).append(record)
     pack = msgpack.packb
-    for (gid, pid), records in by_sender.items():
-        records.sort(key=_SEQ_OF)
-        for run in _runs(records):
-            yield gid, pid, run[0][1], run[-1][1], pack(run, use_bin_type=True)
+    for gid, by_pid in pending.items():
+        for pid, by_seq in by_pid.items():
+            records = list(by_seq.values())
+            records.sort(key=_SEQ_OF)
+            for run in _runs(records):
+                yield gid, pid, run[0][1], run[-1][1], pack(run, use_bin_type=True)
 
 
-def _runs(records: Iterable[_Record]) -> Iterator[list[_Record]]:
+def _runs(records: list[_Record]) -> Iterator[list[_Record]]:
+    if records[-1][1] - records[0][1] < CHUNK_SPAN:  # the usual flush: one run
+        yield records
+        return
     run: list[_Record] = []
     for r in records:
         if run and r[1] - run[0][1] >= CHUNK_SPAN:

@@ -143,6 +143,7 @@ class M2MPLayer:
             completed_cache=cfg.completed_cache,
         ))
         self._filters: list[bytes] = []
+        self._prefixes: tuple[bytes, ...] = ()  # the filters, as bytes.startswith takes them
         self._longest_filter = 0
         self._accept_all = False
         # Our message IDs, to spot looped-back copies; the FIFO forgets the oldest first.
@@ -185,9 +186,10 @@ class M2MPLayer:
     def matches(self, message: bytes) -> bool:
         if self._accept_all:
             return True
-        return any(message.startswith(prefix) for prefix in self._filters)
+        return message.startswith(self._prefixes)
 
     def _refresh_filters(self) -> None:
+        self._prefixes = tuple(self._filters)
         self._accept_all = b"" in self._filters
         self._longest_filter = max((len(p) for p in self._filters), default=0)
 
@@ -290,6 +292,7 @@ class M2MPLayer:
         remember_done = self._reassembler.remember_done
         expiry = now + self._message_timeout
         accept_all = self._accept_all
+        prefixes = self._prefixes
         append = self._events.append
         unpack = _unpack_header
         size_in = looped = delivered = 0
@@ -317,7 +320,7 @@ class M2MPLayer:
                     if found is None:
                         continue
                     message = found
-                if accept_all or self.matches(message):
+                if accept_all or message.startswith(prefixes):
                     delivered += 1
                     event = _new_event(MessageReceived)
                     _set_message_id(event, message_id)
