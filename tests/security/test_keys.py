@@ -87,6 +87,26 @@ def test_passphrase_is_derived_once_and_bound_to_the_group() -> None:
         derive_passphrase_key("", "team")
 
 
+def test_passphrase_cache_keeps_the_64_most_recently_used_keys() -> None:
+    """Each group a peer names makes a derivation; the cache of them is a bounded LRU."""
+    cheap = {"n": 1 << 4, "r": 8, "p": 1}
+    phrase = "cache bound"
+    first = derive_passphrase_key(phrase, "cache-0", **cheap)
+    for i in range(1, 64):
+        derive_passphrase_key(phrase, f"cache-{i}", **cheap)
+    before = keys.derivations
+    assert derive_passphrase_key(phrase, "cache-0", **cheap) == first  # cached, now the newest
+    assert keys.derivations == before
+    for i in range(64, 130):
+        derive_passphrase_key(phrase, f"cache-{i}", **cheap)
+    assert len(keys._derived) == 64
+    before = keys.derivations
+    derive_passphrase_key(phrase, "cache-1", **cheap)  # fell out: derived again
+    assert keys.derivations == before + 1
+    derive_passphrase_key(phrase, "cache-129", **cheap)  # among the newest: still cached
+    assert keys.derivations == before + 1
+
+
 def test_load_group_key_sources(tmp_path: Path) -> None:
     assert load_group_key("g") is None
     assert load_group_key("g", key=RAW.hex()) == RAW
