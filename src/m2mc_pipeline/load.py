@@ -227,15 +227,38 @@ def _scope_of(uri: str, where: dict[Path, int]) -> int | None:
     return None
 
 
+def _uri_stem(uri: str) -> str:
+    """The trace a listed file belongs to, as :func:`_stem` names it: ``.../n0`` for
+    ``.../n0.jsonl``, ``.../n0.jsonl.gz``, ``.../n0.parquet`` and the part files of a
+    Parquet directory ``.../n0.parquet/part-*.parquet``."""
+    path = unquote(urlparse(uri).path)
+    parts = path.split("/")
+    for i, name in enumerate(parts):
+        if name.endswith(".parquet"):
+            return "/".join([*parts[:i], name[: -len(".parquet")]])
+    return str(_stem(Path(path)))
+
+
 def _remote_frames(spark: SparkSession, path: str, index: int) -> tuple[DataFrame, Scope]:
-    parts: list[DataFrame] = []
-    for read in (_read_jsonl, _read_parquet):
+    found: dict[str, DataFrame] = {}
+    for kind, read in (("jsonl", _read_jsonl), ("parquet", _read_parquet)):
         try:
-            parts.append(read(spark, [path], True))
+            found[kind] = read(spark, [path], True)
         except (AnalysisException, ConfigError) as exc:
             if "PATH_NOT_FOUND" in str(exc) or "does not exist" in str(exc):
                 raise ConfigError(f"no such directory: {path}") from exc
             # No file of that kind there: Spark cannot infer or read an empty set.
+    if "jsonl" in found and "parquet" in found:
+        # As _one_copy does for local inputs: a JSONL file with a Parquet copy beside
+        # it is read once, from the copy. Only file listings are compared, no event.
+        copies = {_uri_stem(f) for f in found["parquet"].inputFiles()}
+        listed = found["jsonl"].inputFiles()
+        alone = [f for f in listed if _uri_stem(f) not in copies]
+        if not alone:
+            del found["jsonl"]
+        elif len(alone) < len(listed):
+            found["jsonl"] = _read_jsonl(spark, alone)
+    parts = list(found.values())
     if not parts:
         raise ConfigError(f"no trace files (*.jsonl, *.parquet) under {path}")
     meta: dict[str, Any] = {}

@@ -111,6 +111,25 @@ def test_remote_inputs_read_gzipped_jsonl_too(spark: Any, make_trace: Any, tmp_p
     assert got["C"] == rows.count(b"\n") and set(got) == {"A", "B", "C"}
 
 
+@pytest.mark.spark
+def test_remote_inputs_read_a_jsonl_file_with_a_parquet_copy_once(spark: Any, make_trace: Any,
+                                                                   tmp_path: Path) -> None:
+    """As local inputs: ``B.jsonl`` beside its copy ``B.parquet`` (a file), or beside
+    ``C.parquet/`` (Spark's directory of part files), is read once, from the copy."""
+    from m2mc_pipeline.load import _remote_frames
+    from m2mc_pipeline.schema import TRACE_SCHEMA
+
+    d = _run(make_trace, "sb", 1).write(tmp_path / "t" / "run")
+    lines = {n: (d / f"{n}.jsonl").read_bytes().count(b"\n") for n in "ABC"}
+    spark.read.schema(TRACE_SCHEMA).json(str(d / "C.jsonl")).write.parquet(str(d / "C.parquet"))
+    spark.read.schema(TRACE_SCHEMA).json(str(d / "B.jsonl")).coalesce(1).write.parquet(
+        str(tmp_path / "b-out"))
+    (next((tmp_path / "b-out").glob("part-*.parquet"))).rename(d / "B.parquet")
+    df, _ = _remote_frames(spark, str(tmp_path / "t"), 0)
+    got = {r["node"]: r["count"] for r in df.groupBy("node").count().collect()}
+    assert got == lines
+
+
 def test_missing_directory_is_a_one_line_error(tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     status = main(["analyze", str(tmp_path / "nope"), "--out", str(tmp_path / "out")])
