@@ -42,7 +42,9 @@ class GroupInfo:
     """A GJLP group record (``GrpInfo``: gid, desc, cMemList, lMemList).
 
     ``authenticated``: the group's messages carry a group key's authentication
-    (issue 9); the chat marks the others as *unauthenticated*.
+    (issue 9); the chat marks the others as *unauthenticated*. ``key_held``: the
+    node already holds that key (infrastructure mode: the hosts' deployment key,
+    given when the chat started), so joining asks for none.
     """
 
     gid: str
@@ -50,6 +52,7 @@ class GroupInfo:
     members: tuple[str, ...] = ()
     left: tuple[str, ...] = ()
     authenticated: bool = False
+    key_held: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -94,7 +94,8 @@ class InfraChatBackend(M2MCBackend):
         self.pid = f"{config.device_id}.{secrets.token_hex(3)}"
         base = node_config or NodeConfig()
         self._node_config = replace(base, mode="infra", hosts=base.hosts or self.cells,
-                                    pid=self.pid)
+                                    pid=self.pid,
+                                    infra_key=config.infra_key or base.infra_key)
         self.join_timeout = JOIN_TIMEOUT
         self._left: dict[str, None] = {}   # insertion-ordered: the oldest is dropped first
         self._leaving = False
@@ -118,7 +119,8 @@ class InfraChatBackend(M2MCBackend):
         left = tuple(pid for pid in self._left if pid not in members)
         # Sealed frames with a deployment key (issue 9) when the node has one.
         authenticated = getattr(self.node, "authenticated", False) is True
-        return GroupInfo(INFRA_GID, INFRA_DESC, members, left, authenticated=authenticated)
+        return GroupInfo(INFRA_GID, INFRA_DESC, members, left, authenticated=authenticated,
+                         key_held=authenticated)
 
     def _info_of(self, group: Group) -> GroupInfo:
         return self._group_info()
@@ -165,7 +167,9 @@ class InfraChatBackend(M2MCBackend):
         if not self._is_member():
             cells = ", ".join(urlsplit(c).netloc for c in self.cells)
             raise UsageError(f"no host let us join within {self.join_timeout:g} s "
-                             f"(cells {cells}); are the hosts running? Still trying.")
+                             f"(cells {cells}); are the hosts running, and is this the "
+                             "deployment key they use (or none if they use none)? "
+                             "Still trying.")
         self._read_group(group)
         return self._group_info()
 

@@ -66,6 +66,9 @@ class ChatConfig:
     """The file's ``[keys]`` as written (name -> (key_file, suite)), kept when saving."""
     key_suite: str = DEFAULT_SUITE
     """The suite of keys given by flags or typed in (``--key-suite``)."""
+    infra_key: GroupKey | None = None
+    """Infrastructure mode: the hosts' deployment key (``--key-file``/``--key-passphrase``
+    with ``--infra``; never saved)."""
 
     @property
     def config_path(self) -> Path:

@@ -238,8 +238,8 @@ class ChatSession:
     def needs_key(self, gid: str) -> bool:
         """A keyed group we have no key for: joining it takes one (ask the user)."""
         info = self.groups.get(gid)
-        return (info is not None and info.authenticated and gid not in self.views
-                and self.key_for(gid) is None)
+        return (info is not None and info.authenticated and not info.key_held
+                and gid not in self.views and self.key_for(gid) is None)
 
     async def create_group(self, desc: str, key: GroupKey | None = None) -> GroupInfo:
         """Create ``desc``; keyed with ``key``, or with the key configured for ``desc``."""

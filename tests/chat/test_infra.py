@@ -20,6 +20,7 @@ import pytest
 
 from m2mc.errors import ConfigError, UsageError
 from m2mc.infra_runtime.host_driver import HostDriver, HostSettings
+from m2mc.security.keys import GroupKey
 from m2mc_chat.backend import ChatBackend
 from m2mc_chat.backend_infra import (
     INFRA_DESC,
@@ -124,10 +125,26 @@ async def test_ad_hoc_mode_shows_no_notice(tmp_path: Path) -> None:
 @pytest.fixture
 async def cells() -> AsyncIterator[list[str]]:
     """Two hosts in this process, a coordinator elected; yields their cells as GROUP:PORT."""
+    async with _hosts(None) as groups:
+        yield groups
+
+
+DEPLOYMENT_PASSPHRASE = "the hosts' deployment passphrase"
+
+
+@pytest.fixture
+async def keyed_cells() -> AsyncIterator[list[str]]:
+    """As ``cells``, the hosts sealing every frame with a deployment key."""
+    async with _hosts(GroupKey(passphrase=DEPLOYMENT_PASSPHRASE)) as groups:
+        yield groups
+
+
+@contextlib.asynccontextmanager
+async def _hosts(key: GroupKey | None) -> AsyncIterator[list[str]]:
     groups = loopback_cells(2)
     backbone = [("127.0.0.1", free_port()) for _ in groups]
     drivers = [HostDriver(HostSettings(f"H{i}", backbone[i], cell_url(cell), ("127.0.0.1", 0),
-                                       [b for j, b in enumerate(backbone) if j != i]))
+                                       [b for j, b in enumerate(backbone) if j != i], key=key))
                for i, cell in enumerate(groups)]
     for d in drivers:
         await d.start()
@@ -136,15 +153,18 @@ async def cells() -> AsyncIterator[list[str]]:
     while not any(d.core is not None and d.core.coordinator is not None for d in drivers):
         assert loop.time() < end, "no coordinator elected"
         await asyncio.sleep(0.05)
-    yield groups
-    for d in drivers:
-        await d.close()
+    try:
+        yield groups
+    finally:
+        for d in drivers:
+            await d.close()
 
 
 class Participant:
-    def __init__(self, tmp_path: Path, name: str, cells: list[str]) -> None:
+    def __init__(self, tmp_path: Path, name: str, cells: list[str],
+                 key: GroupKey | None = None) -> None:
         config = ChatConfig(nick=name, device_id=name, data_dir=tmp_path / name,
-                            infra=tuple(cells))
+                            infra=tuple(cells), infra_key=key)
         self.session = ChatSession(M2MCBackend(config), name)
         self.pump: asyncio.Task[None] | None = None
 
@@ -186,6 +206,25 @@ async def test_join_send_reply_presence_leave(tmp_path: Path, cells: list[str]) 
         await bob.join_group(INFRA_GID)                  # and back, once the LEAVE is done
         later = await alice.send(INFRA_GID, "Welcome back")
         assert await bob.wait_until(lambda: later in bob.views[INFRA_GID].tree, WAIT)
+
+
+async def test_a_keyed_deployment_lets_in_who_has_its_key(tmp_path: Path,
+                                                          keyed_cells: list[str]) -> None:
+    key = GroupKey(passphrase=DEPLOYMENT_PASSPHRASE)
+    async with Participant(tmp_path, "alice", keyed_cells, key) as alice, \
+            Participant(tmp_path, "bob", keyed_cells[::-1], key) as bob:
+        info = await alice.create_group("lunch")
+        assert info.authenticated                       # shown as keyed in the browser
+        await bob.join_group(INFRA_GID)
+        question = await alice.send(INFRA_GID, "Pizza or curry?")
+        assert await bob.wait_until(lambda: question in bob.views[INFRA_GID].tree, WAIT)
+    outsider = Participant(tmp_path, "eve", keyed_cells)  # no key: the hosts ignore her
+    backend = outsider.session.backend
+    assert isinstance(backend, InfraChatBackend)
+    backend.join_timeout = 1.0
+    async with outsider as eve:
+        with pytest.raises(UsageError, match="are the hosts running"):
+            await eve.create_group("lunch")
 
 
 async def test_join_without_hosts_fails_in_one_line(tmp_path: Path) -> None:

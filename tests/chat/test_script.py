@@ -139,7 +139,12 @@ def test_cli_headless_demo_run_writes_the_transcript(tmp_path: Path) -> None:
     (["--channel", "carrier-pigeon://home"], "--channel: bad channel URL"),   # the TUI
     (["--key-passphrase", "lunch"], "--key-passphrase: use GROUP=VALUE"),
     (["--key-suite", "rot13", "--script", "s.txt", "--nick", "a"], "unknown auth suite"),
-    (["--infra", "239.255.20.1:7711", "--key-file", "a=b"], "are for ad hoc groups"),
+    (["--infra", "239.255.20.1:7711", "--key-file", "k", "--key-passphrase", "p"],
+     "with --infra, give one deployment key"),
+    (["--infra", "239.255.20.1:7711", "--key-suite", "aes-256-gcm"],
+     "--key-suite goes with --key-file or --key-passphrase"),
+    (["--infra", "239.255.20.1:7711", "--key-passphrase", "p", "--key-suite", "rot13"],
+     "unknown auth suite"),
 ])
 def test_cli_usage_errors_are_one_line_exit_2(tmp_path: Path, args: list[str],
                                               error: str) -> None:
@@ -198,3 +203,19 @@ def test_cli_passphrases_are_used_and_never_saved(tmp_path: Path) -> None:
     saved = "".join(p.read_text() for p in (tmp_path / "d").glob("*") if p.is_file())
     assert "chat.toml" in str(list((tmp_path / "d").iterdir()))
     assert "hunter2" not in saved
+
+
+def test_with_infra_the_key_flags_are_the_hosts_deployment_key() -> None:
+    import argparse
+
+    from m2mc.cli.chat import _deployment_key
+    from m2mc.security.keys import GroupKey
+
+    def args(**given: object) -> argparse.Namespace:
+        return argparse.Namespace(**{"key_file": [], "key_passphrase": [], "key_suite": None,
+                                     **given})
+
+    assert _deployment_key(args()) is None
+    assert _deployment_key(args(key_file=["team.key"])) == GroupKey(key_file="team.key")
+    assert _deployment_key(args(key_passphrase=["p"], key_suite="aes-256-gcm")) == GroupKey(
+        passphrase="p", suite="aes-256-gcm")

@@ -53,12 +53,14 @@ def register(subparsers: Any) -> None:
                    "(loopback) or udp-multicast:// URLs")
     p.add_argument("--key-file", action="append", default=[], metavar="GROUP=FILE",
                    help="the key file (chmod 600) of a keyed group, GROUP being its "
-                        "description or id; repeatable (also [keys] in chat.toml)")
+                        "description or id; repeatable (also [keys] in chat.toml). With "
+                        "--infra: --key-file FILE, the hosts' deployment key")
     p.add_argument("--key-passphrase", action="append", default=[],
                    metavar="GROUP=PASSPHRASE",
                    help="the passphrase of a keyed group; repeatable; never saved (other "
                         "users can see it in the process list: prefer --key-file, or type "
-                        "it when joining from the group browser)")
+                        "it when joining from the group browser). With --infra: "
+                        "--key-passphrase TEXT, the hosts' deployment passphrase")
     p.add_argument("--key-suite", metavar="SUITE",
                    help="suite of the keys given here and typed in: hmac-sha256 (default), "
                         "aes-256-gcm or chacha20-poly1305; every member must use the same")
@@ -87,6 +89,24 @@ def _hosts(text: str | None) -> tuple[str, ...]:
     from m2mc_chat.config import parse_infra
 
     return parse_infra(text) if text else ()
+
+
+def _deployment_key(args: argparse.Namespace) -> Any:
+    """With ``--infra``: the hosts' deployment key (one group, so no ``GROUP=``), or None."""
+    from m2mc.security.keys import DEFAULT_SUITE, GroupKey
+
+    files, phrases = args.key_file, args.key_passphrase
+    if len(files) + len(phrases) > 1:
+        raise UsageError("with --infra, give one deployment key: --key-file FILE or "
+                         "--key-passphrase TEXT (the hosts' --key-file/--passphrase)")
+    if not files and not phrases:
+        if args.key_suite:
+            raise UsageError("--key-suite goes with --key-file or --key-passphrase")
+        return None
+    suite = args.key_suite or DEFAULT_SUITE
+    if files:
+        return GroupKey(key_file=files[0], suite=suite)
+    return GroupKey(passphrase=phrases[0], suite=suite)
 
 
 def make_backend(config: ChatConfig, *, demo: bool) -> ChatBackend:
@@ -120,12 +140,14 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--run-id goes with --trace-dir")
     if args.trace_dir and infra:
         raise UsageError("--trace-dir is for ad hoc mode (the hosts keep no member traces)")
-    if infra and (args.key_file or args.key_passphrase or args.key_suite):
-        raise UsageError("--key-file/--key-passphrase/--key-suite are for ad hoc groups "
-                         "(infrastructure mode has one group and no group keys)")
+    infra_key = _deployment_key(args) if infra else None
     config = load_config(args.data_dir, nick=args.nick, device_id=args.device_id,
-                         channel=args.channel, infra=infra, key_files=args.key_file,
-                         key_passphrases=args.key_passphrase, key_suite=args.key_suite)
+                         channel=args.channel, infra=infra,
+                         key_files=[] if infra else args.key_file,
+                         key_passphrases=[] if infra else args.key_passphrase,
+                         key_suite=None if infra else args.key_suite)
+    if infra_key is not None:
+        config = replace(config, infra_key=infra_key)
     if args.trace_dir:
         config = replace(config, trace_dir=args.trace_dir, run_id=args.run_id)
     if args.demo:       # the simulated group's keyed group opens with its passphrase
