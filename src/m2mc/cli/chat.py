@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from m2mc.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
+    from m2mc.security.keys import GroupKey
     from m2mc_chat.backend import ChatBackend
     from m2mc_chat.config import ChatConfig
 
@@ -28,6 +29,8 @@ examples:
   m2mc chat --demo                        try the interface on a simulated group
   m2mc chat --key-file 'team=~/.m2mc/team.key'
                                           the key of the keyed group "team"
+  m2mc chat --infra 239.255.20.1:7711 --key-file ~/.m2mc/site.key
+                                          hosts started with that deployment key
   m2mc chat --nick bob --script steps.txt --transcript bob.json
                                           a scripted participant, no terminal (steps:
                                           create join send reply wait wait_for
@@ -91,7 +94,7 @@ def _hosts(text: str | None) -> tuple[str, ...]:
     return parse_infra(text) if text else ()
 
 
-def _deployment_key(args: argparse.Namespace) -> Any:
+def _deployment_key(args: argparse.Namespace) -> GroupKey | None:
     """With ``--infra``: the hosts' deployment key (one group, so no ``GROUP=``), or None."""
     from m2mc.security.keys import DEFAULT_SUITE, GroupKey
 
