@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -174,9 +175,11 @@ def test_a_bad_channel_in_chat_toml_names_the_file(tmp_path: Path, tui: bool) ->
 
 def test_a_channel_that_cannot_open_is_exit_2_and_not_saved(tmp_path: Path) -> None:
     (tmp_path / "s.txt").write_text("create g\n")
-    done = run_cli("--data-dir", str(tmp_path / "d"), "--nick", "a", "--script", "s.txt",
-                   "--channel", "udp-multicast://239.255.9.9:7777?iface=10.254.254.254&ttl=1",
-                   cwd=tmp_path)
+    with socket.socket() as taken:  # bound, never listening: no daemon can be there
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+        done = run_cli("--data-dir", str(tmp_path / "d"), "--nick", "a", "--script", "s.txt",
+                       "--channel", f"daemon://127.0.0.1:{port}", cwd=tmp_path)
     assert done.returncode == 2
     [line] = done.stderr.strip().splitlines()
     assert line.startswith("m2mc chat: error: cannot start the network:")

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 import random
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from m2mc.cli.demo import Child, random_multicast_url
+
+sys.path.insert(0, str(Path(__file__).parent))  # gated_channel.py, for the test modules
 
 SpawnM2MC = Callable[..., Child]
 

@@ -13,6 +13,8 @@ import socket
 import uuid
 from collections.abc import Callable
 
+from gated_channel import GatedChannel
+
 from m2mc.transport.channel import Channel
 from m2mc.transport.daemon import M2MPDaemon
 from m2mc.transport.frames import MAX_FRAME
@@ -43,29 +45,6 @@ async def _read_until(channel: Channel, got: list[bytes], count: int) -> None:
         got.extend(channel.recv_nowait(4096))
         if len(got) < count:
             await asyncio.sleep(0.005)
-
-
-class StalledNetwork(Channel):
-    """An external channel whose medium takes nothing until ``open_gate``."""
-
-    def __init__(self) -> None:
-        super().__init__("stalled://")
-        self.gate = asyncio.Event()
-        self.sent: list[bytes] = []
-
-    @property
-    def loops_back(self) -> bool:
-        return False
-
-    async def _open(self) -> None:
-        return None
-
-    def _shutdown(self) -> None:
-        return None
-
-    async def send(self, datagram: bytes) -> None:
-        await self.gate.wait()
-        self.sent.append(datagram)
 
 
 async def test_a_client_that_never_reads_costs_at_most_its_buffer_and_others_get_everything(
@@ -110,7 +89,7 @@ async def test_a_client_that_never_reads_costs_at_most_its_buffer_and_others_get
 
 async def test_datagrams_waiting_for_a_stalled_network_stop_at_the_backlog_bound() -> None:
     bound = 100
-    network = StalledNetwork()
+    network = GatedChannel()  # takes nothing until its gate opens
     async with M2MPDaemon(network, port=0, max_external_backlog=bound) as daemon:
         url = f"daemon://127.0.0.1:{daemon.port}"
         writer, reader = open_channel(url), open_channel(url)

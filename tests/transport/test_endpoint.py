@@ -8,9 +8,10 @@ import socket
 from collections.abc import Callable
 
 import pytest
+from gated_channel import GatedChannel
 
 from m2mc.errors import UsageError
-from m2mc.transport.channel import Channel, ChannelClosedError
+from m2mc.transport.channel import ChannelClosedError
 from m2mc.transport.endpoint import M2MPEndpoint, MessageAbandonedError
 from m2mc.transport.url import open_channel
 from m2mc.wire.m2mp import M2MPConfig, MessageAbandoned
@@ -82,35 +83,6 @@ async def test_filters_can_be_added_and_removed_while_running() -> None:
         assert (await asyncio.wait_for(receiver.receive(), DEADLINE)).payload == b"b:5"
         assert receiver.filters == (b"b:",)
         assert receiver.stats["filtered_out"] == 3  # before any filter, c:2, a:4
-
-
-class GatedChannel(Channel):
-    """A channel that takes datagrams only while its gate is open (tests back-pressure)."""
-
-    def __init__(self) -> None:
-        super().__init__("gated://")
-        self.gate = asyncio.Event()
-        self.sent: list[bytes] = []
-
-    @property
-    def loops_back(self) -> bool:
-        return False
-
-    async def _open(self) -> None:
-        return None
-
-    def _shutdown(self) -> None:
-        return None
-
-    def send_nowait(self, datagram: bytes) -> bool:
-        if not self.gate.is_set():
-            return False
-        self.sent.append(datagram)
-        return True
-
-    async def send(self, datagram: bytes) -> None:
-        await self.gate.wait()
-        self.sent.append(datagram)
 
 
 async def test_send_blocks_when_the_send_queue_is_full() -> None:

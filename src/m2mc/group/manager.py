@@ -212,8 +212,8 @@ class GroupNode:
         """Give (or with None, take back) the key of group ``gid`` before creating or
         joining it: a keyed group's messages are sealed and only sealed ones accepted.
 
-        ``counter_start``: the first seal counter (a driver passes
-        ``counter_start_at(time.time())``; default the node's ``counter_start``).
+        ``counter_start``: the first seal counter (a driver passes ``counter_start_at``
+        of the wall-clock seconds it read; default the node's ``counter_start``).
         A key cannot change while the node is a member (UsageError): leave first.
         """
         current = self._secrets.get(gid)

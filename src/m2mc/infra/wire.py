@@ -19,11 +19,12 @@ subkeys.
 
 :class:`InfraWire` is sans-IO: the driver builds the :class:`GroupAuth`
 (:func:`m2mc.infra_runtime.keying.deployment_auth`: the key, its own id,
-``counter_start_at(time.time())``) and the cores call :meth:`InfraWire.encode` and
-:meth:`InfraWire.decode`. In a keyed deployment a frame is accepted only if its tag
-verifies, its counter is fresh for its sender (replay window), and the identity the
-message claims (``host``, ``node``, ``voter``, ...) is the one that sealed it. Every
-refusal raises :class:`~m2mc.errors.DecodeError` and is counted.
+``counter_start_at`` of the wall-clock seconds it read) and the cores call
+:meth:`InfraWire.encode` and :meth:`InfraWire.decode`. In a keyed deployment a frame
+is accepted only if its tag verifies, its counter is fresh for its sender (replay
+window), and the identity the message claims (``host``, ``node``, ``voter``, ...) is
+the one that sealed it. Every refusal raises :class:`~m2mc.errors.DecodeError` and
+is counted.
 """
 
 from __future__ import annotations
