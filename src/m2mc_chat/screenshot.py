@@ -25,7 +25,7 @@ async def render(out: Path) -> None:
         async with app.run_test(size=SIZE) as pilot:
             for desc in ("lunch", "travel stories"):
                 await settle(pilot)
-                await pilot.press("g")
+                await pilot.press("ctrl+g")
                 await settle(pilot)
                 browser = app.screen
                 assert isinstance(browser, GroupBrowser)
@@ -33,7 +33,7 @@ async def render(out: Path) -> None:
                     await pilot.press("down")
                 await pilot.press("j")
                 await settle(pilot)
-            await pilot.press("down", "down", "down", "r")   # answer Bob's "Lahori Gate"
+            await pilot.press("down", "down", "down", "ctrl+r")   # answer Bob's "Lahori Gate"
             await type_text(pilot, "Thanks, next time I will")
             app.clear_notifications()                         # no "Joined ..." toasts
             await settle(pilot)

@@ -34,7 +34,7 @@ def conversation_pane(app: ChatApp) -> list[str]:
 
 
 async def open_browser_on(pilot, desc: str) -> GroupBrowser:  # type: ignore[no-untyped-def]
-    await pilot.press("g")
+    await pilot.press("ctrl+g")
     await settle(pilot)
     browser = pilot.app.screen
     assert isinstance(browser, GroupBrowser)
@@ -54,7 +54,7 @@ async def test_create_a_group_and_another_member_discovers_it(tmp_path: Path) ->
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert "You are in no group yet" in screen_text(app)
-        await pilot.press("g", "n")
+        await pilot.press("ctrl+g", "n")
         await settle(pilot)
         assert isinstance(app.screen, TextPrompt)
         await type_text(pilot, "lunch plans")
@@ -108,7 +108,7 @@ async def test_reply_to_the_selected_message_lands_under_it_everywhere(tmp_path:
                 break
             await pilot.press("down")
         assert tree.cursor_mid == "carol:2"     # "Did you visit Chennai?"
-        await pilot.press("r")
+        await pilot.press("ctrl+r")
         assert "replying to carol: Did you visit Chennai?" in screen_text(app)
         await type_text(pilot, "Not yet")
         await pilot.press("enter")
@@ -198,7 +198,7 @@ async def test_belong_to_several_groups_and_switch(tmp_path: Path) -> None:
             await settle(pilot)
         screen = main(app)
         assert screen.current == gids["travel"]
-        await pilot.press("left_square_bracket")
+        await pilot.press("f7")
         await settle(pilot)
         assert screen.current == gids["lunch"]
         assert "Pizza or curry today?" in screen_text(app)
@@ -219,30 +219,30 @@ async def test_fold_threads_jump_to_unread_and_mark_read(tmp_path: Path) -> None
         assert tree.cursor_mid == "carol:1"     # the first unread, now read
         view = main(app).view
         assert view is not None and not view.tree.is_unread("carol:1")
-        await pilot.press("space")              # fold Delhi's thread
+        await pilot.press("enter")              # fold Delhi's thread
         await settle(pilot)
         assert view.tree.is_collapsed("carol:1")
         assert "Did you visit Delhi?  15:06  [+3, 3 new]" in screen_text(app)
         assert "Lahori Gate" not in screen_text(app)
-        await pilot.press("u")                  # the next unread is inside the fold:
+        await pilot.press("ctrl+o")             # the next unread is inside the fold:
         await settle(pilot)
         assert tree.cursor_mid == "bob:1"       # the thread unfolds to show it
         assert not view.tree.is_collapsed("carol:1")
         assert "Lahori Gate" in screen_text(app)
-        await pilot.press("u", "u")
+        await pilot.press("ctrl+o", "ctrl+o")
         await settle(pilot)
         assert tree.cursor_mid == "bob:2"
         assert view.tree.unread_count == 4
-        await pilot.press("m")
+        await pilot.press("ctrl+l")
         await settle(pilot)
         assert view.tree.unread_count == 0
         assert "● " not in screen_text(app).replace("● alice", "").replace("● bob", "") \
             .replace("● carol", "").replace("● dave", "")
-        await pilot.press("c")
+        await pilot.press("f5")
         await settle(pilot)
         assert "Lahori Gate" not in screen_text(app) and "[+3]" in screen_text(app)
         assert tree.cursor_mid == "carol:1"     # on the top of the thread it was in
-        await pilot.press("e")
+        await pilot.press("f6")
         await settle(pilot)
         assert "Lahori Gate" in screen_text(app)
 
@@ -291,9 +291,9 @@ async def test_help_screen_lists_the_keys(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         footer = screen_text(app).splitlines()[-1]
-        for label in ("r Reply", "n New thread", "g Groups", "? Help", "^q Quit"):
+        for label in ("^r Reply", "^n New thread", "^g Groups", "F1 Help", "^q Quit"):
             assert label in footer
-        await pilot.press("question_mark")
+        await pilot.press("f1")
         await settle(pilot)
         assert isinstance(app.screen, HelpScreen)
         await pilot.resize_terminal(110, 60)    # all of it at once (it scrolls otherwise)
@@ -316,7 +316,7 @@ async def test_restart_shows_the_conversation_as_it_was(tmp_path: Path) -> None:
         await open_browser_on(pilot, "travel stories")
         await pilot.press("j")
         await settle(pilot)
-        await pilot.press("space")   # fold Delhi's thread (the cursor is on it)
+        await pilot.press("enter")   # fold Delhi's thread (the cursor is on it)
         await settle(pilot)
         before = conversation_pane(app)
         await pilot.press("ctrl+q")
@@ -378,7 +378,7 @@ async def test_a_deep_thread_stays_on_screen(tmp_path: Path) -> None:
         assert "carol  15:03  ↳ 28  level 28:" in screen_text(app)
         for _ in range(4):
             await pilot.press("up")
-        await pilot.press("space")                          # fold level 24: 25-29 go
+        await pilot.press("enter")                          # fold level 24: 25-29 go
         await settle(pilot)
         text = screen_text(app)
         assert "↳ 24 carol: level 24" in text and "[+5 folded]" in text
@@ -408,7 +408,7 @@ async def test_the_browser_names_members_by_nick_where_known(tmp_path: Path) -> 
     app = make_app(net, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("g")
+        await pilot.press("ctrl+g")
         await settle(pilot)
         row = next(line for line in screen_text(app).splitlines() if "poker night" in line)
         assert "d00d0002, c0ffee01" in row                 # nobody known yet: device ids
@@ -416,7 +416,7 @@ async def test_the_browser_names_members_by_nick_where_known(tmp_path: Path) -> 
         await open_browser_on(pilot, "quiz")
         await pilot.press("j")                              # carol's message names her
         await settle(pilot)
-        await pilot.press("g")
+        await pilot.press("ctrl+g")
         await settle(pilot)
         row = next(line for line in screen_text(app).splitlines() if "poker night" in line)
         assert "d00d0002, carol" in row
@@ -457,7 +457,7 @@ async def test_create_a_keyed_group_from_the_browser(tmp_path: Path) -> None:
     app = make_app(net, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("g", "k")
+        await pilot.press("ctrl+g", "k")
         await settle(pilot)
         await type_text(pilot, "ops")
         await pilot.press("enter")

@@ -127,12 +127,12 @@ async def test_the_tui_on_the_real_group_layer(tmp_path: Path, channel: str) -> 
     async with participant(tmp_path, channel, "bob") as bob, \
             app.run_test(size=(110, 30)) as pilot:
         await settle(pilot)
-        await pilot.press("g", "n")
+        await pilot.press("ctrl+g", "n")
         await settle(pilot)
         await type_text(pilot, "standup")
         await pilot.press("enter")
         await settle(pilot)
-        await pilot.press("n")
+        await pilot.press("ctrl+n")
         await type_text(pilot, "Who goes first?")
         await pilot.press("enter")
         await settle(pilot)

@@ -104,7 +104,7 @@ async def test_the_ui_says_what_infrastructure_mode_lacks(tmp_path: Path) -> Non
     async with app.run_test(size=(110, 30)) as pilot:
         await settle(pilot)
         assert INFRA_LIMITS.notice in screen_text(app)
-        await pilot.press("g")
+        await pilot.press("ctrl+g")
         await settle(pilot)
         assert isinstance(app.screen, GroupBrowser)
         assert "The hosts serve one group (infrastructure mode)" in screen_text(app)
@@ -248,7 +248,7 @@ async def test_the_tui_on_hosts(tmp_path: Path, cells: list[str]) -> None:
             app.run_test(size=(110, 30)) as pilot:
         await settle(pilot)
         assert "infra 239.255." in screen_text(app) and INFRA_LIMITS.notice in screen_text(app)
-        await pilot.press("g")
+        await pilot.press("ctrl+g")
         await settle(pilot)
         text = screen_text(app)
         assert INFRA_DESC in text and "unauthenticated" in text   # listed before joining
@@ -266,7 +266,7 @@ async def test_the_tui_on_hosts(tmp_path: Path, cells: list[str]) -> None:
             await pilot.pause(0.05)
         text = screen_text(app)
         assert "bob: Who goes first?" in text and f"{INFRA_DESC}  · unauthenticated" in text
-        await pilot.press("down", "r", "M", "e", "enter")   # select bob's message, answer it
+        await pilot.press("down", "ctrl+r", "M", "e", "enter")   # select bob's message, answer it
         tree = bob.views[INFRA_GID].tree
         assert await bob.wait_until(lambda: len(tree) == 2, WAIT)
         reply = tree.get(tree.nth(2))

@@ -31,7 +31,7 @@ async def join(pilot: Pilot[Any], *descs: str) -> None:
     """Join the groups named, through the browser, as a user would."""
     for desc in descs:
         await settle(pilot)
-        await pilot.press("g")
+        await pilot.press("ctrl+g")
         await settle(pilot)
         for _ in range(10):
             browser = pilot.app.screen
@@ -62,7 +62,7 @@ def test_main_screen(snap_compare: SnapCompare, tmp_path: Path) -> None:
 def test_replying(snap_compare: SnapCompare, tmp_path: Path) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await join(pilot, "travel stories")
-        await pilot.press("down", "r", "N", "o", "t", "space", "y", "e", "t")
+        await pilot.press("down", "ctrl+r", "N", "o", "t", "space", "y", "e", "t")
         await settle(pilot)
 
     assert snap_compare(joined_app(tmp_path), terminal_size=SIZE, run_before=run_before)
@@ -71,7 +71,7 @@ def test_replying(snap_compare: SnapCompare, tmp_path: Path) -> None:
 def test_group_browser(snap_compare: SnapCompare, tmp_path: Path) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await join(pilot, "lunch")
-        await pilot.press("g")
+        await pilot.press("ctrl+g")
         await settle(pilot)
 
     assert snap_compare(joined_app(tmp_path), terminal_size=SIZE, run_before=run_before)
@@ -80,14 +80,14 @@ def test_group_browser(snap_compare: SnapCompare, tmp_path: Path) -> None:
 def test_leave_confirmation(snap_compare: SnapCompare, tmp_path: Path) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await join(pilot, "lunch")
-        await pilot.press("g", "l")
+        await pilot.press("ctrl+g", "l")
         await settle(pilot)
 
     assert snap_compare(joined_app(tmp_path), terminal_size=SIZE, run_before=run_before)
 
 
 def test_help_screen(snap_compare: SnapCompare, tmp_path: Path) -> None:
-    assert snap_compare(joined_app(tmp_path), terminal_size=(110, 44), press=["question_mark"])
+    assert snap_compare(joined_app(tmp_path), terminal_size=(110, 44), press=["f1"])
 
 
 def test_empty_start(snap_compare: SnapCompare, tmp_path: Path) -> None:
@@ -117,7 +117,7 @@ def test_nick_prompt(snap_compare: SnapCompare) -> None:
 def test_new_group_prompt(snap_compare: SnapCompare, tmp_path: Path) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await join(pilot, "lunch")
-        await pilot.press("g", "n")
+        await pilot.press("ctrl+g", "n")
         await settle(pilot)
         await pilot.press(*"board games")
         await settle(pilot)
@@ -128,7 +128,7 @@ def test_new_group_prompt(snap_compare: SnapCompare, tmp_path: Path) -> None:
 def test_passphrase_prompt(snap_compare: SnapCompare, tmp_path: Path) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await settle(pilot)
-        await pilot.press("g")
+        await pilot.press("ctrl+g")
         await settle(pilot)
         while pilot.app.screen.selected_gid() != gids["travel"]:  # type: ignore[attr-defined]
             await pilot.press("down")

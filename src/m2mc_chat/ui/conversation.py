@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from collections import deque
 from datetime import tzinfo
+from typing import ClassVar
 
 from rich.text import Text
+from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
@@ -36,6 +38,14 @@ class ConversationTree(Tree[str]):
     DEFAULT_CSS = """
     ConversationTree { background: $surface; padding: 0 1; }
     """
+    # Enter folds (space is a printable key: it goes to the message line, see
+    # MainScreen.on_key). Tree's scroll_home/scroll_end move the cursor to the first and
+    # last line; ctrl+home/ctrl+end do it too, as they do from the message line.
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "toggle_node", "Fold", show=False),
+        Binding("ctrl+home", "scroll_home", "First", show=False),
+        Binding("ctrl+end", "scroll_end", "Last", show=False),
+    ]
 
     def __init__(self, self_pid: str, *, tz: tzinfo | None = None, id: str | None = None) -> None:
         super().__init__("conversation", id=id)

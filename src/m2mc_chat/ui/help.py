@@ -16,9 +16,10 @@ from m2mc_chat.ui.keys import APP_KEYS, BROWSER_KEYS, MAIN_KEYS, TREE_KEYS, KeyH
 
 __all__ = ["HelpScreen"]
 
-ABOUT = ("Messages form threads: select a message and press r to answer it; the answer "
-         "hangs under it at every member, whatever order the network delivers in. "
-         "● marks what you have not read yet.")
+ABOUT = ("Messages form threads: select a message (↑ ↓) and press ctrl+r to answer it; the "
+         "answer hangs under it at every member, whatever order the network delivers in. "
+         "● marks what you have not read yet. Whatever you type goes to the message line, "
+         "so every command is a control or function key.")
 
 
 def _section(title: str, keys: tuple[KeyHelp, ...]) -> Table:
@@ -40,7 +41,7 @@ class HelpScreen(ModalScreen[None]):
     HelpScreen Static { margin-bottom: 1; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q,question_mark,f1", "close", "Close", key_display="esc")]
+        Binding("escape,q,f1", "close", "Close", key_display="esc")]
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
@@ -48,7 +49,7 @@ class HelpScreen(ModalScreen[None]):
             yield Static(ABOUT)
             yield Static(_section("Conversation", MAIN_KEYS + APP_KEYS))
             yield Static(_section("Moving around", TREE_KEYS))
-            yield Static(_section("Group browser (g)", BROWSER_KEYS))
+            yield Static(_section("Group browser (ctrl+g)", BROWSER_KEYS))
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -1,4 +1,11 @@
-"""The main screen: groups on the left, the thread tree, members on the right."""
+"""The main screen: groups on the left, the thread tree, members on the right.
+
+What you type is never lost: every printable key goes to the message line
+(:meth:`MainScreen.on_key`), whatever pane has focus, so the commands are control
+and function keys (:data:`~m2mc_chat.ui.keys.MAIN_KEYS`); the keys that move around
+the conversation also work while you write. Dialogs (the group browser, prompts, the
+help) take their own keys while they are open.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +14,9 @@ from datetime import tzinfo
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
-from textual.binding import BindingType
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label, OptionList, Static, Tree
@@ -29,14 +36,14 @@ from m2mc_chat.session import (
 from m2mc_chat.ui.browser import GroupBrowser
 from m2mc_chat.ui.conversation import ConversationTree
 from m2mc_chat.ui.help import HelpScreen
-from m2mc_chat.ui.keys import MAIN_KEYS, bindings
+from m2mc_chat.ui.keys import FORWARDED_TO_TREE, MAIN_KEYS, bindings
 from m2mc_chat.ui.labels import group_title, nick_style, selected_line
 from m2mc_chat.ui.panels import Composer, GroupList, MemberList, StatusBar
 
 __all__ = ["MainScreen"]
 
-EMPTY_HINT = ("You are in no group yet.\n\nPress g to see the groups on this network, "
-              "join one, or create your own.\nPress ? for help.")
+EMPTY_HINT = ("You are in no group yet.\n\nPress ctrl+g to see the groups on this network, "
+              "join one, or create your own.\nPress F1 for help.")
 
 
 class MainScreen(Screen[None]):
@@ -55,7 +62,11 @@ class MainScreen(Screen[None]):
     MainScreen.no-group #empty-hint { display: block; }
     MainScreen.no-group ConversationTree { display: none; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = list(bindings(MAIN_KEYS))
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *bindings(MAIN_KEYS),
+        *(Binding(key, f"tree('{action}')", show=False)
+          for key, action in FORWARDED_TO_TREE.items()),
+    ]
 
     def __init__(self, session: ChatSession, *, clock: Callable[[], float],
                  tz: tzinfo | None = None) -> None:
@@ -100,6 +111,28 @@ class MainScreen(Screen[None]):
         self.refresh_groups()
         self.set_interval(5.0, self.refresh_members)  # "not heard from" changes with time
         self.conversation.focus()
+
+    @property
+    def message_line(self) -> Input:
+        return self.query_one(Composer).input
+
+    def on_key(self, event: events.Key) -> None:
+        """A printable key typed outside the message line goes into it (and focus with
+        it): nothing typed is taken for a command or dropped. Keys reach this handler
+        before any binding is looked up, and only while this screen is the active
+        one, so dialogs keep their own keys."""
+        line = self.message_line
+        if self.focused is line or not event.is_printable or not event.character:
+            return
+        event.stop()
+        event.prevent_default()
+        line.focus()
+        line.insert_text_at_cursor(event.character)
+
+    def action_tree(self, action: str) -> None:
+        """A key the message line has no use for, passed to the conversation."""
+        if self.view is not None:
+            getattr(self.conversation, f"action_{action}")()
 
     # --------------------------------------------------------------- showing
 
@@ -150,7 +183,7 @@ class MainScreen(Screen[None]):
         composer = self.query_one(Composer)
         view = self.view
         if view is None:
-            composer.set_target(Text("join or create a group to write (g)", style="dim"))
+            composer.set_target(Text("join or create a group to write (ctrl+g)", style="dim"))
             return
         message = view.tree.get(self.reply_to) if self.reply_to else None
         if message is None:
@@ -221,21 +254,28 @@ class MainScreen(Screen[None]):
         if not text.strip():
             return
         if self.current is None:
-            self.notify("Join or create a group first (g).", severity="warning")
+            self.notify("Join or create a group first (ctrl+g). Your text is kept.",
+                        severity="warning")
             return
+        # The line is emptied now, not when the send completes: what is typed meanwhile
+        # belongs to the next message. A send that fails puts its text back in front.
+        self.message_line.value = ""
         self.run_worker(self._send(self.current, text, self.reply_to), group="send")
 
     async def _send(self, gid: str, text: str, reply_to: str | None) -> None:
         try:
             mid = await self.session.send(gid, text, reply_to)
         except UsageError as exc:
-            self.notify(str(exc), severity="error")
+            line = self.message_line
+            typed_since = line.value
+            line.value = text + (" " + typed_since if typed_since else "")
+            line.cursor_position = len(line.value)
+            self.notify(f"{exc} (your text is kept)", severity="error")
             return
-        composer = self.query_one(Composer)
-        composer.input.value = ""
-        self.reply_to = None
-        self._update_target()
-        if gid == self.current:
+        if self.reply_to == reply_to:
+            self.reply_to = None
+            self._update_target()
+        if gid == self.current and not self.message_line.value:
             self.conversation.focus()
             self.conversation.move_to(mid)
 
@@ -243,25 +283,33 @@ class MainScreen(Screen[None]):
 
     def action_reply(self) -> None:
         view, mid = self.view, self.conversation.cursor_mid
-        if view is None or mid is None or mid not in view.tree:
-            self.notify("Select a message to reply to (↑ ↓).", severity="warning")
-            return
-        self.reply_to = mid
-        self._update_target()
-        self.query_one(Composer).input.focus()
+        if view is None:
+            self.notify("Join or create a group first (ctrl+g). What you type is kept.",
+                        severity="warning")
+        elif mid is None or mid not in view.tree:
+            self.notify("No message is selected: pick one with ↑ ↓, then ctrl+r. "
+                        "What you type is kept.", severity="warning")
+        else:
+            self.reply_to = mid
+            self._update_target()
+        self.message_line.focus()
 
     def action_new_thread(self) -> None:
         if self.view is None:
-            self.notify("Join or create a group first (g).", severity="warning")
-            return
+            self.notify("Join or create a group first (ctrl+g). What you type is kept.",
+                        severity="warning")
         self.reply_to = None
         self._update_target()
-        self.query_one(Composer).input.focus()
+        self.message_line.focus()
 
     def action_cancel(self) -> None:
         self.reply_to = None
         self._update_target()
         self.conversation.focus()
+
+    def action_toggle_fold(self) -> None:
+        if self.view is not None:
+            self.conversation.action_toggle_node()
 
     def action_next_unread(self) -> None:
         view = self.view

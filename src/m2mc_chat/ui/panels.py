@@ -72,7 +72,7 @@ class StatusBar(Static):
 
     def show_status(self, view: GroupView | None, now: float) -> None:
         if view is None:
-            self.update("no group yet: press g to browse, create or join groups")
+            self.update("no group yet: press ctrl+g to browse, create or join groups")
             return
         parts = [Text(view.info.desc, style="bold"),
                  Text(f"{view.presence.count(now)} present"),
@@ -95,7 +95,10 @@ class Composer(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Label("", id="reply-target")
-        yield Input(placeholder="Write a message: Enter sends, Esc cancels", id="message-input")
+        # No select-all on focus: focus arrives with the first key typed elsewhere (see
+        # MainScreen.on_key), and the next key would replace a selected draft.
+        yield Input(placeholder="Write a message: Enter sends, Esc stops replying",
+                    id="message-input", select_on_focus=False)
 
     def set_target(self, text: Text) -> None:
         self.query_one("#reply-target", Label).update(text)
