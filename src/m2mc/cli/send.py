@@ -1,7 +1,8 @@
 """``m2mc send [--channel URL] [--redundancy N] [--file PATH]`` (CONTRACTS section 3).
 
 Sends stdin (or the file) as one M2MP message, then prints one JSON line:
-``{"id": <message id>, "len": <bytes>, "sha256": "<hex>"}``.
+``{"id": <message id>, "len": <bytes>, "sha256": "<hex>"}``. ``--iface NAME``
+puts the channel on that interface (:mod:`m2mc.cli.iface_option`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import sys
 from typing import Any
 
+from m2mc.cli.iface_option import add_iface_argument, config_on_iface
 from m2mc.config import Config, add_config_argument, load_config
 from m2mc.errors import UsageError
 from m2mc.transport.channel import ChannelClosedError
@@ -39,6 +41,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--redundancy", metavar="N", type=positive_int,
                         help="send every packet N times (default: m2mp.redundancy)")
     parser.add_argument("--file", metavar="PATH", help="send this file instead of stdin")
+    add_iface_argument(parser, "the channel URL")
     add_config_argument(parser)
     parser.set_defaults(func=run)
 
@@ -46,6 +49,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config, overrides={
         "m2mp.channel": args.channel, "m2mp.redundancy": args.redundancy})
+    config = config_on_iface(config, "m2mp", args.iface)
     payload = _read_payload(args.file)
     try:
         message_id = asyncio.run(send_message(config, payload))
