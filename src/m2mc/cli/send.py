@@ -2,7 +2,9 @@
 
 Sends stdin (or the file) as one M2MP message, then prints one JSON line:
 ``{"id": <message id>, "len": <bytes>, "sha256": "<hex>"}``. ``--iface NAME``
-puts the channel on that interface (:mod:`m2mc.cli.iface_option`).
+puts the channel on that interface (:mod:`m2mc.cli.iface_option`). If the system
+refused every datagram (the interface is down, say), a line on stderr says so
+and the exit status is 1.
 """
 
 from __future__ import annotations
@@ -51,21 +53,32 @@ def run(args: argparse.Namespace) -> int:
         "m2mp.channel": args.channel, "m2mp.redundancy": args.redundancy})
     config = config_on_iface(config, "m2mp", args.iface)
     payload = _read_payload(args.file)
+    refused: list[int] = []
     try:
-        message_id = asyncio.run(send_message(config, payload))
+        message_id = asyncio.run(send_message(config, payload, refused))
     except ChannelClosedError as exc:  # e.g. the daemon went away mid-message
         print(f"m2mc send: error: {exc}", file=sys.stderr)
         return 1
     print(json.dumps({"id": message_id, "len": len(payload),
                       "sha256": hashlib.sha256(payload).hexdigest()}), flush=True)
+    if refused:
+        print(f"m2mc send: error: the system refused all {refused[0]} datagrams of the "
+              f"message on {config.m2mp.channel} (is the interface up?)", file=sys.stderr)
+        return 1
     return 0
 
 
-async def send_message(config: Config, payload: bytes) -> int:
-    """Send one message on the configured channel; return once every packet is out."""
+async def send_message(config: Config, payload: bytes, refused: list[int] | None = None) -> int:
+    """Send one message on the configured channel; return once every packet is out.
+
+    When the system refused every datagram (none went out), their number is
+    appended to ``refused``."""
     async with M2MPEndpoint.from_settings(config.m2mp, node=config.node_id) as endpoint:
         message_id = await endpoint.send(payload)
         await endpoint.drain()
+        stats = endpoint.channel.stats
+        if refused is not None and stats.send_errors and not stats.datagrams_out:
+            refused.append(stats.send_errors)
         return message_id
 
 
