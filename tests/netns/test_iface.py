@@ -15,6 +15,7 @@ host's interface is ``eth0``, so ``--iface eth0`` is what a user on a LAN types.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -173,10 +174,8 @@ def test_an_interface_not_ready_yet_is_waited_for(lab: Lab, child_env: dict[str,
     deadline = time.monotonic() + WAIT
     while listener.poll() is None and time.monotonic() < deadline:  # until the link is up
         assert send(lab, h0, named(2), b"hello again", child_env).returncode == 0
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             listener.wait(timeout=1)
-        except subprocess.TimeoutExpired:
-            pass
     assert listener.wait(timeout=WAIT) == 0, err.snapshot()
     [row] = [json.loads(line) for line in out.closed()]
     assert bytes.fromhex(row["head"]) == b"hello again"
