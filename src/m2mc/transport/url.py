@@ -188,7 +188,7 @@ def _iface(text: str) -> str:
     if text == "localhost" or _DOTTED.fullmatch(text):  # meant as an address
         return _ipv4(text, "iface")
     _refuse_ipv6(text, "iface", "an IPv4 address or an interface name (eth0)")
-    if not _IFACE_NAME.fullmatch(text) or text in (".", ".."):
+    if not _IFACE_NAME.fullmatch(text):
         raise _Bad(f"iface {text!r} is neither an IPv4 address nor an interface name "
                    "(letters, digits, '_', '.', '-')")
     if len(text) > IFACE_NAME_MAX:
