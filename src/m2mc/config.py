@@ -116,6 +116,13 @@ class Config:
         except KeyError:
             raise ConfigError(f"no configuration section [{name}]") from None
 
+    def replace(self, section: str, **changes: Any) -> Config:
+        """This configuration with keys of one section changed (values already checked)."""
+        updated = dataclasses.replace(self.section(section), **changes)
+        named = {section: updated} if section in ("m2mp", "daemon", "device") else {}
+        return dataclasses.replace(self, sections={**self.sections, section: updated},
+                                   **named)
+
 
 _SECTIONS: dict[str, type[Any]] = {
     "m2mp": M2MPSettings, "daemon": DaemonSettings, "device": DeviceSettings,

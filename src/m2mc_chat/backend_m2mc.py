@@ -29,7 +29,7 @@ from m2mc.group.events import (
 )
 from m2mc.group.events import MemberJoined as NodeMemberJoined
 from m2mc.group.events import MemberLeft as NodeMemberLeft
-from m2mc.transport.url import DEFAULT_CHANNEL_URL
+from m2mc.transport.url import DEFAULT_CHANNEL_URL, is_iface_name
 from m2mc_chat.backend import (
     FULL_FEATURES,
     BackendEvent,
@@ -72,11 +72,13 @@ def group_info(info: GrpInfo, *, authenticated: bool = False) -> GroupInfo:
 
 
 def describe_channel(url: str) -> str:
-    """``ad hoc 239.255.77.77:7777 (loopback only)`` for the title bar."""
+    """``ad hoc 239.255.77.77:7777 (loopback only)`` for the title bar (``... on wlan0``
+    when the URL names its interface)."""
     parts = urlsplit(url)
     iface = parse_qs(parts.query).get("iface", [""])[0]
     where = parts.netloc or url
-    note = " (loopback only)" if iface.startswith("127.") else ""
+    note = " (loopback only)" if iface.startswith("127.") or iface in ("lo", "lo0") \
+        else f" on {iface}" if iface and is_iface_name(iface) else ""
     return f"ad hoc {where}{note}"
 
 

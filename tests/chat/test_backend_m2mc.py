@@ -79,6 +79,12 @@ def test_m2mc_backend_is_a_chat_backend(tmp_path: Path, channel: str) -> None:
                                infra=("127.0.0.1:7001",)))
     assert describe_channel("udp-multicast://239.255.77.77:7777?iface=127.0.0.1&ttl=1") == \
         "ad hoc 239.255.77.77:7777 (loopback only)"
+    assert describe_channel("udp-multicast://239.255.77.77:7777?iface=lo&ttl=1") == \
+        "ad hoc 239.255.77.77:7777 (loopback only)"
+    assert describe_channel("udp-multicast://239.255.77.77:7777?iface=wlan0&ttl=1") == \
+        "ad hoc 239.255.77.77:7777 on wlan0"
+    assert describe_channel("udp-multicast://239.255.77.77:7777?iface=10.1.2.3&ttl=1") == \
+        "ad hoc 239.255.77.77:7777"
 
 
 async def test_create_discover_join_reply_leave(tmp_path: Path, channel: str) -> None:

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from m2mc.cli.iface_option import add_iface_argument, on_iface
 from m2mc.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
@@ -23,7 +24,9 @@ if TYPE_CHECKING:
 EPILOG = """\
 examples:
   m2mc chat                               ad hoc mode on the default channel (loopback)
-  m2mc chat --channel 'udp-multicast://239.255.77.77:7777?iface=127.0.0.1&ttl=1'
+  m2mc chat --iface wlan0                 chat with the LAN behind wlan0 (ip link lists
+                                          the names; everyone on the default group)
+  m2mc chat --channel 'udp-multicast://239.255.77.77:7777?iface=eth0&ttl=1'
   m2mc chat --infra 239.255.20.1:7711,239.255.20.2:7712
                                           attach to infrastructure-mode hosts' cells
   m2mc chat --demo                        try the interface on a simulated group
@@ -50,7 +53,10 @@ def register(subparsers: Any) -> None:
                                        "(default: from chat.toml, else made up once)")
     p.add_argument("--channel", metavar="URL",
                    help="channel URL (default: udp-multicast://239.255.77.77:7777"
-                        "?iface=127.0.0.1&ttl=1, loopback only; a LAN needs iface=)")
+                        "?iface=127.0.0.1&ttl=1, loopback only; a LAN needs --iface or "
+                        "iface=)")
+    add_iface_argument(p, "the channel URL (or every --infra cell)",
+                       "; a first run saves the channel so made, as it saves --channel")
     p.add_argument("--infra", metavar="HOSTS",
                    help="infrastructure mode: the hosts' cells, comma-separated GROUP:PORT "
                    "(loopback) or udp-multicast:// URLs")
@@ -137,6 +143,11 @@ def run(args: argparse.Namespace) -> int:
     infra = _hosts(args.infra)
     if infra and args.channel:
         raise UsageError("--infra and --channel exclude each other")
+    if args.iface is not None and args.demo:
+        raise UsageError("--iface is for the network, not --demo")
+    if args.iface is not None and infra:
+        infra = tuple(dict.fromkeys(on_iface(cell, args.iface, "an --infra cell")
+                                    for cell in infra))
     # Every flag and every value of chat.toml is checked here: a mistake is one line
     # and exit status 2, before anything is saved or the terminal is taken over.
     if args.run_id and not args.trace_dir:
@@ -151,6 +162,13 @@ def run(args: argparse.Namespace) -> int:
                          key_suite=None if infra else args.key_suite)
     if infra_key is not None:
         config = replace(config, infra_key=infra_key)
+    if args.iface is not None and not infra:  # the short form of --channel: remembered too
+        from m2mc.transport.url import DEFAULT_CHANNEL_URL
+
+        where = "--channel" if args.channel else "the channel of chat.toml" \
+            if config.channel else "the default channel"
+        config = replace(config, channel=on_iface(config.channel or DEFAULT_CHANNEL_URL,
+                                                  args.iface, where))
     if args.trace_dir:
         config = replace(config, trace_dir=args.trace_dir, run_id=args.run_id)
     if args.demo:       # the simulated group's keyed group opens with its passphrase

@@ -3,7 +3,8 @@
 Serves the local processes that use ``daemon://127.0.0.1:P`` and connects them
 to the external channel. Once listening it prints one line on stderr:
 ``m2mc daemon: listening on 127.0.0.1:P, external channel URL`` (``--port 0``
-picks a free port). Stops cleanly on SIGINT or SIGTERM.
+picks a free port). Stops cleanly on SIGINT or SIGTERM. ``--iface NAME`` puts
+the external channel on that interface (:mod:`m2mc.cli.iface_option`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import signal
 import sys
 from typing import Any
 
+from m2mc.cli.iface_option import add_iface_argument, config_on_iface
 from m2mc.config import Config, add_config_argument, load_config
 from m2mc.transport.daemon import M2MPDaemon
 
@@ -40,6 +42,7 @@ def register(subparsers: Any) -> None:
                         help="external channel URL (default: daemon.channel)")
     parser.add_argument("--stats", action="store_true",
                         help="print the daemon's counters as one JSON line on exit")
+    add_iface_argument(parser, "the external channel URL")
     add_config_argument(parser)
     parser.set_defaults(func=run)
 
@@ -47,6 +50,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config, overrides={
         "daemon.port": args.port, "daemon.channel": args.channel})
+    config = config_on_iface(config, "daemon", args.iface)
     return asyncio.run(serve(config, print_stats=args.stats))
 
 

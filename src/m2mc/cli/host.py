@@ -8,6 +8,9 @@ coordinator's log and a voter; the elected master host is the coordinator.
         --cell "udp-multicast://239.255.20.1:7711?iface=127.0.0.1&ttl=1" \\
         --uplink 127.0.0.1:7201
 
+``--iface NAME`` puts the cell on that interface (by name or address) and is where
+the uplink binds unless ``--uplink`` says otherwise.
+
 A deployment key (``--key-file FILE`` or ``--passphrase TEXT``, and ``--suite``)
 seals every frame; members need the same key (``NodeConfig.infra_key``). Without
 one the deployment is unauthenticated, and says so.
@@ -34,6 +37,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from m2mc.cli.iface_option import add_iface_argument, on_iface
 from m2mc.errors import ConfigError, UsageError
 from m2mc.infra.config import InfraConfig
 from m2mc.infra_runtime.host_driver import HostDriver, settings_from_strings
@@ -54,8 +58,11 @@ def register(subparsers: Any) -> None:
                    help="backbone address of another host (repeat; comma lists too)")
     p.add_argument("--cell", metavar="URL",
                    help="this host's cell: udp-multicast://239.255.X.Y:PORT?iface=127.0.0.1&ttl=1")
+    add_iface_argument(p, "the --cell URL", "; the uplink binds on its address unless "
+                       "--uplink says otherwise")
     p.add_argument("--uplink", metavar="ADDR",
-                   help="UDP address members send to (default: 127.0.0.1, any port)")
+                   help="UDP address members send to (default: the address of the cell's "
+                        "interface, any port)")
     p.add_argument("--subscribe", action="store_true", default=None,
                    help="seeds/001 4.1: multicasts only to gateways with members")
     p.add_argument("--skip-membership", action="store_true", default=None,
@@ -110,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--listen is required (the backbone address, 127.0.0.1:PORT)")
     if not cell:
         raise UsageError("--cell is required (the cell's udp-multicast:// URL)")
+    cell = on_iface(str(cell), args.iface, "--cell")
     peers_raw = args.peer if args.peer is not None else host.get("peers", [])
     if isinstance(peers_raw, str):
         peers_raw = [peers_raw]

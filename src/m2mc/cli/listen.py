@@ -5,7 +5,8 @@ Prints one JSON object per line for each message received:
 stops after N messages or S seconds of silence. ``--prefix`` may be repeated
 (several message filters); without it every message matches. Once listening,
 one line ``m2mc listen: listening on URL`` goes to stderr. Exit status 1 if
-fewer than N messages arrived or a matching message was abandoned.
+fewer than N messages arrived or a matching message was abandoned. ``--iface
+NAME`` puts the channel on that interface (:mod:`m2mc.cli.iface_option`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import sys
 from typing import Any
 
+from m2mc.cli.iface_option import add_iface_argument, config_on_iface
 from m2mc.cli.send import positive_int
 from m2mc.config import Config, add_config_argument, load_config
 from m2mc.transport.channel import ChannelClosedError
@@ -54,6 +56,7 @@ def register(subparsers: Any) -> None:
                         help="stop after N messages")
     parser.add_argument("--timeout", metavar="S", type=positive_float,
                         help="stop after S seconds without a message")
+    add_iface_argument(parser, "the channel URL")
     add_config_argument(parser)
     parser.set_defaults(func=run)
 
@@ -67,6 +70,7 @@ def message_json(message: MessageReceived) -> str:
 
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config, overrides={"m2mp.channel": args.channel})
+    config = config_on_iface(config, "m2mp", args.iface)
     prefixes = args.prefix if args.prefix else [b""]
     try:
         return asyncio.run(listen(config, prefixes, args.count, args.timeout))

@@ -1,7 +1,10 @@
 """``m2mc send [--channel URL] [--redundancy N] [--file PATH]`` (CONTRACTS section 3).
 
 Sends stdin (or the file) as one M2MP message, then prints one JSON line:
-``{"id": <message id>, "len": <bytes>, "sha256": "<hex>"}``.
+``{"id": <message id>, "len": <bytes>, "sha256": "<hex>"}``. ``--iface NAME``
+puts the channel on that interface (:mod:`m2mc.cli.iface_option`). If the system
+refused every datagram (the interface is down, say), a line on stderr says so
+and the exit status is 1.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import json
 import sys
 from typing import Any
 
+from m2mc.cli.iface_option import add_iface_argument, config_on_iface
 from m2mc.config import Config, add_config_argument, load_config
 from m2mc.errors import UsageError
 from m2mc.transport.channel import ChannelClosedError
@@ -39,6 +43,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--redundancy", metavar="N", type=positive_int,
                         help="send every packet N times (default: m2mp.redundancy)")
     parser.add_argument("--file", metavar="PATH", help="send this file instead of stdin")
+    add_iface_argument(parser, "the channel URL")
     add_config_argument(parser)
     parser.set_defaults(func=run)
 
@@ -46,22 +51,34 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config, overrides={
         "m2mp.channel": args.channel, "m2mp.redundancy": args.redundancy})
+    config = config_on_iface(config, "m2mp", args.iface)
     payload = _read_payload(args.file)
+    refused: list[int] = []
     try:
-        message_id = asyncio.run(send_message(config, payload))
+        message_id = asyncio.run(send_message(config, payload, refused))
     except ChannelClosedError as exc:  # e.g. the daemon went away mid-message
         print(f"m2mc send: error: {exc}", file=sys.stderr)
         return 1
     print(json.dumps({"id": message_id, "len": len(payload),
                       "sha256": hashlib.sha256(payload).hexdigest()}), flush=True)
+    if refused:
+        print(f"m2mc send: error: the system refused all {refused[0]} datagrams of the "
+              f"message on {config.m2mp.channel} (is the interface up?)", file=sys.stderr)
+        return 1
     return 0
 
 
-async def send_message(config: Config, payload: bytes) -> int:
-    """Send one message on the configured channel; return once every packet is out."""
+async def send_message(config: Config, payload: bytes, refused: list[int] | None = None) -> int:
+    """Send one message on the configured channel; return once every packet is out.
+
+    When the system refused every datagram (none went out), their number is
+    appended to ``refused``."""
     async with M2MPEndpoint.from_settings(config.m2mp, node=config.node_id) as endpoint:
         message_id = await endpoint.send(payload)
         await endpoint.drain()
+        stats = endpoint.channel.stats
+        if refused is not None and stats.send_errors and not stats.datagrams_out:
+            refused.append(stats.send_errors)
         return message_id
 
 

@@ -30,6 +30,7 @@ from m2mc.infra_runtime.net import (
 )
 from m2mc.log import node_logger
 from m2mc.runtime.tracing import open_trace
+from m2mc.transport.iface import interface_address
 
 
 @dataclass
@@ -56,8 +57,8 @@ class HostDriver:
         self.uplink: Udp | None = None
         cell = multicast_spec(settings.cell)
         self._cell_addr = (cell.group, cell.port)
-        self._iface = cell.iface
-        self._link_local = is_link_local(cell.iface)  # may talk to link-local addresses
+        self._iface = interface_address(cell.iface)  # a name stands for its address now
+        self._link_local = is_link_local(self._iface)  # may talk to link-local addresses
         self.bad_addresses = 0  # destinations outside the allowed scope, never sent to
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
@@ -195,9 +196,11 @@ class HostDriver:
 def settings_from_strings(host_id: str | None, listen: str, cell: str, uplink: str | None,
                           peers: list[str], config: InfraConfig, trace_dir: str | None,
                           run_id: str, key: Any = None) -> HostSettings:
-    link_local = is_link_local(multicast_spec(cell).iface)
+    cell_address = interface_address(multicast_spec(cell).iface)
+    link_local = is_link_local(cell_address)
     lst = parse_address(listen, "--listen", link_local=link_local)
-    up = parse_address(uplink, "--uplink", link_local=link_local) if uplink else (lst[0], 0)
+    up = parse_address(uplink, "--uplink", link_local=link_local) if uplink \
+        else (cell_address, 0)
     return HostSettings(host_id or format_address(lst), lst, cell, up,
                         [parse_address(p, "--peer", link_local=link_local)
                          for p in peers if p and p != listen],

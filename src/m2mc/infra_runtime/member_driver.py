@@ -8,7 +8,9 @@ multicast group and joins another: the protocol does the rest (seeds/001 2.4).
 
 Every socket is on the interface of the member's first cell (``iface=``): cells
 named by other hosts' directories are joined on it too, and the gateway uplink a
-beacon advertises is used only if it is an allowed address (:mod:`.net`).
+beacon advertises is used only if it is an allowed address (:mod:`.net`). An
+interface given by name must have an IPv4 address when the member starts: its
+uplink socket binds on it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from m2mc.infra.member import MemberCore, MemberEvent, MoveRequest
 from m2mc.infra.wire import InfraWire
 from m2mc.infra_runtime.net import Udp, cell_on, is_link_local, multicast_spec, parse_address
 from m2mc.trace.schema import TraceSink
+from m2mc.transport.iface import interface_address
 
 log = logging.getLogger("m2mc.infra.member")
 
@@ -34,7 +37,7 @@ class MemberDriver:
                  on_events: Callable[[list[MemberEvent]], None] | None = None,
                  rng: random.Random | None = None, wire: InfraWire | None = None) -> None:
         self.iface = multicast_spec(cells[0]).iface if cells else "127.0.0.1"
-        self.link_local = is_link_local(self.iface)
+        self.link_local = is_link_local(self.iface)  # for a name: once started
         self.cells = [cell_on(c, self.iface) for c in cells]
         self.core = MemberCore(node, config, rng or random.Random(), group=group, trace=trace,
                                run_id=run_id, wire=wire)
@@ -54,7 +57,9 @@ class MemberDriver:
 
     async def start(self, cell: str | None = None) -> None:
         self.loop = asyncio.get_running_loop()
-        self.uplink = await Udp.unicast((self.iface, 0), self._on_datagram, self.iface)
+        address = interface_address(self.iface)
+        self.link_local = is_link_local(address)
+        self.uplink = await Udp.unicast((address, 0), self._on_datagram, address)
         await self.move(cell if cell is not None else (self.cells[0] if self.cells else None))
 
     async def move(self, cell: str | None) -> None:

@@ -5,6 +5,11 @@ of them sends, the sender included (IP_MULTICAST_LOOP), which is the loopback
 the M2MP flow control needs (seeds/002 section 5). SO_REUSEADDR/SO_REUSEPORT let
 several processes share the port; binding to the group address (not 0.0.0.0)
 keeps datagrams of other groups on the same port out.
+
+``iface=`` is an address or an interface name (:mod:`m2mc.transport.iface`): by
+name on Linux the socket joins and sends by interface index, so it keeps working
+when the interface's address changes, and it opens on an interface that is not
+ready yet (down, no link, no address) with a warning.
 """
 
 from __future__ import annotations
@@ -12,12 +17,17 @@ from __future__ import annotations
 import array
 import asyncio
 import contextlib
+import errno
+import logging
 import socket
 from collections.abc import Callable
 
 from m2mc.errors import ConfigError
 from m2mc.transport.channel import DEFAULT_MAX_INBOUND, RECV_SIZE, Channel, ChannelClosedError
-from m2mc.transport.url import MulticastSpec
+from m2mc.transport.iface import describe_interfaces, resolve_interface
+from m2mc.transport.url import MulticastSpec, format_channel_url
+
+log = logging.getLogger("m2mc.transport.multicast")
 
 # Datagrams read per readiness callback before yielding to other tasks.
 _READ_BATCH = 256
@@ -32,7 +42,14 @@ except ImportError:  # pragma: no cover - not POSIX
 
 
 def open_multicast_socket(spec: MulticastSpec) -> socket.socket:
-    """A non-blocking UDP socket joined to the group on the interface, ready to send to it."""
+    """A non-blocking UDP socket joined to the group on the interface, ready to send to it.
+
+    ConfigError (one line) if the interface is unknown or the group cannot be joined.
+    """
+    try:
+        iface = resolve_interface(spec.iface)
+    except ConfigError as exc:
+        raise ConfigError(f"cannot open {format_channel_url(spec)}: {exc}") from None
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -41,17 +58,22 @@ def open_multicast_socket(spec: MulticastSpec) -> socket.socket:
         with contextlib.suppress(OSError):  # a smaller buffer only means more loss
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, spec.rcvbuf)
         sock.bind((spec.group, spec.port))
-        group, iface = socket.inet_aton(spec.group), socket.inet_aton(spec.iface)
-        sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, group + iface)
-        sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, iface)
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, iface.membership(spec.group))
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, iface.multicast_if())
         sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, spec.ttl)
         sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
         sock.setblocking(False)
     except OSError as exc:
         sock.close()
+        hint = ""
+        if not iface.index and exc.errno in (errno.EADDRNOTAVAIL, errno.ENODEV):
+            hint = f" (no interface has that address; interfaces: {describe_interfaces()})"
         raise ConfigError(
             f"cannot join multicast group {spec.group}:{spec.port} on {spec.iface}: "
-            f"{exc.strerror or exc}") from None
+            f"{exc.strerror or exc}{hint}") from None
+    if iface.problem:
+        log.warning("interface %s %s: nothing is sent or received on %s until it is up "
+                    "with an IPv4 address", iface.label, iface.why, format_channel_url(spec))
     return sock
 
 

@@ -1,6 +1,10 @@
 """Channel URLs (CONTRACTS section 2): parse them, and open the channel they name.
 
 Every mistake raises :class:`ConfigError` with one line naming the URL and the fault.
+Parsing is pure: ``iface=`` is an IPv4 address or an interface name whose spelling
+is checked here; whether that interface exists is asked when the channel opens
+(:mod:`m2mc.transport.iface`). Channels are IPv4 only: an IPv6 address anywhere in
+a URL gets an error that says so.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ DEFAULT_CHANNEL_URL = f"udp-multicast://{DEFAULT_GROUP}:{DEFAULT_MULTICAST_PORT}
 DEFAULT_DAEMON_PORT = 5678
 DEFAULT_RCVBUF = 4 * 1024 * 1024  # asked of the kernel; it caps at net.core.rmem_max
 SCHEMES = ("udp-multicast", "udp", "daemon", "mem", "null")
+IFACE_NAME_MAX = 15  # bytes of an interface name: IFNAMSIZ - 1 on Linux, BSD and macOS
 
 Address = tuple[str, int]
 
@@ -58,6 +63,10 @@ class NullSpec:
 ChannelSpec = MulticastSpec | UdpSpec | DaemonSpec | MemSpec | NullSpec
 
 _MEM_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
+# Interface names as they appear in the wild (eth0, wlp2s0, enp0s31f6, br-1a2b, eth0.100,
+# ethernet_32768): characters a URL carries unescaped, so a URL with a name round-trips.
+_IFACE_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
+_DOTTED = re.compile(r"[0-9.]+")
 
 
 class _Bad(Exception):
@@ -146,10 +155,56 @@ def _ipv4(text: str, what: str) -> str:
     try:
         return str(ipaddress.IPv4Address(text))
     except ValueError:
+        _refuse_ipv6(text, what)
         raise _Bad(f"{what} must be an IPv4 address, got {text!r}") from None
 
 
+def _refuse_ipv6(text: str, what: str, instead: str = "an IPv4 address") -> None:
+    """A clear word for an IPv6 address (with or without brackets or a %zone)."""
+    bare = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+    try:
+        ipaddress.IPv6Address(bare.partition("%")[0])
+    except ValueError:
+        return
+    raise _Bad(f"{what} {text!r} is an IPv6 address; m2mc channels are IPv4 only: "
+               f"give {instead}")
+
+
+def parse_iface(text: str) -> str:
+    """``iface=``: an IPv4 address, or the name of an interface (eth0, wlan0).
+
+    Only the spelling of a name is checked (no socket is opened); ConfigError says
+    what is wrong. ``localhost`` is 127.0.0.1, as elsewhere in URLs.
+    """
+    try:
+        return _iface(text)
+    except _Bad as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _iface(text: str) -> str:
+    if not text:
+        raise _Bad("iface is empty; give an interface name (eth0) or address (127.0.0.1)")
+    if text == "localhost" or _DOTTED.fullmatch(text):  # meant as an address
+        return _ipv4(text, "iface")
+    _refuse_ipv6(text, "iface", "an IPv4 address or an interface name (eth0)")
+    if not _IFACE_NAME.fullmatch(text):
+        raise _Bad(f"iface {text!r} is neither an IPv4 address nor an interface name "
+                   "(letters, digits, '_', '.', '-')")
+    if len(text) > IFACE_NAME_MAX:
+        raise _Bad(f"iface {text!r} is too long for an interface name "
+                   f"(at most {IFACE_NAME_MAX} characters)")
+    return text
+
+
+def is_iface_name(iface: str) -> bool:
+    """Whether a parsed ``iface`` value is a name (else it is an IPv4 address)."""
+    return not _DOTTED.fullmatch(iface)
+
+
 def _address(text: str, *, default_port: int | None = None, allow_zero: bool = False) -> Address:
+    if text.count(":") > 1 and not text.startswith("["):
+        _refuse_ipv6(text, "host")  # a bare IPv6 address has colons of its own
     host, sep, port_text = text.rpartition(":")
     if not sep:
         if default_port is None:
@@ -171,7 +226,7 @@ def _multicast(netloc: str, query: dict[str, str]) -> MulticastSpec:
                            default_port=DEFAULT_MULTICAST_PORT)
     if not ipaddress.IPv4Address(group).is_multicast:
         raise _Bad(f"{group} is not a multicast group (224.0.0.0/4)")
-    iface = _ipv4(query.pop("iface", "127.0.0.1"), "iface")
+    iface = _iface(query.pop("iface", "127.0.0.1"))
     ttl = _take_int(query, "ttl", 1, 0, 255)
     rcvbuf = _take_int(query, "rcvbuf", DEFAULT_RCVBUF, 1024, 1 << 30)
     _no_query(query)
@@ -189,6 +244,20 @@ def _udp(netloc: str, query: dict[str, str]) -> UdpSpec:
     rcvbuf = _take_int(query, "rcvbuf", DEFAULT_RCVBUF, 1024, 1 << 30)
     _no_query(query)
     return UdpSpec(peers, bind, rcvbuf)
+
+
+def channel_on_iface(url: str, iface: str) -> str:
+    """``url`` with its ``iface=`` replaced, the rest kept (``--iface NAME``).
+
+    ConfigError if ``url`` is not a udp-multicast:// URL or ``iface`` is misspelt.
+    """
+    spec = parse_channel_url(url)
+    if not isinstance(spec, MulticastSpec):
+        raise ConfigError(f"iface applies to udp-multicast:// channels, not {url!r}")
+    iface = parse_iface(iface)
+    if iface == spec.iface:
+        return url
+    return format_channel_url(MulticastSpec(spec.group, spec.port, iface, spec.ttl, spec.rcvbuf))
 
 
 def open_channel(url: str | ChannelSpec, *, max_inbound: int = DEFAULT_MAX_INBOUND) -> Channel:
