@@ -40,7 +40,8 @@ from m2mc.infra.takeover import TakeoverRound, state_reply
 from m2mc.infra.wire import InfraWire
 from m2mc.trace.schema import NullSink, TraceEvent, TraceSink, detail_json
 
-_FOR_COORDINATOR = (msg.Forward, msg.StabInfo, msg.Subscribe, msg.Unsubscribe, msg.Fetch)
+_FOR_COORDINATOR = (msg.Forward, msg.StabInfo, msg.Subscribe, msg.Unsubscribe, msg.Fetch,
+                    msg.Reconfig)
 ADMIN = "admin"  # HostSend.link of an answer to an operator's command line (dest: its name)
 
 
@@ -124,8 +125,7 @@ class HostCore:
         self._send_status(now)
 
     def admin(self, client: str, request: int, op: int, target: str, now: float) -> None:
-        """An operator's request made here (the simulator's schedule, tests); answers
-        come out of :meth:`drain` as ``admin`` sends to ``client``."""
+        """An operator's request made here; answers leave :meth:`drain` as ``admin``."""
         self.ops.request(client, request, op, target, now)
         self._settle(now)
 
@@ -318,9 +318,6 @@ class HostCore:
         elif isinstance(m, msg.AdminRequest):
             if m.client == src:  # answers go back on the connection that asked
                 self.ops.request(m.client, m.request, m.op, m.target, now)
-        elif isinstance(m, msg.Reconfig):
-            if self._admitted(m.host):
-                self.ops.reconfigure(m.host, m.client, m.request, m.op, m.target, now)
         elif isinstance(m, msg.AdminResult):
             self.ops.on_result(m)
         elif isinstance(m, msg.RetiredNotice):
@@ -334,6 +331,8 @@ class HostCore:
                     self._queued.append((src, m))
                 else:
                     self.stats.queued_dropped += 1
+            elif isinstance(m, msg.Reconfig):
+                self.ops.on_reconfig(m, now)  # answered: not the master
             return
         if isinstance(m, msg.Forward):
             c.handle_forward(m, now)
@@ -349,6 +348,8 @@ class HostCore:
             c.handle_unsubscribe(m.host)
         elif isinstance(m, msg.Fetch):
             c.handle_fetch(m)
+        elif isinstance(m, msg.Reconfig) and self._admitted(m.host):
+            self.ops.on_reconfig(m, now)
 
     def _on_replicate(self, src: str, m: msg.Replicate, now: float) -> None:
         if m.epoch < self.log.promised or m.epoch < self.epoch:
@@ -398,6 +399,7 @@ class HostCore:
         self.election.settle()
         self.gateway.new_master(master, epoch, now)
         self._emit("elect", now, detail_json(phase="follow", epoch=str(epoch), master=master))
+        self.ops.on_new_master(now)
 
     def _advance(self, commit: int, stable: int, now: float) -> None:
         if commit > self.commit:
@@ -409,9 +411,10 @@ class HostCore:
                 self.gateway.on_committed(records)
         self.gateway.on_commit_point(self.commit, self.stable)
         self.log.gc(min(self.stable, self.log.committed_gseq()))
-        if self.coordinator is not None:
-            self.ops.on_committed(self.coordinator.commit, now)
-        self.ops.check_configuration(now)
+        c = self.coordinator
+        self.ops.check_configuration(now)  # first: answers tell the new quorum
+        if c is not None:
+            self.ops.on_committed(c.commit, now)
 
     def _maybe_free_replica(self, c: msg.Commit) -> None:
         """4.1, figure 7 line 15: a gateway that left the subscr-set and is no replica
@@ -556,6 +559,7 @@ class HostCore:
         queued, self._queued = self._queued, deque()
         for src, qm in queued:
             self._for_coordinator(src, qm, now)
+        self.ops.on_new_master(now)
         self._route_coordinator()
 
     def _balance(self) -> None:

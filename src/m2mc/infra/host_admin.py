@@ -54,14 +54,36 @@ class Operators:
                 core.me, client, request, reconfig.BUSY,
                 f"{core.me} holds {self.desk.limit} requests already; try again")))
             return
+        self._route(client, request, now)
+
+    def _route(self, client: str, request: int, now: float) -> None:
+        """Do a held request here (master), or pass it to the master."""
+        core = self.core
+        p = self.desk.clients.get((client, request))
+        if p is None:
+            return
         if core.coordinator is not None:
-            self.reconfigure(core.me, client, request, op, target, now)
+            p.resent = p.resent or bool(p.sent_to and p.sent_to != core.me)
+            p.sent_to = core.me
+            self.reconfigure(core.me, client, request, p.op, p.target, now)
         elif core.master and core.master != core.me and core.directory.is_live(core.master):
-            core._to_host(core.master, msg.Reconfig(core.me, client, request, op, target))
-        else:
+            p.resent = p.resent or bool(p.sent_to and p.sent_to != core.master)
+            p.sent_to = core.master
+            core._to_host(core.master, msg.Reconfig(core.me, client, request, p.op, p.target))
+        elif not p.sent_to:
             self.answer(core.me, client, request, reconfig.NO_MASTER,
                         "no master right now (an election is under way, or no quorum of "
                         "hosts is up); try again")
+
+    def on_new_master(self, now: float) -> None:
+        """A new master: pass it the requests the old one may have lost."""
+        core = self.core
+        here = core.me if core.coordinator is not None else core.master
+        for client, request in [k for k, p in self.desk.clients.items() if p.sent_to != here]:
+            self._route(client, request, now)
+
+    def on_reconfig(self, m: msg.Reconfig, now: float) -> None:
+        self.reconfigure(m.host, m.client, m.request, m.op, m.target, now)
 
     def reconfigure(self, origin: str, client: str, request: int, op: int, target: str,
                     now: float) -> None:
@@ -101,13 +123,19 @@ class Operators:
         result = msg.AdminResult(core.me, client, request, code, text, lsn)
         if origin != core.me:
             core._to_host(origin, result)
-        elif self.desk.answer(client, request):
-            self.out.append((client, result))
+        else:
+            self.on_result(result)
 
     def on_result(self, m: msg.AdminResult) -> None:
-        """The master's answer to a request this host passed on."""
-        if self.desk.answer(m.client, m.request):
-            self.out.append((m.client, replace(m, host=self.core.me)))
+        """The master's answer to a request this host holds."""
+        p = self.desk.answer(m.client, m.request)
+        if p is None:
+            return
+        if p.resent and m.code in (reconfig.ALREADY, reconfig.NOT_RETIRED):
+            # Passed to two masters: the first one did it before it went away.
+            m = replace(m, code=reconfig.OK, text=f"done ({m.text}: committed before the "
+                                                  "master changed)")
+        self.out.append((m.client, replace(m, host=self.core.me)))
 
     def view(self) -> str:
         """This host's view of the deployment, as one line of JSON (``m2mc host show``)."""
@@ -126,8 +154,8 @@ class Operators:
         a retired host's status is answered by the master with a RetiredNotice."""
         core = self.core
         retired = core.retired
-        if not retired or src == core.me:
-            return False
+        if not retired or src == core.me or isinstance(m, msg.AdminResult):
+            return False  # (a master that retired itself answers the request last)
         who = claimed_sender(m)
         if src not in retired and who not in retired:
             return False

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from m2mc.errors import UsageError
 from m2mc.infra import messages as msg
 
-__all__ = ["CODES", "AdminDesk", "ReconfigError", "check_change", "retired_after"]
+__all__ = ["CODES", "AdminDesk", "Pending", "ReconfigError", "check_change", "retired_after"]
 
 # Answer codes of AdminResult, and what the command line makes of them.
 OK = "ok"
@@ -98,10 +98,14 @@ def retired_after(base: frozenset[str], snapshot: msg.Snapshot | None,
 
 
 @dataclass(slots=True)
-class _Pending:
+class Pending:
+    """A command line's retire/readmit held by the host it asked."""
+
     op: int
     target: str
     deadline: float
+    sent_to: str = ""  # the master it was passed to
+    resent: bool = False  # passed again to a new master (the first may have done it)
 
 
 class AdminDesk:
@@ -113,7 +117,7 @@ class AdminDesk:
     def __init__(self, limit: int, timeout: float) -> None:
         self.limit = limit
         self.timeout = timeout
-        self.clients: dict[tuple[str, int], _Pending] = {}
+        self.clients: dict[tuple[str, int], Pending] = {}
         self.awaiting: dict[int, list[tuple[str, str, int]]] = {}  # lsn -> (origin, client, req)
         self.refused = 0  # requests refused because the table was full
 
@@ -124,12 +128,12 @@ class AdminDesk:
         if key not in self.clients and len(self.clients) >= self.limit:
             self.refused += 1
             return False
-        self.clients[key] = _Pending(op, target, now + self.timeout)
+        self.clients[key] = Pending(op, target, now + self.timeout)
         return True
 
-    def answer(self, client: str, request: int) -> bool:
-        """Whether a request is held here (and now answered: forgotten)."""
-        return self.clients.pop((client, request), None) is not None
+    def answer(self, client: str, request: int) -> Pending | None:
+        """The request, if held here (and now answered: forgotten)."""
+        return self.clients.pop((client, request), None)
 
     def wait_commit(self, lsn: int, origin: str, client: str, request: int) -> bool:
         if sum(len(v) for v in self.awaiting.values()) >= self.limit:
