@@ -63,6 +63,7 @@ class HostDriver:
         self._timer_at: float | None = None
         self._poked = False
         self._closed = asyncio.Event()
+        self.retired = asyncio.Event()  # set once this host learned it was retired for good
         self._trace_close: object = None
         self._addr_of: dict[str, tuple[str, int]] = {}
 
@@ -86,7 +87,8 @@ class HostDriver:
                              incarnation=int(time.time() * 1000) & 0x7FFF_FFFF, wire=wire)
         self.backbone = Backbone(s.host_id, s.listen, list(s.peers), self._on_frame,
                                  max_frame=cfg.max_backbone_frame,
-                                 max_connections=cfg.max_backbone_connections)
+                                 max_connections=cfg.max_backbone_connections,
+                                 on_return=self._on_return)
         await self.backbone.start()
         self.core.start(self.now())
         self.log.info("host up: backbone %s, cell %s, uplink %s", format_address(s.listen),
@@ -112,6 +114,16 @@ class HostDriver:
         assert self.core is not None
         self.core.receive_backbone(src, data, self.now())
         self._poke()
+
+    def _on_return(self, addr: tuple[str, int], data: bytes) -> None:
+        """A frame on our own connection to ``addr``: from the host whose status names
+        that address (in a keyed deployment the core takes the sealed sender anyway)."""
+        assert self.core is not None
+        for host, entry in self.core.directory.hosts.items():
+            if (entry.status.address, entry.status.port) == addr:
+                self._on_frame(host, data)
+                return
+        self._on_frame(format_address(addr), data)
 
     def _on_uplink(self, data: bytes, addr: tuple[str, int]) -> None:
         assert self.core is not None
@@ -145,12 +157,20 @@ class HostDriver:
                     addr = self._address(s.dest)
                     if addr is not None:
                         bb.send(addr, s.data)
+                    else:  # a host we have no address for, but that connected to us
+                        bb.write_back(s.dest, s.data)
+            elif s.link == "admin":
+                if s.dest is not None:
+                    bb.write_back(s.dest, s.data)  # an operator's command line
             elif s.dest is None:
                 up.send(s.data, self._cell_addr)
             else:
                 dest = self._checked(s.dest, "member address")
                 if dest is not None:
                     up.send(s.data, dest)
+        if core.retired_self and not self.retired.is_set():
+            self.log.error("%s: %s; stopping", self.s.host_id, core.retired_self)
+            self.retired.set()
         deadline = core.next_deadline()
         if deadline is None or deadline == self._timer_at:
             return

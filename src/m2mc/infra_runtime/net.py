@@ -103,9 +103,9 @@ class FrameReader:
 
     __slots__ = ("_buf", "closed", "max_frame", "peer", "reason")
 
-    def __init__(self, max_frame: int = MAX_FRAME) -> None:
+    def __init__(self, max_frame: int = MAX_FRAME, peer: str | None = None) -> None:
         self.max_frame = max_frame
-        self.peer: str | None = None
+        self.peer: str | None = peer  # given: the stream starts with frames, no name
         self.closed = False
         self.reason = ""
         self._buf = bytearray()
@@ -157,11 +157,11 @@ class _FrameProtocol(asyncio.Protocol):
 
     def __init__(self, on_frame: Callable[[str, bytes], None],
                  on_lost: Callable[[_FrameProtocol], None], max_frame: int = MAX_FRAME,
-                 on_bad: Callable[[str], None] | None = None) -> None:
+                 on_bad: Callable[[str], None] | None = None, peer: str | None = None) -> None:
         self.on_frame = on_frame
         self.on_lost = on_lost
         self.on_bad = on_bad
-        self.reader = FrameReader(max_frame)
+        self.reader = FrameReader(max_frame, peer)
         self.transport: asyncio.Transport | None = None
         self.remote_ip = ""  # where the connection comes from (TCP: not spoofable off-path)
 
@@ -219,12 +219,14 @@ class Backbone:
 
     def __init__(self, me: str, listen: tuple[str, int], peers: list[tuple[str, int]],
                  on_frame: Callable[[str, bytes], None], retry: float = 0.2, *,
-                 max_frame: int = MAX_FRAME, max_connections: int = 64) -> None:
+                 max_frame: int = MAX_FRAME, max_connections: int = 64,
+                 on_return: Callable[[tuple[str, int], bytes], None] | None = None) -> None:
         if not me or len(me.encode()) > MAX_PEER_NAME:
             raise ConfigError(f"host id must be 1 to {MAX_PEER_NAME} bytes, got {me!r}")
         self.me = me
         self.listen = listen
         self.on_frame = on_frame
+        self.on_return = on_return  # frames coming back on our outgoing connections
         self.retry = retry
         self.max_frame = max_frame
         self.max_connections = max_connections
@@ -299,8 +301,12 @@ class Backbone:
                     fut.set_result(None)
 
             try:
+                # Frames coming back on our own connection (a host that cannot reach our
+                # listening address answers there) are read too; the core trusts the
+                # sealed sender, not this name.
                 _, proto = await loop.create_connection(
-                    lambda: _FrameProtocol(lambda s, d: None, on_lost), *addr)
+                    lambda: _FrameProtocol(self._returned(addr), on_lost, self.max_frame,
+                                           peer=format_address(addr)), *addr)
             except OSError:
                 await asyncio.sleep(self.retry)
                 continue
@@ -310,6 +316,12 @@ class Backbone:
             self._out[addr] = None
             if not self._closed:
                 await asyncio.sleep(self.retry)
+
+    def _returned(self, addr: tuple[str, int]) -> Callable[[str, bytes], None]:
+        def on_frame(_: str, data: bytes) -> None:
+            if self.on_return is not None:
+                self.on_return(addr, data)
+        return on_frame
 
     @staticmethod
     def _write(proto: _FrameProtocol, data: bytes) -> None:
@@ -336,6 +348,9 @@ class Backbone:
         for proto in self._out.values():
             if proto is not None and proto.transport is not None:
                 proto.transport.close()
+        for inbound in list(self._inbound):  # a closed host hears nothing more
+            if inbound.transport is not None:
+                inbound.transport.close()
         if self._server is not None:
             self._server.close()
             with contextlib.suppress(Exception):
