@@ -608,7 +608,7 @@ def _infra_runtime_targets() -> list[FuzzTarget]:
 
     def address(data: bytes) -> object:
         return parse_address(data[1:].decode("utf-8", "surrogateescape"), "fuzz",
-                             link_local=bool(data[:1] and data[0] & 1))
+                             ipv6=bool(data[:1] and data[0] & 1))
 
     return [
         FuzzTarget("infra.payload", payload,
@@ -616,7 +616,7 @@ def _infra_runtime_targets() -> list[FuzzTarget]:
                        "", 0)), b"\x01\x00\x01x"]),
         FuzzTarget("infra.backbone_stream", stream, stream_seeds, max_len=STREAM_MAX_LEN),
         FuzzTarget("infra.address", address,
-                   lambda: [b"\x00127.0.0.1:7000", b"\x01169.254.3.4:9", b"\x00[::1]:80"],
+                   lambda: [b"\x00127.0.0.1:7000", b"\x0110.77.0.4:9", b"\x01[::1]:80"],
                    expected=(ConfigError,)),
     ]
 

@@ -62,6 +62,8 @@ class Net:
         self._wake: dict[str, float] = {}
         self.cell_drops = 0
         self.obey_moves = obey_moves  # members follow MoveRequest (as the real driver does)
+        self.admin_results: dict[int, msg.AdminResult] = {}  # request -> the operator's answer
+        self._admin_seq = 0
         for i, h in enumerate(self.host_ids):
             self._boot_host(h, i)
 
@@ -156,6 +158,20 @@ class Net:
     def crash(self, h: str) -> None:
         self.alive[h] = False
 
+    def admin(self, h: str, op: int, target: str = "") -> int:
+        """An operator's request to host ``h`` (``m2mc host retire`` ...); the answer
+        lands in ``admin_results[request]``."""
+        self._admin_seq += 1
+        self.hosts[h].admin("operator", self._admin_seq, op, target, self.now)
+        self._after(h)
+        return self._admin_seq
+
+    def answer(self, request: int, limit: float = 10.0) -> msg.AdminResult:
+        """Run until the operator's request is answered (at most ``limit`` seconds)."""
+        assert self.run_while(lambda: request not in self.admin_results, self.now + limit), \
+            f"request {request} never answered"
+        return self.admin_results[request]
+
     def restart(self, h: str) -> None:
         self._boot_host(h)
 
@@ -180,6 +196,10 @@ class Net:
                 dests = [s.dest] if s.dest is not None else [x for x in self.host_ids if x != h]
                 for d in dests:
                     self._backbone(h, d, s.data)
+            elif s.link == "admin":
+                result, _ = self.wire("operator").decode(s.data)
+                assert isinstance(result, msg.AdminResult)
+                self.admin_results[result.request] = result
             else:
                 self._cell(h, s.dest, s.data)
         self._schedule(h, core.next_deadline(), core)
@@ -319,10 +339,13 @@ def mid_of(r: msg.Record) -> str:
 
 def run_workload(net: Net, *, members: int = 9, rounds: int = 150, p_send: float = 0.3,
                  p_move: float = 0.02, crash_at: int | None = None, gaps: bool = True,
-                 leave_all: bool = True) -> None:
+                 leave_all: bool = True, retire_at: int | None = None) -> None:
     """Members join in the cells, send and move (into gaps too); optionally the
-    coordinator crashes at round ``crash_at``; then everyone comes back into a
-    live cell, drains and (``leave_all``) leaves."""
+    coordinator crashes at round ``crash_at`` and (``retire_at``) an operator retires
+    it at that round through a live host, until the change is committed; then
+    everyone comes back into a live cell, drains and (``leave_all``) leaves."""
+    crashed = ""
+    retire_request: int | None = None
     cells = list(net.host_ids)
     for i in range(members):
         net.add_member(f"M{i}", cells[i % len(cells)])
@@ -339,7 +362,19 @@ def run_workload(net: Net, *, members: int = 9, rounds: int = 150, p_send: float
             c = net.coordinator()
             assert c is not None
             net.crash(c)
+            crashed = c
+        if retire_at is not None and k >= retire_at and crashed and (
+                retire_request is None or net.admin_results.get(retire_request, _PENDING).code
+                in ("no_master", "busy")):
+            via = next(h for h in cells if net.alive[h])
+            retire_request = net.admin(via, msg.OP_RETIRE, crashed)
         net.run_until(t + 0.02)
+    if retire_request is not None:
+        while net.answer(retire_request, 30).code in ("no_master", "busy"):
+            net.run_until(net.now + 0.2)
+            retire_request = net.admin(next(h for h in cells if net.alive[h]), msg.OP_RETIRE,
+                                       crashed)
+        assert net.admin_results[retire_request].code == "ok", net.admin_results[retire_request]
     live = [h for h in cells if net.alive[h]]
     for i, n in enumerate(net.members):
         where = net.where[n]
@@ -353,6 +388,9 @@ def run_workload(net: Net, *, members: int = 9, rounds: int = 150, p_send: float
             lambda: any(m.phase.value != "left" for m in net.members.values()), net.now + 60), \
             {n: m.phase.value for n, m in net.members.items()}
     net.run_until(net.now + 2.0)
+
+
+_PENDING = msg.AdminResult("", "", 0, "pending", "")  # a request not answered yet
 
 
 def check_garbage_collected(net: Net) -> None:

@@ -23,7 +23,14 @@ from m2mc.infra.member import MemberCore
 from m2mc.infra.replog import ReplicaLog
 from m2mc.infra.state import CoordState
 from m2mc.infra.takeover import TakeoverRound
-from m2mc.infra_runtime.net import MAX_PEER_NAME, Backbone, FrameReader, cell_on, parse_address
+from m2mc.infra_runtime.net import (
+    MAX_PEER_NAME,
+    Backbone,
+    FrameReader,
+    cell_on,
+    format_address,
+    parse_address,
+)
 
 E = Epoch(1, 0.0, "H1")
 
@@ -240,19 +247,29 @@ def test_member_refuses_absurd_bridges_of_dummies() -> None:
 
 
 # ------------------------------------------------------------------ sockets
-def test_unicast_addresses_are_loopback_or_link_local_when_the_cell_is() -> None:
+def test_unicast_addresses_are_any_ip_the_operator_names() -> None:
+    """No address class is refused: loopback, private, public, IPv6 on the backbone.
+    What cannot be one host's address is refused with a one-line error."""
     assert parse_address("127.0.0.5:9", "x") == ("127.0.0.5", 9)
-    with pytest.raises(ConfigError, match="loopback"):
-        parse_address("239.255.1.1:9", "x")
-    link_local = ".".join(("169", "254", "7", "1"))
-    with pytest.raises(ConfigError):
-        parse_address(f"{link_local}:9", "x")  # not unless the deployment's cells are
-    assert parse_address(f"{link_local}:9", "x", link_local=True) == (link_local, 9)
-    with pytest.raises(ConfigError):
-        parse_address("0.0.0.0:9", "x", link_local=True)
+    assert parse_address("10.77.0.1:7101", "--listen") == ("10.77.0.1", 7101)
+    assert parse_address("192.0.2.7:1", "x") == ("192.0.2.7", 1)  # any IPv4 (a doc range)
+    assert parse_address("localhost:9", "x") == ("127.0.0.1", 9)
+    assert parse_address("[::1]:7101", "--peer") == ("::1", 7101)
+    assert parse_address("[2001:db8::5]:80", "x") == ("2001:db8::5", 80)
+    for text, why in (("239.255.1.1:9", "not a unicast"), ("255.255.255.255:9", "not a unicast"),
+                      ("0.0.0.0:9", "unspecified"), ("[::]:9", "unspecified"),
+                      ("host.example:9", "not an IP address"), ("10.0.0.1", "HOST:PORT"),
+                      ("::1:80", "brackets"), ("[10.0.0.1]:80", "brackets"),
+                      ("10.0.0.1:70000", "port out of range")):
+        with pytest.raises(ConfigError, match=why):
+            parse_address(text, "--peer")
+    with pytest.raises(ConfigError, match=r"^--uplink: IPv6 is not supported"):
+        parse_address("[::1]:9", "--uplink", ipv6=False)
+    assert format_address(("::1", 5)) == "[::1]:5"
+    assert format_address(("10.0.0.1", 5)) == "10.0.0.1:5"
     url = "udp-multicast://239.255.20.1:7711?iface=127.0.0.1&ttl=1"
     assert cell_on(url, "127.0.0.1") == url
-    assert f"iface={link_local}" in cell_on(url, link_local)
+    assert "iface=10.77.0.3" in cell_on(url, "10.77.0.3")
     with pytest.raises(ConfigError, match="ttl"):
         cell_on("udp-multicast://239.255.20.1:7711?iface=127.0.0.1&ttl=4", "127.0.0.1")
 

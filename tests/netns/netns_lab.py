@@ -27,11 +27,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# Host addresses are link-local (RFC 3927) and exist ONLY inside the namespaces a lab
-# creates: nothing is ever sent to them from, or routed to them in, the real network.
-# The prefix is assembled here, in one place, so no address literal appears in the code.
-_LINK_LOCAL_PREFIX = ".".join(("169", "254"))
-LAB_SUBNET = 77
+# Host addresses are ordinary test addresses (10.77.0.0/24) that exist ONLY inside the
+# namespaces a lab creates, on a bridge with no route out: nothing is ever sent to them
+# from, or routed to them in, the real network (test_lab.py checks there is no way out).
+LAB_NETWORK = "10.77.0"
 _NAME = re.compile(r"^m2mclab(\d+)x[0-9a-f]{4}-(sw|h\d+)$")
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,7 +40,7 @@ class LabUnavailable(Exception):
 
 
 def host_address(index: int) -> str:
-    return f"{_LINK_LOCAL_PREFIX}.{LAB_SUBNET}.{index + 1}"
+    return f"{LAB_NETWORK}.{index + 1}"
 
 
 @dataclass

@@ -1,12 +1,24 @@
-"""``m2mc host``: run an infrastructure-mode host (docs/infra.md).
+"""``m2mc host``: run an infrastructure-mode host (docs/infra.md); ``m2mc host show``,
+``retire`` and ``readmit``: an operator's commands to a live host.
 
-A host is a gateway for its cell (a multicast group on loopback), a replica of the
-coordinator's log and a voter; the elected master host is the coordinator.
+A host is a gateway for its cell (a multicast group), a replica of the coordinator's
+log and a voter; the elected master host is the coordinator. Addresses are any the
+operator names (IPv4; IPv6 in brackets on the backbone); loopback is the default.
 
-    m2mc host --id H1 --listen 127.0.0.1:7101 \\
-        --peer 127.0.0.1:7102 --peer 127.0.0.1:7103 \\
-        --cell "udp-multicast://239.255.20.1:7711?iface=127.0.0.1&ttl=1" \\
-        --uplink 127.0.0.1:7201
+    m2mc host --id H1 --listen 10.77.0.1:7101 \\
+        --peer 10.77.0.2:7101 --peer 10.77.0.3:7101 \\
+        --cell "udp-multicast://239.255.20.1:7711?iface=10.77.0.1&ttl=1" \\
+        --uplink 10.77.0.1:7201
+
+    m2mc host show --via 10.77.0.2:7101 [--key-file K]      # one host's view (JSON)
+    m2mc host retire --id H3 --via 10.77.0.2:7101 [--key-file K]
+    m2mc host readmit --id H3 --via 10.77.0.2:7101 [--key-file K]
+
+``retire`` removes a host for good through the replicated log: the hosts' quorum
+shrinks at once, and the retired host is refused if it comes back (it stops, exit
+status 2) until ``readmit``. Exit status: 0 done; 2 bad input (unknown host, already
+retired, the last host, not retired); 1 the deployment could not do it now (no master,
+another change under way, no answer): try again.
 
 ``--iface NAME`` puts the cell on that interface (by name or address) and is where
 the uplink binds unless ``--uplink`` says otherwise.
@@ -39,9 +51,13 @@ from typing import Any
 
 from m2mc.cli.iface_option import add_iface_argument, on_iface
 from m2mc.errors import ConfigError, UsageError
+from m2mc.infra import messages as msg
+from m2mc.infra import reconfig
 from m2mc.infra.config import InfraConfig
+from m2mc.infra_runtime.admin_client import AdminUnreachable, admin_request
 from m2mc.infra_runtime.host_driver import HostDriver, settings_from_strings
 from m2mc.infra_runtime.keying import DeploymentKey
+from m2mc.infra_runtime.net import parse_address
 
 _HOST_KEYS = ("id", "listen", "peers", "cell", "uplink", "trace_dir", "run_id", "key",
               "key_file", "passphrase", "suite")
@@ -53,11 +69,12 @@ def register(subparsers: Any) -> None:
         description="An infrastructure-mode host: gateway of one cell, replica of the "
                     "coordinator's log, voter in elections, coordinator when elected.")
     p.add_argument("--id", help="host identity (default: the --listen address)")
-    p.add_argument("--listen", metavar="ADDR", help="backbone TCP address, 127.0.0.1:PORT")
+    p.add_argument("--listen", metavar="ADDR",
+                   help="backbone TCP address, IP:PORT (any IPv4 address, or [IPv6]:PORT)")
     p.add_argument("--peer", metavar="ADDR", action="append", default=None,
                    help="backbone address of another host (repeat; comma lists too)")
     p.add_argument("--cell", metavar="URL",
-                   help="this host's cell: udp-multicast://239.255.X.Y:PORT?iface=127.0.0.1&ttl=1")
+                   help="this host's cell: udp-multicast://239.255.X.Y:PORT?iface=IP&ttl=1")
     add_iface_argument(p, "the --cell URL", "; the uplink binds on its address unless "
                        "--uplink says otherwise")
     p.add_argument("--uplink", metavar="ADDR",
@@ -80,6 +97,25 @@ def register(subparsers: Any) -> None:
                    default=None, help="with a key: tag only (default) or encrypt too")
     p.add_argument("--config", metavar="FILE", help="TOML file with [host] and [infra] tables")
     p.set_defaults(func=run)
+    ops = p.add_subparsers(dest="action", metavar="ACTION", parser_class=type(p))
+    for name, summary in (("show", "print a live host's view of the deployment (JSON)"),
+                          ("retire", "retire a host for good (the quorum shrinks at once)"),
+                          ("readmit", "admit a retired host again")):
+        q = ops.add_parser(name, help=summary, description=summary)
+        if name != "show":
+            q.add_argument("--id", dest="target", metavar="HOST", required=True,
+                           help="the host to " + name)
+        q.add_argument("--via", metavar="ADDR",
+                       help="backbone address of any live host (default: --config's listen)")
+        q.add_argument("--key-file", metavar="FILE", help="the deployment key file")
+        q.add_argument("--passphrase", metavar="TEXT", help="the deployment passphrase")
+        q.add_argument("--suite", choices=("hmac-sha256", "aes-256-gcm", "chacha20-poly1305"),
+                       default=None, help="with a key: the deployment's suite")
+        q.add_argument("--config", metavar="FILE",
+                       help="a host's TOML file: its listen address and key are used")
+        q.add_argument("--timeout", metavar="S", type=float, default=15.0,
+                       help="give up after S seconds without an answer (default 15)")
+        q.set_defaults(func=run_admin, subscribe=None, skip_membership=None)
 
 
 def _load(path: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -149,6 +185,37 @@ def _key(args: argparse.Namespace, host: dict[str, Any]) -> DeploymentKey | None
     return DeploymentKey(**sources, suite=args.suite or str(host.get("suite", "hmac-sha256")))
 
 
+_OPS = {"show": msg.OP_SHOW, "retire": msg.OP_RETIRE, "readmit": msg.OP_READMIT}
+
+
+def run_admin(args: argparse.Namespace) -> int:
+    """``m2mc host show|retire|readmit``: one request to a live host."""
+    host, _ = _load(args.config)
+    via_text = args.via or host.get("listen")
+    if not via_text:
+        raise UsageError("--via is required (the backbone address of a live host), or "
+                         "--config with the listen address of one")
+    via = parse_address(str(via_text), "--via")
+    op = _OPS[args.action]
+    target = getattr(args, "target", "") or ""
+    prog = f"m2mc host {args.action}"
+    try:
+        view, result = asyncio.run(admin_request(via, op, target, _key(args, host),
+                                                 args.timeout))
+    except AdminUnreachable as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 1
+    if op == msg.OP_SHOW:
+        print(view.text)
+        return 0
+    if result.code == reconfig.OK:
+        done = "retired" if op == msg.OP_RETIRE else "readmitted"
+        print(f"{prog}: {target} {done}: {result.text}")
+        return 0
+    print(f"{prog}: error: {result.text}", file=sys.stderr)
+    return 2 if result.code in reconfig.BAD_INPUT else 1
+
+
 async def _serve(driver: HostDriver, run_for: float | None) -> int:
     await driver.start()
     s = driver.s
@@ -163,15 +230,22 @@ async def _serve(driver: HostDriver, run_for: float | None) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
+    retired = asyncio.ensure_future(driver.retired.wait())
+    stopped = asyncio.ensure_future(stop.wait())
     try:
-        if run_for is None:
-            await stop.wait()
-        else:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), run_for)
+        await asyncio.wait({retired, stopped}, timeout=run_for,
+                           return_when=asyncio.FIRST_COMPLETED)
     finally:
+        retired.cancel()
+        stopped.cancel()
         await driver.close()
         counters = {k: v for k, v in driver.stats().items() if v}
         print(f"m2mc host: {s.host_id} stopped, counters {json.dumps(counters, sort_keys=True)}",
               file=sys.stderr, flush=True)
+    if driver.retired.is_set():
+        assert driver.core is not None
+        print(f"m2mc host: error: {s.host_id} is retired from this deployment "
+              f"({driver.core.retired_self}); readmit it first: m2mc host readmit --id "
+              f"{s.host_id} --via ADDR", file=sys.stderr, flush=True)
+        return 2
     return 0

@@ -177,14 +177,18 @@ ROWS = _seq(_enc_row, _dec_row)
 PAIRS = _seq(_enc_pair, _dec_pair)
 
 
+HOSTS = _seq(_ident, _dec_str, 4096)
+
+
 def _enc_snapshot(s: m.Snapshot) -> list[Any]:
-    return [s.lsn, s.gseq, s.last_app_gseq, ROWS[0](s.rows), MIDS[0](s.mcache)]
+    return [s.lsn, s.gseq, s.last_app_gseq, ROWS[0](s.rows), MIDS[0](s.mcache),
+            HOSTS[0](s.retired), s.config_lsn]
 
 
 def _dec_snapshot(x: Any) -> m.Snapshot:
-    f = _list(x, 5)
+    f = _list(x, 7)
     return m.Snapshot(_dec_int(f[0]), _dec_int(f[1]), _dec_int(f[2]), ROWS[1](f[3]),
-                      MIDS[1](f[4]))
+                      MIDS[1](f[4]), HOSTS[1](f[5]), _dec_int(f[6]))
 
 
 OPT_SNAPSHOT = _optional(_enc_snapshot, _dec_snapshot)
@@ -226,8 +230,12 @@ _SCHEMAS: dict[int, tuple[type, tuple[tuple[Enc, Dec], ...]]] = {
     33: (m.Replicate, (EPOCH, INT, RECORDS)),
     34: (m.Sync, (EPOCH, INT, INT, OPT_SNAPSHOT, RECORDS)),
     35: (m.Accepted, (EPOCH, STR, INT, BOOL)),
-    36: (m.Commit, (EPOCH, INT, INT, _seq(_ident, _dec_str, 4096))),
+    36: (m.Commit, (EPOCH, INT, INT, HOSTS)),
     37: (m.Reroute, (EPOCH, INT, CELL)),
+    38: (m.AdminRequest, (STR, INT, INT, STR)),
+    39: (m.Reconfig, (STR, STR, INT, INT, STR)),
+    40: (m.AdminResult, (STR, STR, INT, STR, STR, INT)),
+    41: (m.RetiredNotice, (STR, STR, INT)),
 }
 _TAGS: dict[type, int] = {cls: tag for tag, (cls, _) in _SCHEMAS.items()}
 _REQUEST_CLASSES = (m.JoinReq, m.NewReq, m.LeaveReq, m.LeaveOkReq)

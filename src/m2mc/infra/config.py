@@ -64,6 +64,9 @@ class InfraConfig:
     max_backbone_connections: int = 64  # driver: incoming backbone connections
     replay_window: int = 1024  # keyed deployment: counters remembered below a sender's top
     max_auth_senders: int = 4096  # keyed deployment: senders in the replay table
+    # ------------------------------------------------ operators (docs/infra.md, "Retiring")
+    admin_timeout: float = 10.0  # a host forgets an operator's request unanswered this long
+    max_admin_requests: int = 16  # operators' requests a host holds at once; beyond: "busy"
 
     def check(self) -> InfraConfig:
         for f in fields(self):
@@ -77,7 +80,8 @@ class InfraConfig:
                      "takeover_timeout", "max_datagram", "transfer_chunk", "batch_records",
                      "control_rate", "control_burst", "control_total_rate",
                      "control_total_burst", "control_max_senders", "max_hosts",
-                     "max_backbone_frame", "replay_window", "max_auth_senders"):
+                     "max_backbone_frame", "replay_window", "max_auth_senders",
+                     "admin_timeout", "max_admin_requests"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"infra.{name}: must be > 0")
         if self.host_timeout <= self.status_interval:

@@ -115,6 +115,11 @@ class Coordinator:
                 self.norm_buffer[r.gseq] = pending
         return r
 
+    def append_config(self, kind: int, target: MemberId, now: float) -> msg.Record:
+        """Retire or admit a host (docs/infra.md, "Retiring a host"): the caller checked
+        that no other change is uncommitted (:func:`m2mc.infra.reconfig.check_change`)."""
+        return self._append(kind, target, now=now)
+
     def handle_forward(self, fwd: msg.Forward, now: float) -> None:
         req = fwd.request
         mid = req.mid

@@ -7,7 +7,9 @@ list"). A status with a new incarnation number is a host that restarted.
 
 The quorum used by elections and commits is a majority of every host ever known
 (at least the hosts the configuration lists), not of the live ones: two quorums
-always share a host, which is what makes failover safe (docs/infra.md).
+always share a host, which is what makes failover safe (docs/infra.md). Hosts
+retired for good (a committed RETIRED record, docs/infra.md "Retiring a host") are
+left out: they are neither live nor counted, so the quorum shrinks.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class Directory:
         self.hosts: dict[str, HostEntry] = {}
         self.known: set[str] = {me}
         self._dead: set[str] = set()
+        self.retired: frozenset[str] = frozenset()  # the committed configuration's
 
     def on_status(self, st: msg.Status, now: float) -> tuple[bool, bool]:
         """Record a status; returns (newly discovered or back to life, restarted)."""
@@ -54,21 +57,32 @@ class Directory:
         return gone
 
     def is_live(self, host: str) -> bool:
+        if host in self.retired:
+            return False
         return host == self.me or (host in self.hosts and host not in self._dead)
 
     def live(self) -> list[str]:
-        """Live hosts, this one included, sorted."""
-        return sorted({self.me} | {h for h in self.hosts if h not in self._dead})
+        """Live hosts that are not retired, this one included, sorted."""
+        return sorted(({self.me} | {h for h in self.hosts if h not in self._dead})
+                      - self.retired)
+
+    def dead(self) -> list[str]:
+        """Known hosts, not retired, whose status is too old."""
+        return sorted(self._dead - self.retired)
 
     def status(self, host: str) -> msg.Status | None:
         e = self.hosts.get(host)
         return None if e is None else e.status
 
-    def universe(self) -> int:
-        return max(self.expected_hosts, len(self.known))
+    def universe(self, retired: frozenset[str] | None = None) -> int:
+        """How many hosts the configuration has: every host configured or ever known,
+        less the retired ones (``retired``: another configuration's, for a takeover
+        that adopts a log holding a change this host has not applied)."""
+        gone = self.retired if retired is None else retired
+        return max(1, max(self.expected_hosts, len(self.known | gone)) - len(gone))
 
-    def quorum(self) -> int:
-        return self.universe() // 2 + 1
+    def quorum(self, retired: frozenset[str] | None = None) -> int:
+        return self.universe(retired) // 2 + 1
 
     def next_expiry(self) -> float | None:
         times = [e.heard + self.host_timeout for h, e in self.hosts.items() if h not in self._dead]

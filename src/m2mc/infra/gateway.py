@@ -293,6 +293,8 @@ class Gateway:
                     if loc is not None and loc.mid == r.mid:
                         loc.mid = None
                 continue
+            if r.kind in msg.CONFIG_KINDS:  # the hosts' business: no multicast to relay
+                continue
             if not self.subscribed or self._skip(r):
                 continue
             pend.records.append(r)  # line 11: broadcast in the cell

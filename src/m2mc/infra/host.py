@@ -12,6 +12,10 @@ in a keyed deployment every frame is sealed, and a backbone frame's source is th
 host that sealed it (the name a TCP connection announced is not trusted). Tables
 keyed by host id (directory, votes, replication peers, takeover answers) take only
 hosts the directory admitted, at most ``max_hosts``.
+
+The hosts' configuration (who is retired for good) is in the log too; this host
+counts quorums under its committed configuration, ignores retired hosts, and stops
+for good when it learns it was retired itself (:mod:`m2mc.infra.host_admin`).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from m2mc.infra.coordinator import Coordinator
 from m2mc.infra.directory import Directory
 from m2mc.infra.election import Election
 from m2mc.infra.gateway import Gateway
+from m2mc.infra.host_admin import Operators
 from m2mc.infra.ids import NO_EPOCH, Epoch
 from m2mc.infra.replog import ReplicaLog
 from m2mc.infra.state import StateError
@@ -35,7 +40,9 @@ from m2mc.infra.takeover import TakeoverRound, state_reply
 from m2mc.infra.wire import InfraWire
 from m2mc.trace.schema import NullSink, TraceEvent, TraceSink, detail_json
 
-_FOR_COORDINATOR = (msg.Forward, msg.StabInfo, msg.Subscribe, msg.Unsubscribe, msg.Fetch)
+_FOR_COORDINATOR = (msg.Forward, msg.StabInfo, msg.Subscribe, msg.Unsubscribe, msg.Fetch,
+                    msg.Reconfig)
+ADMIN = "admin"  # HostSend.link of an answer to an operator's command line (dest: its name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +56,7 @@ class HostIdentity:
 
 @dataclass(frozen=True, slots=True)
 class HostSend:
-    link: str  # "backbone" | "cell"
+    link: str  # "backbone" | "cell" | "admin" (back to a command line)
     dest: str | None
     data: bytes
 
@@ -63,6 +70,7 @@ class HostStats:
     hosts_refused: int = 0  # statuses of new hosts while the directory was full
     bad_takeovers: int = 0  # answers whose logs did not apply (never from honest hosts)
     unknown_host: int = 0  # votes, acceptances and answers from hosts never admitted
+    retired_refused: int = 0  # frames from hosts retired for good
 
 
 class HostCore:
@@ -101,6 +109,10 @@ class HostCore:
         self._next_status = 0.0
         self._next_check = 0.0
         self._next_balance = 0.0
+        self.retired: frozenset[str] = frozenset()  # committed configuration (never freed)
+        self.config_lsn = 0
+        self.retired_self = ""  # why this host stopped for good ("" while it serves)
+        self.ops = Operators(self)
 
     # ================================================================ driver API
     def start(self, now: float) -> None:
@@ -112,7 +124,14 @@ class HostCore:
         self._next_balance = now + self.cfg.balance_interval
         self._send_status(now)
 
+    def admin(self, client: str, request: int, op: int, target: str, now: float) -> None:
+        """An operator's request made here; answers leave :meth:`drain` as ``admin``."""
+        self.ops.request(client, request, op, target, now)
+        self._settle(now)
+
     def receive_backbone(self, src: str, data: bytes, now: float) -> None:
+        if self.retired_self:
+            return
         try:
             m, sealed_by = self.wire.decode(data)
         except DecodeError:
@@ -124,6 +143,8 @@ class HostCore:
         self._settle(now)
 
     def receive_cell(self, src: str, data: bytes, now: float) -> None:
+        if self.retired_self:
+            return
         try:
             m, _ = self.wire.decode(data)
         except DecodeError:
@@ -135,6 +156,8 @@ class HostCore:
             self._settle(now)
 
     def on_timer(self, now: float) -> None:
+        if self.retired_self:
+            return
         cfg = self.cfg
         if now >= self._next_status:
             self._next_status = now + cfg.status_interval
@@ -166,7 +189,12 @@ class HostCore:
         self._settle(now)
 
     def next_deadline(self) -> float | None:
+        if self.retired_self:
+            return None
         ds = [self._next_status, self._next_check, self.gateway.next_deadline()]
+        admin = self.ops.desk.next_deadline()
+        if admin is not None:
+            ds.append(admin)
         e = self.election.next_deadline()
         if e is not None:
             ds.append(e)
@@ -174,12 +202,13 @@ class HostCore:
             ds.append(self.takeover.deadline)
         if self.coordinator is not None and self.cfg.balance:
             ds.append(self._next_balance)
-        if self.gateway.transfers_ready() or self._bb or self.gateway.cell_out:
+        if self.gateway.transfers_ready() or self._bb or self.gateway.cell_out or self.ops.out:
             ds.append(0.0)
         return min(ds)
 
     def drain(self, now: float) -> list[HostSend]:
         """Everything to send now, encoded."""
+        self.ops.desk.expire(now)
         if self.coordinator is not None:
             self.coordinator.flush(self.directory.live(), self.directory.quorum(), now)
             self._route_coordinator()
@@ -197,6 +226,12 @@ class HostCore:
         for dest_addr, dm in self.gateway.cell_out:
             out.append(HostSend("cell", dest_addr, encode(dm)))
         self.gateway.cell_out = []
+        for client, result in self.ops.out:
+            out.append(HostSend(ADMIN, client, encode(result, client)))
+            self._emit("elect", now, detail_json(phase="admin", client=client,
+                                                 request=result.request, code=result.code,
+                                                 lsn=result.lsn))
+        self.ops.out = []
         return out
 
     # ================================================================ routing
@@ -238,6 +273,8 @@ class HostCore:
 
     # ================================================================ backbone input
     def _on_backbone(self, src: str, m: msg.BackboneMessage, now: float) -> None:
+        if self.retired_self or self.ops.refuse(src, m):
+            return
         if isinstance(m, _FOR_COORDINATOR):
             self._for_coordinator(src, m, now)
         elif isinstance(m, msg.Replicate):
@@ -266,7 +303,8 @@ class HostCore:
         elif isinstance(m, msg.Takeover):
             self._on_takeover(m, now)
         elif isinstance(m, msg.StateReply):
-            if self.takeover is not None and self._admitted(m.host):
+            if self.takeover is not None and self._admitted(m.host) \
+                    and m.host not in self.retired:
                 self.takeover.add(m)
                 if self.takeover.ready:
                     self._activate(now)
@@ -277,6 +315,13 @@ class HostCore:
                 self.election.schedule_restart(now)
         elif isinstance(m, msg.Reroute) and m.epoch == self.epoch:
             self.gateway.on_reroute(m.count, m.target)
+        elif isinstance(m, msg.AdminRequest):
+            if m.client == src:  # answers go back on the connection that asked
+                self.ops.request(m.client, m.request, m.op, m.target, now)
+        elif isinstance(m, msg.AdminResult):
+            self.ops.on_result(m)
+        elif isinstance(m, msg.RetiredNotice):
+            self.ops.on_notice(m, now)
 
     def _for_coordinator(self, src: str, m: msg.BackboneMessage, now: float) -> None:
         c = self.coordinator
@@ -286,6 +331,8 @@ class HostCore:
                     self._queued.append((src, m))
                 else:
                     self.stats.queued_dropped += 1
+            elif isinstance(m, msg.Reconfig):
+                self.ops.on_reconfig(m, now)  # answered: not the master
             return
         if isinstance(m, msg.Forward):
             c.handle_forward(m, now)
@@ -301,6 +348,8 @@ class HostCore:
             c.handle_unsubscribe(m.host)
         elif isinstance(m, msg.Fetch):
             c.handle_fetch(m)
+        elif isinstance(m, msg.Reconfig) and self._admitted(m.host):
+            self.ops.on_reconfig(m, now)
 
     def _on_replicate(self, src: str, m: msg.Replicate, now: float) -> None:
         if m.epoch < self.log.promised or m.epoch < self.epoch:
@@ -350,6 +399,7 @@ class HostCore:
         self.election.settle()
         self.gateway.new_master(master, epoch, now)
         self._emit("elect", now, detail_json(phase="follow", epoch=str(epoch), master=master))
+        self.ops.on_new_master(now)
 
     def _advance(self, commit: int, stable: int, now: float) -> None:
         if commit > self.commit:
@@ -361,6 +411,10 @@ class HostCore:
                 self.gateway.on_committed(records)
         self.gateway.on_commit_point(self.commit, self.stable)
         self.log.gc(min(self.stable, self.log.committed_gseq()))
+        c = self.coordinator
+        self.ops.check_configuration(now)  # first: answers tell the new quorum
+        if c is not None:
+            self.ops.on_committed(c.commit, now)
 
     def _maybe_free_replica(self, c: msg.Commit) -> None:
         """4.1, figure 7 line 15: a gateway that left the subscr-set and is no replica
@@ -459,7 +513,8 @@ class HostCore:
         self.log.promised = epoch
         self.coordinator = None
         self.takeover = TakeoverRound(self.me, epoch, self.log, self.directory.quorum(), now,
-                                      self.cfg.takeover_timeout)
+                                      self.cfg.takeover_timeout,
+                                      quorum_of=self.directory.quorum, retired=self.retired)
         self.master = self.me
         self.epoch = epoch
         self.commit = 0
@@ -490,6 +545,7 @@ class HostCore:
             self.takeover = None
             self.election.schedule_restart(now)
             return
+        self.ops.check_configuration(now)  # the adopted log may carry a snapshot's
         c = Coordinator(self.me, t.epoch, self.cfg, self.log, work, now)
         for h, applied in t.answered().items():
             p = c.peer(h)
@@ -503,6 +559,7 @@ class HostCore:
         queued, self._queued = self._queued, deque()
         for src, qm in queued:
             self._for_coordinator(src, qm, now)
+        self.ops.on_new_master(now)
         self._route_coordinator()
 
     def _balance(self) -> None:
@@ -529,7 +586,8 @@ class HostCore:
                    local_refused=g.local_refused, hosts_refused=self.stats.hosts_refused,
                    records_refused=self.log.refused, bad_takeovers=self.stats.bad_takeovers,
                    unknown_host=self.stats.unknown_host, forward_refused=g.refused_full,
-                   queued_dropped=self.stats.queued_dropped)
+                   queued_dropped=self.stats.queued_dropped,
+                   retired_refused=self.stats.retired_refused)
         c = self.coordinator
         if c is not None:
             out.update(join_refused=c.stats.refused_full, early_dropped=c.stats.early_dropped)

@@ -110,6 +110,7 @@ class MemberStats:
     resent_news: int = 0
     decode_errors: int = 0  # frames refused by the wire (malformed, forged, replayed, ...)
     dummies_refused: int = 0  # 4.3 bridges longer than max_dummies (filled by NACK instead)
+    uplink_mismatch: int = 0  # beacons naming an uplink other than the address they came from
 
 
 class MemberCore:
@@ -234,9 +235,15 @@ class MemberCore:
         self._attached_at = now
 
     # ================================================================ receiving
-    def receive_frame(self, data: bytes, now: float) -> bool:
+    def receive_frame(self, data: bytes, now: float, origin: str | None = None) -> bool:
         """A datagram from the cell or the gateway, through the wire (sealed in a keyed
-        deployment); False if it was refused (counted in ``stats.decode_errors``)."""
+        deployment); False if it was refused (counted in ``stats.decode_errors``).
+
+        ``origin`` is the address the datagram came from (``HOST:PORT``; None when the
+        driver has none, as in the simulator). A gateway sends its beacons from its
+        uplink socket, so a beacon naming another uplink than its origin is not
+        followed (``stats.uplink_mismatch``): members only ever send to an address that
+        really spoke to them, whatever a forged beacon names (docs/security.md)."""
         try:
             m, _ = self.wire.decode(data)
         except DecodeError:
@@ -244,6 +251,9 @@ class MemberCore:
             return False
         if not isinstance(m, _DOWNLINK):
             self.stats.decode_errors += 1
+            return False
+        if origin is not None and isinstance(m, msg.Beacon) and m.uplink != origin:
+            self.stats.uplink_mismatch += 1
             return False
         self.receive(m, now)
         return True

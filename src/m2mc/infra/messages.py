@@ -30,17 +30,28 @@ JOINED = 1  # "mid has joined"
 LEFT = 2  # "mid has left" after its LEAVE
 EXPELLED = 3  # "mid has left" because its computer went silent (seeds/004 4.5)
 CLEANUP = 4  # LEAVEOK processed: tables freed (seeds/001 figure 3 line 27); no gseq
+RETIRED = 5  # a host leaves the deployment for good (``mid.node`` is its id); no gseq
+ADMITTED = 6  # a retired host is admitted again (``mid.node`` is its id); no gseq
 
 MEMBERSHIP_KINDS = frozenset({JOINED, LEFT, EXPELLED})
-RECORD_KINDS = frozenset({APP, JOINED, LEFT, EXPELLED, CLEANUP})
+CONFIG_KINDS = frozenset({RETIRED, ADMITTED})  # changes of the hosts' configuration
+NO_GSEQ_KINDS = frozenset({CLEANUP, RETIRED, ADMITTED})  # no multicast: never relayed
+RECORD_KINDS = frozenset({APP, JOINED, LEFT, EXPELLED, CLEANUP, RETIRED, ADMITTED})
+
+# Operators' requests (AdminRequest.op).
+OP_SHOW = 0  # the host's view of the deployment
+OP_RETIRE = 1
+OP_READMIT = 2
+ADMIN_OPS = frozenset({OP_SHOW, OP_RETIRE, OP_READMIT})
 
 
 @dataclass(frozen=True, slots=True)
 class Record:
     """One decision of the coordinator, at log position ``lsn``.
 
-    ``gseq`` is the multicast's sequence number (0 for CLEANUP). ``mid`` is the
-    sender (APP) or the member concerned (JOINED, LEFT, EXPELLED, CLEANUP).
+    ``gseq`` is the multicast's sequence number (0 for CLEANUP, RETIRED, ADMITTED).
+    ``mid`` is the sender (APP) or the member concerned (JOINED, LEFT, EXPELLED,
+    CLEANUP); for RETIRED and ADMITTED, ``mid.node`` is the host concerned.
     ``nseq`` is the sender's NEW number (seeds/001 3.1), ``app_seq`` the
     sender's application message number (the trace ``mid``). ``prememb`` is the
     number of membership changes immediately before this multicast (seeds/001 4.3).
@@ -279,6 +290,8 @@ class Snapshot:
     last_app_gseq: int
     rows: tuple[Row, ...]
     mcache: tuple[MemberId, ...]
+    retired: tuple[str, ...] = ()  # hosts retired for good (docs/infra.md, "Retiring")
+    config_lsn: int = 0  # the record that last changed ``retired``
 
 
 @dataclass(frozen=True, slots=True)
@@ -400,6 +413,55 @@ class Reroute:
     target: CellInfo
 
 
+@dataclass(frozen=True, slots=True)
+class AdminRequest:
+    """An operator's command line asks a host (``op``: OP_SHOW, OP_RETIRE, OP_READMIT).
+
+    ``client`` names the command line's connection; in a keyed deployment it is the
+    sealing sender, so the operator holds the deployment key."""
+
+    client: str
+    request: int
+    op: int
+    target: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reconfig:
+    """Host ``host`` passes an operator's retire/readmit on to the master."""
+
+    host: str
+    client: str
+    request: int
+    op: int
+    target: str
+
+
+@dataclass(frozen=True, slots=True)
+class AdminResult:
+    """The answer to an operator's request: ``code`` "ok" or an error code
+    (:mod:`m2mc.infra.reconfig`), a one-line ``text`` (JSON for OP_SHOW), and the log
+    position of the change (0 if none)."""
+
+    host: str
+    client: str
+    request: int
+    code: str
+    text: str
+    lsn: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RetiredNotice:
+    """The master tells ``target``, whose status it refused, that it was retired at
+    log position ``lsn``: it stops (docs/infra.md, "Retiring a host")."""
+
+    host: str
+    target: str
+    lsn: int
+
+
 BackboneMessage = (Status | ElectStart | Vote | Takeover | TakeoverReject | StateReply
                    | Forward | FwdAck | StabInfo | Subscribe | Unsubscribe | Fetch | Fetched
-                   | Replicate | Sync | Accepted | Commit | Reroute)
+                   | Replicate | Sync | Accepted | Commit | Reroute | AdminRequest | Reconfig
+                   | AdminResult | RetiredNotice)

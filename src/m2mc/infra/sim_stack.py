@@ -19,6 +19,10 @@ A host keeps its incarnation number in ``durable_dir``; a member keeps the next
 block of application sequence numbers there, so message ids stay unique across
 restarts. Members cannot choose their cell in the simulator (mobility does), so
 load-balancing moves and "my host is silent" requests are counted and ignored.
+
+A ``[[schedule]]`` entry with ``action = "retire"`` (or ``"readmit"``), ``node`` a
+host and ``target`` a host is an operator's ``m2mc host retire --id TARGET`` to that
+host; the answer is the host's ``elect`` trace event with ``phase = "admin"``.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from m2mc.errors import BufferFullError, ConfigError, DecodeError, UsageError
 from m2mc.infra import messages as msg
 from m2mc.infra.codec import decode, encode
 from m2mc.infra.config import InfraConfig
-from m2mc.infra.host import HostCore, HostIdentity
+from m2mc.infra.host import ADMIN, HostCore, HostIdentity
 from m2mc.infra.member import Delivered, MemberCore, MoveRequest
 from m2mc.sim.node import NodeContext, Outgoing, register_stack
 from m2mc.sim.schema import Table
@@ -86,6 +90,12 @@ class HostSimStack:
                              run_id=ctx.run_id,
                              group=ctx.groups[0].name if ctx.groups else "infra",
                              incarnation=incarnation)
+        self._requests = 0
+
+    def app_admin(self, action: str, target: str, now: float) -> None:
+        self._requests += 1
+        op = msg.OP_RETIRE if action == "retire" else msg.OP_READMIT
+        self.core.admin("schedule", self._requests, op, target, now)
 
     def start(self, now: float) -> None:
         self.core.start(now)
@@ -104,7 +114,7 @@ class HostSimStack:
 
     def datagrams_to_send(self, now: float) -> list[Outgoing]:
         return [Outgoing(WIRED if s.link == "backbone" else RADIO, s.dest, s.data)
-                for s in self.core.drain(now)]
+                for s in self.core.drain(now) if s.link != ADMIN]  # answers: in the trace
 
     def on_attach(self, iface: str, domain: str | None, now: float) -> None:
         return None

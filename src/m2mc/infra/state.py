@@ -37,7 +37,8 @@ class StateError(DecodeError):
 class CoordState:
     """Tables after applying every record up to ``lsn``."""
 
-    __slots__ = ("gseq", "last_app_gseq", "lsn", "mcache", "members", "rows")
+    __slots__ = ("config_lsn", "gseq", "last_app_gseq", "lsn", "mcache", "members", "retired",
+                 "rows")
 
     def __init__(self, mcache_size: int = 65536, mcache_ttl: float = 60.0) -> None:
         self.lsn = 0
@@ -46,12 +47,14 @@ class CoordState:
         self.rows: dict[MemberId, RowState] = {}
         self.members: set[MemberId] = set()
         self.mcache = MembershipCache(mcache_size, mcache_ttl)
+        self.retired: frozenset[str] = frozenset()  # hosts retired for good
+        self.config_lsn = 0  # the record that last changed ``retired``
 
     # -------------------------------------------------------------- decisions
     def next_record(self, kind: int, mid: MemberId, nseq: int = 0, app_seq: int = 0,
                     body: bytes = b"") -> msg.Record:
         """The record the coordinator appends next for this decision."""
-        if kind == msg.CLEANUP:
+        if kind in msg.NO_GSEQ_KINDS:
             return msg.Record(self.lsn + 1, 0, kind, mid)
         gseq = self.gseq + 1
         return msg.Record(self.lsn + 1, gseq, kind, mid, nseq, app_seq,
@@ -60,7 +63,7 @@ class CoordState:
     def apply(self, r: msg.Record, now: float) -> None:
         if r.lsn != self.lsn + 1:
             raise StateError(f"record lsn {r.lsn} does not follow {self.lsn}")
-        if r.kind != msg.CLEANUP and r.gseq != self.gseq + 1:
+        if r.kind not in msg.NO_GSEQ_KINDS and r.gseq != self.gseq + 1:
             raise StateError(f"record gseq {r.gseq} does not follow {self.gseq}")
         kind = r.kind
         if kind == msg.APP:
@@ -84,15 +87,26 @@ class CoordState:
         elif kind == msg.CLEANUP and (r.mid in self.members
                                       or self.rows.pop(r.mid, None) is None):
             raise StateError(f"cleanup of {r.mid} that has not left")
+        elif kind == msg.RETIRED:
+            if r.mid.node in self.retired or r.gseq:
+                raise StateError(f"host {r.mid.node} retired twice")
+            self.retired = self.retired | {r.mid.node}
+            self.config_lsn = r.lsn
+        elif kind == msg.ADMITTED:
+            if r.mid.node not in self.retired or r.gseq:
+                raise StateError(f"host {r.mid.node} admitted but not retired")
+            self.retired = self.retired - {r.mid.node}
+            self.config_lsn = r.lsn
         self.lsn = r.lsn
-        if kind != msg.CLEANUP:
+        if kind not in msg.NO_GSEQ_KINDS:
             self.gseq = r.gseq
 
     # -------------------------------------------------------------- snapshots
     def snapshot(self) -> msg.Snapshot:
         rows = tuple(msg.Row(mid, row.first, row.last, row.recv, mid in self.members)
                      for mid, row in sorted(self.rows.items()))
-        return msg.Snapshot(self.lsn, self.gseq, self.last_app_gseq, rows, tuple(self.mcache))
+        return msg.Snapshot(self.lsn, self.gseq, self.last_app_gseq, rows, tuple(self.mcache),
+                            tuple(sorted(self.retired)), self.config_lsn)
 
     @classmethod
     def from_snapshot(cls, snap: msg.Snapshot, now: float, mcache_size: int = 65536,
@@ -107,6 +121,8 @@ class CoordState:
                 state.members.add(row.mid)
         for mid in snap.mcache:
             state.mcache.add(mid, now)
+        state.retired = frozenset(snap.retired)
+        state.config_lsn = snap.config_lsn
         return state
 
     def copy(self, now: float) -> CoordState:

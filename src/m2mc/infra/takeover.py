@@ -18,12 +18,21 @@ copies it lacks below its log are committed (every log agrees on them) but maybe
 not yet stable, and members may still NACK them; so hosts also send the committed
 records they hold below the winner's ``low`` and the winner takes them back
 (:meth:`~m2mc.infra.replog.ReplicaLog.backfill`) before it rebuilds its norm-buffer.
+
+With host retirements (:mod:`m2mc.infra.reconfig`) the quorum is that of the log
+being adopted: the answers must hold a majority of the configuration after every
+record of the best answer, its uncommitted changes included, answers from hosts
+that configuration retired left out. A winner that missed a change therefore waits
+for the new configuration's majority instead of deciding with the old one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from m2mc.infra import messages as msg
 from m2mc.infra.ids import Epoch
+from m2mc.infra.reconfig import retired_after
 from m2mc.infra.replog import ReplicaLog
 from m2mc.infra.state import CoordState
 
@@ -50,11 +59,14 @@ class TakeoverRound:
     """The winner's collection of answers."""
 
     def __init__(self, host: str, epoch: Epoch, log: ReplicaLog, quorum: int, now: float,
-                 timeout: float) -> None:
+                 timeout: float, *, quorum_of: Callable[[frozenset[str]], int] | None = None,
+                 retired: frozenset[str] = frozenset()) -> None:
         self.host = host
         self.epoch = epoch
         self.log = log
-        self.quorum = quorum
+        self.quorum = quorum  # without ``quorum_of``: a fixed count
+        self.quorum_of = quorum_of  # the quorum of a configuration (its retired hosts)
+        self.retired = retired  # the winner's committed configuration
         self.deadline = now + timeout
         self.base = log.applied
         self.replies: dict[str, msg.StateReply] = {host: state_reply(host, epoch, log, log.applied)}
@@ -66,14 +78,27 @@ class TakeoverRound:
         if reply.epoch == self.epoch:
             self.replies[reply.host] = reply
 
+    def best(self) -> msg.StateReply:
+        """The answer whose log is adopted: newest ``log_epoch``, then the longest."""
+        return max(self.replies.values(), key=lambda r: (r.log_epoch, r.high, r.host == self.host))
+
+    def configuration(self) -> frozenset[str]:
+        """The retired hosts once the adopted log is applied, uncommitted changes too."""
+        best = self.best()
+        return retired_after(self.retired, best.snapshot, best.records)
+
     @property
     def ready(self) -> bool:
-        return len(self.replies) >= self.quorum
+        if self.quorum_of is None:
+            return len(self.replies) >= self.quorum
+        retired = self.configuration()
+        counted = sum(1 for h in self.replies if h not in retired)
+        return counted >= self.quorum_of(retired)
 
     def adopt(self, now: float) -> tuple[CoordState, int]:
         """Make our log the adopted one; return the working tables and how many
         records (beyond our commit point) we resumed with."""
-        best = max(self.replies.values(), key=lambda r: (r.log_epoch, r.high, r.host == self.host))
+        best = self.best()
         log = self.log
         if best.host != self.host:
             if not log.replace_after(self.base, best.snapshot, best.records, now):

@@ -46,7 +46,7 @@ INFRA_KEY_CONTEXT = "m2mc-infra"  # what the subkeys (and a passphrase's salt) a
 _UPLINK = (m.Hello, m.JoinReq, m.NewReq, m.LeaveReq, m.LeaveOkReq, m.NackReq)
 _BY_HOST = (m.Beacon, m.Normals, m.Transfer, m.Ack, m.Move, m.NotMember, m.Status,
             m.TakeoverReject, m.StateReply, m.Forward, m.StabInfo, m.Subscribe,
-            m.Unsubscribe, m.Fetch, m.Accepted)
+            m.Unsubscribe, m.Fetch, m.Accepted, m.Reconfig, m.AdminResult, m.RetiredNotice)
 
 
 def claimed_sender(msg: Message) -> str | None:
@@ -58,6 +58,8 @@ def claimed_sender(msg: Message) -> str | None:
         return msg.host
     if isinstance(msg, m.Vote):
         return msg.voter
+    if isinstance(msg, m.AdminRequest):
+        return msg.client
     if isinstance(msg, m.Takeover):
         return msg.master
     if isinstance(msg, m.ElectStart):

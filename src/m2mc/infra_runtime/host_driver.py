@@ -24,7 +24,6 @@ from m2mc.infra_runtime.net import (
     Backbone,
     Udp,
     format_address,
-    is_link_local,
     multicast_spec,
     parse_address,
 )
@@ -58,12 +57,14 @@ class HostDriver:
         cell = multicast_spec(settings.cell)
         self._cell_addr = (cell.group, cell.port)
         self._iface = interface_address(cell.iface)  # a name stands for its address now
-        self._link_local = is_link_local(self._iface)  # may talk to link-local addresses
-        self.bad_addresses = 0  # destinations outside the allowed scope, never sent to
+        self._configured = set(settings.peers)  # trusted: the operator named them
+        self.bad_addresses = 0  # unusable addresses from the network, never sent to
+        self.untrusted_addresses = 0  # advertised by nobody we can trust, never used
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
         self._poked = False
         self._closed = asyncio.Event()
+        self.retired = asyncio.Event()  # set once this host learned it was retired for good
         self._trace_close: object = None
         self._addr_of: dict[str, tuple[str, int]] = {}
 
@@ -87,7 +88,8 @@ class HostDriver:
                              incarnation=int(time.time() * 1000) & 0x7FFF_FFFF, wire=wire)
         self.backbone = Backbone(s.host_id, s.listen, list(s.peers), self._on_frame,
                                  max_frame=cfg.max_backbone_frame,
-                                 max_connections=cfg.max_backbone_connections)
+                                 max_connections=cfg.max_backbone_connections,
+                                 on_return=self._on_return)
         await self.backbone.start()
         self.core.start(self.now())
         self.log.info("host up: backbone %s, cell %s, uplink %s", format_address(s.listen),
@@ -113,6 +115,16 @@ class HostDriver:
         assert self.core is not None
         self.core.receive_backbone(src, data, self.now())
         self._poke()
+
+    def _on_return(self, addr: tuple[str, int], data: bytes) -> None:
+        """A frame on our own connection to ``addr``: from the host whose status names
+        that address (in a keyed deployment the core takes the sealed sender anyway)."""
+        assert self.core is not None
+        for host, entry in self.core.directory.hosts.items():
+            if (entry.status.address, entry.status.port) == addr:
+                self._on_frame(host, data)
+                return
+        self._on_frame(format_address(addr), data)
 
     def _on_uplink(self, data: bytes, addr: tuple[str, int]) -> None:
         assert self.core is not None
@@ -146,12 +158,20 @@ class HostDriver:
                     addr = self._address(s.dest)
                     if addr is not None:
                         bb.send(addr, s.data)
+                    else:  # a host we have no address for, but that connected to us
+                        bb.write_back(s.dest, s.data)
+            elif s.link == "admin":
+                if s.dest is not None:
+                    bb.write_back(s.dest, s.data)  # an operator's command line
             elif s.dest is None:
                 up.send(s.data, self._cell_addr)
             else:
                 dest = self._checked(s.dest, "member address")
                 if dest is not None:
                     up.send(s.data, dest)
+        if core.retired_self and not self.retired.is_set():
+            self.log.error("%s: %s; stopping", self.s.host_id, core.retired_self)
+            self.retired.set()
         deadline = core.next_deadline()
         if deadline is None or deadline == self._timer_at:
             return
@@ -161,32 +181,46 @@ class HostDriver:
         self._timer = self.loop.call_at(max(deadline, self.now()), self._on_timer)
 
     def _address(self, host: str) -> tuple[str, int] | None:
-        addr = self._addr_of.get(host)
-        if addr is None:
-            assert self.core is not None and self.backbone is not None
-            st = self.core.directory.status(host)
-            if st is None:
-                return None
-            addr = self._checked(f"{st.address}:{st.port}", f"status of {host}")
-            if addr is None:
-                return None
-            self._addr_of[host] = addr
-            self.backbone.connect(addr)  # a host we discovered
+        """Where host ``host``'s backbone is: what its status advertises, if trusted."""
+        assert self.core is not None and self.backbone is not None
+        st = self.core.directory.status(host)
+        known = self._addr_of.get(host)
+        if st is None:
+            return known
+        addr = self._checked(format_address((st.address, st.port)), f"status of {host}")
+        if addr is None or addr == known:
+            return known
+        if not self._trusted(host, addr):
+            self.untrusted_addresses += 1
+            self.log.debug("not connecting to %s for %s: nobody we trust gave it", addr, host)
+            return known
+        if known is not None and known not in self._configured:
+            self.backbone.forget(known)  # the host moved (restarted elsewhere)
+        self._addr_of[host] = addr
+        self.backbone.connect(addr)  # a host we discovered
         return addr
+
+    def _trusted(self, host: str, addr: tuple[str, int]) -> bool:
+        """A configured peer; a status sealed with the deployment key (its sender holds
+        the key); unkeyed, an address the host really reached us from."""
+        assert self.core is not None and self.backbone is not None
+        return addr in self._configured or self.core.wire.keyed \
+            or addr[0] in self.backbone.inbound_ips(host)
 
     def stats(self) -> dict[str, int]:
         """What the core and the sockets refused (docs/security.md), for logs and tests."""
         out = self.core.security_stats() if self.core is not None else {}
         out["bad_addresses"] = self.bad_addresses
+        out["untrusted_addresses"] = self.untrusted_addresses
         if self.backbone is not None:
             out["refused_connections"] = self.backbone.refused_connections
             out["bad_streams"] = self.backbone.bad_streams
         return out
 
     def _checked(self, text: str, what: str) -> tuple[str, int] | None:
-        """An address from the network (a status, a datagram's source), if allowed."""
+        """An address from the network (a status, a datagram's source), if usable."""
         try:
-            return parse_address(text, what, link_local=self._link_local)
+            return parse_address(text, what)
         except ConfigError as exc:
             self.bad_addresses += 1
             self.log.debug("not sending: %s", exc)
@@ -196,12 +230,20 @@ class HostDriver:
 def settings_from_strings(host_id: str | None, listen: str, cell: str, uplink: str | None,
                           peers: list[str], config: InfraConfig, trace_dir: str | None,
                           run_id: str, key: Any = None) -> HostSettings:
-    cell_address = interface_address(multicast_spec(cell).iface)
-    link_local = is_link_local(cell_address)
-    lst = parse_address(listen, "--listen", link_local=link_local)
-    up = parse_address(uplink, "--uplink", link_local=link_local) if uplink \
-        else (cell_address, 0)
+    """Settings from the command line's strings; ConfigError names the bad one. The
+    uplink defaults to the cell's interface (members reach the host there), any port."""
+    iface = interface_address(multicast_spec(cell).iface)  # a name: its address now
+    lst = parse_address(listen, "--listen")
+    if uplink:
+        up = parse_address(uplink, "--uplink", ipv6=False)
+    elif iface != "0.0.0.0":
+        up = (iface, 0)
+    elif ":" not in lst[0]:
+        up = (lst[0], 0)
+    else:
+        raise ConfigError("--uplink: give an IPv4 address (the cell's iface is 0.0.0.0 and "
+                          "--listen is IPv6)")
+    peer_addrs = [parse_address(p, "--peer") for p in peers if p]
     return HostSettings(host_id or format_address(lst), lst, cell, up,
-                        [parse_address(p, "--peer", link_local=link_local)
-                         for p in peers if p and p != listen],
-                        config, trace_dir, run_id, key=key)
+                        [a for a in peer_addrs if a != lst], config, trace_dir, run_id,
+                        key=key)

@@ -7,9 +7,11 @@ beacons), which answers there (ACK, TRANSFER, MOVE). Moving to another cell
 multicast group and joins another: the protocol does the rest (seeds/001 2.4).
 
 Every socket is on the interface of the member's first cell (``iface=``): cells
-named by other hosts' directories are joined on it too, and the gateway uplink a
-beacon advertises is used only if it is an allowed address (:mod:`.net`). An
-interface given by name must have an IPv4 address when the member starts: its
+named by other hosts' directories are joined on it too. The gateway uplink a
+beacon advertises is used only when the beacon came from that very address (the
+core checks it: a gateway beacons from its uplink socket), so a forged beacon cannot
+make members send to a third party (docs/security.md, "Infrastructure mode").
+An interface given by name must have an IPv4 address when the member starts: its
 uplink socket binds on it.
 """
 
@@ -24,7 +26,7 @@ from m2mc.errors import ConfigError
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.member import MemberCore, MemberEvent, MoveRequest
 from m2mc.infra.wire import InfraWire
-from m2mc.infra_runtime.net import Udp, cell_on, is_link_local, multicast_spec, parse_address
+from m2mc.infra_runtime.net import Udp, cell_on, format_address, multicast_spec, parse_address
 from m2mc.trace.schema import TraceSink
 from m2mc.transport.iface import interface_address
 
@@ -37,7 +39,6 @@ class MemberDriver:
                  on_events: Callable[[list[MemberEvent]], None] | None = None,
                  rng: random.Random | None = None, wire: InfraWire | None = None) -> None:
         self.iface = multicast_spec(cells[0]).iface if cells else "127.0.0.1"
-        self.link_local = is_link_local(self.iface)  # for a name: once started
         self.cells = [cell_on(c, self.iface) for c in cells]
         self.core = MemberCore(node, config, rng or random.Random(), group=group, trace=trace,
                                run_id=run_id, wire=wire)
@@ -49,7 +50,7 @@ class MemberDriver:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
         self._poked = False
-        self.bad_addresses = 0  # gateway uplinks outside the allowed scope, never sent to
+        self.bad_addresses = 0  # gateway uplinks that are no unicast IPv4 address, never used
         self.moves = 0
 
     def now(self) -> float:
@@ -58,7 +59,6 @@ class MemberDriver:
     async def start(self, cell: str | None = None) -> None:
         self.loop = asyncio.get_running_loop()
         address = interface_address(self.iface)
-        self.link_local = is_link_local(address)
         self.uplink = await Udp.unicast((address, 0), self._on_datagram, address)
         await self.move(cell if cell is not None else (self.cells[0] if self.cells else None))
 
@@ -93,7 +93,7 @@ class MemberDriver:
         return self.core.stats.decode_errors
 
     def _on_datagram(self, data: bytes, addr: tuple[str, int]) -> None:
-        if self.core.receive_frame(data, self.now()):
+        if self.core.receive_frame(data, self.now(), format_address(addr)):
             self.poke()
 
     def _on_timer(self) -> None:
@@ -114,7 +114,7 @@ class MemberDriver:
             for u, data in self.core.drain_frames():
                 if u.addr:
                     try:
-                        dest = parse_address(u.addr, "gateway uplink", link_local=self.link_local)
+                        dest = parse_address(u.addr, "gateway uplink", ipv6=False)
                     except ConfigError:
                         self.bad_addresses += 1  # a beacon named an address we never use
                         continue

@@ -2,12 +2,13 @@
 reliable as seeds/001 2.1 assumes), and UDP for the cells (multicast downlink,
 unicast uplink), multicast with TTL 1.
 
-Unicast addresses (backbone peers, uplinks, and the addresses beacons and statuses
-advertise) must be loopback (127.0.0.0/8). A deployment whose cells use a
-link-local interface (``iface=`` an IPv4 link-local address, RFC 3927, as in the
-tests' network namespaces) may also use link-local addresses, which routers never
-forward (RFC 3927), so traffic cannot leave the link. Nothing else is accepted,
-even when a (possibly forged) beacon or status names it.
+Addresses are whatever the operator names: any unicast IPv4 address, and IPv6 (in
+brackets, ``[::1]:7101``) on the backbone, where TCP allows it; the cells are IPv4
+multicast, so uplinks are IPv4. Loopback is only the default. What the network
+tells us (a status's address, a beacon's uplink) is not trusted for its address
+class but for who said it: see :class:`~m2mc.infra_runtime.host_driver.HostDriver`
+(backbone peers) and :meth:`~m2mc.infra.member.MemberCore.receive_frame` (uplinks),
+and docs/security.md, "Infrastructure mode".
 """
 
 from __future__ import annotations
@@ -29,29 +30,42 @@ _LEN = struct.Struct(">I")
 MAX_FRAME = 64 << 20
 
 
-_LINK_LOCAL = ipaddress.IPv4Network((0xA9FE0000, 16))  # RFC 3927 link-local, as a number
+def parse_address(text: str, what: str = "address", *, ipv6: bool = True) -> tuple[str, int]:
+    """``HOST:PORT`` (``[V6]:PORT`` for IPv6) with HOST a unicast IP address.
 
-
-def is_link_local(host: str) -> bool:
-    try:
-        return ipaddress.IPv4Address(host) in _LINK_LOCAL
-    except ValueError:
-        return False
-
-
-def parse_address(text: str, what: str = "address", *,
-                  link_local: bool = False) -> tuple[str, int]:
-    """``HOST:PORT`` with HOST loopback (or link-local when ``link_local``)."""
+    Refused, with a one-line :class:`ConfigError` naming ``what``: a name that is not
+    an IP address (``localhost`` is 127.0.0.1), the unspecified address (nobody can
+    reach it), multicast and broadcast addresses (not one host), IPv6 when ``ipv6``
+    is False (the cells' sockets are IPv4), a port outside 0..65535."""
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or not host:
-        raise ConfigError(f"{what}: expected HOST:PORT, got {text!r}")
-    if not host.startswith("127.") and not (link_local and is_link_local(host)):
-        allowed = "loopback (127.0.0.0/8) or link-local" if link_local else "loopback (127.0.0.0/8)"
-        raise ConfigError(f"{what}: only {allowed} addresses, got {host!r}")
+        raise ConfigError(f"{what}: expected HOST:PORT (or [IPv6]:PORT), got {text!r}")
+    bracketed = host.startswith("[") and host.endswith("]")
+    if bracketed:
+        host = host[1:-1]
+    if host == "localhost":
+        host = "127.0.0.1"
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        raise ConfigError(f"{what}: {host!r} is not an IP address (expected HOST:PORT with an "
+                          "IPv4 address, or [IPv6]:PORT)") from None
+    if ip.version == 6 and not bracketed:
+        raise ConfigError(f"{what}: write an IPv6 address in brackets, [{host}]:PORT")
+    if ip.version == 4 and bracketed:
+        raise ConfigError(f"{what}: brackets are for IPv6 addresses, got {text!r}")
+    if ip.version == 6 and not ipv6:
+        raise ConfigError(f"{what}: IPv6 is not supported here (cells are IPv4 multicast); "
+                          "give an IPv4 address")
+    if ip.is_unspecified:
+        raise ConfigError(f"{what}: {host} is the unspecified address; give the address the "
+                          "others reach this host at")
+    if ip.is_multicast or (ip.version == 4 and ip == ipaddress.IPv4Address("255.255.255.255")):
+        raise ConfigError(f"{what}: {host} is not a unicast address")
     n = int(port)
     if not 0 <= n <= 65535:
         raise ConfigError(f"{what}: port out of range in {text!r}")
-    return host, n
+    return str(ip), n
 
 
 def multicast_spec(url: str) -> MulticastSpec:
@@ -89,9 +103,9 @@ class FrameReader:
 
     __slots__ = ("_buf", "closed", "max_frame", "peer", "reason")
 
-    def __init__(self, max_frame: int = MAX_FRAME) -> None:
+    def __init__(self, max_frame: int = MAX_FRAME, peer: str | None = None) -> None:
         self.max_frame = max_frame
-        self.peer: str | None = None
+        self.peer: str | None = peer  # given: the stream starts with frames, no name
         self.closed = False
         self.reason = ""
         self._buf = bytearray()
@@ -143,12 +157,13 @@ class _FrameProtocol(asyncio.Protocol):
 
     def __init__(self, on_frame: Callable[[str, bytes], None],
                  on_lost: Callable[[_FrameProtocol], None], max_frame: int = MAX_FRAME,
-                 on_bad: Callable[[str], None] | None = None) -> None:
+                 on_bad: Callable[[str], None] | None = None, peer: str | None = None) -> None:
         self.on_frame = on_frame
         self.on_lost = on_lost
         self.on_bad = on_bad
-        self.reader = FrameReader(max_frame)
+        self.reader = FrameReader(max_frame, peer)
         self.transport: asyncio.Transport | None = None
+        self.remote_ip = ""  # where the connection comes from (TCP: not spoofable off-path)
 
     @property
     def peer(self) -> str | None:
@@ -157,6 +172,9 @@ class _FrameProtocol(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+        peer = transport.get_extra_info("peername")
+        if isinstance(peer, tuple) and peer:
+            self.remote_ip = str(peer[0])
         sock = transport.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError):
@@ -201,12 +219,14 @@ class Backbone:
 
     def __init__(self, me: str, listen: tuple[str, int], peers: list[tuple[str, int]],
                  on_frame: Callable[[str, bytes], None], retry: float = 0.2, *,
-                 max_frame: int = MAX_FRAME, max_connections: int = 64) -> None:
+                 max_frame: int = MAX_FRAME, max_connections: int = 64,
+                 on_return: Callable[[tuple[str, int], bytes], None] | None = None) -> None:
         if not me or len(me.encode()) > MAX_PEER_NAME:
             raise ConfigError(f"host id must be 1 to {MAX_PEER_NAME} bytes, got {me!r}")
         self.me = me
         self.listen = listen
         self.on_frame = on_frame
+        self.on_return = on_return  # frames coming back on our outgoing connections
         self.retry = retry
         self.max_frame = max_frame
         self.max_connections = max_connections
@@ -239,6 +259,31 @@ class Backbone:
     def _bad(self, reason: str) -> None:
         self.bad_streams += 1
 
+    def inbound_ips(self, name: str) -> set[str]:
+        """Source addresses of the live incoming connections that announced ``name``:
+        hosts that really reached us from there (a TCP handshake completed)."""
+        return {p.remote_ip for p in self._inbound if p.peer == name and p.remote_ip}
+
+    def write_back(self, name: str, data: bytes) -> bool:
+        """Send a frame back on the live incoming connections that announced ``name``
+        (an operator's command line has no listening address); False if none."""
+        sent = False
+        for proto in list(self._inbound):
+            if proto.peer == name and proto.transport is not None \
+                    and not proto.transport.is_closing():
+                self._write(proto, data)
+                sent = True
+        return sent
+
+    def forget(self, addr: tuple[str, int]) -> None:
+        """Stop keeping an outgoing connection to ``addr`` (a host that moved away)."""
+        task = self._tasks.pop(addr, None)
+        if task is not None:
+            task.cancel()
+        proto = self._out.pop(addr, None)
+        if proto is not None and proto.transport is not None:
+            proto.transport.close()
+
     def connect(self, addr: tuple[str, int]) -> None:
         """Keep an outgoing connection to ``addr`` (a discovered host, too)."""
         if addr == self.listen or addr in self._tasks or self._closed:
@@ -256,8 +301,12 @@ class Backbone:
                     fut.set_result(None)
 
             try:
+                # Frames coming back on our own connection (a host that cannot reach our
+                # listening address answers there) are read too; the core trusts the
+                # sealed sender, not this name.
                 _, proto = await loop.create_connection(
-                    lambda: _FrameProtocol(lambda s, d: None, on_lost), *addr)
+                    lambda: _FrameProtocol(self._returned(addr), on_lost, self.max_frame,
+                                           peer=format_address(addr)), *addr)
             except OSError:
                 await asyncio.sleep(self.retry)
                 continue
@@ -267,6 +316,12 @@ class Backbone:
             self._out[addr] = None
             if not self._closed:
                 await asyncio.sleep(self.retry)
+
+    def _returned(self, addr: tuple[str, int]) -> Callable[[str, bytes], None]:
+        def on_frame(_: str, data: bytes) -> None:
+            if self.on_return is not None:
+                self.on_return(addr, data)
+        return on_frame
 
     @staticmethod
     def _write(proto: _FrameProtocol, data: bytes) -> None:
@@ -293,6 +348,9 @@ class Backbone:
         for proto in self._out.values():
             if proto is not None and proto.transport is not None:
                 proto.transport.close()
+        for inbound in list(self._inbound):  # a closed host hears nothing more
+            if inbound.transport is not None:
+                inbound.transport.close()
         if self._server is not None:
             self._server.close()
             with contextlib.suppress(Exception):
@@ -360,5 +418,7 @@ class Udp:
         self.transport.close()
 
 
-def format_address(addr: tuple[str, int]) -> str:
-    return f"{addr[0]}:{addr[1]}"
+def format_address(addr: tuple[str, int] | tuple[str, int, int, int]) -> str:
+    """``HOST:PORT``, with an IPv6 host in brackets (what :func:`parse_address` reads)."""
+    host = str(addr[0])
+    return f"[{host}]:{addr[1]}" if ":" in host else f"{host}:{addr[1]}"

@@ -220,7 +220,8 @@ class InfraNode(api.Node):
                 "buffer_evictions": s.buffer_evictions, "resent": s.resent_news,
                 "moves": d.moves, "decode_errors": d.decode_errors,
                 "pending_sends": d.core.pending_sends, "bad_addresses": d.bad_addresses,
-                "dummies_refused": s.dummies_refused, "malformed_bodies": self.malformed_bodies,
+                "dummies_refused": s.dummies_refused, "uplink_mismatch": s.uplink_mismatch,
+                "malformed_bodies": self.malformed_bodies,
                 **d.core.wire.counters()}
 
     @property

@@ -302,6 +302,16 @@ class Simulator:
         self._service(node, self.now, local)
         return True
 
+    def app_admin(self, node: SimNode, action: str, target: str) -> bool:
+        """An operator's request (retire, readmit) to a node whose stack takes them."""
+        admin = getattr(node.stack, "app_admin", None)
+        if admin is None:
+            return False
+        local = node.local(self.now)
+        admin(action, target, local)
+        self._service(node, self.now, local)
+        return True
+
     def _boot(self, node: SimNode, t: float) -> None:
         assert node.ctx is not None
         if node.addressed:  # where each interface is now (a restart may find it moved)

@@ -130,8 +130,9 @@ class CrashSpec:
 class ScheduledAction:
     at: float
     node: str
-    action: str  # join | leave
-    group: str
+    action: str  # join | leave | retire | readmit (an operator's request to host ``node``)
+    group: str  # join, leave
+    target: str = ""  # retire, readmit: the host concerned
 
 
 @dataclass(frozen=True, slots=True)
@@ -531,7 +532,13 @@ def _action(t: Table, nodes: set[str], groups: set[str]) -> ScheduledAction:
     node = t.string("node")
     if node not in nodes:
         raise t.fail("node", f"no node {node!r}")
-    action = t.string("action", choices=("join", "leave"))
+    action = t.string("action", choices=("join", "leave", "retire", "readmit"))
+    if action in ("retire", "readmit"):  # an operator's command to host `node` (infra)
+        target = t.string("target")
+        if target not in nodes:
+            raise t.fail("target", f"no node {target!r}")
+        t.finish()
+        return ScheduledAction(at, node, action, "", target)
     group = t.string("group")
     if group not in groups:
         raise t.fail("group", f"no group {group!r}")

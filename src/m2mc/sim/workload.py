@@ -73,6 +73,10 @@ class Workload:
 
     def _action(self, action: ScheduledAction) -> None:
         node = self.sim.by_id[action.node]
+        if action.action in ("retire", "readmit"):
+            if not self.sim.app_admin(node, action.action, action.target):
+                self.skipped_actions += 1
+            return
         join = action.action == "join"
         if not self.sim.app_membership(node, action.group, join):
             self.skipped_actions += 1
