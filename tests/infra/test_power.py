@@ -194,7 +194,7 @@ def test_own_messages_sent_just_before_the_switch_off_are_delivered_once() -> No
 
 
 # ----------------------------------------------------------------- any crash point
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), loss=st.sampled_from([0.0, 0.2]),
        cycles=st.lists(st.tuples(st.integers(0, 59), st.integers(0, 3), st.integers(1, 40),
                                  st.integers(5, 60), st.sampled_from(CELLS)),
@@ -216,7 +216,7 @@ def test_no_message_id_reused_and_nothing_missed_whatever_the_crash_point(
     off_since: dict[str, float] = {}
     back_at: dict[str, tuple[float, str]] = {}
     for k in range(60):
-        for i, n in enumerate(names):
+        for n in names:
             if n not in net.off and net.members[n].phase in (Phase.JOINING, Phase.MEMBER) \
                     and net.rng.random() < 0.3:
                 net.send(n, f"{n}-{k}".encode())
