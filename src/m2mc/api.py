@@ -215,8 +215,9 @@ class Node:
         if journal is not None:
             journal.recover(store.get_meta(TRACE_JOURNAL_META))
             if earlier is not None:
-                journal.append(journal.render(_incarnation_events(
-                    journal, store, pid, cfg.run_id, loop.time(), clean_close)))
+                journal.append(journal.render(incarnation_events(
+                    journal, store.get_meta(TRACE_JOURNAL_META), pid, cfg.run_id, loop.time(),
+                    clean_close)))
         keys = {gid: await _resolve(spec, gid) for gid, spec in cfg.keys.items()}
         self._stack = GroupNode(pid, rng=random.Random(os.urandom(16)), config=cfg.group,
                                 m2mp_config=m2mp, store=store, trace=sink, run_id=cfg.run_id,
@@ -576,15 +577,17 @@ def _packet_tracer(sink: TraceSink, pid: str, run: str,
     return trace
 
 
-def _incarnation_events(journal: WallClockSink, store: GroupStore, pid: str, run: str,
-                        now: float, clean_close: bool) -> list[TraceEvent]:
+def incarnation_events(journal: WallClockSink, last_batch: str | None, pid: str, run: str,
+                       now: float, clean_close: bool) -> list[TraceEvent]:
     """``restart`` for a node that comes back to its durable log, after a ``crash``
     when the last incarnation did not close: dated at the last event the log
-    recorded, the latest moment the old process is known to have been alive."""
+    recorded (``last_batch``: the trace lines of its last commit), the latest moment
+    the old process is known to have been alive. (Infrastructure mode's members use
+    it too: infra_runtime/node.py.)"""
     events = []
     if not clean_close:
         crashed = now
-        last = (store.get_meta(TRACE_JOURNAL_META) or "").rstrip("\n").rpartition("\n")[2]
+        last = (last_batch or "").rstrip("\n").rpartition("\n")[2]
         if last:
             crashed = min(now, float(json.loads(last)["t"]) - journal.offset)
         events.append(TraceEvent(run, pid, crashed, "crash"))
