@@ -50,6 +50,7 @@ def member(pid: str, cell: int, count: int, trace: Path, data: Path | None = Non
     return base.Proc(cmd, stdin=True)
 
 
+@pytest.mark.timeout(1200)  # the processes, then a Spark job
 def test_a_member_killed_with_sigkill_resumes_and_misses_nothing(tmp_path: Path) -> None:
     trace, host_trace = tmp_path / "trace", tmp_path / "hosts"  # members' apart: analyzed
     trace.mkdir()

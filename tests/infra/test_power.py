@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from infra_harness import Net, check_complete, check_garbage_collected, check_total_order
+from test_properties import EXTENSIONS
 
 from m2mc.errors import SavedStateError, UsageError
 from m2mc.infra import messages as m
@@ -199,15 +200,16 @@ def test_own_messages_sent_just_before_the_switch_off_are_delivered_once() -> No
        cycles=st.lists(st.tuples(st.integers(0, 59), st.integers(0, 3), st.integers(1, 40),
                                  st.integers(5, 60), st.sampled_from(CELLS)),
                        min_size=1, max_size=6),
-       crash_leaving=st.booleans())
+       crash_leaving=st.booleans(), ext=st.sampled_from(sorted(EXTENSIONS)))
 def test_no_message_id_reused_and_nothing_missed_whatever_the_crash_point(
         seed: int, loss: float, cycles: list[tuple[int, int, int, int, str]],
-        crash_leaving: bool) -> None:
+        crash_leaving: bool, ext: str) -> None:
     """Members crash right after an arbitrary input (a datagram, a timer, a send:
     before what it produced left) and come back in any cell. No message id ever
     names two messages (the harness checks every NEW on the uplink and every send),
-    everything sent is sequenced once, and P1-P7 hold over the whole run."""
-    cfg = InfraConfig(member_timeout=5.0)
+    everything sent is sequenced once, and P1-P7 hold over the whole run, with and
+    without each extension of seeds/001 section 4."""
+    cfg = InfraConfig(member_timeout=5.0, **EXTENSIONS[ext])  # type: ignore[arg-type]
     net = Net(seed=seed, loss=loss, cfg=cfg)
     names = [f"M{i}" for i in range(4)]
     for i, n in enumerate(names):

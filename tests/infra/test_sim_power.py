@@ -64,6 +64,7 @@ def test_infra_power_scenario_every_seed(seed: int, tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.spark
+@pytest.mark.timeout(2400)  # 20 simulations and a Spark job on a shared 2-core machine
 def test_m2mc_analyze_finds_every_seed_valid(tmp_path: Path) -> None:
     """``m2mc analyze`` (the Spark pipeline) over the runs of seeds 1-20 at once."""
     pytest.importorskip("pyspark")

@@ -353,7 +353,7 @@ class MemberCore:
                 self._confirmed = max(self._confirmed, r.nseq)
                 self._power_on = False  # the hosts hold our membership
                 if self.durable is not None:
-                    self.durable.release(lambda i: i.nseq <= r.nseq)
+                    self.durable.sequenced(r.nseq)
             self._events.append(Delivered(r.gseq, r.mid.node, r.app_seq, r.body))
             if self.trace.enabled:
                 self._emit("deliver", now, mid=f"{r.mid.node}:{r.app_seq}", gseq=r.gseq,

@@ -46,6 +46,18 @@ class Durable:
         self.owned[item.app_seq] = item
         self.put[item.app_seq] = item
 
+    def sequenced(self, nseq: int) -> None:
+        """Own NEWs up to ``nseq`` are in the total order (the coordinator numbers them
+        in ``nseq`` order, and ``owned`` is in that order: from the front)."""
+        owned = self.owned
+        while owned:
+            app_seq, item = next(iter(owned.items()))
+            if item.nseq > nseq:
+                return
+            del owned[app_seq]
+            self.put.pop(app_seq, None)
+            self.drop.add(app_seq)
+
     def release(self, done: Callable[[msg.NewItem], bool]) -> None:
         """Forget the own messages for which ``done`` holds."""
         for app_seq in [a for a, i in self.owned.items() if done(i)]:
