@@ -10,7 +10,7 @@ import json
 import random
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from infra_harness import Net, check_complete, check_garbage_collected, check_total_order
 from test_properties import EXTENSIONS
@@ -201,6 +201,20 @@ def test_own_messages_sent_just_before_the_switch_off_are_delivered_once() -> No
                                  st.integers(5, 60), st.sampled_from(CELLS)),
                        min_size=1, max_size=6),
        crash_leaving=st.booleans(), ext=st.sampled_from(sorted(EXTENSIONS)))
+# Switched off while leaving, on again in a cell that skipped (4.3) or never relayed
+# (4.1) its "has left": the gateway now sends it on the greeting (footnote 4).
+@example(seed=248, loss=0.0, cycles=[(3, 2, 14, 28, "H3"), (8, 0, 12, 27, "H1"),
+                                     (20, 0, 3, 20, "H1"), (31, 0, 30, 15, "H1"),
+                                     (0, 3, 1, 20, "H3"), (0, 0, 20, 56, "H2")],
+         crash_leaving=True, ext="all")
+@example(seed=187, loss=0.0, cycles=[(0, 0, 1, 5, "H1"), (20, 0, 35, 26, "H2"),
+                                     (10, 3, 14, 38, "H3")],
+         crash_leaving=True, ext="subscribe")
+# Switched on in an empty cell after the traffic ended: with 4.1 the cell's beacons
+# show what was sequenced while it was out of the subscr-set.
+@example(seed=10000, loss=0.0, cycles=[(7, 1, 9, 47, "H1"), (25, 0, 2, 43, "H1"),
+                                       (25, 2, 10, 21, "H2")],
+         crash_leaving=False, ext="all")
 def test_no_message_id_reused_and_nothing_missed_whatever_the_crash_point(
         seed: int, loss: float, cycles: list[tuple[int, int, int, int, str]],
         crash_leaving: bool, ext: str) -> None:
