@@ -60,7 +60,8 @@ KeyArg = GroupKey | str | bytes | None  # a GroupKey, key text (hex/base64) or r
 class NodeConfig:
     """How to run a node. ``pid``: this process's identity (kept in ``data_dir``
     when there is one, else random). ``data_dir``: where the durable log lives
-    (None keeps everything in memory). ``trace_dir``: write CONTRACTS section 4
+    (None keeps everything in memory; in infrastructure mode the member's saved
+    state, docs/infra.md "Switch-off and power-on"). ``trace_dir``: write CONTRACTS section 4
     trace events there as ``<pid>.jsonl``."""
 
     pid: str | None = None
