@@ -51,7 +51,7 @@ from m2mc.infra_runtime.keying import deployment_auth
 from m2mc.infra_runtime.member_driver import MemberDriver
 from m2mc.log import node_logger
 from m2mc.ordering import ROOT, MessageId
-from m2mc.runtime.tracing import WallClockSink, open_trace
+from m2mc.runtime.tracing import WallClockSink, incarnation_events, open_trace
 from m2mc.security.auth import GroupAuth
 from m2mc.security.keys import GroupKey
 from m2mc.store.infra_member import (
@@ -135,7 +135,7 @@ class InfraNode(api.Node):
         if journal is not None and store is not None:
             journal.recover(store.text_meta(TRACE_BATCH))
             if earlier:
-                batch = journal.render(api.incarnation_events(
+                batch = journal.render(incarnation_events(
                     journal, store.text_meta(TRACE_BATCH), self._pid, cfg.run_id, loop.time(),
                     clean))
                 store.set_meta(TRACE_BATCH, batch)
