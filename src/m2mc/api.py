@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import random
 import secrets
@@ -42,7 +41,7 @@ from m2mc.group.manager import TRACE_JOURNAL_META, GroupNode
 from m2mc.log import node_logger
 from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.runtime.driver import StackDriver
-from m2mc.runtime.tracing import WallClockSink, open_trace
+from m2mc.runtime.tracing import WallClockSink, incarnation_events, open_trace
 from m2mc.security.auth import counter_start_at
 from m2mc.security.keys import GroupKey, GroupSecret
 from m2mc.store import GroupStore, MemoryStore
@@ -60,7 +59,8 @@ KeyArg = GroupKey | str | bytes | None  # a GroupKey, key text (hex/base64) or r
 class NodeConfig:
     """How to run a node. ``pid``: this process's identity (kept in ``data_dir``
     when there is one, else random). ``data_dir``: where the durable log lives
-    (None keeps everything in memory). ``trace_dir``: write CONTRACTS section 4
+    (None keeps everything in memory; in infrastructure mode the member's saved
+    state: docs/infra.md). ``trace_dir``: write CONTRACTS section 4
     trace events there as ``<pid>.jsonl``."""
 
     pid: str | None = None
@@ -215,8 +215,9 @@ class Node:
         if journal is not None:
             journal.recover(store.get_meta(TRACE_JOURNAL_META))
             if earlier is not None:
-                journal.append(journal.render(_incarnation_events(
-                    journal, store, pid, cfg.run_id, loop.time(), clean_close)))
+                journal.append(journal.render(incarnation_events(
+                    journal, store.get_meta(TRACE_JOURNAL_META), pid, cfg.run_id, loop.time(),
+                    clean_close)))
         keys = {gid: await _resolve(spec, gid) for gid, spec in cfg.keys.items()}
         self._stack = GroupNode(pid, rng=random.Random(os.urandom(16)), config=cfg.group,
                                 m2mp_config=m2mp, store=store, trace=sink, run_id=cfg.run_id,
@@ -574,22 +575,6 @@ def _packet_tracer(sink: TraceSink, pid: str, run: str,
         emit(TraceEvent(run, pid, now, event, bytes=len(datagram), detail=detail))
 
     return trace
-
-
-def _incarnation_events(journal: WallClockSink, store: GroupStore, pid: str, run: str,
-                        now: float, clean_close: bool) -> list[TraceEvent]:
-    """``restart`` for a node that comes back to its durable log, after a ``crash``
-    when the last incarnation did not close: dated at the last event the log
-    recorded, the latest moment the old process is known to have been alive."""
-    events = []
-    if not clean_close:
-        crashed = now
-        last = (store.get_meta(TRACE_JOURNAL_META) or "").rstrip("\n").rpartition("\n")[2]
-        if last:
-            crashed = min(now, float(json.loads(last)["t"]) - journal.offset)
-        events.append(TraceEvent(run, pid, crashed, "crash"))
-    events.append(TraceEvent(run, pid, now, "restart", detail=detail_json(clean=clean_close)))
-    return events
 
 
 async def _resolve(spec: GroupKey, gid: str) -> GroupSecret:

@@ -26,3 +26,8 @@ class UsageError(M2MCError):
 
 class BufferFullError(M2MCError):
     """A bounded buffer refused an entry; the caller decides what to do next."""
+
+
+class SavedStateError(ConfigError):
+    """State saved in a ``data_dir`` cannot be used safely (unreadable, or it belongs
+    to another process). The message says what is wrong and what to do."""

@@ -5,6 +5,12 @@ delay per link, so order is kept); each host's cell is a broadcast domain in
 which every datagram is lost with probability ``loss`` per receiver. Members are
 attached to at most one cell at a time (``move``). Hosts can crash.
 
+A member with a store (``add_member(..., store=...)``) can be switched off and on
+again (``power_off``, ``power_on``): its core is dropped and a new one takes up
+what the store holds. ``crash_after(node, n)`` switches it off right after its
+n-th next input (a datagram, a timer, a send), before what that input produced
+is drained: the arbitrary crash point of the durability tests.
+
 With ``key`` every host and member seals its frames under that deployment key
 (their counters start at the virtual time in microseconds, as drivers start them at
 the wall clock); ``inject_*`` put an outsider's bytes on a link.
@@ -20,7 +26,16 @@ from dataclasses import dataclass, field
 from m2mc.infra import messages as msg
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.host import HostCore, HostIdentity
-from m2mc.infra.member import Delivered, Joined, Left, MemberCore, MoveRequest, ViewChange
+from m2mc.infra.member import (
+    Delivered,
+    Joined,
+    Left,
+    MemberCore,
+    MoveRequest,
+    Phase,
+    ViewChange,
+)
+from m2mc.infra.persist import MemberStore, decode_saved
 from m2mc.infra.wire import INFRA_KEY_CONTEXT, InfraWire
 from m2mc.security.auth import GroupAuth
 from m2mc.trace.schema import ListSink
@@ -34,6 +49,8 @@ class MemberLog:
     left: list[Left] = field(default_factory=list)
     moves: list[MoveRequest] = field(default_factory=list)
     sent: dict[str, bytes] = field(default_factory=dict)
+    left_process: dict[str, bytes] = field(default_factory=dict)  # NEWs seen on the uplink
+    power_ons: int = 0
 
 
 class Net:
@@ -64,6 +81,9 @@ class Net:
         self.obey_moves = obey_moves  # members follow MoveRequest (as the real driver does)
         self.admin_results: dict[int, msg.AdminResult] = {}  # request -> the operator's answer
         self._admin_seq = 0
+        self.stores: dict[str, MemberStore] = {}
+        self.off: set[str] = set()  # members switched off
+        self._crash_in: dict[str, int] = {}  # member -> inputs left before it crashes
         for i, h in enumerate(self.host_ids):
             self._boot_host(h, i)
 
@@ -83,9 +103,12 @@ class Net:
         self._after(h)
 
     def add_member(self, node: str, cell: str | None, *, join: bool = True,
-                   cfg: InfraConfig | None = None) -> MemberCore:
+                   cfg: InfraConfig | None = None, store: MemberStore | None = None
+                   ) -> MemberCore:
         m = MemberCore(node, cfg or self.cfg, random.Random(self.rng.getrandbits(32)),
-                       trace=self.sink, wire=self.wire(node))
+                       trace=self.sink, wire=self.wire(node), store=store)
+        if store is not None:
+            self.stores[node] = store
         self.members[node] = m
         self.logs[node] = MemberLog()
         self.where[node] = cell
@@ -140,11 +163,58 @@ class Net:
         return True
 
     # ------------------------------------------------------------------ actions
-    def send(self, node: str, body: bytes) -> str:
+    def send(self, node: str, body: bytes) -> str | None:
+        """The message id, or None when the member crashed before it left (the id
+        died with the process: nothing outside saw it)."""
         mid = self.members[node].send(body, self.now)
-        self.logs[node].sent[mid] = body
+        if self._crashed(node):
+            return None
+        log = self.logs[node]
+        assert mid not in log.sent, f"{node} numbered two messages {mid}"
+        log.sent[mid] = body
         self._after(node)
         return mid
+
+    # ------------------------------------------------------------------ switch-off
+    def power_off(self, node: str) -> None:
+        """Switch ``node`` off now: its core and everything not drained are gone."""
+        self.off.add(node)
+        self.where[node] = None
+        self._wake.pop(node, None)
+
+    def power_on(self, node: str, cell: str | None, *, join: bool = True,
+                 cfg: InfraConfig | None = None) -> MemberCore:
+        """A new core for ``node`` takes up its store (joins if it resumed nothing)."""
+        store = self.stores[node]
+        m = MemberCore(node, cfg or self.cfg, random.Random(self.rng.getrandbits(32)),
+                       trace=self.sink, wire=self.wire(node), store=store)
+        stored = store.load()
+        if stored is not None:
+            m.restore(decode_saved(stored))
+        self.off.discard(node)
+        self.members[node] = m
+        self.logs[node].power_ons += 1
+        self.where[node] = cell
+        m.on_attach(cell, self.now)
+        if join and m.phase in (Phase.IDLE, Phase.LEFT):
+            m.join(self.now)
+        self._after(node)
+        return m
+
+    def crash_after(self, node: str, inputs: int) -> None:
+        """Switch ``node`` off right after its ``inputs``-th next input, undrained."""
+        self._crash_in[node] = inputs
+
+    def _crashed(self, node: str) -> bool:
+        left = self._crash_in.get(node)
+        if left is None:
+            return False
+        if left > 1:
+            self._crash_in[node] = left - 1
+            return False
+        del self._crash_in[node]
+        self.power_off(node)
+        return True
 
     def leave(self, node: str) -> None:
         self.members[node].leave(self.now)
@@ -205,8 +275,16 @@ class Net:
         self._schedule(h, core.next_deadline(), core)
 
     def _after_member(self, node: str) -> None:
+        if node in self.off:
+            return
         m = self.members[node]
+        log = self.logs[node]
         for up, data in m.drain_frames():
+            if isinstance(up.message, msg.NewReq):  # a message id outside the process
+                for item in up.message.items:
+                    key = f"{node}:{item.app_seq}"
+                    seen = log.left_process.setdefault(key, item.body)
+                    assert seen == item.body, f"{node} reused the message id {key}"
             cell = self.where[node]
             if cell is None or cell != up.host or not self.alive.get(cell, False):
                 continue
@@ -215,7 +293,6 @@ class Net:
                 continue
             self.at(self.now + self.cell_delay,
                     lambda c=cell, d=data, n=node: self._host_cell(c, n, d))
-        log = self.logs[node]
         for ev in m.events():
             if isinstance(ev, Delivered):
                 log.delivered.append(ev)
@@ -252,7 +329,11 @@ class Net:
                 return
             self.hosts[node].on_timer(self.now)
         else:
+            if node in self.off:
+                return
             self.members[node].on_timer(self.now)
+            if self._crashed(node):
+                return
         self._after(node)
 
     def _backbone(self, src: str, dst: str, data: bytes) -> None:
@@ -277,9 +358,11 @@ class Net:
             self.at(self.now + self.cell_delay, lambda n=n, d=data: self._member_cell(h, n, d))
 
     def _member_cell(self, h: str, node: str, data: bytes) -> None:
-        if self.where.get(node) != h:
+        if self.where.get(node) != h or node in self.off:
             return  # moved away while the datagram was in the air
         self.members[node].receive_frame(data, self.now)
+        if self._crashed(node):
+            return
         self._after(node)
 
     def _host_cell(self, h: str, node: str, data: bytes) -> None:
@@ -296,7 +379,7 @@ class Net:
         return out
 
     def pending(self) -> int:
-        return sum(m.pending_sends for m in self.members.values())
+        return sum(m.pending_sends for n, m in self.members.items() if n not in self.off)
 
 
 def check_total_order(net: Net) -> dict[int, str]:

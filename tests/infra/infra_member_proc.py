@@ -1,7 +1,9 @@
 """A member process for the multi-process test: joins through the application API
 (``Node(NodeConfig(mode="infra", ...))``), sends ``--count`` messages once told
 ``go`` on stdin, prints every delivery as a JSON line, obeys ``move <cell URL>``,
-and exits once it delivered ``--expect`` messages."""
+and exits once it delivered ``--expect`` messages (``--expect 0``: once told
+``quit``). With ``--data-dir`` it saves its state there and, started again on it,
+resumes its membership (docs/infra.md "Switch-off and power-on")."""
 
 from __future__ import annotations
 
@@ -16,21 +18,25 @@ from m2mc.api import Node, NodeConfig
 async def main(args: argparse.Namespace) -> None:
     cells = tuple(args.cells.split(","))
     node = Node(NodeConfig(mode="infra", hosts=cells, infra_cell=cells[args.cell], pid=args.pid,
-                           trace_dir=args.trace_dir, trace_flush_every=1))
+                           trace_dir=args.trace_dir, trace_flush_every=1,
+                           data_dir=args.data_dir))
     await node.start()
     group = await node.join("chat", order="total", timeout=30)
-    print(json.dumps({"joined": args.pid}), flush=True)
+    print(json.dumps({"joined": args.pid, "resumed": node.stats()["resumed"]}), flush=True)
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
 
     go = asyncio.Event()
+    quit_ = asyncio.Event()
 
     async def commands() -> None:
         while line := await reader.readline():
             word, _, arg = line.decode().strip().partition(" ")
             if word == "go":
                 go.set()
+            elif word == "quit":
+                quit_.set()
             elif word == "move":
                 await node.driver.move(arg)  # type: ignore[attr-defined]
                 print(json.dumps({"moved": arg}), flush=True)
@@ -50,8 +56,11 @@ async def main(args: argparse.Namespace) -> None:
 
     tasks = [loop.create_task(commands()), loop.create_task(sender())]
     got = 0
-    while got < args.expect:
-        m = await group.receive()
+    while got < args.expect or (args.expect == 0 and not quit_.is_set()):
+        try:
+            m = await group.receive(timeout=0.2 if args.expect == 0 else None)
+        except TimeoutError:
+            continue
         got += 1
         print(json.dumps({"gseq": m.gseq, "mid": str(m.mid), "text": m.text}), flush=True)
     print(json.dumps({"done": args.pid}), flush=True)
@@ -69,4 +78,5 @@ if __name__ == "__main__":
     p.add_argument("--interval", type=float, default=0.02)
     p.add_argument("--expect", type=int, required=True)
     p.add_argument("--trace-dir", default=None)
+    p.add_argument("--data-dir", default=None)
     asyncio.run(main(p.parse_args()))

@@ -14,6 +14,10 @@ Departures from the pseudo-code, each in docs/decisions.md:
 * A computer's greeting names its member identifier from the moment it sends
   JOIN, so a gateway allocates ``local-m`` for a joining computer and (4.1)
   subscribes before its "has joined" is sequenced.
+* A greeting's ``mystable`` (footnote 4) starts a transfer of the member's own
+  "has joined" or "has left" when the member cannot otherwise learn of it (4.1,
+  4.3: skipped or not relayed here); with 4.1 the beacons' ``high`` covers what was
+  sequenced while the cell was out of the subscr-set.
 
 Against outsiders (docs/security.md): ``local`` holds at most ``max_local``
 computers (greetings of further ones are ignored until some go silent); JOINs,
@@ -132,6 +136,8 @@ class Gateway:
                     and m.mid in self.log.state.rows:
                 loc.mystable = m.mystable
                 self._stabinfo[m.mid] = m.mystable
+            if m.mid is not None:
+                self._own_change(m, src)
             return
         if isinstance(m, msg.NackReq):
             self._set_mid(m.node, loc, m.mid)
@@ -214,6 +220,27 @@ class Gateway:
             high = row.last + 1
         if start < high:
             self.trans[mid] = _Transfer(n.s1, start, high, src)  # line 19
+
+    def _own_change(self, m: msg.Hello, src: str) -> None:
+        """A member that came here (it moved, or was switched off and on again) after
+        its own "has joined" or "has left" went by may never hear of it: with 4.3 this
+        cell skipped it (the member was not here), with 4.1 the cell may not have been
+        subscribed then, and when no multicast follows, nothing shows the member the
+        hole. Its greeting says how far it got (footnote 4), so the gateway sends it
+        what it lacks up to that record."""
+        mid = m.mid
+        assert mid is not None
+        row = self.log.state.rows.get(mid)
+        if row is None or mid in self.trans or not self.subscribed:
+            return
+        if m.member and row.last:  # leaving: up to its "has left"
+            low, want = m.mystable, row.last
+        elif not m.member and not row.last:  # joining: its "has joined"
+            low, want = 0, row.first
+        else:
+            return
+        if m.mystable < want <= self.log.committed_gseq():
+            self.trans[mid] = _Transfer(low, max(m.mystable + 1, row.first), want + 1, src)
 
     def _abort(self, mid: MemberId) -> None:
         if self.trans.pop(mid, None) is not None:
@@ -330,6 +357,10 @@ class Gateway:
         """A Sync from the coordinator arrived: with 4.1 it is the SUBSCOK."""
         if self.sub_requested:
             self.subscribed = True
+            # What was sequenced while this cell was out of the subscr-set never went
+            # by here: the beacons' high shows it, so that a member that came (or was
+            # switched on) here since asks for it even when no multicast follows.
+            self.relay_high = max(self.relay_high, self.log.committed_gseq())
 
     # =============================================================== coordinator changes
     def new_master(self, master: str, epoch: Epoch, now: float) -> None:

@@ -24,100 +24,42 @@ from __future__ import annotations
 
 import random
 from collections import OrderedDict, deque
-from dataclasses import dataclass
-from enum import Enum
 
 from m2mc.errors import BufferFullError, DecodeError, UsageError
 from m2mc.infra import messages as msg
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.ids import MemberId
+from m2mc.infra.member_durable import Durable, restore
+from m2mc.infra.member_events import (
+    Delivered,
+    Joined,
+    Left,
+    MemberEvent,
+    MemberStats,
+    MoveRequest,
+    Phase,
+    Uplink,
+    ViewChange,
+)
+from m2mc.infra.persist import MemberStore, SavedMember
 from m2mc.infra.reliable import ReliableSender
 from m2mc.infra.wire import InfraWire
-from m2mc.trace.schema import NullSink, TraceEvent, TraceSink, detail_json
+from m2mc.trace.schema import NullSink, TraceEvent, TraceJournal, TraceSink, detail_json
 
-
-class Phase(Enum):
-    IDLE = "idle"
-    JOINING = "joining"
-    MEMBER = "member"
-    LEAVING = "leaving"  # LEAVE sent (or waiting to be sent), until "has left" is delivered
-    CLOSING = "closing"  # "has left" delivered, LEAVEOK being sent reliably
-    LEFT = "left"
-
-
-@dataclass(frozen=True, slots=True)
-class Delivered:
-    gseq: int
-    sender: str  # the sending computer
-    app_seq: int
-    body: bytes
-
-    @property
-    def mid(self) -> str:
-        return f"{self.sender}:{self.app_seq}"
-
-
-@dataclass(frozen=True, slots=True)
-class ViewChange:
-    gseq: int
-    kind: str  # "joined" | "left" | "expelled"
-    member: MemberId
-
-
-@dataclass(frozen=True, slots=True)
-class Joined:
-    mid: MemberId
-    gseq: int
-
-
-@dataclass(frozen=True, slots=True)
-class Left:
-    mid: MemberId
-    gseq: int
-    expelled: bool
-
-
-@dataclass(frozen=True, slots=True)
-class MoveRequest:
-    """Attach to this cell (load balancing, or the current host went silent)."""
-
-    target: msg.CellInfo
-
-
-MemberEvent = Delivered | ViewChange | Joined | Left | MoveRequest
-
-
-@dataclass(frozen=True, slots=True)
-class Uplink:
-    """A frame for gateway ``host`` (``addr``: its uplink address from the beacon)."""
-
-    host: str
-    addr: str
-    message: msg.UplinkMessage
-
+__all__ = ["Delivered", "Joined", "Left", "MemberCore", "MemberEvent", "MemberStats",
+           "MoveRequest", "Phase", "Uplink", "ViewChange"]
 
 _DUMMY = None  # a dummy element of mybuf (4.3): only a sequence number
 _DOWNLINK = (msg.Beacon, msg.Normals, msg.Transfer, msg.Ack, msg.Move, msg.NotMember)
 _VIEW_KIND = {msg.JOINED: "joined", msg.LEFT: "left", msg.EXPELLED: "expelled"}
 
 
-@dataclass(slots=True)
-class MemberStats:
-    delivered: int = 0
-    duplicates: int = 0
-    nacks: int = 0
-    buffer_evictions: int = 0
-    resent_news: int = 0
-    decode_errors: int = 0  # frames refused by the wire (malformed, forged, replayed, ...)
-    dummies_refused: int = 0  # 4.3 bridges longer than max_dummies (filled by NACK instead)
-    uplink_mismatch: int = 0  # beacons naming an uplink other than the address they came from
-
-
 class MemberCore:
     def __init__(self, node: str, cfg: InfraConfig, rng: random.Random, *,
                  group: str = "infra", trace: TraceSink | None = None, run_id: str = "",
                  first_app_seq: int = 1, auto_rejoin: bool = True,
-                 wire: InfraWire | None = None) -> None:
+                 wire: InfraWire | None = None, store: MemberStore | None = None,
+                 trace_journal: TraceJournal | None = None) -> None:
         self.node = node
         self.wire = wire or InfraWire()
         self.cfg = cfg
@@ -144,6 +86,12 @@ class MemberCore:
         self._expect: str | None = None  # host of the cell we asked to move to
         self._unheard: set[str] = set()  # hosts we went to (or had) and did not hear
         self._last_high = 0
+        # Switch-off and power-on (persist.py): with a store, every change is committed
+        # before a frame or an event leaves (drain, events), trace events included.
+        self.durable = None if store is None else Durable(store, self.trace, trace_journal)
+        self._power_on = False  # resumed a saved membership, not yet confirmed by a host
+        self.restore_problem = ""  # why the saved membership could not be taken up
+        self._old_join_id: int | None = None  # the saved membership's (not to be reused)
         self._reset_membership()
 
     def _reset_membership(self) -> None:
@@ -172,13 +120,19 @@ class MemberCore:
         pending = [i for i in pending if i.nseq > self._confirmed]
         self._sender.abandon()  # a frame of the old membership is worthless now
         self._reset_membership()
-        self.mid = MemberId(self.node, self.rng.getrandbits(32))
+        join_id = self.rng.getrandbits(32)
+        while join_id == self._old_join_id:  # never the saved one again (2.3)
+            join_id = self.rng.getrandbits(32)
+        self.mid = MemberId(self.node, join_id)
         self.mystable = self._last_high
         self.phase = Phase.JOINING
         self._control.append("join")
+        if self.durable is not None:
+            kept = {i.app_seq for i in pending}
+            self.durable.release(lambda i: i.app_seq not in kept)
         for item in pending:  # messages never sequenced in the last membership
             self.mynew += 1
-            self._news.append(msg.NewItem(self.mynew, item.app_seq, item.body))
+            self._queue_new(msg.NewItem(self.mynew, item.app_seq, item.body))
         self._pump(now)
         return self.mid
 
@@ -200,12 +154,17 @@ class MemberCore:
             raise BufferFullError(f"send: {self.cfg.max_pending_sends} messages already pending")
         self.mynew += 1
         self._app_seq += 1
-        self._news.append(msg.NewItem(self.mynew, self._app_seq, body))
+        self._queue_new(msg.NewItem(self.mynew, self._app_seq, body))
         mid = f"{self.node}:{self._app_seq}"
         if self.trace.enabled:
             self._emit("send", now, mid=mid, bytes=len(body))
         self._pump(now)
         return mid
+
+    def _queue_new(self, item: msg.NewItem) -> None:
+        self._news.append(item)
+        if self.durable is not None:
+            self.durable.own(item)
 
     def _in_flight(self) -> tuple[msg.NewItem, ...]:
         out = self._sender.outstanding
@@ -264,6 +223,7 @@ class MemberCore:
                 self._on_records(m.records, now)
         elif isinstance(m, msg.Transfer):
             if m.dest == self.mid:
+                self._power_on = False  # a gateway transfers only to members it holds
                 self._on_records(m.records, now)
         elif isinstance(m, msg.Beacon):
             self._on_beacon(m, now)
@@ -400,6 +360,9 @@ class MemberCore:
             if r.mid == self.mid:
                 self._unconfirmed.pop(r.nseq, None)
                 self._confirmed = max(self._confirmed, r.nseq)
+                self._power_on = False  # the hosts hold our membership
+                if self.durable is not None:
+                    self.durable.sequenced(r.nseq)
             self._events.append(Delivered(r.gseq, r.mid.node, r.app_seq, r.body))
             if self.trace.enabled:
                 self._emit("deliver", now, mid=f"{r.mid.node}:{r.app_seq}", gseq=r.gseq,
@@ -413,9 +376,11 @@ class MemberCore:
         elif own:
             self._events.append(Left(r.mid, r.gseq, r.kind == msg.EXPELLED))
             if self.trace.enabled:
+                extra = {"power_on_refused": True} if r.lsn == 0 and self._power_on else {}
                 self._emit("leave", now, gseq=r.gseq,
                            detail=detail_json(member=str(r.mid),
-                                              expelled=r.kind == msg.EXPELLED))
+                                              expelled=r.kind == msg.EXPELLED, **extra))
+            self._power_on = False
             if r.kind == msg.LEFT:
                 self._left_gseq = r.gseq
                 self.phase = Phase.CLOSING
@@ -437,6 +402,8 @@ class MemberCore:
         and the record freed since): behave as if expelled now."""
         if self.phase in (Phase.MEMBER, Phase.LEAVING):
             assert self.mid is not None
+            if self._power_on:  # switched off longer than the hosts kept us (persist.py)
+                self.stats.resumes_refused += 1
             self._deliver(msg.Record(0, self.mystable, msg.EXPELLED, self.mid), now)
         elif self.phase == Phase.CLOSING:
             self.phase = Phase.LEFT  # our LEAVEOK was processed; its ack got lost
@@ -601,6 +568,8 @@ class MemberCore:
 
     # ================================================================ outputs
     def drain(self) -> list[Uplink]:
+        if self.durable is not None:
+            self.durable.commit(self)
         out, self._out = self._out, []
         return out
 
@@ -610,10 +579,21 @@ class MemberCore:
         return [(u, encode(u.message)) for u in self.drain()]
 
     def events(self) -> list[MemberEvent]:
+        if self.durable is not None:
+            self.durable.commit(self)
         ev, self._events = self._events, []
         return ev
 
     def _emit(self, event: str, now: float, *, mid: str | None = None, gseq: int | None = None,
               bytes: int | None = None, detail: str | None = None) -> None:
-        self.trace.emit(TraceEvent(self.run_id, self.node, now, event, self.group, mid, None,
-                                   "total", gseq, bytes, None, detail))
+        ev = TraceEvent(self.run_id, self.node, now, event, self.group, mid, None, "total",
+                        gseq, bytes, None, detail)
+        if self.durable is not None and self.durable.trace_out is not None:
+            self.durable.trace_out.append(ev)  # written once the commit makes it true
+        else:
+            self.trace.emit(ev)
+
+    # ================================================================ switch-off, power-on
+    def restore(self, saved: SavedMember) -> None:
+        """Power-on (seeds/001 4.2): take up the saved state (:func:`.member_durable.restore`)."""
+        restore(self, saved)

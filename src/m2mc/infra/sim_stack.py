@@ -15,9 +15,11 @@ The scenario's one group, with ``order = "total"``, is the group of seeds/001.
 * any :class:`~m2mc.infra.config.InfraConfig` field (``subscribe``,
   ``member_buffer``, ``skip_membership``, ``beacon_interval``, ``member_timeout``, ...).
 
-A host keeps its incarnation number in ``durable_dir``; a member keeps the next
-block of application sequence numbers there, so message ids stay unique across
-restarts. Members cannot choose their cell in the simulator (mobility does), so
+A host keeps its incarnation number in ``durable_dir``; a member keeps its saved
+state there (``infra-member.sqlite3``, docs/infra.md "Switch-off and power-on"): a
+crashed member is a switched-off one, and its restart is a power-on that resumes
+its membership (or joins afresh when the hosts expelled it meanwhile), never
+reusing a message id. Members cannot choose their cell in the simulator (mobility does), so
 load-balancing moves and "my host is silent" requests are counted and ignored.
 
 A ``[[schedule]]`` entry with ``action = "retire"`` (or ``"readmit"``), ``node`` a
@@ -38,14 +40,15 @@ from m2mc.infra import messages as msg
 from m2mc.infra.codec import decode, encode
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.host import ADMIN, HostCore, HostIdentity
-from m2mc.infra.member import Delivered, MemberCore, MoveRequest
+from m2mc.infra.member import Delivered, MemberCore, MoveRequest, Phase
+from m2mc.infra.persist import decode_saved
 from m2mc.sim.node import NodeContext, Outgoing, register_stack
 from m2mc.sim.schema import Table
+from m2mc.store.infra_member import FILE_NAME, SqliteMemberStore
 
 WIRED = "wired"
 RADIO = "radio"
 _CONFIG_KEYS = tuple(f.name for f in fields(InfraConfig))
-_APP_SEQ_BLOCK = 4096
 
 
 def infra_config(params: Mapping[str, Any]) -> InfraConfig:
@@ -139,12 +142,12 @@ class MemberSimStack:
     def __init__(self, ctx: NodeContext, cfg: InfraConfig, join_after: float) -> None:
         self.ctx = ctx
         self.group = ctx.groups[0].name if ctx.groups else "infra"
-        self._seq_path = ctx.durable_dir / "app_seq"
-        first = _read_int(self._seq_path, 1)
-        self._reserved = first + _APP_SEQ_BLOCK
-        self._seq_path.write_text(str(self._reserved))
+        self.store = SqliteMemberStore(ctx.durable_dir / FILE_NAME)
         self.core = MemberCore(ctx.node_id, cfg, ctx.rng, group=self.group, trace=ctx.trace,
-                               run_id=ctx.run_id, first_app_seq=first)
+                               run_id=ctx.run_id, store=self.store)
+        stored = self.store.load()
+        if stored is not None:  # a restart: power-on from the saved state
+            self.core.restore(decode_saved(stored))
         self._booted = ctx.durable_dir / "booted"
         self._join_at: float | None = None
         self.join_after = join_after
@@ -156,7 +159,8 @@ class MemberSimStack:
         if self.ctx.groups:
             first_boot = not self._booted.exists()
             self._booted.write_text("1")
-            self._join_at = now + (self.join_after if first_boot else 0.0)
+            if self.core.phase in (Phase.IDLE, Phase.LEFT):  # not resumed: join (again)
+                self._join_at = now + (self.join_after if first_boot else 0.0)
 
     def receive(self, iface: str, src: str, datagram: bytes, now: float) -> None:
         try:
@@ -196,13 +200,9 @@ class MemberSimStack:
         if group != self.group or not self.core.is_member:
             return None
         try:
-            mid = self.core.send(payload, now)
+            return self.core.send(payload, now)
         except (UsageError, BufferFullError):
             return None
-        if self.core.app_seq >= self._reserved:
-            self._reserved += _APP_SEQ_BLOCK
-            self._seq_path.write_text(str(self._reserved))
-        return mid
 
     def delivered_mids(self, group: str) -> Sequence[str]:
         return self.delivered if group == self.group else ()

@@ -6,6 +6,10 @@ beacons), which answers there (ACK, TRANSFER, MOVE). Moving to another cell
 (load balancing, a silent host, or :meth:`MemberDriver.move`) leaves one
 multicast group and joins another: the protocol does the rest (seeds/001 2.4).
 
+With a store (``NodeConfig.data_dir``) the core saves its state before anything
+leaves it (docs/infra.md "Switch-off and power-on"); :meth:`MemberDriver.close`
+services the core one last time, so a clean switch-off saves everything.
+
 Every socket is on the interface of the member's first cell (``iface=``): cells
 named by other hosts' directories are joined on it too. The gateway uplink a
 beacon advertises is used only when the beacon came from that very address (the
@@ -25,9 +29,10 @@ from collections.abc import Callable
 from m2mc.errors import ConfigError
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.member import MemberCore, MemberEvent, MoveRequest
+from m2mc.infra.persist import MemberStore
 from m2mc.infra.wire import InfraWire
 from m2mc.infra_runtime.net import Udp, cell_on, format_address, multicast_spec, parse_address
-from m2mc.trace.schema import TraceSink
+from m2mc.trace.schema import TraceJournal, TraceSink
 from m2mc.transport.iface import interface_address
 
 log = logging.getLogger("m2mc.infra.member")
@@ -37,11 +42,14 @@ class MemberDriver:
     def __init__(self, node: str, cells: list[str], config: InfraConfig, *,
                  trace: TraceSink | None = None, run_id: str = "", group: str = "infra",
                  on_events: Callable[[list[MemberEvent]], None] | None = None,
-                 rng: random.Random | None = None, wire: InfraWire | None = None) -> None:
+                 rng: random.Random | None = None, wire: InfraWire | None = None,
+                 store: MemberStore | None = None,
+                 trace_journal: TraceJournal | None = None) -> None:
         self.iface = multicast_spec(cells[0]).iface if cells else "127.0.0.1"
         self.cells = [cell_on(c, self.iface) for c in cells]
         self.core = MemberCore(node, config, rng or random.Random(), group=group, trace=trace,
-                               run_id=run_id, wire=wire)
+                               run_id=run_id, wire=wire, store=store,
+                               trace_journal=trace_journal)
         self.on_events = on_events
         self.loop = asyncio.get_event_loop()
         self.uplink: Udp | None = None
@@ -50,6 +58,7 @@ class MemberDriver:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
         self._poked = False
+        self._closed = False
         self.bad_addresses = 0  # gateway uplinks that are no unicast IPv4 address, never used
         self.moves = 0
 
@@ -81,6 +90,8 @@ class MemberDriver:
         self.service()
 
     async def close(self) -> None:
+        self.service()  # the last frames out, the last state saved
+        self._closed = True
         if self._timer is not None:
             self._timer.cancel()
         if self.cell_sock is not None:
@@ -109,6 +120,8 @@ class MemberDriver:
 
     def service(self) -> None:
         self._poked = False
+        if self._closed:
+            return
         up = self.uplink
         if up is not None:
             for u, data in self.core.drain_frames():

@@ -13,6 +13,14 @@ numbers its NEWs in sending order.
 (``infra_cell`` picks another) and moves when the master balances load or its host
 goes silent.
 
+``data_dir`` makes the member survive a switch-off (seeds/001 4.2; docs/infra.md
+"Switch-off and power-on"): its membership, message numbering and own messages not
+yet in the total order are saved in ``<data_dir>/infra-member.sqlite3`` before
+anything leaves the process, and the next start with the same ``data_dir`` resumes
+the membership (fetching by NACK what was sequenced meanwhile) or, when the hosts
+expelled it meanwhile, joins afresh. ``close`` is then a switch-off, not a leave.
+Without ``data_dir`` nothing is saved, as before.
+
 ``infra_key`` (a :class:`~m2mc.security.keys.GroupKey`, key text or bytes) seals every
 frame under the deployment key; the hosts must hold the same key (``m2mc host
 --key-file``). A key given at ``create_group``/``join`` instead (as in ad hoc mode)
@@ -28,6 +36,7 @@ import secrets
 import struct
 from collections import deque
 from collections.abc import AsyncIterator
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -36,13 +45,22 @@ from m2mc.group.codec import GrpInfo
 from m2mc.group.events import GroupCreated, GroupEvent, MemberJoined, MemberLeft
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.member import Delivered, Joined, Left, MemberEvent, Phase, ViewChange
+from m2mc.infra.persist import SavedMember, decode_saved
 from m2mc.infra.wire import InfraWire
 from m2mc.infra_runtime.keying import deployment_auth
 from m2mc.infra_runtime.member_driver import MemberDriver
+from m2mc.log import node_logger
 from m2mc.ordering import ROOT, MessageId
-from m2mc.runtime.tracing import open_trace
+from m2mc.runtime.tracing import WallClockSink, incarnation_events, open_trace
 from m2mc.security.auth import GroupAuth
 from m2mc.security.keys import GroupKey
+from m2mc.store.infra_member import (
+    CLEAN_CLOSE,
+    FILE_NAME,
+    PID,
+    TRACE_BATCH,
+    SqliteMemberStore,
+)
 
 if TYPE_CHECKING:
     from m2mc.api import GroupMessage, NodeConfig, ReplyTo
@@ -97,29 +115,86 @@ class InfraNode(api.Node):
         self._queue: deque[GroupMessage] = deque()
         self._pid = ""
         self.malformed_bodies = 0  # delivered bodies unpack_body refused (dropped)
+        self._member_store: SqliteMemberStore | None = None
+        self._refused_seen = 0  # resumes refused already logged
 
     # ------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         if self.driver is not None:
             return
         cfg = self.config
-        self._pid = cfg.pid or f"n{secrets.token_hex(4)}"
         loop = asyncio.get_running_loop()
+        saved, earlier, clean = self._open_store()
         infra = self.infra
         wire = InfraWire(None if cfg.infra_key is None else await self._auth(cfg.infra_key))
         sink, self._trace_close = open_trace(cfg.trace_dir, self._pid, cfg.run_id, loop.time,
                                              flush_every=cfg.trace_flush_every)
+        store = self._member_store
+        # With saved state the trace is journaled with it (runtime/tracing.py).
+        journal = sink if store is not None and isinstance(sink, WallClockSink) else None
+        if journal is not None and store is not None:
+            journal.recover(store.text_meta(TRACE_BATCH))
+            if earlier:
+                batch = journal.render(incarnation_events(
+                    journal, store.text_meta(TRACE_BATCH), self._pid, cfg.run_id, loop.time(),
+                    clean))
+                store.set_meta(TRACE_BATCH, batch)
+                journal.append(batch)
         self.driver = MemberDriver(self._pid, list(cfg.hosts), infra, trace=sink,
-                                   run_id=cfg.run_id, on_events=self._on_events, wire=wire)
+                                   run_id=cfg.run_id, on_events=self._on_events, wire=wire,
+                                   store=store, trace_journal=journal)
+        if saved is not None:
+            self._restore(self.driver, saved)
         cells = list(cfg.hosts)
         await self.driver.start(cfg.infra_cell or cells[0])
+
+    def _open_store(self) -> tuple[SavedMember | None, bool, bool]:
+        """Set the pid; the saved state if any, whether an earlier incarnation used this
+        ``data_dir`` and whether it closed cleanly."""
+        cfg = self.config
+        log = node_logger("m2mc.infra.member", cfg.pid or "-")
+        if cfg.data_dir is None:
+            self._pid = cfg.pid or f"n{secrets.token_hex(4)}"
+            if cfg.pid is not None:
+                log.warning("fixed pid without data_dir: if this process restarts under the "
+                            "same pid, its message ids are used again")
+            return None, False, False
+        store = SqliteMemberStore(Path(cfg.data_dir) / FILE_NAME)  # SavedStateError
+        try:
+            earlier = store.text_meta(PID)
+            self._pid = cfg.pid or earlier or f"n{secrets.token_hex(4)}"
+            if earlier not in (None, self._pid):
+                raise UsageError(f"data_dir belongs to process {earlier!r}, not {self._pid!r}")
+            stored = store.load()
+            saved = None if stored is None else decode_saved(stored)  # SavedStateError
+            clean = store.text_meta(CLEAN_CLOSE) == "1"
+            store.set_meta(PID, self._pid)
+            store.set_meta(CLEAN_CLOSE, "0")
+        except BaseException:
+            store.close()
+            raise
+        self._member_store = store
+        return saved, earlier is not None, clean
+
+    def _restore(self, driver: MemberDriver, saved: SavedMember) -> None:
+        core = driver.core
+        core.restore(saved)
+        log = node_logger("m2mc.infra.member", self._pid)
+        if saved.problem:
+            log.warning("saved membership left behind (%s): joining afresh", saved.problem)
+        elif core.phase not in (Phase.IDLE, Phase.LEFT):
+            self.gid = core.group  # resumed: already in the deployment's group
+            log.info("power-on: resuming %s at mystable %d", core.mid, core.mystable)
 
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
         if self.driver is not None:
-            await self.driver.close()
+            await self.driver.close()  # with a data_dir: the last state saved
+        if self._member_store is not None:
+            self._member_store.set_meta(CLEAN_CLOSE, "1")
+            self._member_store.close()
         close = self._trace_close
         if callable(close):
             close()
@@ -222,6 +297,8 @@ class InfraNode(api.Node):
                 "pending_sends": d.core.pending_sends, "bad_addresses": d.bad_addresses,
                 "dummies_refused": s.dummies_refused, "uplink_mismatch": s.uplink_mismatch,
                 "malformed_bodies": self.malformed_bodies,
+                "resumed": s.resumed, "resumes_refused": s.resumes_refused,
+                "restore_discarded": s.restore_discarded,
                 **d.core.wire.counters()}
 
     @property
@@ -273,6 +350,13 @@ class InfraNode(api.Node):
             elif isinstance(ev, Left):
                 self._view.discard(self._pid)
                 self._push_event(MemberLeft(gid, self._pid))
+                refused = self.driver.core.stats.resumes_refused if self.driver else 0
+                if refused > self._refused_seen:
+                    self._refused_seen = refused
+                    node_logger("m2mc.infra.member", self._pid).warning(
+                        "power-on: the hosts no longer hold %s (expelled while off; what "
+                        "was sequenced after mystable %d is lost to it): joining afresh",
+                        ev.mid, ev.gseq)
         self._wake()
 
 

@@ -19,11 +19,12 @@ last batch the file lacks (:meth:`WallClockSink.recover`).
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from m2mc.trace.schema import NullSink, TraceEvent, TraceSink
+from m2mc.trace.schema import NullSink, TraceEvent, TraceSink, detail_json
 from m2mc.trace.writer import TraceWriter, event_row, row_to_json, safe_file_stem
 
 
@@ -102,3 +103,21 @@ def open_trace(trace_dir: str | Path | None, pid: str, run_id: str,
     writer = TraceWriter(path, run=run_id, node=pid,
                          flush_every=flush_every, flush_interval=0.5)
     return WallClockSink(writer, time.time() - monotonic(), previous), writer.close
+
+
+def incarnation_events(journal: WallClockSink, last_batch: str | None, pid: str, run: str,
+                       now: float, clean_close: bool) -> list[TraceEvent]:
+    """``restart`` for a node that comes back to its durable log, after a ``crash``
+    when the last incarnation did not close: dated at the last event the log
+    recorded (``last_batch``: the trace lines of its last commit), the latest moment
+    the old process is known to have been alive (ad hoc nodes and infrastructure
+    members alike)."""
+    events = []
+    if not clean_close:
+        crashed = now
+        last = (last_batch or "").rstrip("\n").rpartition("\n")[2]
+        if last:
+            crashed = min(now, float(json.loads(last)["t"]) - journal.offset)
+        events.append(TraceEvent(run, pid, crashed, "crash"))
+    events.append(TraceEvent(run, pid, now, "restart", detail=detail_json(clean=clean_close)))
+    return events

@@ -1,0 +1,143 @@
+"""The durable side of a :class:`~m2mc.infra.member.MemberCore` (switch-off and
+power-on, seeds/001 4.2; what is saved and why: :mod:`m2mc.infra.persist`).
+
+:class:`Durable` tracks what changed since the last save (the membership's scalars,
+the message numbering, own messages added or seen in the total order) and holds the
+core's trace events until the save that makes them true, as the group layer does
+(runtime/tracing.py): with a trace journal the batch's lines are stored in the same
+commit and appended to the file after it, so a ``kill -9`` loses neither a line
+nor a save the trace already tells of. :func:`restore` takes the saved state up
+at power-on. No file is opened here: the store is an injected port.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from m2mc.errors import SavedStateError, UsageError
+from m2mc.infra import messages as msg
+from m2mc.infra.ids import MemberId
+from m2mc.infra.member_events import Phase
+from m2mc.infra.persist import MemberCommit, MemberStore, SavedMember, encode_membership
+from m2mc.trace.schema import TraceEvent, TraceJournal, TraceSink
+
+if TYPE_CHECKING:
+    from m2mc.infra.member import MemberCore
+
+
+class Durable:
+    __slots__ = ("drop", "journal", "owned", "put", "saved", "store", "trace", "trace_out")
+
+    def __init__(self, store: MemberStore, trace: TraceSink,
+                 journal: TraceJournal | None = None) -> None:
+        self.store = store
+        self.trace = trace
+        self.journal = journal if trace.enabled else None
+        # Trace events wait here for the commit (None: tracing is off).
+        self.trace_out: list[TraceEvent] | None = [] if trace.enabled else None
+        self.owned: dict[int, msg.NewItem] = {}  # own messages not yet in the total order
+        self.put: dict[int, msg.NewItem] = {}  # ... added or renumbered since the last commit
+        self.drop: set[int] = set()  # ... seen in the total order since the last commit
+        self.saved: tuple[object, ...] | None = None  # the scalars of the last commit
+
+    def own(self, item: msg.NewItem) -> None:
+        self.owned[item.app_seq] = item
+        self.put[item.app_seq] = item
+
+    def sequenced(self, nseq: int) -> None:
+        """Own NEWs up to ``nseq`` are in the total order (the coordinator numbers them
+        in ``nseq`` order, and ``owned`` is in that order: from the front)."""
+        owned = self.owned
+        while owned:
+            app_seq, item = next(iter(owned.items()))
+            if item.nseq > nseq:
+                return
+            del owned[app_seq]
+            self.put.pop(app_seq, None)
+            self.drop.add(app_seq)
+
+    def release(self, done: Callable[[msg.NewItem], bool]) -> None:
+        """Forget the own messages for which ``done`` holds."""
+        for app_seq in [a for a, i in self.owned.items() if done(i)]:
+            del self.owned[app_seq]
+            self.put.pop(app_seq, None)
+            self.drop.add(app_seq)
+
+    @staticmethod
+    def scalars(core: MemberCore) -> tuple[object, ...]:
+        return (core.group, core.phase.value, None if core.mid is None else core.mid.join_id,
+                core.mystable, core.mynew, core._confirmed, core._leave_requested,
+                core.app_seq)
+
+    def commit(self, core: MemberCore) -> bool:
+        """Save what changed (and write the trace events it makes true); False if
+        nothing had."""
+        state, out = self.scalars(core), self.trace_out
+        if state == self.saved and not self.put and not self.drop and not out:
+            return False
+        journal = self.journal
+        batch = journal.render(out) if journal is not None and out else None
+        join_id = None if core.mid is None else core.mid.join_id
+        membership = encode_membership(
+            group=core.group, phase=core.phase.value, join_id=join_id, mystable=core.mystable,
+            mynew=core.mynew, confirmed=core._confirmed, leave_requested=core._leave_requested)
+        self.store.commit(MemberCommit(core.node, core.app_seq, membership,
+                                       tuple(self.put.values()), tuple(self.drop), batch))
+        core.stats.commits += 1
+        self.saved = state
+        self.put.clear()
+        self.drop.clear()
+        if out:
+            if journal is not None and batch is not None:
+                journal.append(batch)
+            else:
+                for ev in out:
+                    self.trace.emit(ev)
+            out.clear()
+        return True
+
+
+def restore(core: MemberCore, saved: SavedMember) -> None:
+    """Power-on: take up ``saved`` in a core that has done nothing yet.
+
+    A saved membership (member, leaving, closing) resumes with its join-id,
+    ``mystable`` and ``mynew``: the first beacon's ``high`` starts a NACK for what
+    was missed while off, and a gateway that no longer holds the membership answers
+    NotMember, which ends it as an expulsion (``stats.resumes_refused``) and joins
+    afresh. Own messages not yet in the total order are sent again (the coordinator
+    drops copies by ``recv``). A joining computer starts afresh at its next
+    ``join`` (its JOIN may never have arrived). A corrupt membership
+    (``saved.problem``) is counted in ``stats.restore_discarded`` and left behind;
+    its own messages go with the next join.
+    """
+    if core.phase != Phase.IDLE or core.mid is not None or core.app_seq or core._news:
+        raise UsageError("restore: only a core that has done nothing yet")
+    if saved.node != core.node:
+        raise SavedStateError(f"saved state of {saved.node!r}, not of {core.node!r}")
+    core._app_seq = saved.app_seq
+    core.group = saved.group
+    core.mynew, core._confirmed = saved.mynew, saved.confirmed
+    core._news = deque(saved.pending)
+    durable = core.durable
+    if durable is not None:
+        durable.owned = {i.app_seq: i for i in saved.pending}
+    core.restore_problem = saved.problem
+    core._old_join_id = saved.join_id
+    if saved.problem:
+        core.stats.restore_discarded += 1
+    elif saved.resumable:
+        assert saved.join_id is not None
+        core.mid = MemberId(core.node, saved.join_id)
+        core.phase = Phase(saved.phase)
+        core.mystable = core.seen_high = core._last_high = saved.mystable
+        core._leave_requested = saved.leave_requested
+        if core.phase != Phase.MEMBER:
+            core._control.append("leave" if core.phase == Phase.LEAVING else "leaveok")
+        core._power_on = True
+        core.stats.resumed += 1
+    elif saved.phase == Phase.LEFT.value:
+        core.phase = Phase.LEFT
+    if durable is not None and not saved.problem and saved.phase != Phase.JOINING.value:
+        durable.saved = durable.scalars(core)  # nothing to save again until it changes

@@ -1,0 +1,213 @@
+"""Switch-off and power-on of a member (seeds/001 4.2, last paragraph), sans-IO.
+
+The seed saves ``mystable`` and ``mynew`` before a mobile computer is switched off
+and, at power-on, initialises the member as in 3.3 with those two values. We keep
+more, and keep it all the time rather than only at a planned switch-off, so that a
+crash (``kill -9``, a flat battery) is a switch-off too (docs/decisions.md):
+
+* the membership: its join-id, phase, ``mystable``, ``mynew``, and up to which
+  ``nseq`` the member saw its own NEWs sequenced;
+* the message numbering (the last ``app_seq`` used: ids are ``node:app_seq``);
+* every own message not yet seen in the total order (``nseq``, ``app_seq``, body),
+  so that a NEW the coordinator may be waiting for can be sent again after power-on
+  (it numbers a member's NEWs without gaps: a lost one would block the rest).
+
+The core commits through a :class:`MemberStore` port before any frame or event
+leaves it (:meth:`~m2mc.infra.member.MemberCore.drain` and ``events``), so nothing
+outside the process ever sees a message id, a NEW or a delivery the store does not
+hold. This module holds the port, what is saved, and the checks of what is read
+back: :func:`decode_saved` refuses unusable numbering with
+:class:`~m2mc.errors.SavedStateError` (starting afresh could reuse message ids) and
+turns an unusable membership into a fresh join with the reason in ``problem``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from m2mc.errors import SavedStateError
+from m2mc.infra import messages as msg
+
+FORMAT_VERSION = 1
+PHASES = ("idle", "joining", "member", "leaving", "closing", "left")
+RESUMABLE = frozenset(("member", "leaving", "closing"))  # phases taken up at power-on
+_JOIN_ID_LIMIT = 1 << 32
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMember:
+    """What a :class:`MemberStore` holds, exactly as read back (checked by
+    :func:`decode_saved`; any field may be damaged)."""
+
+    pid: str
+    app_seq: object  # the last message number used
+    membership: str | None  # JSON text written by encode_membership
+    pending: tuple[tuple[object, object, object], ...] = ()  # (app_seq, nseq, body) rows
+
+
+@dataclass(frozen=True, slots=True)
+class MemberCommit:
+    """One atomic save: the scalars, the change in pending own messages, and the
+    trace lines this save makes true (kept with it: runtime/tracing.py)."""
+
+    pid: str
+    app_seq: int
+    membership: str
+    put: tuple[msg.NewItem, ...] = ()  # own messages added (or renumbered by a join)
+    drop: tuple[int, ...] = ()  # app_seqs of own messages seen in the total order
+    trace_batch: str | None = None
+
+
+class MemberStore(Protocol):
+    """Where a member's durable state lives (a file in the runtime, memory in tests)."""
+
+    def load(self) -> StoredMember | None:
+        """What the last commit left, or None when nothing was ever saved."""
+        ...
+
+    def commit(self, c: MemberCommit) -> None:
+        """Apply ``c`` atomically and durably (against a process crash)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class SavedMember:
+    """The state a member takes up at power-on (checked)."""
+
+    node: str
+    app_seq: int
+    group: str = "infra"
+    phase: str = "idle"
+    join_id: int | None = None
+    mystable: int = 0
+    mynew: int = 0
+    confirmed: int = 0
+    leave_requested: bool = False
+    pending: tuple[msg.NewItem, ...] = ()
+    problem: str = ""  # why the saved membership could not be used ("": it could)
+
+    @property
+    def resumable(self) -> bool:
+        return self.phase in RESUMABLE and self.join_id is not None and not self.problem
+
+
+def encode_membership(*, group: str, phase: str, join_id: int | None, mystable: int,
+                      mynew: int, confirmed: int, leave_requested: bool) -> str:
+    return json.dumps({"v": FORMAT_VERSION, "group": group, "phase": phase,
+                       "join_id": join_id, "mystable": mystable, "mynew": mynew,
+                       "confirmed": confirmed, "leave": leave_requested},
+                      separators=(",", ":"), sort_keys=True)
+
+
+def _int(value: object, low: int = 0) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        return None
+    return value
+
+
+def _pending(rows: Iterable[tuple[object, object, object]]) -> tuple[list[msg.NewItem], str]:
+    items: list[msg.NewItem] = []
+    for row in rows:
+        a, n, body = row
+        app_seq, nseq = _int(a, 1), _int(n, 1)
+        if app_seq is None or nseq is None or not isinstance(body, bytes | bytearray):
+            return [], f"a pending message is unreadable: {row!r:.80}"
+        items.append(msg.NewItem(nseq, app_seq, bytes(body)))
+    items.sort(key=lambda i: i.app_seq)
+    return items, ""
+
+
+def decode_saved(stored: StoredMember) -> SavedMember:
+    """Check what a store read back. Unusable numbering raises SavedStateError; an
+    unusable membership gives a SavedMember in phase ``idle`` with ``problem`` set
+    (the member joins afresh, and its pending messages go with the new join)."""
+    app_seq = _int(stored.app_seq)
+    if app_seq is None:
+        raise SavedStateError(f"the saved message numbering is unreadable "
+                              f"({stored.app_seq!r:.40}): starting afresh under pid "
+                              f"{stored.pid!r} could reuse message ids")
+    items, problem = _pending(stored.pending)
+    if items:
+        app_seq = max(app_seq, items[-1].app_seq)  # never below an id that was used
+    fields_, why = _membership(stored.membership)
+    problem = problem or why
+    if not problem:
+        problem = _consistency(fields_, items)
+    if problem:  # a fresh join, with the own messages renumbered in sending order
+        renumbered = tuple(msg.NewItem(k, i.app_seq, i.body) for k, i in enumerate(items, 1))
+        group = fields_.get("group")
+        return SavedMember(stored.pid, app_seq, group if isinstance(group, str) else "infra",
+                           pending=renumbered, problem=problem)
+    return SavedMember(stored.pid, app_seq, fields_["group"], fields_["phase"],
+                       fields_["join_id"], fields_["mystable"], fields_["mynew"],
+                       fields_["confirmed"], fields_["leave"], tuple(items))
+
+
+def _membership(text: str | None) -> tuple[dict[str, Any], str]:
+    if text is None:
+        return {}, "no saved membership"
+    try:
+        d = json.loads(text)
+    except (ValueError, TypeError):
+        return {}, "the saved membership is not JSON"
+    if not isinstance(d, dict):
+        return {}, "the saved membership is not a JSON object"
+    if d.get("v") != FORMAT_VERSION:
+        return d, f"the saved membership has format {d.get('v')!r}, not {FORMAT_VERSION}"
+    if not isinstance(d.get("group"), str) or d.get("phase") not in PHASES \
+            or not isinstance(d.get("leave"), bool):
+        return d, "the saved membership has a bad group, phase or leave flag"
+    for key in ("mystable", "mynew", "confirmed"):
+        if _int(d.get(key)) is None:
+            return d, f"the saved membership has a bad {key}: {d.get(key)!r:.40}"
+    jid = d.get("join_id")
+    if jid is not None and (_int(jid) is None or jid >= _JOIN_ID_LIMIT):
+        return d, f"the saved membership has a bad join-id: {jid!r:.40}"
+    return d, ""
+
+
+def _consistency(d: dict[str, Any], items: list[msg.NewItem]) -> str:
+    if d["phase"] in RESUMABLE and d["join_id"] is None:
+        return f"the saved membership is {d['phase']} without a join-id"
+    if d["confirmed"] > d["mynew"]:
+        return "the saved membership confirms more NEWs than it sent"
+    nseqs = [i.nseq for i in items]
+    if nseqs != sorted(set(nseqs)):
+        return "the saved pending messages are not numbered in sending order"
+    if items and (nseqs[0] <= d["confirmed"] or nseqs[-1] > d["mynew"]):
+        return "the saved pending messages do not fit the saved numbering"
+    return ""
+
+
+@dataclass
+class MemoryMemberStore:
+    """A :class:`MemberStore` in memory: what survives a simulated crash of the core
+    (tests). ``commits`` counts commits; fields may be damaged on purpose."""
+
+    pid: str = ""
+    app_seq: object = None
+    membership: str | None = None
+    pending: dict[object, tuple[object, object, object]] = field(default_factory=dict)
+    trace_batch: str | None = None
+    commits: int = 0
+
+    def load(self) -> StoredMember | None:
+        if self.commits == 0 and self.app_seq is None:
+            return None
+        return StoredMember(self.pid, self.app_seq, self.membership,
+                            tuple(self.pending.values()))
+
+    def commit(self, c: MemberCommit) -> None:
+        self.pid = c.pid
+        self.app_seq = c.app_seq
+        self.membership = c.membership
+        for a in c.drop:
+            self.pending.pop(a, None)
+        for item in c.put:
+            self.pending[item.app_seq] = (item.app_seq, item.nseq, item.body)
+        if c.trace_batch is not None:
+            self.trace_batch = c.trace_batch
+        self.commits += 1

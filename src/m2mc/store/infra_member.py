@@ -1,0 +1,111 @@
+"""The durable :class:`~m2mc.infra.persist.MemberStore` of an infrastructure-mode
+member: one SQLite file (``<data_dir>/infra-member.sqlite3``), WAL mode.
+
+``meta`` holds the process id, the message numbering (``app_seq``), the membership
+(JSON, :func:`~m2mc.infra.persist.encode_membership`), the trace lines of the last
+commit and the clean-close mark; ``pending`` holds the own messages not yet seen in
+the total order. Each :meth:`SqliteMemberStore.commit` is one transaction. As in
+:class:`~m2mc.store.sqlite.SqliteStore`, ``synchronous=NORMAL`` keeps every
+committed transaction across a process crash (``kill -9``); only an operating
+system crash may lose the last ones.
+
+Values are read back as stored and checked by
+:func:`~m2mc.infra.persist.decode_saved`; a file SQLite cannot read raises
+:class:`~m2mc.errors.SavedStateError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from pathlib import Path
+
+from m2mc.errors import SavedStateError
+from m2mc.infra.persist import MemberCommit, StoredMember
+
+FILE_NAME = "infra-member.sqlite3"
+PID, APP_SEQ, MEMBERSHIP = "pid", "app_seq", "membership"
+TRACE_BATCH = "trace/last-batch"  # the trace lines of the last commit (runtime/tracing.py)
+CLEAN_CLOSE = "clean-close"  # "1" once the node closed after its last commit
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
+CREATE TABLE IF NOT EXISTS pending (
+    app_seq INTEGER PRIMARY KEY, nseq INTEGER NOT NULL, body BLOB NOT NULL);
+"""
+
+
+class SqliteMemberStore:
+    """A member's saved state in ``path`` (created if absent)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(self.path))
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+            self._db.commit()
+        except (sqlite3.Error, OSError) as exc:
+            raise SavedStateError(f"cannot open the saved member state {self.path}: {exc}; "
+                                  "move the file away to start afresh (with a new pid, "
+                                  "or message ids may be reused)") from None
+
+    def _fail(self, what: str, exc: Exception) -> SavedStateError:
+        return SavedStateError(f"cannot {what} the saved member state {self.path}: {exc}")
+
+    def get_meta(self, key: str) -> object:
+        try:
+            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error as exc:
+            raise self._fail("read", exc) from None
+        return None if row is None else row[0]
+
+    def set_meta(self, key: str, value: object) -> None:
+        """Set one meta value and commit at once."""
+        try:
+            with self._db:
+                self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+        except sqlite3.Error as exc:
+            raise self._fail("write", exc) from None
+
+    def text_meta(self, key: str) -> str | None:
+        value = self.get_meta(key)
+        return value if isinstance(value, str) else None
+
+    def load(self) -> StoredMember | None:
+        try:
+            meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+            rows = self._db.execute(
+                "SELECT app_seq, nseq, body FROM pending ORDER BY app_seq").fetchall()
+        except sqlite3.Error as exc:
+            raise self._fail("read", exc) from None
+        if APP_SEQ not in meta and MEMBERSHIP not in meta and not rows:
+            return None  # nothing was ever saved
+        pid = meta.get(PID)
+        membership = meta.get(MEMBERSHIP)
+        return StoredMember(pid if isinstance(pid, str) else "", meta.get(APP_SEQ),
+                            membership if isinstance(membership, str) else None,
+                            tuple((a, n, b) for a, n, b in rows))
+
+    def commit(self, c: MemberCommit) -> None:
+        meta = [(PID, c.pid), (APP_SEQ, c.app_seq), (MEMBERSHIP, c.membership)]
+        if c.trace_batch is not None:
+            meta.append((TRACE_BATCH, c.trace_batch))
+        try:
+            with self._db:
+                db = self._db
+                db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", meta)
+                if c.drop:
+                    db.executemany("DELETE FROM pending WHERE app_seq = ?",
+                                   [(a,) for a in c.drop])
+                if c.put:
+                    db.executemany("INSERT OR REPLACE INTO pending VALUES (?, ?, ?)",
+                                   [(i.app_seq, i.nseq, i.body) for i in c.put])
+        except sqlite3.Error as exc:
+            raise self._fail("write", exc) from None
+
+    def close(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self._db.close()
