@@ -185,7 +185,8 @@ class Node:
         if cfg.data_dir is not None:
             from m2mc.store.sqlite import SqliteStore
 
-            store = SqliteStore(Path(cfg.data_dir) / "m2mc.sqlite3")
+            # The wall clock stamps the log's writes: message ages survive a restart.
+            store = SqliteStore(Path(cfg.data_dir) / "m2mc.sqlite3", clock=time.time)
         else:
             store = MemoryStore()
         pid = cfg.pid or store.get_meta("pid") or f"n{secrets.token_hex(4)}"
