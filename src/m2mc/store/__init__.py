@@ -94,9 +94,9 @@ class GroupStore(Protocol):
     def set_meta(self, key: str, value: str) -> None: ...
 
     def commit(self, now: float | None = None) -> None:
-        """Make every write durable. ``now`` (the driver's clock) stamps the writes
-        since the last commit and runs age eviction (a log given a wall clock of its
-        own uses that instead)."""
+        """Make every write durable. ``now`` (the driver's clock) runs age eviction
+        and dates the writes that follow (a log given a wall clock of its own uses
+        that instead): a message's age counts from the last commit before it."""
         ...
 
     def close(self) -> None: ...
