@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from m2mc.sim import run_scenario
+
 from .tracecheck import check, load
 
 
