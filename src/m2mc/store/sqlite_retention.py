@@ -6,7 +6,8 @@ written): a row whose group is over its bytes bound, or that is older than the
 age bound, is read back; its delivered records go (``full``: dropped, their
 seqnos noted in the ``gone`` table; ``ids``: rewritten as stub records, payload
 ``None``, in the ``stubs`` table) and its undelivered ones are written again as
-a new row stamped now. A pass runs inside :meth:`commit`, so what it drops and
+a new row stamped now (a row of held messages only is moved so too: a held
+message's age starts again, and passes do not read it over and over). A pass runs inside :meth:`commit`, so what it drops and
 what it notes are one transaction: a restarted node never sees a message gone
 without its note. The hot path (``put``, ``_flush``) only stamps each chunk row
 with the time and, under a bytes bound, adds its length to its group's total.
@@ -143,10 +144,13 @@ class SqliteRetention:
         touched: set[str] = set()
         cursor = 0
         opened = self._opened_at
+        # Rows this pass writes (held records kept, moved) come after the last one now:
+        # the pass never reads them.
+        last = self._db.execute("SELECT MAX(rowid) FROM chunks").fetchone()[0] or 0
         while True:
             rows = self._db.execute(
                 "SELECT rowid, gid, pid, lo, hi, data, t FROM chunks WHERE rowid > ? "
-                "ORDER BY rowid LIMIT ?", (cursor, SCAN_ROWS)).fetchall()
+                "AND rowid <= ? ORDER BY rowid LIMIT ?", (cursor, last, SCAN_ROWS)).fetchall()
             if not rows:
                 break
             done = False
@@ -190,10 +194,12 @@ class SqliteRetention:
                 if noted[1] is not None:
                     r[5] = noted[1]
             (evicted if r[7] else keep).append(r)
-        if not evicted:
-            return 0
         db = self._db
         db.execute("DELETE FROM chunks WHERE rowid = ?", (rowid,))
+        if not evicted:  # held messages only: moved to the young end, not read every pass
+            db.execute("INSERT INTO chunks (gid, pid, lo, hi, data, t) VALUES (?, ?, ?, ?, ?, ?)",
+                       (gid, pid, lo, hi, data, now))
+            return 0
         freed = len(data)
         if keep:  # held ones stay, as a new row: their age counts from now
             kept = msgpack.packb(keep, use_bin_type=True)
