@@ -186,3 +186,26 @@ def test_ids_mode_joiner_learns_parents_and_keeps_the_stubs() -> None:
     assert len(skips) == 20 and all(r["parent"] is not None for r in skips)
     kept = {str(m.mid): str(m.parent) for m in net.nodes["c"].store.load_stubs(G)}
     assert all(kept[str(r["mid"])] == r["parent"] for r in skips)
+
+
+def test_a_total_order_joiner_jumps_a_long_gone_prefix_and_numbers_on() -> None:
+    net = Net(seed=13, config=aged)
+    net.add("a")
+    net.add("b")
+    net.do("a", lambda n: n.create_group("x", net.now, "total", gid=G))
+    net.do("b", lambda n: n.join_group(G, net.now, order="total"))
+    net.run(1.0)
+    for i in range(300):  # a long run of positions, evicted everywhere
+        net.send("ab"[i % 2], G, b"old %d" % i)
+        if i % 10 == 9:
+            net.run(0.05)
+    net.run(10.0)
+    chat(net, "ab", 10, "new", False)
+    net.add("c")
+    net.do("c", lambda n: n.join_group(G, net.now, order="total"))
+    net.run(6.0)
+    assert net.delivered["c"][G] == net.delivered["a"][G][-10:]
+    numbers = [e.gseq for e in net.trace.events if e.event == "deliver" and e.node == "c"]
+    assert numbers == list(range(301, 311))
+    stats = net.nodes["c"].group_stats(G)
+    assert stats["skipped_positions"] == 300 and stats["held"] == 0

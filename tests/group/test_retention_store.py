@@ -208,3 +208,11 @@ def test_bad_retention_settings_are_refused() -> None:
                                        "retention_mode": "ids", "retention_ids": 10})
     assert config.retention() == RetentionPolicy(age=3600.0, max_bytes=1 << 20, mode="ids",
                                                  max_ids=10)
+
+
+def test_a_log_in_memory_keeps_no_more_stubs_than_fit_its_memory_bound() -> None:
+    store = MemoryStore(RetentionPolicy(mode="ids", max_bytes=1, memory_bytes=256 * 10))
+    for seq in range(1, 31):
+        store.put(G, msg("a", seq), True)  # each evicted at once: a stub
+    assert [m.mid.seq for m in store.load_stubs(G)] == list(range(21, 31))
+    assert store.gone(G).ids == {"a": [(1, 20)]}

@@ -73,8 +73,12 @@ class Mop:
             (delivered if item.delivered else pending).append(item.message)
             if item.message.gseq is not None:
                 self.max_gseq = max(self.max_gseq, item.message.gseq)
-        delivered.extend(self.store.load_stubs(self.gid))
         gone = self.store.gone(self.gid)
+        for stub in self.store.load_stubs(self.gid):
+            if stub.gseq is None and self.order == "total":  # (learnt without its position)
+                gone.add(stub.mid.pid, [(stub.mid.seq, stub.mid.seq)])
+            else:
+                delivered.append(stub)
         self.core.preload(delivered)
         if gone.ids:
             self.core.preload_intervals(gone.ids)

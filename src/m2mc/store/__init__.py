@@ -386,7 +386,7 @@ class MemoryStore:
     def _trim_stubs(self, gid: str) -> None:
         """``ids`` mode: past ``max_ids`` stubs, the oldest are dropped (remembered gone)."""
         stubs = self._stubs[gid]
-        extra = len(stubs) - self.retention.max_ids
+        extra = len(stubs) - self.retention.ids_bound(in_memory=True)
         if extra <= 0:
             return
         gone = self._gone.setdefault(gid, GoneLog())

@@ -17,8 +17,8 @@ What an eviction leaves depends on the mode:
   reuses one of its own seqnos, and answers a request for them "gone".
 - ``ids``: only the payload is dropped; the identity, parent, position and
   clock stay as a *stub* (the seed's memory-constrained GrpMsgList keeps
-  ``<mid_c, mid_p>`` for MOP). Stubs are bounded too (``max_ids`` per group);
-  past it the oldest stubs are dropped as in ``full``.
+  ``<mid_c, mid_p>`` for MOP). Stubs are bounded too (``max_ids`` per group, and
+  in memory ``memory_bytes / 256``); past it the oldest are dropped as in ``full``.
 
 The same :class:`GoneLog` records what this node *skipped* (gave up as gone
 everywhere, docs/group.md section 8): to a restarted node, or to a requester, a
@@ -38,6 +38,7 @@ __all__ = ["MODES", "RECORD_OVERHEAD", "GoneAnswer", "GoneLog", "RetentionPolicy
 Intervals = list[tuple[int, int]]
 MODES = ("full", "ids")
 RECORD_OVERHEAD = 24  # bytes a record costs in a log besides its payload and process ids
+STUB_MEMORY = 256  # bytes a stub costs in a log in memory (Python objects and indexes)
 MAX_GONE_INTERVALS = 1024  # per sender; past it the two lowest runs are merged
 
 
@@ -72,6 +73,13 @@ class RetentionPolicy:
         if not in_memory:
             return self.max_bytes
         return min(self.max_bytes, self.memory_bytes) if self.max_bytes else self.memory_bytes
+
+    def ids_bound(self, in_memory: bool) -> int:
+        """Stubs kept per group (``ids`` mode): in memory, no more than fit in
+        ``memory_bytes`` either."""
+        if not in_memory:
+            return self.max_ids
+        return min(self.max_ids, self.memory_bytes // STUB_MEMORY)
 
     def age_check_every(self) -> float:
         """How often age eviction runs: a message lives between ``age`` and ``age``

@@ -7,10 +7,11 @@ age bound, is read back; its delivered records go (``full``: dropped, their
 seqnos noted in the ``gone`` table; ``ids``: rewritten as stub records, payload
 ``None``, in the ``stubs`` table) and its undelivered ones are written again as
 a new row stamped now (a row of held messages only is moved so too: a held
-message's age starts again, and passes do not read it over and over). A pass runs inside :meth:`commit`, so what it drops and
-what it notes are one transaction: a restarted node never sees a message gone
-without its note. The hot path (``put``, ``_flush``) only stamps each chunk row
-with the time and, under a bytes bound, adds its length to its group's total.
+message's age starts again, and passes do not read it over and over). A pass
+runs inside :meth:`commit`, so what it drops and what it notes are one
+transaction: a restarted node never sees a message gone without its note. The
+hot path (``put``, ``_flush``) only stamps each chunk row with the time and,
+under a bytes bound, adds its length to its group's total.
 
 Time: a store given a ``clock`` (the asyncio driver passes ``time.time``) stamps
 rows with it, so ages survive a reboot; otherwise with the ``now`` of the last
