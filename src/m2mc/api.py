@@ -364,7 +364,8 @@ class Node:
         return [info for info in infos if info is not None]
 
     def history(self, gid: str) -> list[GroupMessage]:
-        """The messages of ``gid`` this node has delivered, from the durable log, oldest first."""
+        """The messages of ``gid`` this node has delivered, from the durable log, oldest first
+        (those its retention has not evicted, docs/group.md section 8)."""
         self._node()
         assert self._store is not None
         return [GroupMessage(gid, s.message.mid, s.message.parent, s.message.payload,
