@@ -185,7 +185,8 @@ class Node:
         if cfg.data_dir is not None:
             from m2mc.store.sqlite import SqliteStore
 
-            store = SqliteStore(Path(cfg.data_dir) / "m2mc.sqlite3")
+            # The wall clock stamps the log's writes: message ages survive a restart.
+            store = SqliteStore(Path(cfg.data_dir) / "m2mc.sqlite3", clock=time.time)
         else:
             store = MemoryStore()
         pid = cfg.pid or store.get_meta("pid") or f"n{secrets.token_hex(4)}"
@@ -364,7 +365,8 @@ class Node:
         return [info for info in infos if info is not None]
 
     def history(self, gid: str) -> list[GroupMessage]:
-        """The messages of ``gid`` this node has delivered, from the durable log, oldest first."""
+        """The messages of ``gid`` this node has delivered, from the durable log, oldest first
+        (those its retention has not evicted, docs/group.md section 8)."""
         self._node()
         assert self._store is not None
         return [GroupMessage(gid, s.message.mid, s.message.parent, s.message.payload,

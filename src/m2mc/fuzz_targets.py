@@ -416,7 +416,8 @@ def _group_node_target() -> FuzzTarget:
     cfg = GroupConfig(max_members=4, max_senders=6, max_groups=6, max_mirs=2, max_pssit=4,
                       max_pending_repairs=8, max_nack_intervals=4, max_digest_intervals=4,
                       max_status_senders=4, max_unstamped=4, max_held=8, max_sync_messages=8,
-                      max_sync_bytes=4000, control_burst=40.0, control_total_burst=80.0)
+                      max_sync_bytes=4000, control_burst=40.0, control_total_burst=80.0,
+                      memory_log_bytes=2000)
     m2mp = M2MPConfig(message_timeout=1.0, max_partial_messages=8, max_partial_bytes=8192,
                       max_message_bytes=6000, completed_cache=64, own_id_cache=64)
     gids = ("open", "tot", "keyed")
@@ -480,7 +481,9 @@ def _group_node_target() -> FuzzTarget:
         bodies = [codec.Join("p", 1, "sb", "d"), codec.Data("p", rec),
                   codec.SyncReq("p", 1, {}), codec.Nack("p", {"me": [(1, 1)], "p": [(2, 2)]}, []),
                   codec.Status("p", 3, {"q": 2}, (codec.MemberEntry("p", 1, True),), None, 0),
-                  codec.Order("p", 1, [(1, MessageId("p", 1))]), codec.Leave("p", 2)]
+                  codec.Order("p", 1, [(1, MessageId("p", 1))]), codec.Leave("p", 2),
+                  codec.Gone("p", {"q": [(1, 5)]}, [(1, 3)], [Message(MessageId("q", 2),
+                                                                      ROOT, b"")])]
         out = []
         for dest in range(3):
             for flags in (0x10 | dest, 0x18 | dest):
@@ -521,6 +524,13 @@ def _check_group_node(node: Any, cfg: Any, m2mp: Any) -> None:
         _check(mop.core.held_count <= cfg.max_held, "max_held")
         _check(len(inst.last_heard) <= cfg.max_senders, "last heard")
         _check(len(inst.limiter) <= cfg.max_senders, "group limiter")
+        retention = inst.retention  # gone reports (docs/group.md section 8)
+        _check(len(retention._reports) <= cfg.max_senders + cfg.max_members, "gone reports")
+        _check(all(len(e) <= 4 * cfg.max_nack_intervals for e in retention._reports.values())
+               and len(retention._gseq_reports) <= 4 * cfg.max_nack_intervals, "gone ranges")
+        _check(len(retention._heard_stubs) <= cfg.max_held, "heard stubs")
+        _check(node.store.log_bytes(inst.gid) <= cfg.memory_log_bytes + (
+            cfg.max_held + cfg.max_unstamped) * (cfg.max_payload + 512), "group log bytes")
 
 
 def _group_examples(codec: Any, tag: bytes) -> list[bytes]:

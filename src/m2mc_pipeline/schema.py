@@ -45,10 +45,11 @@ RESTART = "restart"
 ELECT = "elect"
 PACKET_OUT = "packet_out"
 PACKET_IN = "packet_in"
+SKIP = "skip"  # a message given up: gone from every log that answered (docs/group.md 8)
 
 EVENTS = frozenset({
     SEND, RECV, DUP, DELIVER, JOIN, LEAVE, VIEW, SYNC_REQ, SYNC_RESP, NACK, RETRANSMIT,
-    DROP, CRASH, RESTART, ELECT, PACKET_OUT, PACKET_IN,
+    DROP, CRASH, RESTART, ELECT, PACKET_OUT, PACKET_IN, SKIP,
 })
 
 ORDERS = ("sb", "causal", "total", "fifo", "none")

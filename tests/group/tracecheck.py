@@ -38,6 +38,10 @@ def check(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
         elif ev == "deliver":
             delivered[(r["node"], r["group"], r["mid"])].append(r["t"])
             order_at[(r["node"], r["group"])].append(r)
+        elif ev == "skip" and r.get("mid"):
+            # Given up (gone everywhere, docs/group.md section 8): not a delivery, but
+            # its place in the order (its replies and successors may follow it).
+            order_at[(r["node"], r["group"])].append(r)
         elif ev in ("join", "leave"):
             membership[(r["node"], r["group"])].append((ev, r["t"]))
         elif ev in ("crash", "restart"):
@@ -82,6 +86,8 @@ def check(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
     for (node, group), evs in order_at.items():
         position = {r["mid"]: i for i, r in enumerate(evs)}
         for i, r in enumerate(evs):
+            if r["event"] != "deliver":
+                continue
             parent = r.get("parent") or ""
             if parent and parent in position and position[parent] > i:
                 out["sb_order"].append(f"{node} {group} {r['mid']} before parent {parent}")
@@ -99,6 +105,7 @@ def check(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
                             break
     totals: dict[str, list[list[str]]] = defaultdict(list)
     for (node, group), evs in order_at.items():
+        evs = [r for r in evs if r["event"] == "deliver"]
         if evs and evs[0].get("order") == "total":
             seq = [r["mid"] for r in sorted(evs, key=lambda r: r["gseq"] or 0)]
             if seq != [r["mid"] for r in evs]:

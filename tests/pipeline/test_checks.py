@@ -109,6 +109,8 @@ def _cases(T: Any) -> dict[str, Any]:
     sb.send("A", 1.1, "s", "A:2", parent="A:1", order="sb")
     sb.get("B", 1.2, "s", "A:2").get("B", 1.3, "s", "A:1")  # child before parent
     sb.get("C", 1.2, "s", "A:2")  # parent never delivered at C
+    sb.join(1.05, "s", "sb", "D")  # D too, but its group had evicted A:1: D skipped it
+    sb.ev("D", 1.15, "skip", "s", "A:1").get("D", 1.2, "s", "A:2")  # in order
     runs["sb"] = sb
 
     ca = T("causal").join(0, "c", "causal", "A", "B", "C")

@@ -32,6 +32,8 @@ BODIES = [
     codec.Leave("alice", 2),
     codec.Nack("alice", {"bob": [(1, 4)]}, []),
     codec.SyncReq("alice", 1, {"bob": [(1, 9)]}),
+    codec.Gone("alice", {"bob": [(1, 4)]}, [(3, 9)],
+               [Message(MessageId("bob", 2), MessageId("bob", 1), b"", {"bob": 2}, 5)]),
 ]
 
 

@@ -74,6 +74,7 @@ class Kind(IntEnum):
     PROMISE = 13
     START = 14
     DECIDED = 15
+    GONE = 16
     ADV = 20
     GRPS_INFO = 21
 
@@ -286,6 +287,19 @@ class Decided:
 
 
 @dataclass(frozen=True, slots=True)
+class Gone:
+    """The sender cannot serve these any more: it delivered them but its log evicted
+    (or it skipped) them (docs/group.md section 8). ``ranges``: seqnos per sender;
+    ``gseqs``: total-order positions; ``stubs`` (``ids`` retention mode): some of
+    those messages as identity, parent, position and clock, payload empty."""
+
+    sender: str
+    ranges: Digest
+    gseqs: Intervals
+    stubs: list[Message]
+
+
+@dataclass(frozen=True, slots=True)
 class Adv:
     sender: str
 
@@ -297,14 +311,14 @@ class GrpsInfo:
 
 
 Body = (Data | Repair | Order | Status | Nack | SyncReq | SyncResp | Join | Leave | Handover
-        | Ack | Prepare | Promise | Start | Decided | Adv | GrpsInfo)
+        | Ack | Prepare | Promise | Start | Decided | Gone | Adv | GrpsInfo)
 
 _KIND_OF: dict[type, Kind] = {
     Data: Kind.DATA, Repair: Kind.REPAIR, Order: Kind.ORDER, Status: Kind.STATUS,
     Nack: Kind.NACK, SyncReq: Kind.SYNC_REQ, SyncResp: Kind.SYNC_RESP, Join: Kind.JOIN,
     Leave: Kind.LEAVE, Handover: Kind.HANDOVER, Ack: Kind.ACK, Prepare: Kind.PREPARE,
-    Promise: Kind.PROMISE, Start: Kind.START, Decided: Kind.DECIDED, Adv: Kind.ADV,
-    GrpsInfo: Kind.GRPS_INFO,
+    Promise: Kind.PROMISE, Start: Kind.START, Decided: Kind.DECIDED, Gone: Kind.GONE,
+    Adv: Kind.ADV, GrpsInfo: Kind.GRPS_INFO,
 }
 
 
@@ -451,6 +465,9 @@ def _to_wire(body: Body) -> list[Any]:
             return [sender, _entries_wire(entries)]
         case Nack(sender, ranges, gseqs):
             return [sender, _digest_wire(ranges), [v for pair in gseqs for v in pair]]
+        case Gone(sender, ranges, gseqs, stubs):
+            return [sender, _digest_wire(ranges), [v for pair in gseqs for v in pair],
+                    [record_wire(m) for m in stubs]]
         case SyncReq(sender, sync_seqno, digest):
             return [sender, sync_seqno, _digest_wire(digest)]
         case SyncResp(sender, requester, sync_seqno, records, remaining):
@@ -652,6 +669,10 @@ def _from_wire(kind: int, raw: Any, max_seq: int) -> Body:
     if kind == Kind.NACK:
         _list(r, 3, 3)
         return Nack(sender, _digest(r[1], max_seq), _intervals(r[2], max_seq))
+    if kind == Kind.GONE:
+        _list(r, 4, 4)
+        return Gone(sender, _digest(r[1], max_seq), _intervals(r[2], max_seq),
+                    _records(r[3], max_seq))
     if kind == Kind.SYNC_REQ:
         _list(r, 3, 3)
         return SyncReq(sender, _int(r[1], 1, max_seq), _digest(r[2], max_seq))

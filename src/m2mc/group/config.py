@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from m2mc.errors import ConfigError
+from m2mc.store.retention import MODES, RetentionPolicy
 
 ORDERS = ("sb", "causal", "fifo", "total")
 
@@ -51,6 +52,22 @@ class GroupConfig:
     # costs the batch. Set bulk_batch_bytes = batch_bytes to keep one packet.
     bulk_batch_bytes: int = 1900
     bulk_backlog: int = 64
+    # ---------------------------------------------------------------- retention
+    # The group log (GrpMsgList, docs/group.md section 8): per group, the delivered
+    # messages stored more than retention_age seconds ago, or past retention_bytes, are
+    # evicted, oldest first; 0: no bound of that kind. A log in memory (no data_dir)
+    # keeps at most memory_log_bytes per group in any case. Mode "full": an evicted
+    # message is dropped whole; "ids" (seeds/000 VI.A.3): only its payload, its
+    # identity, parent, position and clock stay (at most retention_ids per group).
+    retention_age: float = 0.0
+    retention_bytes: int = 0
+    retention_mode: str = "full"
+    retention_ids: int = 1_000_000
+    memory_log_bytes: int = 32 << 20
+    # A message a member reported gone (evicted everywhere it asked) that is still
+    # missing this long after the report is given up: skipped, counted, traced and
+    # reported to the application (MessagesSkipped), so ordering goes on.
+    gone_grace: float = 1.0
     # ---------------------------------------------------------------- bounds
     max_payload: int = 60_000
     max_message_bytes: int = 1_000_000  # a larger group message is dropped undecoded
@@ -99,11 +116,20 @@ class GroupConfig:
                      "status_interval", "sync_timeout", "nack_holdoff", "control_rate",
                      "control_burst", "control_total_rate", "control_total_burst",
                      "replay_window", "max_senders", "order_retry", "max_uncommitted",
-                     "max_epoch_jump", "sequencer_timeout"):
+                     "max_epoch_jump", "sequencer_timeout", "memory_log_bytes"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"group config {name} must be > 0, got {getattr(self, name)}")
         if self.nack_holdoff_max < self.nack_holdoff:
             raise ConfigError("group config nack_holdoff_max must be >= nack_holdoff")
+        if self.retention_mode not in MODES:
+            raise ConfigError(f"group config retention_mode must be one of {', '.join(MODES)}, "
+                              f"got {self.retention_mode!r}")
+
+    def retention(self) -> RetentionPolicy:
+        """The group log's retention policy (m2mc.store.retention)."""
+        return RetentionPolicy(age=self.retention_age, max_bytes=self.retention_bytes,
+                               mode=self.retention_mode, max_ids=self.retention_ids,
+                               memory_bytes=self.memory_log_bytes)
 
     @classmethod
     def from_mapping(cls, values: dict[str, object]) -> GroupConfig:
@@ -121,6 +147,9 @@ class GroupConfig:
             elif isinstance(current, int) and not isinstance(current, bool):
                 if not isinstance(value, int) or isinstance(value, bool):
                     raise ConfigError(f"group config {key} must be an integer")
+            elif isinstance(current, str):
+                if not isinstance(value, str):
+                    raise ConfigError(f"group config {key} must be a string")
             elif isinstance(current, float):
                 if not isinstance(value, int | float) or isinstance(value, bool):
                     raise ConfigError(f"group config {key} must be a number")

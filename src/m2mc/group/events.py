@@ -67,5 +67,20 @@ class CatchUpProgress:
     done: bool
 
 
+@dataclass(frozen=True, slots=True)
+class MessagesSkipped:
+    """Messages of group ``gid`` this node gave up: the members that answered for them
+    had evicted them from their logs (retention, docs/group.md section 8) and none
+    served them within ``gone_grace``. ``ranges``: seqnos per sender; ``gseqs``:
+    total-order positions passed over whose message was not known; ``count``: how
+    many in all. Ordering goes on past them: a reply to a skipped message, a later
+    message of its sender, the next position, are delivered."""
+
+    gid: str
+    ranges: dict[str, list[tuple[int, int]]]
+    gseqs: list[tuple[int, int]]
+    count: int
+
+
 GroupEvent = (Delivered | DeliveredBatch | GroupDiscovered | GroupCreated | MemberJoined
-              | MemberLeft | CatchUpProgress)
+              | MemberLeft | CatchUpProgress | MessagesSkipped)

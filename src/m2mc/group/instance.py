@@ -45,6 +45,7 @@ from m2mc.group.gjlp import MEMBER, GiitRow
 from m2mc.group.mop import DUP, NEW, REFUSED, Mop
 from m2mc.group.msp import Msp
 from m2mc.group.repair import Repair as RepairState
+from m2mc.group.retention import GroupRetention, earliest
 from m2mc.ordering import Message, MessageId
 from m2mc.security.ratelimit import RateLimiter
 from m2mc.trace.schema import detail_json
@@ -75,6 +76,7 @@ class GroupInstance:
         # This group's SYNC_REQ and NACK (counted in the node's control_limits).
         self.limiter = RateLimiter(node.limit_config, stats=node.control_limits)
         self.repair.decided = self.mop.decided_entries
+        self.retention = GroupRetention(self)  # GONE answers and skips (retention)
         self.lingering_until: float | None = None
         self.last_heard: dict[str, float] = {}
         self.batch: list[Message] = []  # the open batch of our data records
@@ -170,6 +172,8 @@ class GroupInstance:
             return
         if sender in self.last_heard or len(self.last_heard) < self.config.max_senders:
             self.last_heard[sender] = now
+        if self.retention.observe(body, now):  # a GONE (NACK, SYNC_REQ: noted, go on)
+            return
         if self.lingering and not self.draining:
             if isinstance(body, Nack):
                 self.repair.on_nack(body, now)
@@ -546,6 +550,7 @@ class GroupInstance:
         if for_repair:
             node._send_repairs(self, for_repair)
         self._send_decided()
+        self.retention.on_timer(now)
         held_back = msp.stats.responses_suppressed
         for resp in msp.due(now):
             node._send(self.tag, resp)
@@ -582,19 +587,10 @@ class GroupInstance:
     def next_deadline(self) -> float | None:
         log_deadline = self.mop.log.next_deadline() if self.order == "total" else None
         if self.lingering and not self.draining:  # only answering repairs until it ends
-            return _earliest(_earliest(self.repair.repair_deadline, self.lingering_until),
-                             log_deadline)
-        return _earliest(_earliest(_earliest(self.repair.next_deadline(), self._status_soon),
-                                   _earliest(self.msp.next_deadline(), self._status_at)),
-                         log_deadline)
+            return earliest(self.repair.repair_deadline, self.lingering_until, log_deadline)
+        return earliest(self.repair.next_deadline(), self._status_soon, self.msp.next_deadline(),
+                        self._status_at, log_deadline, self.retention.next_deadline())
 
 
 _LOG_KINDS = (Order, Ack, Prepare, Promise, Start, Decided, Handover)
 
-
-def _earliest(a: float | None, b: float | None) -> float | None:
-    if a is None:
-        return b
-    if b is None or a < b:
-        return a
-    return b

@@ -104,7 +104,7 @@ _make_delivered = fast_constructor(Delivered)
 _make_batch = fast_constructor(DeliveredBatch)
 _FLAGS_AT = HEADER_SIZE - 1  # offset of the flags byte in a group message
 _TAG_AT = slice(3, 11)  # the group tag, after magic and version
-_RATE_LIMITED = frozenset((int(Kind.NACK), int(Kind.SYNC_REQ)))  # plus ADV and GRPS_INFO
+_RATE_LIMITED = frozenset((int(Kind.NACK), int(Kind.SYNC_REQ), int(Kind.GONE)))  # + discovery
 _VERSION_META = "ver/"  # store meta key prefix: "ver/<gid>" = our last join/leave version
 _DISCOVERY_KINDS = frozenset((int(Kind.ADV), int(Kind.GRPS_INFO)))
 _AUTH_META = "auth/"  # store meta key prefix: "auth/<gid>" = suite of a keyed group, or ""
@@ -130,6 +130,7 @@ class GroupNode:
         self.m2mp = m2mp or M2MPLayer(m2mp_config, rng=random.Random(rng.getrandbits(64)))
         self.m2mp.add_filter(filter_prefix(DISCOVERY_TAG))
         self.store: GroupStore = store if store is not None else MemoryStore()
+        self.store.set_retention(self.config.retention())  # docs/group.md section 8
         self.trace_sink: TraceSink = trace_journal or trace or NullSink()
         self.tracing = self.trace_sink.enabled
         # Trace events wait for the store commit in datagrams_to_send: a process killed
@@ -375,8 +376,9 @@ class GroupNode:
         if inst is None:
             return {}
         out: dict[str, int] = {}
-        for stats in ((inst.repair.stats, inst.msp.stats, inst.mop.log.stats)
-                      if inst.order == "total" else (inst.repair.stats, inst.msp.stats)):
+        for stats in ((inst.repair.stats, inst.msp.stats, inst.retention.stats, inst.mop.log.stats)
+                      if inst.order == "total" else
+                      (inst.repair.stats, inst.msp.stats, inst.retention.stats)):
             for name in stats.__dataclass_fields__:
                 value = getattr(stats, name)
                 if isinstance(value, int):
@@ -485,7 +487,7 @@ class GroupNode:
             batch = journal.render(self._trace_out)
             self._trace_out.clear()
             self.store.set_meta(TRACE_JOURNAL_META, batch)
-        self.store.commit()
+        self.store.commit(now)
         if batch:
             journal.append(batch)  # type: ignore[union-attr]
         elif self._trace_out:

@@ -20,7 +20,7 @@ from m2mc.group.codec import Entries, MemberEntry
 from m2mc.group.config import GroupConfig
 from m2mc.group.fastobj import make_message, make_mid
 from m2mc.group.seqlog import SeqLog
-from m2mc.group.seqsets import Intervals, normalize
+from m2mc.group.seqsets import Intervals, contains, normalize
 from m2mc.ordering import ROOT, Message, MessageId, TotalOrder, make_core
 from m2mc.ordering.causal import CausalOrder
 from m2mc.store import GroupStore, StoredMessage
@@ -62,15 +62,30 @@ class Mop:
     # ------------------------------------------------------------- restart
     def restore(self, stored: Iterable[StoredMessage]) -> list[Message]:
         """Rebuild from the GrpMsgList: delivered ones are preloaded, the others
-        received again. Returns what became deliverable (normally nothing)."""
+        received again. Returns what became deliverable (normally nothing).
+
+        What retention evicted (or this node skipped) was delivered too: the stubs
+        and the log's gone intervals are preloaded with them, so no held message
+        waits for one and none is delivered again (docs/group.md section 8)."""
         delivered: list[Message] = []
         pending: list[Message] = []
         for item in stored:
             (delivered if item.delivered else pending).append(item.message)
             if item.message.gseq is not None:
                 self.max_gseq = max(self.max_gseq, item.message.gseq)
+        gone = self.store.gone(self.gid)
+        for stub in self.store.load_stubs(self.gid):
+            if stub.gseq is None and self.order == "total":  # (learnt without its position)
+                gone.add(stub.mid.pid, [(stub.mid.seq, stub.mid.seq)])
+            else:
+                delivered.append(stub)
         self.core.preload(delivered)
+        if gone.ids:
+            self.core.preload_intervals(gone.ids)
         out: list[Message] = []
+        if gone.gseq_floor and isinstance(self.core, TotalOrder):
+            self.max_gseq = max(self.max_gseq, gone.gseq_floor)
+            out.extend(self.core.skip_to(gone.gseq_floor + 1))
         take_ready = getattr(self.core, "take_ready", None)
         if take_ready is not None:
             out.extend(take_ready())
@@ -158,6 +173,39 @@ class Mop:
             else:
                 store.mark_delivered(gid, m.mid)
         store.put(gid, message, delivered_now)
+
+    # ------------------------------------------------------------ retention
+    def skip(self, ids: dict[str, Intervals], gseqs: Intervals
+             ) -> tuple[list[Message], Intervals]:
+        """Give up ``ids`` (seqnos per sender) and ``gseqs`` (total-order positions):
+        gone everywhere (docs/group.md section 8). They count as delivered without
+        being delivered, so their replies, their senders' later messages and the
+        next positions go on. Returns what that released, in delivery order, and
+        the positions passed over (total order: ``gseqs`` and the positions decided
+        for the identities given up)."""
+        core = self.core
+        out: list[Message] = []
+        positions: Intervals = []
+        if self.order != "total":
+            core.preload_intervals(ids)
+            out = core.take_ready()
+        else:
+            assert isinstance(core, TotalOrder)
+            out.extend(self.pump())  # what was decided before goes first
+            positions = list(gseqs)
+            for mid in [m for m in self.stamps if contains(ids.get(m.pid, []), m.seq)]:
+                positions.extend((p, p) for p in self.stamps.pop(mid))
+            positions = normalize(positions)
+            core.preload_intervals(ids)  # later copies are duplicates
+            jumped = self.log.pass_over(positions)
+            if jumped > core.next_gseq:
+                self._number(core.skip_to(jumped), out)
+            out.extend(self.pump())
+            self.max_gseq = max(self.max_gseq, core.next_gseq - 1)
+        gid = self.gid
+        for m in out:
+            self.store.mark_delivered(gid, m.mid)
+        return out, positions
 
     # --------------------------------------------------------- total order
     def _accept_total(self, message: Message, persist: bool) -> tuple[int, list[Message]]:

@@ -290,10 +290,12 @@ class Repair:
         return len(self._holdoff)
 
     # ------------------------------------------------------------ responder
-    def on_nack(self, nack: Nack, now: float) -> None:
-        """Schedule retransmission of what we hold among the requested messages."""
-        self.stats.nacks_received += 1
-        ranges, gseqs = self._bounded_nack(nack)
+    def on_nack(self, nack: Nack, now: float, counted: bool = True) -> None:
+        """Schedule retransmission of what we hold among the requested messages
+        (``counted`` False: not a NACK, a GONE naming messages we may hold)."""
+        if counted:
+            self.stats.nacks_received += 1
+        ranges, gseqs = self._bounded_nack(nack, count=counted)
         room = self.config.max_pending_repairs - len(self.pending)
         found: list[Message] = []
         full = False

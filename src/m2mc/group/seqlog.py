@@ -56,7 +56,7 @@ from m2mc.group.codec import (
 )
 from m2mc.group.config import GroupConfig
 from m2mc.group.seqsets import contains, normalize, subtract
-from m2mc.ordering import MessageId
+from m2mc.ordering import ROOT, MessageId
 
 __all__ = ["NO_BALLOT", "Ballot", "SeqLog", "SeqLogStats"]
 
@@ -380,7 +380,7 @@ class SeqLog:
             return
         earlier = self._ahead.get(pos)
         if earlier is not None:
-            if earlier != entry:
+            if earlier != entry and earlier != ROOT:  # (ROOT: passed over, see pass_over)
                 self.stats.conflicts += 1
             return
         if len(self._ahead) >= self.config.max_unstamped and pos != self.emitted + 1:
@@ -716,6 +716,34 @@ class SeqLog:
         for p, e in entries:
             if self._plausible_pos(p):
                 self._decide(p, e)
+
+    def pass_over(self, intervals: Iterable[tuple[int, int]]) -> int:
+        """Positions given up (their message is gone everywhere, docs/group.md section
+        8) count as decided with no message (ROOT, which the ordering core passes
+        over). A long run right after what was handed out is jumped at once: returns
+        the position after the last one jumped (0: none), where the ordering core
+        must go on from."""
+        jumped = 0
+        for lo, hi in intervals:
+            lo = max(lo, self.emitted + 1)
+            if lo > hi:
+                continue
+            if lo == self.emitted + 1 and hi - lo >= 64:
+                self.emitted = hi
+                ahead = self._ahead
+                for pos in [p for p in ahead if p <= hi]:
+                    del ahead[pos]
+                while self.emitted + 1 in ahead:
+                    self.emitted += 1
+                    del ahead[self.emitted]
+                self.known = max(self.known, hi)
+                if self._lost:
+                    self._lost = subtract(self._lost, [(1, hi)])
+                jumped = hi + 1
+            else:
+                for pos in range(lo, hi + 1):
+                    self._decide(pos, ROOT)
+        return jumped
 
     def learn(self, pos: int, mid: MessageId) -> None:
         """A record that came with its committed position (repair, catch-up)."""

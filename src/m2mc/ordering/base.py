@@ -19,7 +19,7 @@ is always accepted, and may release held ones.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from m2mc.errors import ConfigError
@@ -63,6 +63,15 @@ class OrderingCore(Protocol):
     def preload(self, messages: Iterable[Message]) -> None:
         """Mark as already delivered without returning them (restart from a log)."""
         ...
+
+    def preload_intervals(self, digest: Mapping[str, Sequence[tuple[int, int]]]) -> None:
+        """:meth:`preload` for every seqno of ``digest`` (sender -> inclusive intervals),
+        at a cost that depends on the intervals, not on how many seqnos they hold.
+        Held messages this makes deliverable go to ``take_ready()`` / the next
+        ``receive()``, as with :meth:`preload`."""
+        ...
+
+    def take_ready(self) -> list[Message]: ...
 
     @property
     def held_count(self) -> int: ...
@@ -161,7 +170,43 @@ class CoreBase:
             "malformed": self.malformed,
         }
 
+    def preload_intervals(self, digest: Mapping[str, Sequence[tuple[int, int]]]) -> None:
+        """See :class:`OrderingCore`. The base version only records them (total order
+        delivers by position: a preloaded identity is a duplicate from then on)."""
+        self._mark_intervals(digest, unhold=False)
+
     # -- helpers for subclasses ------------------------------------------------
+
+    def _mark_intervals(self, digest: Mapping[str, Sequence[tuple[int, int]]],
+                        unhold: bool = True) -> tuple[dict[str, IntervalList], bool]:
+        """Record the seqnos of ``digest`` delivered and (``unhold``) take the held ones
+        among them out of the held store, as :meth:`preload` does. Returns, per sender
+        touched, the seqnos marked, and whether a held message was taken out."""
+        out: dict[str, IntervalList] = {}
+        unheld = False
+        for pid, intervals in digest.items():
+            marked = IntervalList()
+            for lo, hi in intervals:
+                marked.add_range(max(lo, 1), hi)
+            if not pid or not marked.lows:
+                continue
+            out[pid] = marked
+            ol = self._delivered.get(pid)
+            if ol is None:
+                ol = self._delivered[pid] = IntervalList()
+            for lo, hi in marked.intervals():
+                ol.add_range(lo, hi)
+            held = self._held.get(pid) if unhold else None
+            if held:
+                for seq in [s for s in held if s in marked]:
+                    self._forget_held(self._unhold(pid, seq))
+                    unheld = True
+        return out, unheld
+
+    def _forget_held(self, message: Message | None) -> None:
+        """A held message was taken out by :meth:`_mark_intervals` (indexes to clean)."""
+        return None
+
 
     def _hold(self, message: Message) -> bool:
         """Put ``message`` in the held store unless it is full; False if refused."""

@@ -16,7 +16,7 @@ operations per entry), never a scan of the buffer.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from m2mc.ordering.base import DEFAULT_MAX_HELD, DEFAULT_MAX_MISSING, CoreBase
 from m2mc.ordering.ids import Message, MessageId
@@ -146,6 +146,18 @@ class CausalOrder(CoreBase):
         if changed and self._held_count:
             # Rare: re-index every held message from scratch; the ones that became
             # deliverable go to take_ready() / the next receive().
+            self._waiting = {}
+            self._cascade(self.held_messages(), self._ready)
+
+    def preload_intervals(self, digest: Mapping[str, Sequence[tuple[int, int]]]) -> None:
+        """:meth:`preload` by intervals; what becomes deliverable goes to take_ready()."""
+        marked, changed = self._mark_intervals(digest)
+        for pid in marked:
+            new_count = self._delivered[pid].prefix(1)
+            if new_count != self._count.get(pid, 0):
+                self._count[pid] = new_count
+                changed = True
+        if changed and self._held_count:
             self._waiting = {}
             self._cascade(self.held_messages(), self._ready)
 

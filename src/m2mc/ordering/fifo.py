@@ -11,7 +11,7 @@ Cost per message: O(1) amortised (dict look-ups).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 from m2mc.ordering.base import DEFAULT_MAX_HELD, DEFAULT_MAX_MISSING, CoreBase
 from m2mc.ordering.ids import Message, MessageId
@@ -139,6 +139,28 @@ class FifoOrder(CoreBase):
         for mid in preloaded:
             candidates.extend(self._waiting.pop((mid.pid, mid.seq), []))
         for pid in sorted(touched):
+            held = self._held.get(pid)
+            nxt = self._count[pid] + 1
+            if held is not None and nxt in held:
+                candidates.append(held[nxt])
+        for candidate in candidates:
+            cmid = candidate.mid
+            if (self.is_held(cmid) and cmid.seq == self._count.get(cmid.pid, 0) + 1
+                    and self._parent_ready(candidate)):
+                self._unhold(cmid.pid, cmid.seq)
+                self._deliver(candidate, self._ready)
+
+    def preload_intervals(self, digest: Mapping[str, Sequence[tuple[int, int]]]) -> None:
+        """:meth:`preload` by intervals; what becomes deliverable goes to take_ready()."""
+        marked, _ = self._mark_intervals(digest)
+        for pid in marked:
+            self._count[pid] = self._delivered[pid].prefix(1)
+        if not self._held_count or not marked:
+            return
+        candidates: list[Message] = []
+        for key in [k for k in self._waiting if k[0] in marked and k[1] in marked[k[0]]]:
+            candidates.extend(self._waiting.pop(key))
+        for pid in sorted(marked):
             held = self._held.get(pid)
             nxt = self._count[pid] + 1
             if held is not None and nxt in held:

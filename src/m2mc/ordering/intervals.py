@@ -10,7 +10,7 @@ Corrections to the seed's Algorithms 1 and 2 are listed in docs/decisions.md.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 
 __all__ = ["IntervalList", "merge_intervals"]
@@ -61,6 +61,20 @@ class IntervalList:
             lows.insert(k, value)
             highs.insert(k, value)
         return True
+
+    def add_range(self, lo: int, hi: int) -> None:
+        """Add every value of ``lo..hi`` (merged with the intervals it touches)."""
+        if lo > hi:
+            return
+        lows = self.lows
+        highs = self.highs
+        i = bisect_left(highs, lo - 1)  # the first interval ending at or after lo - 1
+        j = bisect_right(lows, hi + 1)  # the first interval starting after hi + 1
+        if i < j:
+            lo = min(lo, lows[i])
+            hi = max(hi, highs[j - 1])
+        lows[i:j] = [lo]
+        highs[i:j] = [hi]
 
     def prefix(self, start: int = 1) -> int:
         """The greatest ``h`` such that ``start..h`` are all present (``start - 1`` if none)."""

@@ -21,7 +21,7 @@ release its held descendants.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 from m2mc.ordering.base import DEFAULT_MAX_HELD, DEFAULT_MAX_MISSING, CoreBase
 from m2mc.ordering.ids import Message, MessageId
@@ -150,7 +150,26 @@ class SbOrder(CoreBase):
             if children is not None:
                 self._release(children, self._ready)
 
+    def preload_intervals(self, digest: Mapping[str, Sequence[tuple[int, int]]]) -> None:
+        """:meth:`preload` by intervals: the children waiting on any of them are released
+        to :meth:`take_ready`, parent before child."""
+        marked, _ = self._mark_intervals(digest)
+        for pid, seqs in marked.items():
+            waiting_on_pid = self._waiting.get(pid)
+            if not waiting_on_pid:
+                continue
+            for pseq in [s for s in waiting_on_pid if s in seqs]:
+                children = waiting_on_pid.pop(pseq, None)
+                if children is not None:
+                    self._release(children, self._ready)
+            if not waiting_on_pid and self._waiting.get(pid) is waiting_on_pid:
+                del self._waiting[pid]
+
     # -- internals -------------------------------------------------------------
+
+    def _forget_held(self, message: Message | None) -> None:
+        if message is not None:
+            self._forget_waiting(message)
 
     def _hold_child(self, message: Message, ppid: str, pseq: int) -> list[Message]:
         """RCVOutSequenceMSG: InsertInOSMT, indexed by parent."""

@@ -21,25 +21,29 @@ WAL with ``synchronous=NORMAL`` keeps every committed transaction across a
 process crash (``kill -9``); only an operating-system crash may lose the last
 ones, which the seed's MSP then recovers from the group. A file written by the
 row-per-message layout of earlier versions is converted when opened.
+
+Retention (age and bytes bounds, ``full`` or ``ids`` mode) is in
+:mod:`m2mc.store.sqlite_retention`; without a policy the log keeps everything.
 """
 
 from __future__ import annotations
 
 import json
-import operator
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import msgpack
 
 from m2mc.errors import ConfigError
 from m2mc.group.codec import MemberEntry
-from m2mc.ordering import ROOT, Message, MessageId
+from m2mc.ordering import Message, MessageId
 from m2mc.store import GroupRow, StoredMessage
+from m2mc.store.chunks import CHUNK_SPAN, Pending, Record, chunk_rows, message_of
+from m2mc.store.sqlite_retention import SqliteRetention
 
-CHUNK_SPAN = 256  # seqnos one chunk row may cover (hi - lo < CHUNK_SPAN)
+__all__ = ["CHUNK_SPAN", "WRITE_NUMBER_BLOCK", "SqliteStore"]
+
 _WRITTEN = "store/write_number"  # meta key: at or above every write number given out
 WRITE_NUMBER_BLOCK = 1 << 16  # write numbers reserved by each update of that mark
 
@@ -50,7 +54,7 @@ CREATE TABLE IF NOT EXISTS groups (
     my_version INTEGER NOT NULL, members TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS chunks (
     gid TEXT NOT NULL, pid TEXT NOT NULL, lo INTEGER NOT NULL, hi INTEGER NOT NULL,
-    data BLOB NOT NULL);
+    data BLOB NOT NULL, t REAL);
 CREATE INDEX IF NOT EXISTS chunks_by_seq ON chunks (gid, pid, lo);
 CREATE TABLE IF NOT EXISTS late (
     gid TEXT NOT NULL, pid TEXT NOT NULL, seq INTEGER NOT NULL,
@@ -58,31 +62,22 @@ CREATE TABLE IF NOT EXISTS late (
 CREATE INDEX IF NOT EXISTS late_by_gseq ON late (gid, gseq) WHERE gseq IS NOT NULL;
 """
 
-# A record in a chunk: [write number, seq, ppid, pseq, payload, gseq, vclock, delivered]
-_Record = list[Any]
+# A record in a chunk (m2mc.store.chunks): [write number, seq, ppid, pseq, payload,
+# gseq, vclock, delivered]
+_Record = Record
 _Key = tuple[str, str, int]
-# Writes waiting for the next flush: gid -> pid -> seq -> record, already grouped the
-# way chunks are (per group and sender).
-_Pending = dict[str, dict[str, dict[int, _Record]]]
-_SEQ_OF = operator.itemgetter(1)
+_Pending = Pending
+_INSERT_CHUNK = "INSERT INTO chunks (gid, pid, lo, hi, data, t) VALUES (?, ?, ?, ?, ?, ?)"
 
 
-def _message(pid: str, r: _Record, late: tuple[int | None, int | None] | None = None
-             ) -> tuple[Message, bool]:
-    _, seq, ppid, pseq, payload, gseq, vclock, delivered = r
-    if late is not None:
-        if late[0] is not None:
-            delivered = bool(late[0])
-        if late[1] is not None:
-            gseq = late[1]
-    parent = MessageId(ppid, pseq) if ppid else ROOT
-    return Message(MessageId(pid, seq), parent, bytes(payload), vclock, gseq), bool(delivered)
+class SqliteStore(SqliteRetention):
+    """GrpMsgList, GIIT rows and counters in ``path`` (created if absent).
 
+    ``clock``: a wall clock (``time.time``) to stamp writes with for the age bound,
+    so ages survive a restart; without it, the ``now`` given to :meth:`commit`."""
 
-class SqliteStore:
-    """GrpMsgList, GIIT rows and counters in ``path`` (created if absent)."""
-
-    def __init__(self, path: str | Path, *, wal_autocheckpoint: int = 8192) -> None:
+    def __init__(self, path: str | Path, *, wal_autocheckpoint: int = 8192,
+                 clock: Callable[[], float] | None = None) -> None:
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -98,6 +93,7 @@ class SqliteStore:
             # Messages with a row in ``late`` (few: held ones, stamped ones), so a new
             # put of one of them can clear it without a query per message.
             self._late_keys: set[_Key] = set(self._db.execute("SELECT gid, pid, seq FROM late"))
+            self._init_retention(clock)
             self._convert_row_per_message()
             self._db.commit()
         except (sqlite3.Error, OSError, ValueError) as exc:
@@ -203,7 +199,13 @@ class SqliteStore:
                     db.executemany("DELETE FROM late WHERE gid = ? AND pid = ? AND seq = ?",
                                    replaced)
                     late_keys.difference_update(replaced)
-            db.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?)", _chunks(pending))
+            if self._bytes is None:
+                db.executemany(_INSERT_CHUNK, chunk_rows(pending, self._time()))
+            else:  # a bytes bound: each group's total is kept up to date
+                rows = list(chunk_rows(pending, self._time()))
+                db.executemany(_INSERT_CHUNK, rows)
+                for row in rows:
+                    self._account(row[0], len(row[4]))
             if self._written > self._reserved:
                 self._reserved = self._written + WRITE_NUMBER_BLOCK
                 db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
@@ -229,8 +231,9 @@ class SqliteStore:
                 self._late_gseqs)
             self._late_gseqs.clear()
 
-    def commit(self) -> None:
+    def commit(self, now: float | None = None) -> None:
         self._flush()
+        self._retain(now)
         self._db.commit()
 
     def close(self) -> None:
@@ -281,7 +284,7 @@ class SqliteStore:
         if not seqs:
             return []
         late = self._late(gid, pid, seqs[0], seqs[-1])
-        return [_message(pid, found[seq], late.get(seq))[0] for seq in seqs]
+        return [message_of(pid, found[seq], late.get(seq))[0] for seq in seqs]
 
     def gseq_range(self, gid: str, lo: int, hi: int, limit: int) -> list[Message]:
         self._flush()
@@ -310,7 +313,7 @@ class SqliteStore:
                 first.setdefault(key, r[0])
         out = []
         for key in sorted(latest, key=first.__getitem__):
-            message, delivered = _message(key[0], latest[key], late.get(key))
+            message, delivered = message_of(key[0], latest[key], late.get(key))
             out.append(StoredMessage(message, delivered))
         return out
 
@@ -318,34 +321,11 @@ class SqliteStore:
         self._flush()
         row = self._db.execute("SELECT MAX(hi) FROM chunks WHERE gid = ? AND pid = ?",
                                (gid, pid)).fetchone()
-        return int(row[0]) if row and row[0] is not None else 0
+        high = int(row[0]) if row and row[0] is not None else 0
+        return max(high, self.stub_high_water(gid, pid))  # evicted ones are never reused
 
     def get_meta(self, key: str) -> str | None:
         self._flush()
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
-
-def _chunks(pending: _Pending) -> Iterator[tuple[str, str, int, int, bytes]]:
-    """Rows for the chunks table: per group and sender, runs of at most CHUNK_SPAN seqnos."""
-    pack = msgpack.packb
-    for gid, by_pid in pending.items():
-        for pid, by_seq in by_pid.items():
-            records = list(by_seq.values())
-            records.sort(key=_SEQ_OF)
-            for run in _runs(records):
-                yield gid, pid, run[0][1], run[-1][1], pack(run, use_bin_type=True)
-
-
-def _runs(records: list[_Record]) -> Iterator[list[_Record]]:
-    if records[-1][1] - records[0][1] < CHUNK_SPAN:  # the usual flush: one run
-        yield records
-        return
-    run: list[_Record] = []
-    for r in records:
-        if run and r[1] - run[0][1] >= CHUNK_SPAN:
-            yield run
-            run = []
-        run.append(r)
-    if run:
-        yield run

@@ -17,6 +17,7 @@ SCHEMA_VERSION = 1
 EVENTS = frozenset({
     "send", "recv", "dup", "deliver", "join", "leave", "view", "sync_req", "sync_resp",
     "nack", "retransmit", "drop", "crash", "restart", "elect", "packet_out", "packet_in",
+    "skip",
 })
 
 ORDERS = frozenset({"sb", "causal", "total", "fifo", "none"})

@@ -1,0 +1,66 @@
+"""The record format of :class:`~m2mc.store.sqlite.SqliteStore`'s chunk rows.
+
+A chunk row holds the records of one group and sender with seqnos ``lo..hi``
+(``hi - lo < CHUNK_SPAN``), packed with msgpack. A record is
+``[write number, seq, ppid, pseq, payload, gseq, vclock, delivered]``; a *stub*
+(``ids`` retention mode) is the same record with payload ``None``.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterator
+from typing import Any
+
+import msgpack
+
+from m2mc.ordering import ROOT, Message, MessageId
+
+CHUNK_SPAN = 256  # seqnos one chunk row may cover (hi - lo < CHUNK_SPAN)
+
+Record = list[Any]
+# Writes waiting for the next flush: gid -> pid -> seq -> record, already grouped the
+# way chunks are (per group and sender).
+Pending = dict[str, dict[str, dict[int, Record]]]
+SEQ_OF = operator.itemgetter(1)
+
+
+def message_of(pid: str, r: Record, late: tuple[int | None, int | None] | None = None
+               ) -> tuple[Message, bool]:
+    _, seq, ppid, pseq, payload, gseq, vclock, delivered = r
+    if late is not None:
+        if late[0] is not None:
+            delivered = bool(late[0])
+        if late[1] is not None:
+            gseq = late[1]
+    parent = MessageId(ppid, pseq) if ppid else ROOT
+    return (Message(MessageId(pid, seq), parent, b"" if payload is None else bytes(payload),
+                    vclock, gseq), bool(delivered))
+
+
+def chunk_rows(pending: Pending, t: float | None
+               ) -> Iterator[tuple[str, str, int, int, bytes, float | None]]:
+    """Rows for the chunks table: per group and sender, runs of at most CHUNK_SPAN
+    seqnos, stamped ``t``."""
+    pack = msgpack.packb
+    for gid, by_pid in pending.items():
+        for pid, by_seq in by_pid.items():
+            records = list(by_seq.values())
+            records.sort(key=SEQ_OF)
+            for run in runs(records):
+                yield gid, pid, run[0][1], run[-1][1], pack(run, use_bin_type=True), t
+
+
+def runs(records: list[Record]) -> Iterator[list[Record]]:
+    """``records`` (sorted by seq) cut into runs spanning fewer than CHUNK_SPAN seqnos."""
+    if records[-1][1] - records[0][1] < CHUNK_SPAN:  # the usual flush: one run
+        yield records
+        return
+    run: list[Record] = []
+    for r in records:
+        if run and r[1] - run[0][1] >= CHUNK_SPAN:
+            yield run
+            run = []
+        run.append(r)
+    if run:
+        yield run
