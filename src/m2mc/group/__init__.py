@@ -12,6 +12,7 @@ from m2mc.group.events import (
     GroupEvent,
     MemberJoined,
     MemberLeft,
+    Reconnected,
 )
 from m2mc.group.manager import GroupNode
 
@@ -27,4 +28,5 @@ __all__ = [
     "GroupNode",
     "MemberJoined",
     "MemberLeft",
+    "Reconnected",
 ]

@@ -97,6 +97,16 @@ class Gjlp:
         if self._reply_at is None:
             self._reply_at = now + self.rng.uniform(0.0, self.config.adv_reply_backoff)
 
+    def announce(self, gids: list[str], now: float) -> None:
+        """Describe these groups of ours soon (a node back in range re-announces the
+        groups it created, seeds/000 III.B.1): queued like a reply to an advertisement,
+        so a reply overheard meanwhile that describes a group at least as well drops it."""
+        for gid in gids:
+            if gid not in self._reply_gids:
+                self._reply_gids.append(gid)
+        if gids and self._reply_at is None:
+            self._reply_at = now + self.rng.uniform(0.0, self.config.adv_reply_backoff)
+
     def reply_due(self, now: float) -> GrpsInfo | None:
         if self._reply_at is None or now < self._reply_at:
             return None
