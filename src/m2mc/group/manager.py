@@ -286,6 +286,7 @@ class GroupNode:
         self._join(row, now, creating=True)
         self._event(GroupCreated(gid, desc, order))
         self._send(DISCOVERY_TAG, GrpsInfo(self.pid, (row.info(),)))
+        self.gjlp.announce_later(gid, now)  # and again, in case that datagram was lost
         return gid
 
     def join_group(self, gid: str, now: float, order: str | None = None,

@@ -84,7 +84,7 @@ class Reconnect:
         self.retry = config.sync_timeout
         self.rng = rng
         self.heard_at = float("inf")  # last message of another process (inf: not started)
-        self.last = float("-inf")  # the last reaction (or the start, which reacts too)
+        self.last = float("-inf")  # when the last reaction began
         self.due: float | None = None  # when the next step of the reaction runs
         self.step = ""  # "act", "check", "readv" ("": no reaction under way)
         self.reason = ""
@@ -95,9 +95,10 @@ class Reconnect:
         self.stats = ReconnectStats()
 
     def started(self, now: float) -> None:
-        """The node (re)started: it advertises and catches up anyway."""
+        """The node (re)started (it advertises and catches up anyway): silences count
+        from now. An interface signal right after the start still counts: the start's
+        advertisement may have gone out on a network that was not there yet."""
         self.heard_at = now
-        self.last = now
 
     def heard(self, now: float) -> float | None:
         """Another process's message arrived at ``now``; the silence it ends, if that was
