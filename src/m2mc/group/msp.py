@@ -107,6 +107,7 @@ class Msp:
         self.series: dict[SyncMsgId, tuple[float, list[SyncResp]]] = {}
         self.catchup: CatchUp | None = None
         self.waiting = False  # a request of ours is unanswered and no peer heard since
+        self.requested_at = float("-inf")  # when we last sent a request
         self.stats = MspStats()
         self._high_waters = high_waters
         # Whose requests are answered: current members (GroupInstance sets it).
@@ -126,6 +127,7 @@ class Msp:
         """SendSyncReq: a new syncSeqno (persisted, so a restarted node is not
         taken for a stale one), and the digest of what we hold."""
         self.sync_seqno += 1
+        self.requested_at = now
         self.store.set_meta(self._meta_key, str(self.sync_seqno))
         attempts = self.catchup.attempts + 1 if self.catchup and not self.catchup.done else 1
         previous = self.catchup

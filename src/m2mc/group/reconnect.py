@@ -162,8 +162,8 @@ class Reconnect:
                        and node.store.get_meta(MADE_META + gid)]
             self.stats.groups_reannounced += len(created)
             node.gjlp.announce(created, now)
-            for inst in node.groups.values():
-                if not inst.lingering:
+            for inst in node.groups.values():  # (one joined since the signal has asked)
+                if not inst.lingering and inst.msp.requested_at < self.last:
                     inst.start_sync(now, why=self.reason)
         self.fresh_after = now + self.backoff  # replies to this round come until then
         self.step, self.due = "check", now + self.retry
