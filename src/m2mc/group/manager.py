@@ -721,9 +721,12 @@ class GroupNode:
             self._send(inst.tag, Data(self.pid, batch))
 
     def _send_repairs(self, inst: GroupInstance, messages: list[Message]) -> None:
+        # One M2MP packet per REPAIR, as a DATA batch: M2MP loses a message whole when
+        # any of its packets is lost, and repairs are what a lossy network needs, so a
+        # lost packet costs only its own records (docs/decisions.md).
         batch: list[Message] = []
         size = 0
-        budget = self.config.sync_chunk_bytes
+        budget = inst.batch_budget
         for m in messages:
             if self.tracing:
                 self._trace("retransmit", inst.gid, m)
