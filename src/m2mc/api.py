@@ -11,7 +11,8 @@
 The seed's ``ApplGrpMngrInterface`` callbacks (seeds/000 IX.E) arrive as
 events from :meth:`Node.events`: :class:`~m2mc.group.events.GroupDiscovered`,
 :class:`~m2mc.group.events.MemberJoined`, :class:`~m2mc.group.events.MemberLeft`,
-:class:`~m2mc.group.events.CatchUpProgress`, :class:`~m2mc.group.events.GroupCreated`.
+:class:`~m2mc.group.events.CatchUpProgress`, :class:`~m2mc.group.events.GroupCreated`,
+:class:`~m2mc.group.events.Reconnected` (back in range).
 Messages come from the group handles, in the group's order. For scripts
 without asyncio see :mod:`m2mc.runtime.sync` (:class:`SyncNode`). docs/api.md
 documents all of it.
@@ -319,6 +320,16 @@ class Node:
         if gid is None:
             await asyncio.sleep(timeout)
         return stack.discovered()
+
+    def network_changed(self) -> None:
+        """Tell the node the network changed under it (an application that knows better
+        than the interface watcher: a phone's connectivity callback, a VPN coming up):
+        it is taken to be back in range, advertises, re-announces the groups it created
+        and catches up every group it is in (a ``Reconnected`` event, docs/group.md
+        section 4). The driver calls this by itself when the channel's interface comes
+        back up (Linux, ``udp-multicast://``)."""
+        self._node()
+        self._drv().network_changed()
 
     def group(self, gid: str) -> Group:
         """The handle of a group this node is a member of."""

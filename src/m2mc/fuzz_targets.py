@@ -75,6 +75,8 @@ COVERED: dict[str, str] = {
     "m2mc.transport.frames:FrameDecoder.feed": "transport.frames",
     "m2mc.transport.url:parse_channel_url": "transport.url",
     "m2mc.transport.url:_parse": "transport.url",
+    "m2mc.transport.linkwatch:parse_messages": "transport.rtnetlink",
+    "m2mc.transport.linkwatch:LinkState.feed": "transport.rtnetlink",
     "m2mc.ordering.ids:MessageId.parse": "ordering.message_id",
     "m2mc.security.groupwire:open_frame": "security.groupwire",
     "m2mc.group.codec:split_frame": "group.frame",
@@ -270,7 +272,27 @@ def transport_targets() -> list[FuzzTarget]:
                    lambda: [encode_frame(b"abc") + encode_frame(b"") + b"\x01"],
                    max_len=STREAM_MAX_LEN),
         FuzzTarget("transport.url", url, url_seeds, expected=(ConfigError,)),
+        _rtnetlink_target(),
     ]
+
+
+def _rtnetlink_target() -> FuzzTarget:
+    """The interface watcher's decoder (kernel messages, but cheap to make sure of)."""
+    from m2mc.transport import linkwatch as lw
+
+    def run(data: bytes) -> None:
+        state = lw.LinkState(3, "eth0", "10.77.0.4")
+        for message in lw.parse_messages(data):
+            state.feed(message)
+
+    def seeds() -> list[bytes]:
+        name = lw._RTATTR.pack(9, lw.IFLA_IFNAME) + b"eth0\0" + bytes(3)
+        link = lw._IFINFOMSG.pack(0, 1, 3, lw.IFF_UP | lw.IFF_RUNNING, 0) + name
+        addr = lw._IFADDRMSG.pack(2, 24, 0, 0, 3) + lw._RTATTR.pack(8, lw.IFA_LOCAL) + bytes(4)
+        return [b"".join(lw._NLMSGHDR.pack(16 + len(body), kind, 0, 0, 0) + body
+                         for kind, body in ((lw.RTM_NEWLINK, link), (lw.RTM_NEWADDR, addr)))]
+
+    return FuzzTarget("transport.rtnetlink", run, seeds)
 
 
 # ------------------------------------------------------------------ ordering

@@ -26,6 +26,7 @@ from m2mc.group.events import (
     GroupCreated,
     GroupDiscovered,
     GroupEvent,
+    Reconnected,
 )
 from m2mc.group.events import MemberJoined as NodeMemberJoined
 from m2mc.group.events import MemberLeft as NodeMemberLeft
@@ -54,6 +55,8 @@ PRESENCE_STEP = 0.5
 """A member is reported again once it was heard from this much later than last reported."""
 JOIN_TIMEOUT = 5.0
 """Seconds to look for a group that was not discovered yet (Node.join)."""
+BACK_IN_RANGE = "Back in range: catching up, and looking for groups made meanwhile"
+"""The notice shown when the node finds it is back on the network (Reconnected)."""
 MAX_PENDING_EVENTS = 4096
 """Events handed over but not yet consumed by the chat; past it the readers wait,
 and the node's own bounded queues push back on the network (m2mc.api)."""
@@ -269,4 +272,8 @@ class M2MCBackend:
                 return out
             case CatchUpProgress(gid=gid, remaining=remaining, done=done):
                 return [SyncProgress(gid, 0 if done else max(0, remaining))]
+            case Reconnected():
+                # The node advertises and catches up by itself; new groups come as
+                # GroupSeen (the browser redraws), catch-up as SyncProgress.
+                return [BackendNotice(BACK_IN_RANGE)]
         return [BackendNotice(f"unexpected group event {type(event).__name__}")]

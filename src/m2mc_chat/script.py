@@ -15,6 +15,10 @@ with ``#`` are skipped; the rest of a line is the step's text, ``#`` included::
     wait_members 3
     # answer the 1st message as shown on screen (every thread expanded)
     reply 1 Curry
+    # until a group is discovered (by description or gid), without joining it
+    wait_group news
+    # until a file exists (a test or another program says "go")
+    wait_file /tmp/go
     # seconds
     wait 0.5
     # leave the current group
@@ -39,7 +43,7 @@ from m2mc_chat.model import ThreadTree
 from m2mc_chat.session import ChatSession
 
 __all__ = ["Create", "Join", "Leave", "Reply", "ScriptError", "ScriptRunner", "Send", "Step",
-           "Wait", "WaitFor", "WaitMembers", "parse_script"]
+           "Wait", "WaitFile", "WaitFor", "WaitGroup", "WaitMembers", "parse_script"]
 
 
 class ScriptError(Exception):
@@ -83,11 +87,22 @@ class WaitMembers:
 
 
 @dataclass(frozen=True, slots=True)
+class WaitGroup:
+    target: str
+
+
+@dataclass(frozen=True, slots=True)
+class WaitFile:
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
 class Leave:
     pass
 
 
-Step = Create | Join | Send | Reply | Wait | WaitFor | WaitMembers | Leave
+Step = Create | Join | Send | Reply | Wait | WaitFor | WaitMembers | WaitGroup | WaitFile | Leave
+FILE_POLL = 0.05  # seconds between looks for a wait_file's file
 
 MAX_WAIT = 3600.0
 
@@ -133,12 +148,16 @@ def _step(verb: str, rest: str) -> Step:
         if not rest.isdigit():
             raise UsageError("use 'wait_members COUNT', a number of members present")
         return WaitMembers(int(rest))
+    if verb in {"wait_group", "wait_file"}:
+        if not rest:
+            raise UsageError(f"use '{verb} {'NAME' if verb == 'wait_group' else 'PATH'}'")
+        return WaitGroup(rest) if verb == "wait_group" else WaitFile(rest)
     if verb == "leave":
         if rest:
             raise UsageError("'leave' takes no argument (it leaves the current group)")
         return Leave()
     raise UsageError(f"unknown step {verb!r}; steps: create join send reply wait wait_for "
-                     "wait_members leave")
+                     "wait_members wait_group wait_file leave")
 
 
 @dataclass(slots=True)
@@ -214,6 +233,17 @@ class ScriptRunner:
                                                      self.step_timeout):
                     raise ScriptError(f"only {present()} of {count} members present "
                                       f"in {self.step_timeout:g} s")
+            case WaitGroup(target=target):
+                if not await self.session.wait_until(
+                        lambda: self.session.find_group(target) is not None, self.step_timeout):
+                    raise ScriptError(f"no group {target!r} discovered in {self.step_timeout:g} s")
+            case WaitFile(path=path):
+                loop = asyncio.get_running_loop()
+                deadline = loop.time() + self.step_timeout
+                while not Path(path).exists():
+                    if loop.time() > deadline:
+                        raise ScriptError(f"no file {path} within {self.step_timeout:g} s")
+                    await asyncio.sleep(FILE_POLL)
             case Leave():
                 gid = self._group()
                 await self.session.leave_group(gid)

@@ -306,3 +306,58 @@ async def test_catch_up_progress_from_the_real_group_layer(tmp_path: Path, chann
         assert sync_status(max(pending)).startswith("synchronizing ")
         assert bob.views[info.gid].pending_sync == 0
         assert tree.transcript() == alice.views[info.gid].tree.transcript()
+
+
+async def test_back_in_range_the_browser_shows_groups_made_meanwhile(
+        tmp_path: Path, channel: str) -> None:
+    """Issue 15: alice's device is out of range while bob creates a group (she misses its
+    announcement); when her network comes back (``Node.network_changed``, what the
+    interface watcher calls), her node advertises and the open group browser shows the
+    new group by itself, with a notice; no key pressed, no restart."""
+    from m2mc.api import NodeConfig
+    from m2mc.group.config import GroupConfig
+    from m2mc.transport.mem import MemChannel
+    from m2mc_chat.app import ChatApp
+    from m2mc_chat.backend_m2mc import BACK_IN_RANGE
+    from m2mc_chat.testing import screen_text, settle
+
+    config = ChatConfig(nick="alice", device_id="alice", data_dir=tmp_path / "alice",
+                        channel=channel)
+    backends: list[M2MCBackend] = []
+
+    def factory(cfg: ChatConfig) -> M2MCBackend:
+        # reconnect_holdoff: a return counts even this soon after the start.
+        backend = M2MCBackend(cfg, node_config=NodeConfig(
+            channel=cfg.channel or channel, data_dir=cfg.data_dir / "node",
+            group=GroupConfig(reconnect_holdoff=0.1)))
+        backends.append(backend)
+        return backend
+
+    notices: list[str] = []
+    app = ChatApp(config, factory)
+    async with participant(tmp_path, channel, "bob") as bob, \
+            app.run_test(size=(110, 30)) as pilot:
+        await settle(pilot)
+        assert app.session is not None
+        app.session.subscribe(lambda change: notices.append(getattr(change, "text", "")))
+        await pilot.press("g")
+        await settle(pilot)
+        node = backends[0].node
+        radio = node._drv().channel
+        assert isinstance(radio, MemChannel) and radio._members is not None
+        bus = radio._members
+        bus.discard(radio)  # alice walks out of range
+        await bob.create_group("made while away")
+        for _ in range(20):
+            await pilot.pause(0.05)
+        assert "made while away" not in screen_text(app)
+        bus.add(radio)  # ... and back
+        node.network_changed()
+        for _ in range(200):  # polled; the network is real
+            if "made while away" in screen_text(app):
+                break
+            await pilot.pause(0.05)
+        assert "made while away" in screen_text(app)  # the browser redrew by itself
+        assert BACK_IN_RANGE in notices
+        await pilot.press("escape")
+        await pilot.press("ctrl+q")

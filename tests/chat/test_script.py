@@ -18,10 +18,13 @@ from m2mc_chat.script import (
     Join,
     Leave,
     Reply,
+    ScriptError,
     ScriptRunner,
     Send,
     Wait,
+    WaitFile,
     WaitFor,
+    WaitGroup,
     parse_script,
     run_script_file,
 )
@@ -39,12 +42,14 @@ def test_parse_every_step() -> None:
     reply 3 Yes, #3!
     wait 0.25
     wait_for 6
+    wait_group news of the day
+    wait_file /tmp/go ahead
     leave
     """
     assert parse_script(text) == [
         Create("lunch # and a hash in the description"), Join("lunch"),
         Send("Hello # not a comment either"), Reply(3, "Yes, #3!"), Wait(0.25), WaitFor(6),
-        Leave()]
+        WaitGroup("news of the day"), WaitFile("/tmp/go ahead"), Leave()]
 
 
 @pytest.mark.parametrize(("line", "message"), [
@@ -56,6 +61,8 @@ def test_parse_every_step() -> None:
     ("wait soon", "wait SECONDS"),
     ("wait -1", "between 0 and"),
     ("wait_for many", "wait_for COUNT"),
+    ("wait_group", "wait_group NAME"),
+    ("wait_file", "wait_file PATH"),
     ("leave now", "takes no argument"),
 ])
 def test_parse_errors_name_the_line(line: str, message: str) -> None:
@@ -89,6 +96,39 @@ async def test_three_participants_end_with_the_same_tree() -> None:
             ("bob", "I will book a table", [])]),
         ("carol", "Anyone for coffee after?", [])]
     assert all(t["groups"][0]["left"] for t in transcripts)
+
+
+async def test_wait_group_and_wait_file(tmp_path: Path) -> None:
+    """``wait_group`` waits until a group is discovered without joining it; ``wait_file``
+    until a file exists: a test (or any program) can tell participants when to go on."""
+    net = FakeNetwork()
+    sessions = {name: ChatSession(FakeBackend(net, name), name) for name in ("ann", "ben")}
+    pumps = []
+    for session in sessions.values():
+        await session.start()
+        pumps.append(asyncio.create_task(session.run()))
+    go = tmp_path / "go"
+    ann = ScriptRunner(sessions["ann"], step_timeout=10)
+    ben = ScriptRunner(sessions["ben"], step_timeout=10)
+    waiting = asyncio.create_task(ben.run(parse_script(f"wait_group news\nwait_file {go}\n")))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    await ann.run(parse_script("create news\n"))
+    assert await sessions["ben"].wait_until(
+        lambda: sessions["ben"].find_group("news") is not None, 5)
+    await asyncio.sleep(0.1)
+    assert not waiting.done()  # the group is there, the file is not
+    assert "news" not in [v.info.desc for v in sessions["ben"].views.values()]  # not joined
+    go.write_text("")
+    await asyncio.wait_for(waiting, 5)
+    late = ScriptRunner(sessions["ben"], step_timeout=0.2)
+    with pytest.raises(ScriptError, match=r"no group 'sports' discovered in 0\.2 s"):
+        await late.step(WaitGroup("sports"))
+    with pytest.raises(ScriptError, match=r"no file .*nothing within 0\.2 s"):
+        await late.step(WaitFile(str(tmp_path / "nothing")))
+    for session, pump in zip(sessions.values(), pumps, strict=True):
+        await session.close()
+        await pump
 
 
 async def test_a_wait_that_runs_out_fails_and_still_writes_the_transcript(

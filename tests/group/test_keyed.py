@@ -58,8 +58,8 @@ def keyed_net(seed: int = 1, loss: float = 0.0, members: str = "abc",
     for pid in members:
         net.add(pid, keys={GID: KEY})
     net.do(members[0], lambda n: n.create_group("keyed team", net.now, gid=GID))
-    for pid in members[1:]:
-        net.do(pid, lambda n: n.join_group(GID, net.now, order="sb"))
+    for pid in members[1:]:  # by name, with the description its creator gave
+        net.do(pid, lambda n: n.join_group(GID, net.now, order="sb", desc="keyed team"))
     net.run(2.0)
     return net
 

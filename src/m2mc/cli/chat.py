@@ -37,7 +37,8 @@ examples:
   m2mc chat --nick bob --script steps.txt --transcript bob.json
                                           a scripted participant, no terminal (steps:
                                           create join send reply wait wait_for
-                                          wait_members leave; see docs/chat.md)
+                                          wait_members wait_group wait_file leave;
+                                          see docs/chat.md)
 """
 
 
@@ -78,12 +79,13 @@ def register(subparsers: Any) -> None:
                         "(default: $M2MC_DATA_DIR or ~/.local/share/m2mc)")
     p.add_argument("--script", type=Path, metavar="FILE",
                    help="run headless: steps from FILE (create/join/send/reply/wait/"
-                        "wait_for/wait_members/leave), no terminal needed")
+                        "wait_for/wait_members/wait_group/wait_file/leave), no terminal "
+                        "needed")
     p.add_argument("--transcript", type=Path, metavar="OUT.json",
                    help="with --script: write the final thread tree(s) here")
     p.add_argument("--step-timeout", type=float, default=30.0, metavar="S",
-                   help="with --script: how long join, wait_for and wait_members may "
-                        "wait (default 30)")
+                   help="with --script: how long join, wait_for, wait_members, "
+                        "wait_group and wait_file may wait (default 30)")
     p.add_argument("--demo", action="store_true",
                    help="use a simulated group in this process instead of the network")
     p.add_argument("--trace-dir", type=Path, metavar="DIR",

@@ -13,6 +13,7 @@ from m2mc.group.events import (
     MemberJoined,
     MemberLeft,
     MessagesSkipped,
+    Reconnected,
 )
 from m2mc.group.manager import GroupNode
 
@@ -29,4 +30,5 @@ __all__ = [
     "MemberJoined",
     "MemberLeft",
     "MessagesSkipped",
+    "Reconnected",
 ]

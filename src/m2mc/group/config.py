@@ -21,6 +21,15 @@ class GroupConfig:
     # ---------------------------------------------------------------- GJLP
     adv_reply_backoff: float = 0.2  # grpsInfoList replies to an advertisement: uniform [0, x]
     advertise_on_start: bool = True
+    # ---------------------------------------------------------------- back in range
+    # (docs/group.md section 4, "Coming back into range") A node that heard no other
+    # process for longer than reconnect_silence (0: 3.5 times the members' status
+    # keepalive, 10 status_intervals) and then hears one is back; so is one whose
+    # driver says its interface came back (network_changed). It then advertises,
+    # re-announces the groups it created and runs MSP for every group, after a random
+    # back-off in [0, adv_reply_backoff]; at most once per reconnect_holdoff.
+    reconnect_silence: float = 0.0
+    reconnect_holdoff: float = 5.0
     # ---------------------------------------------------------------- MSP
     sync_backoff: float = 0.25  # the seed's random counter before a SyncResp: uniform [0, x]
     sync_timeout: float = 1.0  # a SyncReq with no answer is repeated after this

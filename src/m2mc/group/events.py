@@ -82,5 +82,17 @@ class MessagesSkipped:
     count: int
 
 
+@dataclass(frozen=True, slots=True)
+class Reconnected:
+    """This node is back in range (docs/group.md section 4, "Coming back into range"):
+    its interface came back (``reason = "interface"``: the driver's word) or it heard
+    others again after ``silent_for`` seconds of silence (``reason = "silence"``).
+    It advertises, re-announces the groups it created and catches up every group it
+    is in (MSP, with ``CatchUpProgress``); groups new to it come as ``GroupDiscovered``."""
+
+    reason: str
+    silent_for: float | None = None
+
+
 GroupEvent = (Delivered | DeliveredBatch | GroupDiscovered | GroupCreated | MemberJoined
-              | MemberLeft | CatchUpProgress | MessagesSkipped)
+              | MemberLeft | CatchUpProgress | MessagesSkipped | Reconnected)

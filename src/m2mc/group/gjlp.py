@@ -31,6 +31,11 @@ from m2mc.group.codec import MAX_GID, Adv, GrpInfo, GrpsInfo, MemberEntry
 from m2mc.group.config import GroupConfig
 from m2mc.group.membership import Membership
 
+REANNOUNCE = (1.0, 3.0)
+"""A new group is announced at once and again this many seconds later (each time as a
+suppressible reply): the announcement is one datagram on a lossy medium, and a process
+that lost it would not learn of the group until someone advertised."""
+
 MEMBER = "member"
 REJECTED = "rejected"
 LEFT = "left"
@@ -72,6 +77,7 @@ class Gjlp:
         self.discovered: dict[str, GrpInfo] = {}
         self._reply_at: float | None = None
         self._reply_gids: list[str] = []
+        self._later: list[tuple[float, str]] = []  # (when, gid): announce a new group again
         self.stats = GjlpStats()
 
     # ------------------------------------------------------------ advertise
@@ -97,7 +103,24 @@ class Gjlp:
         if self._reply_at is None:
             self._reply_at = now + self.rng.uniform(0.0, self.config.adv_reply_backoff)
 
+    def announce(self, gids: list[str], now: float) -> None:
+        """Describe these groups of ours soon (a node back in range re-announces the
+        groups it created, seeds/000 III.B.1): queued like a reply to an advertisement,
+        so a reply overheard meanwhile that describes a group at least as well drops it."""
+        for gid in gids:
+            if gid not in self._reply_gids:
+                self._reply_gids.append(gid)
+        if gids and self._reply_at is None:
+            self._reply_at = now + self.rng.uniform(0.0, self.config.adv_reply_backoff)
+
+    def announce_later(self, gid: str, now: float) -> None:
+        """A group was just created (and announced): announce it again at REANNOUNCE."""
+        self._later.extend((now + after, gid) for after in REANNOUNCE)
+
     def reply_due(self, now: float) -> GrpsInfo | None:
+        if self._later and min(at for at, _ in self._later) <= now:
+            self.announce([gid for at, gid in self._later if at <= now], now)
+            self._later = [(at, gid) for at, gid in self._later if at > now]
         if self._reply_at is None or now < self._reply_at:
             return None
         self._reply_at = None
@@ -111,7 +134,10 @@ class Gjlp:
         return GrpsInfo(self.pid, infos)
 
     def next_deadline(self) -> float | None:
-        return self._reply_at
+        later = min(at for at, _ in self._later) if self._later else None
+        if later is None or (self._reply_at is not None and self._reply_at < later):
+            return self._reply_at
+        return later
 
     # ----------------------------------------------------- receive grpsInfo
     def on_grps_info(

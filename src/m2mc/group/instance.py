@@ -2,15 +2,13 @@
 keeps per group (seeds/000 III.A.4, IX.E ``grpProtocolMap``), its membership
 row and its status (heartbeat) messages.
 
-Status messages (beyond the seeds) carry the sender's own high-water, the
-high-waters it knows of every sender, the membership entries and, under total
-order, the sequencer. They are what lets a node notice a lost *last* message
-(no later seqno would reveal the hole), what makes two sides of a healed
-partition converge, and what spreads membership news the seed only spreads on
-advertisements. One is sent ``status_delay`` after a node sends data; others
-every ``status_interval`` (jittered), skipped when a status overheard since
-the last one already said everything ours would -- but never for more than
-:data:`STATUS_KEEPALIVE` intervals since our last one: statuses are also how the
+Status messages (beyond the seeds) carry the sender's own high-water, the high-waters
+it knows of every sender, the membership entries and, under total order, the
+sequencer. They let a node notice a lost *last* message, make two sides of a healed
+partition converge and spread membership news. One is sent ``status_delay`` after a
+node sends data; others every ``status_interval`` (jittered), skipped when a status
+overheard since the last one already said everything ours would -- but never for more
+than :data:`STATUS_KEEPALIVE` intervals since our last one: statuses are also how the
 others know a silent member is still there (``Node.last_heard``).
 """
 
@@ -114,10 +112,12 @@ class GroupInstance:
             if pid != self.pid:
                 self.msp.mark(pid, now)
 
-    def start_sync(self, now: float) -> None:
+    def start_sync(self, now: float, why: str | None = None) -> None:
+        """SendSyncReq; ``why``: the node is back in range (the trace says how it knew)."""
         self.node._send(self.tag, self.msp.request(now))
         self.node._trace("sync_req", self.gid, detail=detail_json(
-            sync_seqno=self.msp.sync_seqno, senders=len(self.mop.digest())))
+            sync_seqno=self.msp.sync_seqno, senders=len(self.mop.digest()),
+            **({"back": why} if why else {})))
 
     @property
     def lingering(self) -> bool:
@@ -193,6 +193,7 @@ class GroupInstance:
                 self._records(records, sender, now)
             case Repair(_, records):
                 self._records(records, sender, now)
+                self.msp.broadcast(records, now)  # no MIR of ours needs them any more
             case SyncResp():
                 self._sync_resp(body, now)
             case Order(_, _, stamps):
@@ -223,6 +224,10 @@ class GroupInstance:
                     self.mop.log.on_nack_positions(body.gseqs)
             case SyncReq():
                 self.msp.on_request(body, now)  # refused unless the sender is a member
+                # MSP both ways: what the requester holds and we lack, we ask for at once.
+                if self.msp.is_member(sender) and self.repair.requester_holds(
+                        body.digest, self.mop.digest(), now):
+                    self.msp.stats.requests_ahead += 1
             case Join(_, version, _, _):
                 self.msp.mark(sender, now)  # a (re)join: its catch-up starts from here
                 self._membership([MemberEntry(sender, version, True)], now)
@@ -298,6 +303,7 @@ class GroupInstance:
 
     def _sync_resp(self, resp: SyncResp, now: float) -> None:
         new = self._records(resp.records, resp.sender, now)
+        self.msp.broadcast(resp.records, now)
         if resp.requester == self.pid:
             if self.msp.on_own_response(resp, new, now):
                 c = self.msp.catchup
@@ -479,9 +485,7 @@ class GroupInstance:
     # --------------------------------------------------------------- status
     def _summary(self, sending: bool = False) -> dict[str, int]:
         """The high-waters a status carries: the ``max_status_senders`` highest."""
-        summary = dict(self.repair.hw)
-        if self.mop.own_seq:
-            summary[self.pid] = self.mop.own_seq
+        summary = self._high_waters()
         if len(summary) > self.config.max_status_senders:
             if sending:
                 self.repair.stats.status_truncated += 1
@@ -504,8 +508,7 @@ class GroupInstance:
                       self.row.membership.entries(), None, 0)
 
     def _status_period(self) -> float:
-        interval = self.config.status_interval
-        return self.node.rng.uniform(interval / 2, interval)
+        return self.node.rng.uniform(self.config.status_interval / 2, self.config.status_interval)
 
     # --------------------------------------------------------------- timers
     def on_timer(self, now: float) -> None:
@@ -549,6 +552,7 @@ class GroupInstance:
         for_repair = repair.repair_due(now)
         if for_repair:
             node._send_repairs(self, for_repair)
+            msp.broadcast(for_repair, now)
         self._send_decided()
         self.retention.on_timer(now)
         held_back = msp.stats.responses_suppressed
@@ -570,11 +574,10 @@ class GroupInstance:
             since = now - self._status_sent_at
             heartbeat = since >= STATUS_KEEPALIVE * self.config.status_interval or (
                 self.order == "total" and since >= self.config.sequencer_timeout / 4)
-            if self._status_covered and not heartbeat:
-                self._status_covered = False
+            covered, self._status_covered = self._status_covered, False
+            if covered and not heartbeat:
                 node.stats.status_suppressed += 1
             else:
-                self._status_covered = False
                 node._send(self.tag, self.make_status())
                 self._status_sent_at = now
             self._log_tick(now)
@@ -594,3 +597,6 @@ class GroupInstance:
 
 _LOG_KINDS = (Order, Ack, Prepare, Promise, Start, Decided, Handover)
 
+
+def _earliest(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None or a < b else b

@@ -59,11 +59,13 @@ from m2mc.group.events import (
     GroupEvent,
     MemberJoined,
     MemberLeft,
+    Reconnected,
 )
 from m2mc.group.fastobj import fast_constructor
 from m2mc.group.gjlp import LEFT, MEMBER, GiitRow, Gjlp
-from m2mc.group.instance import GroupInstance
+from m2mc.group.instance import STATUS_KEEPALIVE, GroupInstance
 from m2mc.group.membership import Membership
+from m2mc.group.reconnect import INTERFACE, MADE_META, SILENCE, Reconnect
 from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.security import groupwire  # a module: groupwire imports the group codec
 from m2mc.security.auth import AuthConfig, GroupAuth, overhead
@@ -139,6 +141,10 @@ class GroupNode:
         self._journal = trace_journal if self.tracing else None
         self.run_id = run_id
         self.gjlp = Gjlp(pid, self.config, rng)
+        # Coming back into range (reconnect.py): the silence that counts as "away" is
+        # measured against the members' status keepalive.
+        self.reconnect = Reconnect(self.config, rng,
+                                   STATUS_KEEPALIVE * self.config.status_interval)
         self.groups: dict[str, GroupInstance] = {}
         self._by_tag: dict[bytes, GroupInstance] = {}
         self._events: list[GroupEvent] = []
@@ -177,6 +183,7 @@ class GroupNode:
         ask the groups for what we missed (MSP) and advertise (GJLP)."""
         self._now = now
         self.started = True
+        self.reconnect.started(now)
         for row in self.store.load_groups():
             giit_row = GiitRow(row.gid, row.desc, row.order, row.state if row.state == MEMBER
                                else LEFT, Membership(self.config.max_members, row.members),
@@ -194,6 +201,27 @@ class GroupNode:
                 inst.start_sync(now)
         if self.config.advertise_on_start:
             self.advertise(now)
+
+    def network_changed(self, now: float) -> None:
+        """The driver's word that the network changed under us: the channel's interface
+        came (back) up or got its address again, or (simulator) the node regained
+        coverage. The node is taken to be back in range (docs/group.md section 4): it
+        advertises, re-announces the groups it created and runs MSP for every group."""
+        self._now = now
+        self._back(now, INTERFACE, None)
+
+    def _back(self, now: float, reason: str, silent_for: float | None) -> None:
+        if self.started and self.reconnect.back(now, reason):
+            self._event(Reconnected(reason, silent_for))
+
+    def _heard_again(self, now: float) -> None:
+        """A message of another process after ``reconnect.silence`` or more of hearing
+        nobody: "back" if we are in a group with others, whose keepalives we missed."""
+        silent_for = self.reconnect.heard(now)
+        if silent_for is not None and any(
+                len(inst.row.membership.current()) > 1 for inst in self.groups.values()
+                if not inst.lingering):
+            self._back(now, SILENCE, silent_for)
 
     # ================================================================ app API
     def advertise(self, now: float) -> None:
@@ -255,9 +283,11 @@ class GroupNode:
             self.set_key(gid, key, counter_start)
         row = self.gjlp.row(gid, desc, order, keyed=gid in self._secrets)
         row.desc, row.order = desc, order
+        self.store.set_meta(MADE_META + gid, "1")  # re-announced when we are back in range
         self._join(row, now, creating=True)
         self._event(GroupCreated(gid, desc, order))
         self._send(DISCOVERY_TAG, GrpsInfo(self.pid, (row.info(),)))
+        self.gjlp.announce_later(gid, now)  # and again, in case that datagram was lost
         return gid
 
     def join_group(self, gid: str, now: float, order: str | None = None,
@@ -405,6 +435,8 @@ class GroupNode:
             value = getattr(self.gjlp.stats, name)
             if isinstance(value, int):
                 out[f"gjlp_{name}"] = value
+        rc = self.reconnect.stats
+        out.update({name: getattr(rc, name) for name in rc.__dataclass_fields__})
         disc, ctrl = self.discovery_limits, self.control_limits
         out["rate_limited_sender"] = disc.limited + ctrl.limited
         out["rate_limited_total"] = disc.limited_total + ctrl.limited_total
@@ -446,6 +478,7 @@ class GroupNode:
         for event in self.m2mp.events():
             if isinstance(event, MessageAbandoned):
                 self.stats.abandoned += 1
+        self.reconnect.run_due(self, now)
         reply = self.gjlp.reply_due(now)
         if reply is not None:
             self._send(DISCOVERY_TAG, reply)
@@ -460,9 +493,9 @@ class GroupNode:
 
     def next_deadline(self) -> float | None:
         best = self.m2mp.next_deadline()
-        d = self.gjlp.next_deadline()
-        if d is not None and (best is None or d < best):
-            best = d
+        for d in (self.gjlp.next_deadline(), self.reconnect.due):
+            if d is not None and (best is None or d < best):
+                best = d
         for inst in self.groups.values():
             d = inst.next_deadline()
             if d is not None and (best is None or d < best):
@@ -629,6 +662,9 @@ class GroupNode:
             if not self.discovery_limiter.allow(body.sender, now):
                 stats.rate_limited += 1
                 return
+            if now - self.reconnect.heard_at > self.reconnect.silence:
+                self._heard_again(now)
+            self.reconnect.heard_at = now
             self._on_discovery(body, now)
             return
         inst = self._by_tag.get(frame.tag)
@@ -655,14 +691,20 @@ class GroupNode:
         if kind in _RATE_LIMITED and not inst.limiter.allow(body.sender, now):
             stats.rate_limited += 1
             return
+        reconnect = self.reconnect
+        if now - reconnect.heard_at > reconnect.silence:
+            self._heard_again(now)
+        reconnect.heard_at = now
         inst.on_body(body, now)
 
     def _on_discovery(self, body: Body, now: float) -> None:
         if isinstance(body, Adv):
+            self.reconnect.overheard_adv(now)
             self.gjlp.on_adv(body, now)
         elif isinstance(body, GrpsInfo):
             if body.sender == self.pid:
                 return
+            self.reconnect.overheard_reply()
             new, changed = self.gjlp.on_grps_info(body)
             for info in new:
                 self._event(GroupDiscovered(info))
@@ -681,9 +723,12 @@ class GroupNode:
             self._send(inst.tag, Data(self.pid, batch))
 
     def _send_repairs(self, inst: GroupInstance, messages: list[Message]) -> None:
+        # One M2MP packet per REPAIR, as a DATA batch: M2MP loses a message whole when
+        # any of its packets is lost, and repairs are what a lossy network needs, so a
+        # lost packet costs only its own records (docs/decisions.md).
         batch: list[Message] = []
         size = 0
-        budget = self.config.sync_chunk_bytes
+        budget = inst.batch_budget
         for m in messages:
             if self.tracing:
                 self._trace("retransmit", inst.gid, m)

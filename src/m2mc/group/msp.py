@@ -36,7 +36,7 @@ or another's, is cut to ``max_digest_intervals`` intervals (``digests_truncated`
 from __future__ import annotations
 
 import random
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -84,6 +84,7 @@ class MspStats:
     sync_truncated: int = 0  # series cut at max_sync_messages or max_sync_bytes
     digests_truncated: int = 0  # digests (ours or a request's) cut to max_digest_intervals
     messages_sent: int = 0
+    requests_ahead: int = 0  # requests naming messages we lacked: NACKed at once (both ways)
     extra: dict[str, int] = field(default_factory=dict)
 
 
@@ -106,6 +107,7 @@ class Msp:
         self.series: dict[SyncMsgId, tuple[float, list[SyncResp]]] = {}
         self.catchup: CatchUp | None = None
         self.waiting = False  # a request of ours is unanswered and no peer heard since
+        self.requested_at = float("-inf")  # when we last sent a request
         self.stats = MspStats()
         self._high_waters = high_waters
         # Whose requests are answered: current members (GroupInstance sets it).
@@ -116,12 +118,16 @@ class Msp:
         # Per requester, when it came into our view and the high-water of every sender
         # then (see :meth:`mark`): a catch-up answers for history before that point.
         self.marks: OrderedDict[str, tuple[float, dict[str, int]]] = OrderedDict()
+        # Records broadcast lately in responses and repairs, ours or overheard (see
+        # :meth:`broadcast`): (when, their digest), kept for 2 * sync_backoff.
+        self._recent: deque[tuple[float, Digest]] = deque()
 
     # ------------------------------------------------------------- requester
     def request(self, now: float) -> SyncReq:
         """SendSyncReq: a new syncSeqno (persisted, so a restarted node is not
         taken for a stale one), and the digest of what we hold."""
         self.sync_seqno += 1
+        self.requested_at = now
         self.store.set_meta(self._meta_key, str(self.sync_seqno))
         attempts = self.catchup.attempts + 1 if self.catchup and not self.catchup.done else 1
         previous = self.catchup
@@ -220,8 +226,8 @@ class Msp:
             if len(self.mirs) >= self.config.max_mirs:
                 self.stats.mirs_refused += 1
                 return
-            mir = self.mirs[key] = Mir(self._subtract(self._history(req.sender, now), have),
-                                       None)
+            mir = self.mirs[key] = Mir(self._subtract(self._subtract(
+                self._history(req.sender, now), have), self._recently_broadcast(now)), None)
         else:
             mir.missing = self._subtract(mir.missing, have)
         if mir.deadline is None:
@@ -258,8 +264,9 @@ class Msp:
             if len(self.mirs) >= self.config.max_mirs:
                 self.stats.mirs_refused += 1
                 return
-            mir = self.mirs[key] = Mir(self._subtract(self._history(resp.requester, now), sent),
-                                       None, heard=True)
+            mir = self.mirs[key] = Mir(self._subtract(self._subtract(
+                self._history(resp.requester, now), sent), self._recently_broadcast(now)),
+                None, heard=True)
             return
         mir.missing = self._subtract(mir.missing, sent)
         mir.heard = True
@@ -268,6 +275,36 @@ class Msp:
             # has not sent by then (allowing about 100 microseconds per message).
             mir.deadline = max(mir.deadline, now + self.config.sync_backoff
                                + min(resp.remaining * 1e-4, 10.0) + self.rng.uniform(0.0, 0.05))
+
+    def broadcast(self, records: list[Message], now: float) -> None:
+        """Records went to every member (a SyncResp for any requester, or a REPAIR; ours
+        or overheard): no MIR needs them any more, and a request that crossed them in
+        flight is not answered with them either (for ``2 * sync_backoff``). The seed's
+        UpdateMIR does this for responses to the same request only; on a broadcast medium
+        every requester hears every response, so a crowd of requesters (many nodes back
+        in range at once) costs each message once, not once per request. A requester that
+        lost them fetches them by gap repair, as it does after UpdateMIR."""
+        if not records:
+            return
+        sent = _digest_of(records)
+        for mir in self.mirs.values():
+            if mir.missing:
+                mir.missing = self._subtract(mir.missing, sent)
+        self._recent.append((now, sent))
+        self._expire_recent(now)
+
+    def _expire_recent(self, now: float) -> None:
+        recent, horizon = self._recent, now - 2 * self.config.sync_backoff
+        while recent and (recent[0][0] < horizon or len(recent) > 4 * self.config.max_mirs):
+            recent.popleft()
+
+    def _recently_broadcast(self, now: float) -> Digest:
+        self._expire_recent(now)
+        merged: dict[str, list[tuple[int, int]]] = {}
+        for _, digest in self._recent:
+            for pid, ivs in digest.items():
+                merged.setdefault(pid, []).extend(ivs)
+        return {pid: normalize(ivs) for pid, ivs in merged.items()}
 
     # ------------------------------------------------------------ horizon
     def mark(self, pid: str, now: float) -> None:
@@ -344,6 +381,8 @@ class Msp:
             if len(responses) > 1:
                 self.series[key] = (now + self.config.sync_collision, responses[1:])
         self.stats.responses_sent += len(out)
+        for resp in out:
+            self.broadcast(resp.records, now)
         return out
 
     def _responses(self, key: SyncMsgId, missing: Digest) -> list[SyncResp]:

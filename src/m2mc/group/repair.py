@@ -57,6 +57,7 @@ class RepairStats:
     holdoffs_refused: int = 0  # overheard NACK ranges of senders past the hold-off bound
     status_truncated: int = 0  # our status messages cut to max_status_senders high-waters
     status_entries_ignored: int = 0  # high-waters of a status past max_status_senders
+    holder_nacks: int = 0  # NACKs made at once: a SyncReq named messages we lacked
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +233,43 @@ class Repair:
         self.stats.nacks_sent += 1
         self.check(Needs({}, []), now)
         return Nack(self.pid, ranges, gseqs)
+
+    def requester_holds(self, digest: Digest, mine: Digest, now: float) -> bool:
+        """MSP both ways (docs/decisions.md): a member's SyncReq says what it holds. What
+        it holds and we lack (sent while it was away, or lost) is asked for at once: its
+        high-waters are noted and a NACK is scheduled after the usual random back-off but
+        without ``nack_delay``, so that a NACK overheard from another member still
+        suppresses ours and n members lacking the same messages cost one request. The
+        requester's repair answers it. Ranges we asked for twice or more in vain (nobody
+        in range had them: hold-offs doubled) are asked for again at once; a range asked
+        for once stays held off, so that a crowd of requesters costs one NACK, not one
+        each. Returns True if the requester holds anything we lack."""
+        lacking = ask = False
+        for pid, ivs in digest.items():
+            if pid == self.pid or not ivs:
+                continue
+            self.note_high_water(pid, max(hi for _, hi in ivs), now)  # bounded as a status
+            cap = self.hw.get(pid, 0)
+            theirs = normalize((lo, min(hi, cap)) for lo, hi in ivs if lo <= cap)
+            gaps = subtract(theirs, normalize(mine.get(pid, [])))
+            if not gaps:
+                continue
+            lacking = True
+            held = self._holdoff.get(pid)
+            if held and self.tries.get(pid, 0) >= 2:
+                self.tries.pop(pid)
+                held = [(a, b, until) for lo, hi, until in held
+                        for a, b in subtract([(lo, hi)], gaps)]
+                self._holdoff[pid] = held
+            live = self._active_holdoff(held, now) or []
+            if subtract(gaps, normalize((lo, hi) for lo, hi, _ in live)):
+                ask = True
+        if ask:
+            self.stats.holder_nacks += 1
+            at = now + self.rng.uniform(0.0, self.config.nack_backoff)
+            if self._nack_at is None or at < self._nack_at:
+                self._nack_at = at
+        return lacking
 
     def _bounded_nack(self, nack: Nack,
                       count: bool = True) -> tuple[list[tuple[str, Intervals]], Intervals]:

@@ -276,6 +276,11 @@ class InfraNode(api.Node):
     def reject(self, gid: str) -> None:
         return None
 
+    def network_changed(self) -> None:
+        """Nothing to do: a member follows its hosts' beacons, which say when a cell is
+        back (seeds/004 4.5), and resends what was not acknowledged."""
+        self._drv_infra()
+
     def members(self, gid: str) -> list[str]:
         return sorted(self._view) if gid == self.gid else []
 

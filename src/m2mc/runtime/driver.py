@@ -5,7 +5,9 @@ real time and a sans-IO core (the aioquic ``asyncio/`` pattern).
 It reads datagrams in batches and feeds them to the stack, calls ``on_timer``
 when ``next_deadline`` passes, and after every input hands ``datagrams_to_send``
 to the channel (``send_nowait`` first, a writer task for the rest). ``poke()``
-is for the owner after an API call into the stack. ``on_input`` is called after
+is for the owner after an API call into the stack. A stack with
+``network_changed(now)`` (the group layer) is told when the channel's interface
+comes back up (``Channel.watch_link``; docs/group.md section 4). ``on_input`` is called after
 each batch of work so the owner can drain the stack's events.
 
 Back-pressure: while ``paused()`` returns True the reader stops taking
@@ -50,6 +52,7 @@ class StackDriver:
         self._sent_waiters: list[asyncio.Future[None]] = []
         self.error: BaseException | None = None
         self.datagrams_out = 0
+        self.watching_link = False  # the channel tells us when its interface comes back
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -67,6 +70,21 @@ class StackDriver:
         # switch per wake-up; the others are read by a task.
         if not self.channel.set_sink(self._on_datagrams):
             self._reader = self._loop.create_task(self._read_loop())
+        # Coming back into range: a stack that takes the network's word for it
+        # (GroupNode.network_changed) hears when the channel's interface comes back.
+        self.watching_link = (callable(getattr(self.stack, "network_changed", None))
+                              and self.channel.watch_link(self.network_changed))
+
+    def network_changed(self) -> None:
+        """The channel's interface came back (or the owner knows the network changed)."""
+        change = getattr(self.stack, "network_changed", None)
+        if change is None or self._loop is None:
+            return
+        now = self.now()
+        change(now)
+        self._flush(now)
+        self._arm_timer()
+        self._on_input()
 
     async def close(self) -> None:
         self.channel.set_sink(None)

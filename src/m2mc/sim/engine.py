@@ -124,9 +124,13 @@ class Simulator:
         self.nodes: list[SimNode] = []
         self.by_id: dict[str, SimNode] = {}
         groups_of: dict[str, list[GroupSpec]] = {}
+        discover_of: dict[str, list[GroupSpec]] = {}
         for g in scenario.groups:
             for member in g.members:
-                groups_of.setdefault(member, []).append(g.group)
+                if g.creator is None:
+                    groups_of.setdefault(member, []).append(g.group)
+                elif member != g.creator:  # joins once it discovers the group
+                    discover_of.setdefault(member, []).append(g.group)
         mobility_rng = streams.get("mobility")
         for index, spec in enumerate(scenario.nodes):
             offset = clock_rng.uniform(*spec.clock_offset)
@@ -140,7 +144,8 @@ class Simulator:
             node.ctx = NodeContext(
                 node_id=spec.id, rng=streams.get(f"node:{spec.id}"), trace=node.sink,
                 run_id=run_id, durable_dir=durable, groups=tuple(groups_of.get(spec.id, ())),
-                params=scenario.stack, ifaces=None)
+                params=scenario.stack, ifaces=None,
+                discover=tuple(discover_of.get(spec.id, ())))
             if node.mobile_iface >= 0:
                 node.mover = Mover(spec.mobility, spec.position, scenario.area,
                                    random.Random(mobility_rng.getrandbits(64)))
@@ -291,6 +296,15 @@ class Simulator:
         self._service(node, self.now, local)
         return mid
 
+    def app_create(self, node: SimNode, group: str, order: str) -> bool:
+        """The application on ``node`` creates ``group`` (a ``create`` in [[groups]])."""
+        if node.stack is None:
+            return False
+        local = node.local(self.now)
+        node.stack.app_create(group, order, local)
+        self._service(node, self.now, local)
+        return True
+
     def app_membership(self, node: SimNode, group: str, join: bool) -> bool:
         if node.stack is None:
             return False
@@ -378,6 +392,7 @@ class Simulator:
 
     def _reattach(self, node: SimNode, cell: Any) -> None:
         domain = self.network.by_name[cell.domain] if cell is not None else None
+        regained = node.attach[node.mobile_iface] is None and domain is not None
         if not self.network.attach(node, node.mobile_iface, domain):
             return
         self.counters["attach_changes"] += 1
@@ -388,6 +403,16 @@ class Simulator:
             node.stack.on_attach(node.iface_names[node.mobile_iface],
                                  domain.name if domain else None, local)
             self._service(node, self.now, local)
+        elif node.stack is not None and regained:
+            # Back in coverage: what a real node's interface watcher reports as its
+            # interface coming back (docs/group.md section 4), for a stack that listens.
+            changed = getattr(node.stack, "network_changed", None)
+            if changed is not None:
+                self.counters["coverage_regained"] = self.counters.get("coverage_regained",
+                                                                        0) + 1
+                local = node.local(self.now)
+                changed(local)
+                self._service(node, self.now, local)
 
     def _heal(self, _: Any) -> None:
         """End of the chaos phase: every fault is lifted for the recovery window."""

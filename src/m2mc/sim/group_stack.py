@@ -9,7 +9,12 @@ field (``nack_backoff``, ``status_interval``, ``max_held``, ...). Keyed groups
 (``hmac-sha256``), key every group of the scenario with the same key.
 
 Groups are the scenario's named groups: their name is the group id, so every
-node that joins ``chat`` joins the same group without discovering it first.
+node that joins ``chat`` joins the same group without discovering it first. A
+group with ``create`` is made by its creator during the run (``create_group`` with
+the name as id, announced by GJLP); its other members join it when they discover
+it (``GroupDiscovered``), which a node coming back into range does by advertising.
+A node that regains coverage is told so (``network_changed``), as a real node's
+interface watcher does (docs/group.md section 4).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from typing import Any
 
 from m2mc.errors import BufferFullError, ConfigError, UsageError
 from m2mc.group.config import GroupConfig
-from m2mc.group.events import Delivered
+from m2mc.group.events import Delivered, GroupDiscovered
 from m2mc.group.manager import GroupNode
 from m2mc.security.auth import counter_start_at
 from m2mc.security.keys import GroupKey, GroupSecret
@@ -85,6 +90,8 @@ class GroupSimStack:
                 message_timeout=float(p.get("message_timeout", 5.0)),
                 flow_timeout=float(p.get("flow_timeout", 0.1))))
         self._delivered: dict[str, list[str]] = {}
+        self._discover = {g.name for g in ctx.discover}  # joined once discovered
+        self._now = 0.0
 
     # ------------------------------------------------------------ lifecycle
     def _secret(self, group: str) -> GroupSecret:
@@ -95,6 +102,7 @@ class GroupSimStack:
         return secret
 
     def start(self, now: float) -> None:
+        self._now = now
         first_boot = self.store.get_meta("sim_booted") is None
         # Seal counters start at the virtual clock in microseconds: a restarted node
         # continues above what it sealed before its crash.
@@ -109,6 +117,7 @@ class GroupSimStack:
     # ------------------------------------------------------------------ app
     def app_send(self, group: str, payload: bytes, reply_to: str | None,
                  now: float) -> str | None:
+        self._now = now
         if not self.node.is_member(group):
             return None
         try:
@@ -122,21 +131,39 @@ class GroupSimStack:
         return self._delivered.get(group, ())
 
     def app_join(self, group: str, now: float) -> None:
+        self._now = now
         key = self._secret(group) if self.key is not None else None
         self.node.join_group(group, now, order=self.orders.get(group, "sb"), key=key)
         self._drain()
 
+    def app_create(self, group: str, order: str, now: float) -> None:
+        """Create ``group`` (its name is its id), announced to the others by GJLP."""
+        self._now = now
+        if not self.node.is_member(group):
+            key = self._secret(group) if self.key is not None else None
+            self.node.create_group(group, now, order=order, gid=group, key=key)
+        self._drain()
+
+    def network_changed(self, now: float) -> None:
+        """The node regained coverage (the simulator's interface coming back up)."""
+        self._now = now
+        self.node.network_changed(now)
+        self._drain()
+
     def app_leave(self, group: str, now: float) -> None:
+        self._now = now
         if self.node.is_member(group):
             self.node.leave_group(group, now)
         self._drain()
 
     # -------------------------------------------------------------- sans-IO
     def receive_datagram(self, datagram: bytes, now: float) -> None:
+        self._now = now
         self.node.receive_datagram(datagram, now)
         self._drain()
 
     def on_timer(self, now: float) -> None:
+        self._now = now
         self.node.on_timer(now)
         self._drain()
 
@@ -150,10 +177,14 @@ class GroupSimStack:
         for event in self.node.events():
             if isinstance(event, Delivered):
                 self._delivered.setdefault(event.gid, []).append(str(event.message.mid))
+            elif (isinstance(event, GroupDiscovered) and event.info.gid in self._discover
+                  and not self.node.is_member(event.info.gid)):
+                key = self._secret(event.info.gid) if self.key is not None else None
+                self.node.join_group(event.info.gid, self._now, key=key)
 
 
 def _factory(ctx: NodeContext) -> GroupSimStack:
     return GroupSimStack(ctx)
 
 
-register_stack("group", _factory, check_params=check_params)
+register_stack("group", _factory, check_params=check_params, creates=True)

@@ -47,6 +47,9 @@ class NodeContext:
     groups: tuple[GroupSpec, ...]  # groups this node should be in at start
     params: Mapping[str, Any]  # the scenario's [stack] table, passed through
     ifaces: Mapping[str, str | None] | None = None  # addressed stacks: iface -> domain at start
+    # Groups made during the run that this node joins once it discovers them (their
+    # creator makes them through the application call ``app_create``).
+    discover: tuple[GroupSpec, ...] = ()
 
 
 class SimNodeStack(Protocol):
@@ -121,6 +124,7 @@ class StackEntry:
     addressed: bool
     orders: tuple[str, ...]  # group orders the stack supports
     check_params: Callable[[Mapping[str, Any]], None] | None = None
+    creates: bool = False  # makes groups during a run (app_create, NodeContext.discover)
 
 
 _REGISTRY: dict[str, StackEntry] = {}
@@ -129,15 +133,19 @@ _BUILTIN_MODULES = {"basic": "m2mc.sim.basic_stack", "flood": "m2mc.sim.flood_st
 
 def register_stack(name: str, factory: Callable[[NodeContext], Any], *,
                    addressed: bool = False, orders: Sequence[str] = GROUP_ORDERS,
-                   check_params: Callable[[Mapping[str, Any]], None] | None = None) -> None:
+                   check_params: Callable[[Mapping[str, Any]], None] | None = None,
+                   creates: bool = False) -> None:
     """Make ``[stack] kind = name`` build nodes with ``factory``.
 
     ``addressed=True`` declares the :class:`AddressedSimStack` form. ``orders``
     lists the group orders the stack supports; a scenario asking for another is
     rejected at load time. ``check_params`` gets the ``[stack]`` table at load
-    time and raises ConfigError for a bad key or value.
+    time and raises ConfigError for a bad key or value. ``creates=True``: the stack
+    makes groups during a run (``app_create(group, order, now)``) and joins the ones
+    in ``NodeContext.discover`` once it discovers them; only such a stack may run a
+    scenario with ``create`` in a group.
     """
-    _REGISTRY[name] = StackEntry(name, factory, addressed, tuple(orders), check_params)
+    _REGISTRY[name] = StackEntry(name, factory, addressed, tuple(orders), check_params, creates)
 
 
 def get_stack(name: str) -> StackEntry:

@@ -104,6 +104,11 @@ class GroupWorkload:
     recent: float  # mean distance back (in delivered messages) of a reply's target
     size: Dist
     start: float
+    # A group made during the run (docs/simulator.md, "Groups made during a run"): the
+    # creator creates it at created_at (GJLP announces it) and the other members join
+    # once they discover it, instead of every member joining it by name at the start.
+    creator: str | None = None
+    created_at: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +250,12 @@ def parse_scenario(data: Mapping[str, Any], default_name: str) -> Scenario:
     if entry.check_params is not None:
         entry.check_params(stack_params)
     for g in groups:
+        if g.creator is not None and not entry.creates:
+            raise ConfigError(f"groups: group {g.group.name!r} is created during the run, "
+                              f"which stack {stack_kind!r} does not do (use kind = \"group\")")
+        if g.creator is not None and g.created_at >= chaos:
+            raise ConfigError(f"groups: group {g.group.name!r}: create.at={g.created_at} is "
+                              f"not inside the chaos phase (< {chaos})")
         if g.group.order not in entry.orders:
             raise ConfigError(f"groups: group {g.group.name!r} asks for order "
                               f"{g.group.order!r}, which stack {stack_kind!r} does not support")
@@ -463,6 +474,14 @@ def _groups(top: Table, nodes: set[str]) -> tuple[GroupWorkload, ...]:
             for m in members:
                 if m not in nodes:
                     raise t.fail("members", f"no node {m!r}")
+        creator, created_at = None, 0.0
+        if t.has("create"):
+            made = t.table("create")
+            creator = made.string("node")
+            if creator not in members:
+                raise made.fail("node", f"the creator must be a member; {creator!r} is not")
+            created_at = made.number("at", low=0.0)
+            made.finish()
         groups.append(GroupWorkload(
             GroupSpec(name, order), members,
             rate=t.number("rate", 10.0, low=0.0),
@@ -470,7 +489,7 @@ def _groups(top: Table, nodes: set[str]) -> tuple[GroupWorkload, ...]:
             reply=t.probability("reply", 0.6),
             recent=t.number("recent", 3.0, low=0.0),
             size=t.dist("size", constant(64.0)),
-            start=t.number("start", 0.0, low=0.0)))
+            start=t.number("start", 0.0, low=0.0), creator=creator, created_at=created_at))
         t.finish()
     return tuple(groups)
 

@@ -1,4 +1,5 @@
-"""The application workload: chat-like traffic per group, and scheduled joins/leaves.
+"""The application workload: chat-like traffic per group, scheduled joins/leaves, and
+groups created during the run (``create`` in [[groups]]).
 
 Per group, messages arrive as a Poisson process of ``rate`` per second (whole
 group) from ``start`` until ``messages`` were sent or the chaos phase ends.
@@ -43,6 +44,15 @@ class Workload:
             self._schedule(index, g, g.start)
         for action in self.sim.scenario.schedule:
             self.sim.call_at(action.at, self._action, action)
+        for index, g in enumerate(self.groups):
+            if g.creator is not None:
+                self.sim.call_at(g.created_at, self._create, index)
+
+    def _create(self, index: int) -> None:
+        g = self.groups[index]
+        assert g.creator is not None
+        if not self.sim.app_create(self.sim.by_id[g.creator], g.group.name, g.group.order):
+            self.skipped_actions += 1
 
     def _schedule(self, index: int, g: GroupWorkload, after: float) -> None:
         if g.rate <= 0 or self.sent[index] >= g.messages:

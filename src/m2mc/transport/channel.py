@@ -164,6 +164,13 @@ class Channel(abc.ABC):
         """
         return False
 
+    def watch_link(self, on_up: Callable[[], None]) -> bool:
+        """Ask to be called (from the event loop) each time the network interface this
+        channel uses comes back: up again, or its address back (docs/group.md section 4,
+        "Coming back into range"). Return False if this channel has no such signal (the
+        default: in-process, unicast and daemon channels; not Linux)."""
+        return False
+
     def _install_sink(self, sink: Callable[[list[bytes]], None] | None) -> bool:
         """For subclasses that support sinks: set it and hand over what is queued."""
         self._sink = sink

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from m2mc.errors import ConfigError
 from m2mc.transport.channel import DEFAULT_MAX_INBOUND, RECV_SIZE, Channel, ChannelClosedError
 from m2mc.transport.iface import describe_interfaces, resolve_interface
+from m2mc.transport.linkwatch import LinkWatcher, rejoin_group, watch_interface
 from m2mc.transport.url import MulticastSpec, format_channel_url
 
 log = logging.getLogger("m2mc.transport.multicast")
@@ -87,6 +88,7 @@ class MulticastChannel(Channel):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._fionread = array.array("i", [0])
         self._fd = -1
+        self._watcher: LinkWatcher | None = None
 
     @property
     def loops_back(self) -> bool:
@@ -98,7 +100,31 @@ class MulticastChannel(Channel):
         self._fd = self._sock.fileno()
         self._loop.add_reader(self._fd, self._on_readable)
 
+    def watch_link(self, on_up: Callable[[], None]) -> bool:
+        # Rejoin the group on the interface first (linkwatch.py), then tell the owner.
+        if self._loop is None or self._sock is None:
+            return False
+
+        def back() -> None:
+            # Joined as open_multicast_socket joins: by index for a name, so the same
+            # membership whatever address the interface came back with.
+            sock, spec = self._sock, self.spec
+            if sock is not None:
+                try:
+                    mreq = resolve_interface(spec.iface).membership(spec.group)
+                except (ConfigError, AssertionError) as exc:
+                    log.warning("interface %s is back but cannot be used: %s", spec.iface, exc)
+                else:
+                    rejoin_group(sock, mreq, f"{spec.group} on {spec.iface}")
+            on_up()
+
+        self._watcher = watch_interface(self.spec.iface, back, self._loop)
+        return self._watcher is not None
+
     def _shutdown(self) -> None:
+        if self._watcher is not None:
+            self._watcher.close()
+            self._watcher = None
         sock, self._sock = self._sock, None
         if sock is not None:
             if self._loop is not None and not self._loop.is_closed():

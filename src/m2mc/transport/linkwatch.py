@@ -1,0 +1,299 @@
+"""Watch the interface of a channel: tell the owner when it comes back (docs/group.md
+section 4, "Coming back into range").
+
+A node that walks out of a Wi-Fi network and back, or whose cable is unplugged and
+plugged in again, sees its interface go down and come up, or lose its address and get
+it back. On Linux the kernel announces both on an rtnetlink socket (``RTM_NEWLINK``,
+``RTM_DELLINK``, ``RTM_NEWADDR``, ``RTM_DELADDR``, groups ``RTMGRP_LINK`` and
+``RTMGRP_IPV4_IFADDR``): :class:`LinkWatcher` reads them from the event loop and calls
+``on_up`` each time the interface becomes usable again (up, running, and holding its
+address). If rtnetlink cannot be opened (a restricted container) it looks at
+``/sys/class/net/<name>/`` once a second instead. Elsewhere there is no such signal
+and :func:`watch_interface` returns None: the group layer then notices a return by
+hearing the others again after a silence.
+
+:class:`LinkState` is the sans-IO part (messages in, "came back" out) and
+:func:`parse_messages` decodes rtnetlink datagrams; both are tested without a kernel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import socket
+import struct
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger("m2mc.transport.linkwatch")
+
+# rtnetlink (linux/rtnetlink.h, linux/if_link.h, linux/if_addr.h, linux/if.h)
+NETLINK_ROUTE = 0
+RTMGRP_LINK = 0x1
+RTMGRP_IPV4_IFADDR = 0x10
+NLMSG_ERROR, NLMSG_DONE = 2, 3
+RTM_NEWLINK, RTM_DELLINK, RTM_NEWADDR, RTM_DELADDR, RTM_GETADDR = 16, 17, 20, 21, 22
+NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
+IFLA_IFNAME = 3
+IFA_ADDRESS, IFA_LOCAL = 1, 2
+IFF_UP, IFF_RUNNING = 0x1, 0x40
+_NLMSGHDR = struct.Struct("=IHHII")  # length, type, flags, seq, pid
+_IFINFOMSG = struct.Struct("=BxHiII")  # family, type, index, flags, change
+_IFADDRMSG = struct.Struct("=BBBBi")  # family, prefix length, flags, scope, index
+_RTATTR = struct.Struct("=HH")  # length, type
+POLL_INTERVAL = 1.0  # seconds between looks at /sys when rtnetlink is not available
+
+
+@dataclass(frozen=True, slots=True)
+class LinkMessage:
+    """A link's flags changed (``kind`` "link"), it was deleted ("dellink"), or an IPv4
+    address was added ("addr") or removed ("deladdr")."""
+
+    kind: str
+    index: int
+    flags: int = 0
+    name: str = ""
+    address: str = ""
+
+
+def _align(n: int) -> int:
+    return (n + 3) & ~3
+
+
+def _attributes(data: bytes, offset: int, end: int) -> dict[int, bytes]:
+    out: dict[int, bytes] = {}
+    while offset + _RTATTR.size <= end:
+        length, kind = _RTATTR.unpack_from(data, offset)
+        if length < _RTATTR.size or offset + length > end:
+            break
+        out[kind] = data[offset + _RTATTR.size:offset + length]
+        offset += _align(length)
+    return out
+
+
+def parse_messages(data: bytes) -> list[LinkMessage]:
+    """The link and IPv4 address messages of one rtnetlink datagram (others skipped,
+    a truncated or malformed part ends the parse)."""
+    out: list[LinkMessage] = []
+    offset = 0
+    while offset + _NLMSGHDR.size <= len(data):
+        length, kind, _, _, _ = _NLMSGHDR.unpack_from(data, offset)
+        if length < _NLMSGHDR.size or offset + length > len(data):
+            break
+        body = offset + _NLMSGHDR.size
+        end = offset + length
+        if kind in (RTM_NEWLINK, RTM_DELLINK) and body + _IFINFOMSG.size <= end:
+            _, _, index, flags, _ = _IFINFOMSG.unpack_from(data, body)
+            attrs = _attributes(data, body + _IFINFOMSG.size, end)
+            name = attrs.get(IFLA_IFNAME, b"").split(b"\0", 1)[0].decode(errors="replace")
+            out.append(LinkMessage("link" if kind == RTM_NEWLINK else "dellink", index, flags,
+                                   name))
+        elif kind in (RTM_NEWADDR, RTM_DELADDR) and body + _IFADDRMSG.size <= end:
+            family, _, _, _, index = _IFADDRMSG.unpack_from(data, body)
+            attrs = _attributes(data, body + _IFADDRMSG.size, end)
+            raw = attrs.get(IFA_LOCAL) or attrs.get(IFA_ADDRESS) or b""
+            if family == socket.AF_INET and len(raw) == 4:
+                out.append(LinkMessage("addr" if kind == RTM_NEWADDR else "deladdr", index,
+                                       address=socket.inet_ntoa(raw)))
+        offset += _align(length)
+    return out
+
+
+class LinkState:
+    """Whether the watched interface is usable: up, running, and (when watched by its
+    address) holding that address. :meth:`feed` returns True when it becomes usable
+    again after it was not, which is the moment to call the owner back."""
+
+    def __init__(self, index: int, name: str, address: str | None) -> None:
+        self.index = index
+        self.name = name
+        self.address = address  # None: any address will do (watched by name)
+        self.link_up = True  # the channel opened on it, so it was usable at the start
+        self.has_address = True
+        self.returns = 0
+
+    @property
+    def usable(self) -> bool:
+        return self.link_up and self.has_address
+
+    def feed(self, message: LinkMessage) -> bool:
+        before = self.usable
+        if message.kind == "link" and message.name == self.name and message.index != self.index:
+            self.index = message.index  # the interface was made again (a USB dongle)
+        if message.index != self.index:
+            return False
+        if message.kind == "link":
+            self.link_up = bool(message.flags & IFF_UP) and bool(message.flags & IFF_RUNNING)
+        elif message.kind == "dellink":
+            self.link_up = False
+        elif self.address is None or message.address == self.address:
+            self.has_address = message.kind == "addr"
+        if self.usable and not before:
+            self.returns += 1
+            return True
+        return False
+
+
+def find_interface(iface: str) -> tuple[int, str, str | None] | None:
+    """(index, name, address or None) of the interface a channel names by IPv4 address
+    or by name; None if it cannot be told (not Linux, no such address or interface)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        address = str(ipaddress.IPv4Address(iface))
+    except ValueError:
+        try:
+            return socket.if_nametoindex(iface), iface, None
+        except OSError:
+            return None
+    for index, found in _address_dump():
+        if found == address:
+            try:
+                return index, socket.if_indextoname(index), address
+            except OSError:
+                return None
+    return None
+
+
+def _address_dump() -> list[tuple[int, str]]:
+    """(interface index, IPv4 address) of every address on this host (rtnetlink dump)."""
+    try:
+        sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_ROUTE)
+    except (OSError, AttributeError):
+        return []
+    out: list[tuple[int, str]] = []
+    with sock:
+        sock.settimeout(2.0)
+        request = _IFADDRMSG.pack(socket.AF_INET, 0, 0, 0, 0)
+        sock.send(_NLMSGHDR.pack(_NLMSGHDR.size + len(request), RTM_GETADDR,
+                                 NLM_F_REQUEST | NLM_F_DUMP, 1, 0) + request)
+        try:
+            while True:
+                data = sock.recv(65536)
+                out += [(m.index, m.address) for m in parse_messages(data) if m.kind == "addr"]
+                if _done(data):
+                    break
+        except OSError:
+            pass
+    return out
+
+
+def _done(data: bytes) -> bool:
+    offset = 0
+    while offset + _NLMSGHDR.size <= len(data):
+        length, kind, _, _, _ = _NLMSGHDR.unpack_from(data, offset)
+        if kind in (NLMSG_DONE, NLMSG_ERROR):
+            return True
+        if length < _NLMSGHDR.size:
+            return True
+        offset += _align(length)
+    return False
+
+
+class LinkWatcher:
+    """Calls ``on_up`` from the event loop each time the interface is usable again."""
+
+    def __init__(self, state: LinkState, on_up: Callable[[], None]) -> None:
+        self.state = state
+        self.on_up = on_up
+        self._sock: socket.socket | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._poller: asyncio.Task[None] | None = None
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        try:
+            sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_ROUTE)
+            sock.bind((0, RTMGRP_LINK | RTMGRP_IPV4_IFADDR))
+            sock.setblocking(False)
+        except (OSError, AttributeError) as exc:
+            log.info("no rtnetlink (%s): looking at /sys/class/net/%s every %g s", exc,
+                     self.state.name, POLL_INTERVAL)
+            self._poller = loop.create_task(self._poll())
+            return
+        self._sock = sock
+        loop.add_reader(sock.fileno(), self._readable)
+
+    def close(self) -> None:
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            if self._loop is not None and not self._loop.is_closed():
+                self._loop.remove_reader(sock.fileno())
+            sock.close()
+        if self._poller is not None:
+            self._poller.cancel()
+            self._poller = None
+
+    def _readable(self) -> None:
+        sock = self._sock
+        if sock is None:
+            return
+        while True:
+            try:
+                data = sock.recv(65536)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:  # ENOBUFS: events were lost; look at the interface now
+                log.info("rtnetlink: %s", exc)
+                self._check_sysfs()
+                return
+            for message in parse_messages(data):
+                if self.state.feed(message):
+                    self._call()
+
+    def _call(self) -> None:
+        try:
+            self.on_up()
+        except Exception:  # the owner's bug must not stop the watcher
+            log.exception("link-up callback failed")
+
+    async def _poll(self) -> None:
+        while True:
+            await asyncio.sleep(POLL_INTERVAL)
+            self._check_sysfs()
+
+    def _check_sysfs(self) -> None:
+        """The interface's flags from /sys (the fallback, and after lost rtnetlink events)."""
+        state = self.state
+        try:
+            flags = int((Path("/sys/class/net") / state.name / "flags").read_text(), 16)
+            carrier = (Path("/sys/class/net") / state.name / "carrier").read_text().strip()
+        except (OSError, ValueError):
+            flags, carrier = 0, "0"
+        if carrier == "1":
+            flags |= IFF_RUNNING
+        else:
+            flags &= ~IFF_RUNNING
+        if state.feed(LinkMessage("link", state.index, flags, state.name)):
+            self._call()
+
+
+def watch_interface(iface: str, on_up: Callable[[], None],
+                    loop: asyncio.AbstractEventLoop) -> LinkWatcher | None:
+    """Start watching the interface ``iface`` (an IPv4 address or a name); None where
+    that cannot be done (not Linux, the interface not found)."""
+    found = find_interface(iface)
+    if found is None:
+        return None
+    index, name, address = found
+    watcher = LinkWatcher(LinkState(index, name, address), on_up)
+    watcher.start(loop)
+    return watcher
+
+
+def rejoin_group(sock: socket.socket, mreq: bytes, what: str) -> bool:
+    """Join the group of ``mreq`` (an IP_ADD_MEMBERSHIP argument) again, dropping it
+    first: the kernel may or may not have kept the membership across the interface
+    going down. True if the join took."""
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_DROP_MEMBERSHIP, mreq)
+    try:
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, mreq)
+    except OSError as exc:
+        log.warning("could not join %s again: %s", what, exc.strerror or exc)
+        return False
+    return True

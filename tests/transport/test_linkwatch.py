@@ -1,0 +1,91 @@
+"""The interface watcher's sans-IO parts (m2mc.transport.linkwatch): rtnetlink messages
+decoded from bytes made here, and the state that says when an interface is back. The
+kernel side runs in tests/netns/test_adhoc_linkwatch.py."""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from m2mc.transport.channel import Channel
+from m2mc.transport.linkwatch import (
+    IFF_RUNNING,
+    IFF_UP,
+    RTM_DELADDR,
+    RTM_NEWADDR,
+    RTM_NEWLINK,
+    LinkMessage,
+    LinkState,
+    parse_messages,
+)
+from m2mc.transport.url import open_channel
+
+UP = IFF_UP | IFF_RUNNING
+
+
+def rtattr(kind: int, data: bytes) -> bytes:
+    length = 4 + len(data)
+    return struct.pack("=HH", length, kind) + data + bytes(-length % 4)
+
+
+def nlmsg(kind: int, body: bytes) -> bytes:
+    return struct.pack("=IHHII", 16 + len(body), kind, 0, 0, 0) + body + bytes(-len(body) % 4)
+
+
+def link(index: int, flags: int, name: str, kind: int = RTM_NEWLINK) -> bytes:
+    return nlmsg(kind, struct.pack("=BxHiII", 0, 1, index, flags, 0)
+                 + rtattr(3, name.encode() + b"\0"))
+
+
+def addr(index: int, address: str, kind: int = RTM_NEWADDR) -> bytes:
+    raw = socket.inet_aton(address)
+    return nlmsg(kind, struct.pack("=BBBBi", socket.AF_INET, 24, 0, 0, index)
+                 + rtattr(1, raw) + rtattr(2, raw))
+
+
+def test_link_and_address_messages_are_decoded() -> None:
+    data = link(3, UP, "eth0") + addr(3, "10.77.0.4") + addr(3, "10.77.0.4", RTM_DELADDR)
+    assert parse_messages(data) == [
+        LinkMessage("link", 3, UP, "eth0"), LinkMessage("addr", 3, address="10.77.0.4"),
+        LinkMessage("deladdr", 3, address="10.77.0.4")]
+
+
+@given(st.binary(max_size=300))
+def test_garbage_never_raises(data: bytes) -> None:
+    parse_messages(data)
+    parse_messages(link(1, UP, "x") + data)
+
+
+def feed(state: LinkState, *messages: bytes) -> list[bool]:
+    return [state.feed(m) for data in messages for m in parse_messages(data)]
+
+
+def test_an_interface_is_back_when_up_running_and_holding_its_address() -> None:
+    state = LinkState(3, "eth0", "10.77.0.4")
+    assert state.usable
+    assert feed(state, link(3, 0, "eth0")) == [False]  # ip link set eth0 down
+    assert feed(state, link(3, IFF_UP, "eth0")) == [False]  # up, no carrier yet
+    assert feed(state, link(3, UP, "eth0")) == [True]  # carrier: back
+    assert feed(state, link(3, UP, "eth0")) == [False]  # news of the same state
+    assert feed(state, addr(3, "10.77.0.9", RTM_DELADDR)) == [False]  # another address
+    assert feed(state, addr(3, "10.77.0.4", RTM_DELADDR), addr(3, "10.77.0.4")) == [False, True]
+    assert feed(state, link(5, 0, "eth1"), addr(5, "10.77.0.4")) == [False, False]  # others
+    assert state.returns == 2
+
+
+def test_an_interface_made_again_is_followed_by_name() -> None:
+    state = LinkState(3, "wlan0", None)  # watched by name: any address will do
+    assert feed(state, link(3, 0, "wlan0", kind=17)) == [False]  # RTM_DELLINK: unplugged
+    assert feed(state, link(7, UP, "wlan0")) == [True]  # plugged in again, a new index
+    assert state.index == 7
+    assert feed(state, addr(7, "192.0.2.1", RTM_DELADDR), addr(7, "192.0.2.8")) == [False, True]
+
+
+async def test_channels_without_an_interface_have_no_signal() -> None:
+    channel = open_channel("mem://linkwatch")
+    async with channel:
+        assert channel.watch_link(lambda: None) is False
+    assert Channel.watch_link(channel, lambda: None) is False
