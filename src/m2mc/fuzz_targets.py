@@ -71,6 +71,7 @@ DECODER_NAME = re.compile(r"^_*(decode|unpack|parse|feed)|^(open|split)_frame$")
 
 # Decoders ("module:qualname") and the target that fuzzes each.
 COVERED: dict[str, str] = {
+    "m2mc.infra.persist:decode_saved": "infra.saved_state",
     "m2mc.wire.packet:decode": "m2mp.packet",
     "m2mc.transport.frames:FrameDecoder.feed": "transport.frames",
     "m2mc.transport.url:parse_channel_url": "transport.url",
@@ -595,7 +596,40 @@ def infra_targets() -> list[FuzzTarget]:
         # The checksum stops almost every mutation; this target gets past it to the body.
         FuzzTarget("infra.body", lambda data: codec.decode(with_checksum(data)), body_seeds),
         *_infra_runtime_targets(),
+        _saved_member_target(),
     ]
+
+
+def _saved_member_target() -> FuzzTarget:
+    """A member's saved state as read back from a damaged file (``infra.saved_state``):
+    the numbering, the membership JSON and pending rows, each from the input. Unusable
+    numbering is a SavedStateError; anything else is a fresh join, never a numbering
+    below an id a pending row used."""
+    from m2mc.errors import SavedStateError
+    from m2mc.infra.persist import StoredMember, decode_saved, encode_membership
+
+    def run(data: bytes) -> object:
+        parts = [*data.split(b"\x00", 2), b"", b""]
+        text = parts[0].decode("latin-1")
+        app_seq: object = int(text) if text.isascii() and text.isdigit() else text
+        rows: list[tuple[object, object, object]] = []
+        for chunk in parts[2].split(b"\x01")[:64] if parts[2] else []:
+            r = _Reader(chunk)
+            rows.append((r.u16() - 2, r.u16() - 2, r.take(len(chunk))))
+        saved = decode_saved(StoredMember("m1", app_seq, parts[1].decode("utf-8", "replace"),
+                                          tuple(rows)))
+        used = [a for a, _, _ in rows if isinstance(a, int) and a >= 1]
+        _check(not used or saved.app_seq >= max(used) or bool(saved.problem)
+               or saved.app_seq >= max(i.app_seq for i in saved.pending),
+               "saved numbering below a pending message's id")
+        return saved
+
+    membership = encode_membership(group="infra", phase="member", join_id=7, mystable=12,
+                                   mynew=3, confirmed=2, leave_requested=False).encode()
+    return FuzzTarget("infra.saved_state", run,
+                      lambda: [b"5\x00" + membership + b"\x00\x00\x03\x00\x02hello",
+                               b"0\x00" + membership, b"x\x00{}", b"3\x00\x00"],
+                      expected=(SavedStateError,))
 
 
 def _infra_runtime_targets() -> list[FuzzTarget]:

@@ -340,7 +340,7 @@ async def test_back_in_range_the_browser_shows_groups_made_meanwhile(
         await settle(pilot)
         assert app.session is not None
         app.session.subscribe(lambda change: notices.append(getattr(change, "text", "")))
-        await pilot.press("g")
+        await pilot.press("ctrl+g")
         await settle(pilot)
         node = backends[0].node
         radio = node._drv().channel

@@ -48,7 +48,9 @@ def test_send_reaches_several_listeners_and_filters_apply(m2mc: Spawn, mcast_url
 
 
 def test_listen_exits_1_when_fewer_messages_than_count_arrive(m2mc: Spawn, mcast_url: str) -> None:
-    listener = m2mc("listen", "--channel", mcast_url, "--count", "2", "--timeout", "0.5")
+    # The silence timeout also runs before the first message: it must outlast the start
+    # of the sender process on a loaded machine (0.5 s did not, at load 8 to 17).
+    listener = m2mc("listen", "--channel", mcast_url, "--count", "2", "--timeout", "8")
     listener.wait_stderr("listening on", WAIT)
     assert m2mc("send", "--channel", mcast_url, stdin=b"only one").finish(WAIT) == 0
     assert listener.finish(WAIT) == 1

@@ -163,7 +163,9 @@ def _membership(text: str | None) -> tuple[dict[str, Any], str]:
     for key in ("mystable", "mynew", "confirmed"):
         if _int(d.get(key)) is None:
             return d, f"the saved membership has a bad {key}: {d.get(key)!r:.40}"
-    jid = d.get("join_id")
+    if "join_id" not in d:
+        return d, "the saved membership has no join-id entry"
+    jid = d["join_id"]
     if jid is not None and (_int(jid) is None or jid >= _JOIN_ID_LIMIT):
         return d, f"the saved membership has a bad join-id: {jid!r:.40}"
     return d, ""
