@@ -10,3 +10,24 @@ HERE = Path(__file__).parent
 for path in (HERE, HERE.parent / "netns"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
+
+
+import pytest  # noqa: E402
+
+from netns_lab import Lab, LabUnavailable  # noqa: E402
+
+
+@pytest.fixture
+def lab() -> object:
+    """Four namespaces on a switch (tests/netns/netns_lab.py); skipped where they cannot
+    be made (not root, no iproute2)."""
+    made = Lab(size=4)
+    try:
+        made.create()
+    except LabUnavailable as exc:
+        made.destroy()
+        pytest.skip(f"network namespace tests skipped: {exc}")
+    try:
+        yield made
+    finally:
+        made.destroy()
