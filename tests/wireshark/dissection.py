@@ -120,9 +120,17 @@ def ours(packet: Packet) -> bool:
     return any(packet.protos(proto) for proto in ("m2mp", "m2mc_infra", "m2mc_backbone"))
 
 
+def _retransmitted(packet: Packet) -> bool:
+    """A TCP segment sent again: Wireshark decoded its bytes where they first came."""
+    return any(packet.tree.first(name) is not None for name in (
+        "tcp.analysis.retransmission", "tcp.analysis.spurious_retransmission",
+        "tcp.analysis.fast_retransmission"))
+
+
 def undecoded_frames(packets: list[Packet]) -> list[int]:
     """Frames carrying UDP or TCP payload that no m2mc protocol decoded (a TCP segment in
-    the middle of a frame counts as decoded when the frame it belongs to is)."""
+    the middle of a frame counts as decoded when the frame it belongs to is, a TCP
+    retransmission when the original is)."""
     by_number = {p.number: p for p in packets}
     out = []
     for p in packets:
@@ -130,7 +138,7 @@ def undecoded_frames(packets: list[Packet]) -> list[int]:
             continue
         if "udp" in p.protocols:
             out.append(p.number)
-        elif p.tree.first("tcp.payload") is not None:
+        elif p.tree.first("tcp.payload") is not None and not _retransmitted(p):
             into = p.tree.value("tcp.reassembled_in")
             if into is None or not ours(by_number.get(int(into), p)):
                 out.append(p.number)
