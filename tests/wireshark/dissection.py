@@ -24,6 +24,10 @@ needs_tshark = pytest.mark.skipif(
     TSHARK is None, reason="tshark is not installed (apt-get install tshark): the dissector "
                            "tests run it over captures")
 
+needs_dumpcap = pytest.mark.skipif(
+    DUMPCAP is None, reason="dumpcap is not installed (it comes with tshark: apt-get install "
+                            "tshark): the capture tests record a real run with it")
+
 OURS = ("m2mp", "m2mc", "m2mc_auth", "m2mc_infra", "m2mc_backbone")
 
 

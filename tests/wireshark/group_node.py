@@ -85,9 +85,9 @@ async def main(args: argparse.Namespace) -> int:
                             await group.send(text.ljust(int(size), b"."), reply_to=parent)
                     case ["members", gid, pids]:
                         wanted = set(pids.split(","))
-                        await until(lambda: wanted <= set(groups[gid].members), line)
+                        await until(lambda w=wanted, g=gid: w <= set(groups[g].members), line)
                     case ["wait", gid, count]:
-                        await until(lambda: len(delivered[gid]) >= int(count), line)
+                        await until(lambda g=gid, n=int(count): len(delivered[g]) >= n, line)
                     case ["count", gid]:
                         say(f"count {gid} {len(delivered[gid])}")
                     case ["leave", gid]:

@@ -31,12 +31,12 @@ from typing import Any
 
 import pytest
 from capture import Capture, GroupNode, child_env, cut, detail, reconnect, trace_rows
-from dissection import Field, Packet, dissect, needs_tshark, undecoded_frames
+from dissection import Field, Packet, dissect, needs_dumpcap, needs_tshark, undecoded_frames
 from netns_lab import Lab
 
 from m2mc.group import codec
 
-pytestmark = [pytest.mark.netns, pytest.mark.slow, needs_tshark]
+pytestmark = [pytest.mark.netns, pytest.mark.slow, needs_tshark, needs_dumpcap]
 
 GROUP, PORT = "239.255.93.2", 47621
 SB, TOTAL = "ws-sb", "ws-total"

@@ -26,14 +26,14 @@ from typing import Any
 
 import pytest
 from capture import HERE, M2MC, Capture, Child, child_env, detail, trace_rows, wait_until
-from dissection import Packet, dissect, needs_tshark, undecoded_frames
+from dissection import Packet, dissect, needs_dumpcap, needs_tshark, undecoded_frames
 from netns_lab import Lab
 
 from m2mc.infra import codec as infra_codec
 from m2mc.infra import messages as im
 from m2mc.infra import wire as infra_wire
 
-pytestmark = [pytest.mark.netns, pytest.mark.slow, needs_tshark]
+pytestmark = [pytest.mark.netns, pytest.mark.slow, needs_tshark, needs_dumpcap]
 
 BACKBONE_PORT, UPLINK_PORT = 47231, 47331
 MEMBERS = {"m0": 0, "m1": 1, "m2": 2, "m3": 0}  # pid -> cell; all in the fourth namespace

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 from capture import Capture, GroupNode, child_env, trace_rows
-from dissection import dissect, needs_tshark, undecoded_frames
+from dissection import dissect, needs_dumpcap, needs_tshark, undecoded_frames
 from netns_lab import Lab
 from test_capture_group import channel, group_messages, tag
 
-pytestmark = [pytest.mark.netns, pytest.mark.slow, needs_tshark]
+pytestmark = [pytest.mark.netns, pytest.mark.slow, needs_tshark, needs_dumpcap]
 
 HMAC, AES = "ws-keyed-hmac", "ws-keyed-aes"
 

@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from capture import M2MC, Capture, Child, child_env, wait_until
-from dissection import DUMPCAP, dissect, needs_tshark, undecoded_frames
+from dissection import dissect, needs_dumpcap, needs_tshark, undecoded_frames
 from netns_lab import Lab
 
-pytestmark = [pytest.mark.netns, pytest.mark.slow, needs_tshark]
+pytestmark = [pytest.mark.netns, pytest.mark.slow, needs_tshark, needs_dumpcap]
 
 GROUP, PORT = "239.255.93.1", 47611  # a port no other dissector claims
 

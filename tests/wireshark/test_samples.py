@@ -516,3 +516,24 @@ def test_single_pass_decodes_too(capture: tuple[
     assert [(p.number, p.problems) for p in packets if p.problems] == []
     assert len(which(packets, "m2mc")) == len(which(capture[0], "m2mc"))
     assert len(which(packets, "m2mc_infra")) == len(which(capture[0], "m2mc_infra"))
+
+
+def test_group_names_from_the_preference_and_learned_from_later_announcements(
+        tmp_path: Path) -> None:
+    """The tag is BLAKE2b-64 of the id: the dissector computes it for the ids it is given
+    (long UTF-8 ones too, over several hash blocks) and for those GRPS_INFO announces,
+    even after the messages that use them (two passes)."""
+    later, given = "announced-later", "ünïcode/" + "é" * 90  # 188 bytes of UTF-8
+    path = tmp_path / "names.pcap"
+    with PcapWriter(path) as pcap:
+        for i, message in enumerate([
+                codec.encode(codec.group_tag(later), codec.Adv("a")),
+                codec.encode(codec.group_tag(given), codec.Adv("a")),
+                codec.encode(codec.group_tag("unnamed"), codec.Adv("a")),
+                codec.encode(codec.DISCOVERY_TAG, codec.GrpsInfo(
+                    "a", (codec.GrpInfo(later, "", "sb", ()),)))]):
+            for packet in fragments(100 + i, message):
+                pcap.udp(SENDER, CELL, bytes(packet))
+    packets = dissect(path, options=[f"m2mc.group_names:x, {given} ,y"])
+    assert [p.tree.value("m2mc.group") for p in packets] == [later, given, None, "(discovery)"]
+    assert packets[3].tree.value("m2mc.grp.tag") == codec.group_tag(later).hex()
