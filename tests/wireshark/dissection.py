@@ -7,6 +7,7 @@ Lua errors, and error or warning expert infos of the m2mc protocols.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
@@ -104,8 +105,10 @@ def dissect(pcap: Path, *, options: Sequence[str] = (), two_pass: bool = True) -
     errors = [line for line in done.stderr.decode(errors="replace").splitlines()
               if line.strip() and "Running as user" not in line]
     assert done.returncode == 0 and not errors, errors
+    # tshark writes strings from the wire as they are; XML 1.0 forbids control characters
+    pdml = re.sub(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]", b"?", done.stdout)
     packets = []
-    for element in ET.fromstring(done.stdout).iter("packet"):
+    for element in ET.fromstring(pdml).iter("packet"):
         tree = Field("packet", children=[_field(proto) for proto in element])
         frame = next(p for p in tree.children if p.name == "frame")
         packets.append(Packet(int(frame.value("frame.number") or 0),

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from dissection import TSHARK, needs_tshark
 
+from m2mc import __version__
 from m2mc.cli import main
 from m2mc.errors import UsageError
 from m2mc.wireshark import DISSECTOR_NAME, dissector_path, personal_plugin_dir
@@ -114,7 +115,9 @@ def test_wireshark_loads_it_from_where_it_was_installed(tmp_path: Path) -> None:
     installed = _run(["wireshark", "install"], tmp_path).stdout.strip()
     plugins = subprocess.run([TSHARK, "-G", "plugins"], capture_output=True, text=True, env=env,
                              check=True, timeout=60).stdout
-    assert any(line.split("\t")[-1] == installed for line in plugins.splitlines())
+    [ours] = [line.split("\t") for line in plugins.splitlines()
+              if line.split("\t")[-1] == installed]
+    assert ours[:3] == [DISSECTOR_NAME, __version__, "lua script"]  # the release it belongs to
     protocols = subprocess.run([TSHARK, "-G", "protocols"], capture_output=True, text=True,
                                env=env, check=True, timeout=60).stdout
     names = {line.split("\t")[-1] for line in protocols.splitlines()}

@@ -23,14 +23,34 @@
 --
 -- Written for Lua 5.2 to 5.4 (Wireshark 3.6 and later): no native bitwise operators.
 
-local DISSECTOR_VERSION = "1"
+local DISSECTOR_VERSION = "0.1.0"  -- the m2mc release it belongs to
+
+if set_plugin_info then  -- Wireshark 3.6 and later: shown by `tshark -G plugins`
+    set_plugin_info({ version = DISSECTOR_VERSION,
+                      description = "m2mc: M2MP packets, group messages, infrastructure mode",
+                      repository = "docs/wireshark.md of m2mc" })
+end
 
 ---------------------------------------------------------------------------- bit operations
 local bitlib = bit32 or bit
+if not bitlib then
+    -- a Lua 5.3 or 5.4 build without bit32 or bit: its native operators, compiled only
+    -- there (Lua 5.2 could not parse them)
+    bitlib = load([[
+        local function i(x) return math.tointeger(x) or math.floor(x) end
+        return {
+            band = function(a, b) return i(a) & i(b) end,
+            bor = function(a, b) return i(a) | i(b) end,
+            bxor = function(a, b) return i(a) ~ i(b) end,
+            lshift = function(a, n) return (i(a) << n) & 0xFFFFFFFF end,
+            rshift = function(a, n) return (i(a) & 0xFFFFFFFF) >> n end,
+        }]])()
+end
 local TWO32 = 4294967296
 local band, bor, bxor, lshift, rshift
-if bit32 then
-    band, bor, bxor, lshift, rshift = bit32.band, bit32.bor, bit32.bxor, bit32.lshift, bit32.rshift
+if bit32 or not bit then
+    band, bor, bxor = bitlib.band, bitlib.bor, bitlib.bxor
+    lshift, rshift = bitlib.lshift, bitlib.rshift
 else  -- LuaBitOp returns signed results: bring them back to 0 .. 2^32-1
     band = function(a, b) return bitlib.band(a, b) % TWO32 end
     bor = function(a, b) return bitlib.bor(a, b) % TWO32 end
@@ -42,6 +62,16 @@ end
 local function dec(v)
     if type(v) == "number" then return string.format("%d", v) end
     return tostring(v)
+end
+
+local function hex8(v)  -- Python's f"{v:08x}" of a Lua number or a UInt64
+    if type(v) == "number" then return string.format("%08x", v) end
+    local text = v:tohex(16):lower():gsub("^0+", "")
+    return string.rep("0", 8 - #text) .. text
+end
+
+local function num(v)  -- a Lua number from a number or a (huge) UInt64
+    return type(v) == "number" and v or tonumber(tostring(v))
 end
 
 local function u64(v)  -- a ProtoField.uint64 value from a Lua number or a UInt64
@@ -308,7 +338,7 @@ F.i_tag = ProtoField.uint8("m2mc_infra.tag", "Message", base.DEC, INFRA_NAMES)
 F.i_link = ProtoField.string("m2mc_infra.link", "Link")
 F.i_member_id = ProtoField.string("m2mc_infra.member_id", "Member id")
 F.i_member_node = ProtoField.string("m2mc_infra.member.node", "Node")
-F.i_member_join = ProtoField.uint32("m2mc_infra.member.join_id", "Join id", base.HEX)
+F.i_member_join = ProtoField.uint64("m2mc_infra.member.join_id", "Join id", base.HEX)
 F.i_epoch_round = ProtoField.uint64("m2mc_infra.epoch.round", "Round")
 F.i_epoch_time = ProtoField.double("m2mc_infra.epoch.time", "Starter's time")
 F.i_epoch_starter = ProtoField.string("m2mc_infra.epoch.starter", "Starter")
@@ -392,6 +422,44 @@ p_infra.prefs.udp_ports = Pref.range("Cell UDP ports", "",
 p_backbone.prefs.tcp_ports = Pref.range("Backbone TCP ports", "",
     "TCP ports of host backbones (streams are also found on any port by the heuristic)", 65535)
 
+---------------------------------------------------------------------------- text
+-- Text from the wire as valid UTF-8: each byte that does not start a well-formed
+-- sequence becomes U+FFFD, so labels and exports never carry broken text.
+local REPLACEMENT = "\239\191\189"
+
+local function utf8_text(s)
+    if not s:find("[\128-\255]") then return s end
+    local out, i, n = {}, 1, #s
+    while i <= n do
+        local c = s:byte(i)
+        local size = c < 0x80 and 1 or (c >= 0xC2 and c <= 0xDF) and 2
+            or (c >= 0xE0 and c <= 0xEF) and 3 or (c >= 0xF0 and c <= 0xF4) and 4 or 0
+        local ok = size > 0 and i + size - 1 <= n
+        if ok and size > 1 then
+            local second = s:byte(i + 1)
+            local low = (c == 0xE0 and 0xA0) or (c == 0xF0 and 0x90) or 0x80
+            local high = (c == 0xED and 0x9F) or (c == 0xF4 and 0x8F) or 0xBF
+            ok = second >= low and second <= high
+            for j = i + 2, i + size - 1 do
+                local d = s:byte(j)
+                if d < 0x80 or d > 0xBF then ok = false end
+            end
+        end
+        if ok then
+            out[#out + 1] = s:sub(i, i + size - 1)
+            i = i + size
+        else
+            out[#out + 1] = REPLACEMENT
+            i = i + 1
+        end
+    end
+    return table.concat(out)
+end
+
+local function text_at(tvb, off, len)
+    return len > 0 and utf8_text(tvb:raw(off, len)) or ""
+end
+
 ---------------------------------------------------------------------------- msgpack
 -- A value: {t = type, off, len, v = value | items = {...} | keys, vals, boff, blen}.
 local MAX_DEPTH = 32
@@ -443,7 +511,9 @@ local function mp_read(tvb, off, stop, depth)
             node.t, node.v, node.len = "int", v, 1 + size
             return node
         elseif b >= 0xd0 and b <= 0xd3 then
-            local v = size == 8 and r:int64() or r:int()
+            -- signed: m2mc never writes one; as a Lua number (a negative one is refused)
+            local v = size == 8 and tvb(off + 1, 4):int() * TWO32 + tvb(off + 5, 4):uint()
+                or r:int()
             node.t, node.v, node.len = "int", v, 1 + size
             return node
         end
@@ -459,7 +529,7 @@ local function mp_read(tvb, off, stop, depth)
         local n = slen or blen
         if pos + n > stop then return nil, "truncated msgpack string" end
         if slen then
-            node.t, node.v = "str", n > 0 and tvb(pos, n):string(ENC_UTF_8) or ""
+            node.t, node.v = "str", text_at(tvb, pos, n)
         else
             node.t = "bin"
         end
@@ -980,8 +1050,8 @@ local function dissect_auth(tvb, off, tree, pinfo)
         t:add_proto_expert_info(E.malformed, "truncated authentication header")
         return nil
     end
-    local sender = tvb(off + 4, slen):string(ENC_UTF_8)
-    t:add(F.auth_sender, tvb(off + 4, slen))
+    local sender = text_at(tvb, off + 4, slen)
+    t:add(F.auth_sender, tvb(off + 4, slen), sender)
     t:add(F.auth_counter, tvb(off + 4 + slen, 8))
     local blen = n - body - AUTH_TAG_SIZE
     local encrypted = suite ~= 1
@@ -1069,11 +1139,11 @@ local function member_id(ctx, tree, node, field, label)
         bad(ctx, tree, "a member id is [node, join id]")
         return
     end
-    local text = it[1].v .. "#" .. string.format("%08x", it[2].v)
+    local text = it[1].v .. "#" .. hex8(it[2].v)
     local t = tree:add(field, range_of(ctx, node), text)
     if label then t:set_text(label .. ": " .. text) end
     t:add(F.i_member_node, range_of(ctx, it[1]), it[1].v)
-    t:add(F.i_member_join, range_of(ctx, it[2]), it[2].v)
+    t:add(F.i_member_join, range_of(ctx, it[2]), u64(it[2].v))
     return text, it[1].v
 end
 
@@ -1086,11 +1156,11 @@ local function epoch(ctx, tree, node, field, label)
         bad(ctx, tree, "an epoch is [round, time, starter]")
         return
     end
-    local text = dec(it[1].v) .. "/" .. it[3].v .. "@" .. string.format("%.6f", it[2].v)
+    local text = dec(it[1].v) .. "/" .. it[3].v .. "@" .. string.format("%.6f", num(it[2].v))
     local t = tree:add(field, range_of(ctx, node), text)
     t:set_text(label .. ": " .. text)
     add_uint(t, F.i_epoch_round, ctx, it[1])
-    t:add(F.i_epoch_time, range_of(ctx, it[2]), it[2].v)
+    t:add(F.i_epoch_time, range_of(ctx, it[2]), num(it[2].v))
     t:add(F.i_epoch_starter, range_of(ctx, it[3]), it[3].v)
     return text
 end
@@ -1108,10 +1178,14 @@ local function infra_record(ctx, tree, r)
         if not expect(ctx, t, it[i], types[i], types[i]) then return end
     end
     local node_, join = it[4].v, it[5].v
-    local mid = node_ .. "#" .. string.format("%08x", join)
+    local mid = node_ .. "#" .. hex8(join)
     local app_mid = node_ .. ":" .. dec(it[7].v)
     add_uint(t, F.i_rec_lsn, ctx, it[1])
     add_uint(t, F.i_rec_gseq, ctx, it[2])
+    if type(it[3].v) ~= "number" or it[3].v > 255 then
+        bad(ctx, t, "record kind " .. dec(it[3].v) .. " out of range")
+        return
+    end
     t:add(F.i_rec_kind, range_of(ctx, it[3]), it[3].v)
     t:add(F.i_rec_mid, span(ctx, it[4], it[5]), mid)
     add_uint(t, F.i_rec_nseq, ctx, it[6])
@@ -1318,12 +1392,12 @@ function IR.request(ctx, tree, node, field, name)
         return
     end
     local tag = node.items[1].v
-    t:add(F.i_request_tag, range_of(ctx, node.items[1]), tag)
     local schema = INFRA_TAGS[tag]
     if not schema or not REQUEST_TAGS[tag] then
         bad(ctx, t, "not a member request: tag " .. dec(tag))
         return
     end
+    t:add(F.i_request_tag, range_of(ctx, node.items[1]), tag)
     local rest = { items = {} }
     for i = 2, #node.items do rest.items[i - 1] = node.items[i] end
     local info = render_fields(ctx, t, rest, schema.fields, IR, IF)
@@ -1345,8 +1419,12 @@ local function infra_body(tvb, pinfo, t, off, len)
         return "malformed body"
     end
     local tag = node.items[1].v
-    local ti = t:add(F.i_tag, range_of(ctx, node.items[1]), tag)
     local schema = INFRA_TAGS[tag]
+    if type(tag) ~= "number" or tag > 255 then
+        bad(ctx, t, "message tag " .. dec(tag) .. " out of range")
+        return "malformed body"
+    end
+    local ti = t:add(F.i_tag, range_of(ctx, node.items[1]), tag)
     if not schema then
         ti:add_proto_expert_info(E.unknown, "unknown infrastructure message tag " .. dec(tag))
         return "unknown message " .. dec(tag)
@@ -1387,7 +1465,7 @@ local function dissect_infra(tvb, pinfo, tree, via)
             t:add_proto_expert_info(E.malformed, "bad receiver length")
             return "infra sealed (malformed)"
         end
-        t:add(F.i_receiver, tvb(3, 1 + rlen), rlen > 0 and tvb(4, rlen):string(ENC_UTF_8) or "")
+        t:add(F.i_receiver, tvb(3, 1 + rlen), text_at(tvb, 4, rlen))
         local body, blen, suite, sender = dissect_auth(tvb, 4 + rlen, t, pinfo)
         if not body then return "infra sealed (truncated authentication)" end
         if suite ~= 1 then
@@ -1503,7 +1581,8 @@ local function dissect_m2mp(tvb, pinfo, tree)
     t:add(F.msgid, tvb(0, 4))
     t:add(F.last, tvb(4, 4))
     t:add(F.fragment, tvb(4, 4))
-    t:add(F.payload_len, tvb(4, 4), n - M2MP_HEADER):set_generated()
+    t:add(F.payload_len, n > M2MP_HEADER and tvb(M2MP_HEADER, n - M2MP_HEADER) or tvb(4, 4),
+          n - M2MP_HEADER):set_generated()
     if n > M2MP_HEADER then t:add(F.payload, tvb(M2MP_HEADER, n - M2MP_HEADER)) end
     local key = message_key(pinfo, msgid)
     local note = m2mp_state.frames[pinfo.number]
@@ -1630,7 +1709,7 @@ local function dissect_backbone(tvb, pinfo, tree)
             t:set_text("m2mc backbone frame, " .. size .. " bytes")
             infos[#infos + 1] = safely(tree, dissect_infra, tvb(off + 4, size):tvb(), pinfo, tree, "tcp")
         else
-            local name = size > 0 and tvb(off + 4, size):string(ENC_UTF_8) or ""
+            local name = text_at(tvb, off + 4, size)
             t:add(F.i_peer, tvb(off + 4, size), name)
             t:set_text("m2mc backbone greeting: host " .. name)
             if size == 0 or size > MAX_PEER_NAME then
@@ -1654,7 +1733,7 @@ end
 p_backbone.dissector = dissect_backbone
 
 local function printable(s)
-    return s:find("[%z\1-\31\127]") == nil
+    return s:find("[\0-\31\127]") == nil
 end
 
 -- A segment that starts with a frame (a length, then the infrastructure magic), or with
