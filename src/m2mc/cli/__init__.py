@@ -30,6 +30,7 @@ SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("chat", "m2mc.cli.chat", "the threaded chat client"),
     ("host", "m2mc.cli.host", "run an infrastructure-mode host"),
     ("bench", "m2mc.cli.bench", "measure throughput of the group layer"),
+    ("wireshark", "m2mc.cli.wireshark", "install the Wireshark dissector for m2mc traffic"),
 )
 
 
