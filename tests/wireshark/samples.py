@@ -130,10 +130,10 @@ _RECORD = [7, 5, 0, "m0", 0x1234ABCD, 3, 2, 1, b"payload"]
 WIRE_SAMPLES: dict[str, Any] = {
     "int": 7, "str": "x", "bool": True, "bytes": b"x",
     "mid": _MID, "epoch": _EPOCH, "cell": _CELL,
-    "records": [_RECORD, [8, 0, 1, "m1", 2, 0, 0, 0, b""]],
+    "records": [_RECORD, [8, 0, 1, "m1", 2, 0, 0, 0, b""], [9, 0, 5, "H3", 0, 0, 0, 0, b""]],
     "cells": [_CELL], "mids": [_MID, ["m1", 2]], "items": [[3, 2, b"body"], [4, 3, b""]],
     "pairs": [[_MID, 11]], "strs": ["H1", "H2"],
-    "opt_snapshot": [9, 6, 5, [[_MID, 1, 4, 3, True]], [["m1", 2]]],
+    "opt_snapshot": [9, 6, 5, [[_MID, 1, 4, 3, True]], [["m1", 2]], ["H3", "H4"], 8],
     "request": [12, "m0", "H1", 4, _MID, [[3, 2, b"body"]]],
 }
 
@@ -186,7 +186,9 @@ def infra_message(tag: int) -> Any:
     for index, ((name, token), (_, dec)) in enumerate(
             zip(infra_schema()[tag][1], codecs, strict=True)):
         base = token if token in WIRE_SAMPLES else token.removeprefix("opt_")
-        if base == "int":
+        if base == "int" and name == "op":
+            values.append(index % len(im.ADMIN_OPS))  # an operation the dissector names
+        elif base == "int":
             values.append(20 + index)  # a different number in every field
         elif base == "str":
             values.append(f"{name}-v")

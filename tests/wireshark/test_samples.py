@@ -28,6 +28,7 @@ from samples import group_bodies, infra_messages, infra_schema, lua_fields, lua_
 
 from m2mc.group import codec
 from m2mc.infra import codec as infra_codec
+from m2mc.infra import messages as im
 from m2mc.infra.wire import INFRA_KEY_CONTEXT, InfraWire
 from m2mc.security.auth import AuthConfig, GroupAuth
 from m2mc.security.groupwire import seal_frame
@@ -44,6 +45,7 @@ UPLINK = ("10.77.0.2", 47301)
 BACKBONE = (("10.77.0.1", 40100), ("10.77.0.2", 47201))
 PLAIN_PORT = 47555  # unregistered; M2MP here only through the preference
 GROUP_NAME = "g1"
+ADMIN_OPS = {im.OP_SHOW: "show", im.OP_RETIRE: "retire", im.OP_READMIT: "readmit"}
 
 
 # ------------------------------------------------------------------ expectations
@@ -200,14 +202,15 @@ def _py_cell(c: Any) -> tuple[str, ...]:
 
 def _infra_records(f: Field) -> list[tuple[str | None, ...]]:
     return [(*(r.value(f"m2mc_infra.record.{k}") for k in
-               ("lsn", "gseq", "kind", "mid", "nseq", "app_seq", "prememb")),
+               ("lsn", "gseq", "kind", "mid", "nseq", "app_seq", "prememb", "host")),
              (r.first("m2mc_infra.record.body") or Field("")).value_hex)
             for r in f.direct("m2mc_infra.record")]
 
 
-def _py_infra_records(records: Any) -> list[tuple[str, ...]]:
+def _py_infra_records(records: Any) -> list[tuple[str | None, ...]]:
     return [(str(r.lsn), str(r.gseq), str(r.kind), str(r.mid), str(r.nseq), str(r.app_seq),
-             str(r.prememb), r.body.hex()) for r in records]
+             str(r.prememb), r.mid.node if r.kind in im.CONFIG_KINDS else None, r.body.hex())
+            for r in records]
 
 
 def check_infra_fields(tree: Field, cls: type, fields: list[tuple[str, str]], msg: Any) -> None:
@@ -219,9 +222,17 @@ def check_infra_fields(tree: Field, cls: type, fields: list[tuple[str, str]], ms
             [head] = [c for c in tree.children if c.direct(abbrev)] or [Field("")]
             assert head.values(abbrev) == list(value), where
             continue
+        if token == "request":  # a subtree without a field of its own (m2mc.lua, INFRA_FT)
+            tag = infra_codec._TAGS[type(value)]
+            [head] = [c for c in tree.children if c.direct("m2mc_infra.request.tag")]
+            assert head.value("m2mc_infra.request.tag") == str(tag), where
+            check_infra_fields(head, type(value), infra_schema()[tag][1], value)
+            continue
         f = _one(tree, abbrev)
         if token == "int":
             assert f.show == str(value), where
+            if name == "op":  # named too
+                assert f.showname.endswith(f" ({ADMIN_OPS[value]})"), (where, f.showname)
         elif token == "str":
             assert f.show == value, where
         elif token == "bool":
@@ -234,6 +245,7 @@ def check_infra_fields(tree: Field, cls: type, fields: list[tuple[str, str]], ms
             assert _infra_records(f) == _py_infra_records(value), where
         elif token == "cell":
             assert _cell(f) == _py_cell(value), where
+            assert f.show == value.host, where  # the field's value: the cell's host
         elif token == "cells":
             assert [_cell(c) for c in f.direct("m2mc_infra.cellinfo")] == [
                 _py_cell(c) for c in value], where
@@ -261,10 +273,8 @@ def check_infra_fields(tree: Field, cls: type, fields: list[tuple[str, str]], ms
             assert rows == [(str(r.mid), str(r.first), str(r.last), str(r.recv),
                              _bool(r.member)) for r in s.rows], where
             assert len(f.values("m2mc_infra.member_id")) == len(s.rows) + len(s.mcache)
-        elif token == "request":
-            tag = infra_codec._TAGS[type(value)]
-            assert f.value("m2mc_infra.request.tag") == str(tag), where
-            check_infra_fields(f, type(value), infra_schema()[tag][1], value)
+            assert f.values("m2mc_infra.snapshot.retired") == list(s.retired), where
+            assert f.value("m2mc_infra.snapshot.config_lsn") == str(s.config_lsn), where
         else:
             raise AssertionError(f"{where}: no check for the dissector type {token!r}")
 

@@ -76,9 +76,15 @@ def test_every_infra_message_is_known_with_its_fields_and_wire_types() -> None:
 
 def test_record_kinds_suites_and_constants() -> None:
     records = lua_table("INFRA_RECORD_KINDS")
-    kinds = {getattr(im, name): name for name in ("APP", "JOINED", "LEFT", "EXPELLED", "CLEANUP")}
+    kinds = {getattr(im, name): name for name in ("APP", "JOINED", "LEFT", "EXPELLED", "CLEANUP",
+                                                  "RETIRED", "ADMITTED")}
     assert set(kinds) == im.RECORD_KINDS
     assert {n: row[0] for n, row in records.items()} == kinds
+    # RETIRED and ADMITTED name a host, not a member
+    assert set(lua_table("INFRA_HOST_RECORDS")) == im.CONFIG_KINDS
+    ops = {getattr(im, f"OP_{name.upper()}"): name for name in ("show", "retire", "readmit")}
+    assert set(ops) == im.ADMIN_OPS
+    assert {n: row[0] for n, row in lua_table("ADMIN_OPS").items()} == ops
     suites = lua_table("AUTH_SUITES")
     assert {n: row[0] for n, row in suites.items()} == {int(s): name for name, s in
                                                         auth.SUITE_NAMES.items()}
@@ -125,6 +131,12 @@ NOT_DISSECTED = {
     "m2mc.infra_runtime.net:parse_address": "addresses in messages: shown as strings",
     "m2mc.infra_runtime.node:unpack_body": "the application's payload in a record: bytes",
     "m2mc_chat.codec:decode_body": "the chat's payload in a group record: bytes",
+    "m2mc.infra.persist:decode_saved": "a member's saved state: a local file, never on the "
+                                       "wire",
+    "m2mc.transport.linkwatch:parse_messages": "the kernel's rtnetlink messages to the "
+                                               "interface watcher: never on the network",
+    "m2mc.transport.linkwatch:LinkState.feed": "the kernel's rtnetlink messages to the "
+                                               "interface watcher: never on the network",
 }
 
 

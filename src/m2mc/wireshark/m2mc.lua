@@ -124,6 +124,7 @@ local GROUP_KINDS = {
     [13] = { "PROMISE",   "sender:pid epoch:uint candidate:pid log_epoch:uint log_leader:str commit:uint high:uint entries:entries" },
     [14] = { "START",     "sender:pid epoch:uint base:uint entries:entries" },
     [15] = { "DECIDED",   "sender:pid entries:entries" },
+    [16] = { "GONE",      "sender:pid ranges:digest gseqs:intervals stubs:records" },
     [20] = { "ADV",       "sender:pid" },
     [21] = { "GRPS_INFO", "sender:pid groups:grpinfos" },
 }
@@ -160,6 +161,10 @@ local INFRA_TAGS = {
     [35] = { "Accepted",       "backbone", "epoch:epoch host:str high:int gap:bool" },
     [36] = { "Commit",         "backbone", "epoch:epoch commit:int stable:int replicas:strs" },
     [37] = { "Reroute",        "backbone", "epoch:epoch count:int target:cell" },
+    [38] = { "AdminRequest",   "backbone", "client:str request:int op:int target:str" },
+    [39] = { "Reconfig",       "backbone", "host:str client:str request:int op:int target:str" },
+    [40] = { "AdminResult",    "backbone", "host:str client:str request:int code:str text:str lsn:int" },
+    [41] = { "RetiredNotice",  "backbone", "host:str target:str lsn:int" },
 }
 
 -- Kinds of the coordinator's log records (m2mc.infra.messages).
@@ -169,6 +174,21 @@ local INFRA_RECORD_KINDS = {
     [2] = "LEFT",
     [3] = "EXPELLED",
     [4] = "CLEANUP",
+    [5] = "RETIRED",
+    [6] = "ADMITTED",
+}
+
+-- Record kinds whose member id names a host (its node), not a member.
+local INFRA_HOST_RECORDS = {
+    [5] = "RETIRED",
+    [6] = "ADMITTED",
+}
+
+-- An operator's request (AdminRequest.op, Reconfig.op; m2mc.infra.messages.OP_*).
+local ADMIN_OPS = {
+    [0] = "show",
+    [1] = "retire",
+    [2] = "readmit",
 }
 
 local function parse_spec(spec)
@@ -275,11 +295,16 @@ local group_fields = {
     F.grp_desc, F.grp_order, F.grp_keyed, F.grp_members, F.body,
 }
 
--- One field per body field name, its type from the schema ("m2mc.<name>").
+-- One field per body field name, its type from the schema ("m2mc.<name>"); a type
+-- missing here is a subtree ("none"). A field name has one type in Wireshark, so where
+-- two messages use a name for different things: a cell ("target" of Move and Reroute)
+-- is valued with its host, like the host id "target" of the operators' messages; and
+-- Forward's member request ("request", false: no field of its own) is a subtree found
+-- by m2mc_infra.request.tag, m2mc_infra.request being the operators' request number.
 local GROUP_FT = { pid = "string", str = "string", uint = "uint64", bool = "bool" }
 local INFRA_FT = { int = "uint64", str = "string", bool = "bool", bytes = "bytes",
                    mid = "string", opt_mid = "string", epoch = "string", opt_epoch = "string",
-                   strs = "string" }
+                   strs = "string", cell = "string", request = false }
 
 local function make_field(prefix, name, ft)
     local abbrev = prefix .. "." .. name
@@ -296,11 +321,13 @@ local function body_fields(prefix, schemas, spec_index, types, into)
     for _, schema in pairs(schemas) do
         schema.fields = parse_spec(schema[spec_index])
         for _, f in ipairs(schema.fields) do
-            local ft = types[f.kind] or "none"
-            if ft_of[f.name] and ft_of[f.name] ~= ft then
+            local ft = types[f.kind]
+            if ft == nil then ft = "none" end
+            if ft == false then  -- no field: the renderer adds a subtree of its own
+                f.no_field = true
+            elseif ft_of[f.name] and ft_of[f.name] ~= ft then
                 error(prefix .. "." .. f.name .. " has two types: " .. ft_of[f.name] .. ", " .. ft)
-            end
-            if not made[f.name] then
+            elseif not made[f.name] then
                 ft_of[f.name] = ft
                 made[f.name] = make_field(prefix, f.name, ft)
                 into[#into + 1] = made[f.name]
@@ -350,6 +377,7 @@ F.i_rec_mid = ProtoField.string("m2mc_infra.record.mid", "Member id")
 F.i_rec_nseq = ProtoField.uint64("m2mc_infra.record.nseq", "NEW number")
 F.i_rec_app_seq = ProtoField.uint64("m2mc_infra.record.app_seq", "Application seqno")
 F.i_rec_app_mid = ProtoField.string("m2mc_infra.record.app_mid", "Message")
+F.i_rec_host = ProtoField.string("m2mc_infra.record.host", "Host")
 F.i_rec_prememb = ProtoField.uint64("m2mc_infra.record.prememb", "Membership changes before")
 F.i_rec_body = ProtoField.bytes("m2mc_infra.record.body", "Body")
 F.i_rec_body_len = ProtoField.uint32("m2mc_infra.record.body_len", "Body length")
@@ -368,6 +396,8 @@ F.i_pair_stable = ProtoField.uint64("m2mc_infra.pair.stable", "Stable")
 F.i_snap_lsn = ProtoField.uint64("m2mc_infra.snapshot.lsn", "Log position")
 F.i_snap_gseq = ProtoField.uint64("m2mc_infra.snapshot.gseq", "Global seqno")
 F.i_snap_last_app = ProtoField.uint64("m2mc_infra.snapshot.last_app_gseq", "Last application gseq")
+F.i_snap_retired = ProtoField.string("m2mc_infra.snapshot.retired", "Retired host")
+F.i_snap_config_lsn = ProtoField.uint64("m2mc_infra.snapshot.config_lsn", "Configuration log position")
 F.i_row = ProtoField.none("m2mc_infra.row", "Row")
 F.i_row_first = ProtoField.uint64("m2mc_infra.row.first", "First")
 F.i_row_last = ProtoField.uint64("m2mc_infra.row.last", "Last")
@@ -380,11 +410,11 @@ local infra_fields = {
     F.i_magic, F.i_sealed, F.i_crc, F.i_crc_ok, F.i_receiver, F.i_tag, F.i_link,
     F.i_member_id, F.i_member_node, F.i_member_join, F.i_epoch_round, F.i_epoch_time,
     F.i_epoch_starter, F.i_record, F.i_rec_lsn, F.i_rec_gseq, F.i_rec_kind, F.i_rec_mid,
-    F.i_rec_nseq, F.i_rec_app_seq, F.i_rec_app_mid, F.i_rec_prememb, F.i_rec_body,
+    F.i_rec_nseq, F.i_rec_app_seq, F.i_rec_app_mid, F.i_rec_host, F.i_rec_prememb, F.i_rec_body,
     F.i_rec_body_len, F.i_item, F.i_item_nseq, F.i_item_app_seq, F.i_item_app_mid,
     F.i_item_body, F.i_item_body_len, F.i_cellinfo, F.i_cell_host, F.i_cell_cell,
     F.i_cell_uplink, F.i_cell_load, F.i_pair_stable, F.i_snap_lsn, F.i_snap_gseq,
-    F.i_snap_last_app, F.i_row, F.i_row_first, F.i_row_last, F.i_row_recv, F.i_row_member,
+    F.i_snap_last_app, F.i_snap_retired, F.i_snap_config_lsn, F.i_row, F.i_row_first, F.i_row_last, F.i_row_recv, F.i_row_member,
     F.i_request_tag,
 }
 local IF = body_fields("m2mc_infra", INFRA_TAGS, 3, INFRA_FT, infra_fields)
@@ -749,10 +779,16 @@ end
 
 local GR = {}  -- group body renderers: (ctx, tree, node, field, name) -> info text or nil
 
-function GR.uint(ctx, tree, node, field)
+-- Numbers that name something: the name is shown after the number.
+local NUMBER_NAMES = { op = ADMIN_OPS }
+
+function GR.uint(ctx, tree, node, field, name)
     if expect(ctx, tree, node, "int", "an integer") then
-        add_uint(tree, field, ctx, node)
-        return dec(node.v)
+        local item = add_uint(tree, field, ctx, node)
+        local names = NUMBER_NAMES[name]
+        local known = names and names[node.v]
+        if names then item:append_text(" (" .. (known or "unknown") .. ")") end
+        return known or dec(node.v)
     end
 end
 
@@ -771,7 +807,7 @@ function GR.bool(ctx, tree, node, field)
     end
 end
 
-local function group_record(ctx, tree, r)
+local function group_record(ctx, tree, r, what)
     if not expect(ctx, tree, r, "arr", "a data record") then return end
     local it = r.items
     local t = tree:add(F.record, range_of(ctx, r))
@@ -786,7 +822,7 @@ local function group_record(ctx, tree, r)
     if not ok then return end
     local mid = it[1].v .. ":" .. dec(it[2].v)
     local parent = (it[3].v == "" and it[4].v == 0) and "" or it[3].v .. ":" .. dec(it[4].v)
-    local text = "Record " .. mid .. ", parent " .. (parent == "" and "OTR" or parent) .. ", "
+    local text = what .. " " .. mid .. ", parent " .. (parent == "" and "OTR" or parent) .. ", "
         .. it[5].blen .. " bytes"
     t:add(F.record_mid, span(ctx, it[1], it[2]), mid)
     t:add(F.record_pid, range_of(ctx, it[1]), it[1].v)
@@ -821,7 +857,9 @@ function GR.records(ctx, tree, node, field, name)
     local t = tree:add(field, range_of(ctx, node))
     t:set_text(label_of(name) .. " (" .. #node.items .. ")")
     local before = #ctx.mids
-    for _, r in ipairs(node.items) do group_record(ctx, t, r) end
+    -- a GONE's stubs are records without their payload (docs/group.md section 8)
+    local what = name == "stubs" and "Stub" or "Record"
+    for _, r in ipairs(node.items) do group_record(ctx, t, r, what) end
     local mids = {}
     for i = before + 1, #ctx.mids do mids[#mids + 1] = ctx.mids[i] end
     return #mids .. " [" .. table.concat(mids, " ") .. "]"
@@ -1016,7 +1054,9 @@ local function render_fields(ctx, tree, node, fields, renderers, made)
         if f.optional and item.t == "nil" and f.kind ~= "logstate" then
             tree:add(made[f.name], range_of(ctx, item)):set_text(label_of(f.name) .. ": none")
         else
-            text = renderers[f.kind](ctx, tree, item, made[f.name], f.name)
+            local field = made[f.name]
+            if f.no_field then field = nil end
+            text = renderers[f.kind](ctx, tree, item, field, f.name)
         end
         if text and f.name ~= "sender" then info[#info + 1] = f.name .. "=" .. text end
     end
@@ -1192,13 +1232,16 @@ local function infra_record(ctx, tree, r)
     add_uint(t, F.i_rec_app_seq, ctx, it[7])
     local kind = INFRA_RECORD_KINDS[it[3].v] or ("kind " .. dec(it[3].v))
     if it[3].v == 0 then t:add(F.i_rec_app_mid, span(ctx, it[4], it[7]), app_mid):set_generated() end
+    local host_record = INFRA_HOST_RECORDS[it[3].v]
+    if host_record then t:add(F.i_rec_host, range_of(ctx, it[4]), node_):set_generated() end
     add_uint(t, F.i_rec_prememb, ctx, it[8])
     t:add(F.i_rec_body_len, range_of(ctx, it[9]), it[9].blen)
     if it[9].blen > 0 then t:add(F.i_rec_body, ctx.tvb(it[9].boff, it[9].blen)) end
     local text = "lsn " .. dec(it[1].v) .. " gseq " .. dec(it[2].v) .. " " .. kind .. " "
-        .. (it[3].v == 0 and app_mid or mid)
+        .. (it[3].v == 0 and app_mid or host_record and ("host " .. node_) or mid)
     t:set_text("Record " .. text)
-    ctx.mids[#ctx.mids + 1] = it[3].v == 0 and ("gseq " .. dec(it[2].v) .. "=" .. app_mid) or kind
+    ctx.mids[#ctx.mids + 1] = it[3].v == 0 and ("gseq " .. dec(it[2].v) .. "=" .. app_mid)
+        or host_record and (kind .. " " .. node_) or kind
 end
 
 local function list_head(ctx, tree, node, field, name, what)
@@ -1208,7 +1251,7 @@ local function list_head(ctx, tree, node, field, name, what)
     return t
 end
 
-function IR.int(ctx, tree, node, field) return GR.uint(ctx, tree, node, field) end
+function IR.int(ctx, tree, node, field, name) return GR.uint(ctx, tree, node, field, name) end
 function IR.str(ctx, tree, node, field) return GR.pid(ctx, tree, node, field) end
 function IR.bool(ctx, tree, node, field) return GR.bool(ctx, tree, node, field) end
 
@@ -1253,10 +1296,12 @@ function IR.records(ctx, tree, node, field, name)
     return #parts .. " [" .. table.concat(parts, " ") .. "]"
 end
 
-local function cellinfo(ctx, tree, node, field, label)
+-- A cell; ``valued``: its field is a string field, given the cell's host.
+local function cellinfo(ctx, tree, node, field, label, valued)
     if not expect(ctx, tree, node, "arr", "a cell") then return end
     local it = node.items
-    local t = tree:add(field, range_of(ctx, node))
+    local host = #it >= 1 and it[1].t == "str" and it[1].v or ""
+    local t = valued and tree:add(field, range_of(ctx, node), host) or tree:add(field, range_of(ctx, node))
     if #it ~= 4 or not expect(ctx, t, it[1], "str", "a host") or not expect(ctx, t, it[2], "str", "a cell")
             or not expect(ctx, t, it[3], "str", "an uplink") or not expect(ctx, t, it[4], "int", "a load") then
         bad(ctx, t, "a cell is [host, cell, uplink, load]")
@@ -1270,7 +1315,9 @@ local function cellinfo(ctx, tree, node, field, label)
     return it[1].v
 end
 
-function IR.cell(ctx, tree, node, field, name) return cellinfo(ctx, tree, node, field, label_of(name)) end
+function IR.cell(ctx, tree, node, field, name)
+    return cellinfo(ctx, tree, node, field, label_of(name), true)
+end
 
 function IR.cells(ctx, tree, node, field, name)
     local t = list_head(ctx, tree, node, field, name, "a list of cells")
@@ -1347,10 +1394,12 @@ function IR.opt_snapshot(ctx, tree, node, field, name)
     end
     if not expect(ctx, t, node, "arr", "a snapshot") then return end
     local it = node.items
-    if #it ~= 5 or not expect(ctx, t, it[1], "int", "a position") or not expect(ctx, t, it[2], "int", "a gseq")
+    if #it ~= 7 or not expect(ctx, t, it[1], "int", "a position") or not expect(ctx, t, it[2], "int", "a gseq")
             or not expect(ctx, t, it[3], "int", "a gseq") or not expect(ctx, t, it[4], "arr", "rows")
-            or not expect(ctx, t, it[5], "arr", "a member cache") then
-        bad(ctx, t, "a snapshot is [lsn, gseq, last_app_gseq, rows, mcache]")
+            or not expect(ctx, t, it[5], "arr", "a member cache")
+            or not expect(ctx, t, it[6], "arr", "a list of retired hosts")
+            or not expect(ctx, t, it[7], "int", "a position") then
+        bad(ctx, t, "a snapshot is [lsn, gseq, last_app_gseq, rows, mcache, retired, config_lsn]")
         return
     end
     add_uint(t, F.i_snap_lsn, ctx, it[1])
@@ -1378,15 +1427,18 @@ function IR.opt_snapshot(ctx, tree, node, field, name)
     end
     local mt = t:add(range_of(ctx, it[5]), "Member cache (" .. #it[5].items .. ")")
     for _, m in ipairs(it[5].items) do member_id(ctx, mt, m, F.i_member_id, "Member") end
+    local retired = IR.strs(ctx, t, it[6], F.i_snap_retired, "retired hosts")
+    local ct = add_uint(t, F.i_snap_config_lsn, ctx, it[7])
+    ct:append_text(" (the record that last changed the retired hosts)")
     t:set_text(label_of(name) .. ": lsn " .. dec(it[1].v) .. ", gseq " .. dec(it[2].v) .. ", "
-               .. #it[4].items .. " rows")
+               .. #it[4].items .. " rows, retired " .. (retired or "?"))
     return "lsn " .. dec(it[1].v)
 end
 
 local REQUEST_TAGS = { [11] = true, [12] = true, [13] = true, [14] = true }
 
-function IR.request(ctx, tree, node, field, name)
-    local t = tree:add(field, range_of(ctx, node))
+function IR.request(ctx, tree, node, _, name)
+    local t = tree:add(range_of(ctx, node), label_of(name))  -- a subtree: see INFRA_FT
     if not expect(ctx, t, node, "arr", "a request") or #node.items < 1
             or not expect(ctx, t, node.items[1], "int", "a message tag") then
         return
