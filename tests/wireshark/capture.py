@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -136,10 +136,10 @@ class GroupNode(Child):
     """tests/wireshark/group_node.py in a namespace; ``do(command)`` waits for its ``ok``."""
 
     def __init__(self, lab: Lab, host: Host, pid: str, channel: str, trace: Path,
-                 env: dict[str, str]) -> None:
+                 env: dict[str, str], options: Sequence[str] = ()) -> None:
         super().__init__(lab, host, [sys.executable, str(HERE / "group_node.py"), "--pid", pid,
-                                     "--channel", channel, "--trace", str(trace)], env,
-                         stdin=subprocess.PIPE)
+                                     "--channel", channel, "--trace", str(trace), *options],
+                         env, stdin=subprocess.PIPE)
         self.pid = pid
         wait_until(self.out.has("ready"), f"{pid} to start", 60, self.err.snapshot)
 
@@ -159,11 +159,12 @@ class GroupNode(Child):
         self.start(command)
         self.wait(command, timeout)
 
-    def count(self, gid: str) -> int:
-        """How many messages of ``gid`` this node has delivered."""
-        self.do(f"count {gid}")
+    def count(self, gid: str, what: str = "count") -> int:
+        """How many messages of ``gid`` this node has delivered (``what="skipped"``:
+        given up as gone everywhere)."""
+        self.do(f"{what} {gid}")
         return int([line for line in self.out.snapshot()
-                    if line.startswith(f"count {gid} ")][-1].split()[-1])
+                    if line.startswith(f"{what} {gid} ")][-1].split()[-1])
 
     def quit(self) -> None:
         if self.process.poll() is None:

@@ -1,6 +1,6 @@
 """One ad hoc node for the capture tests, driven line by line from stdin (public API).
 
-    python group_node.py --pid a --channel URL --trace DIR
+    python group_node.py --pid a --channel URL --trace DIR [--retention-bytes N --retention-mode M]
 
 Commands (each answered on stdout by ``ok <command>`` once done, or
 ``error <command>: <why>``):
@@ -12,7 +12,10 @@ Commands (each answered on stdout by ``ok <command>`` once done, or
                                      to the last message delivered in the group
     members GID PID,PID,...          wait until those are members
     wait GID N                       wait until N messages of the group were delivered
+    settle GID N                     wait until N messages were delivered or skipped (gone
+                                     everywhere: docs/group.md section 8)
     count GID                        print ``count GID <messages delivered so far>``
+    skipped GID                      print ``skipped GID <messages skipped so far>``
     leave GID                        leave the group
     quit                             close the node (trace flushed) and exit
 """
@@ -24,6 +27,8 @@ import asyncio
 import sys
 
 from m2mc.api import Group, GroupMessage, Node, NodeConfig
+from m2mc.group.config import GroupConfig
+from m2mc.group.events import MessagesSkipped
 
 
 def say(text: str) -> None:
@@ -31,14 +36,22 @@ def say(text: str) -> None:
 
 
 async def main(args: argparse.Namespace) -> int:
+    group_config = GroupConfig(retention_bytes=args.retention_bytes,
+                               retention_mode=args.retention_mode)
     config = NodeConfig(pid=args.pid, channel=args.channel, trace_dir=args.trace,
-                        run_id=args.run, trace_flush_every=1)
+                        run_id=args.run, trace_flush_every=1, group=group_config)
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     delivered: dict[str, list[GroupMessage]] = {}
     groups: dict[str, Group] = {}
     readers: list[asyncio.Task[None]] = []
+    skipped: dict[str, int] = {}
+
+    async def watch(node: Node) -> None:
+        async for event in node.events():
+            if isinstance(event, MessagesSkipped):
+                skipped[event.gid] = skipped.get(event.gid, 0) + event.count
 
     async def read(group: Group) -> None:
         async for message in group:
@@ -58,6 +71,7 @@ async def main(args: argparse.Namespace) -> int:
         raise TimeoutError(what)
 
     async with Node(config) as node:
+        readers.append(asyncio.create_task(watch(node)))
         say("ready")
         while True:
             line = (await reader.readline()).decode().strip()
@@ -88,8 +102,13 @@ async def main(args: argparse.Namespace) -> int:
                         await until(lambda w=wanted, g=gid: w <= set(groups[g].members), line)
                     case ["wait", gid, count]:
                         await until(lambda g=gid, n=int(count): len(delivered[g]) >= n, line)
+                    case ["settle", gid, count]:
+                        await until(lambda g=gid, n=int(count):
+                                    len(delivered[g]) + skipped.get(g, 0) >= n, line)
                     case ["count", gid]:
                         say(f"count {gid} {len(delivered[gid])}")
+                    case ["skipped", gid]:
+                        say(f"skipped {gid} {skipped.get(gid, 0)}")
                     case ["leave", gid]:
                         await groups[gid].leave()
                     case _:
@@ -109,4 +128,6 @@ if __name__ == "__main__":
     parser.add_argument("--channel", required=True)
     parser.add_argument("--trace", required=True)
     parser.add_argument("--run", default="wireshark")
+    parser.add_argument("--retention-bytes", type=int, default=0)
+    parser.add_argument("--retention-mode", default="full")
     sys.exit(asyncio.run(main(parser.parse_args())))

@@ -12,13 +12,19 @@ a total-order group joined by name, plus a group created by ``a``:
    by REPAIR (and by DECIDED for log positions holding d's membership record).
 3. a leaves the total-order group, whose sequencer it is (HANDOVER, then PREPARE,
    PROMISE and START of the successor), b leaves the S_b group (LEAVE); c sends again.
+4. a and b, whose logs keep at most 12000 bytes a group (``retention_bytes``, in
+   ``ids`` mode: an evicted message leaves its stub), send 24 messages of 1000 bytes
+   in a third group; c discovers it and joins late: it gets the newest by SYNC_RESP, for the
+   evicted ones GONE (ranges and stubs): it skips them (docs/group.md section 8).
 
 The capture on the switch is decoded by tshark with the dissector: no fault, every
 datagram decoded, and what it shows matches the nodes' traces (docs/trace.md): the
 DATA records are exactly the messages the traces say were sent (identity, parent,
 size) in the group the trace names (its tag); every JOIN, LEAVE, SYNC_REQ, SYNC_RESP
 (requester, sync seqno, records, remaining), NACK (ranges), retransmitted record and
-hand-over in a trace is a packet of that node, and the other way round.
+hand-over in a trace is a packet of that node, and the other way round; every
+message the late joiner's trace says it skipped is one a GONE of the capture names,
+each stub is a message its sender's trace sent (identity and parent, no payload).
 """
 
 from __future__ import annotations
@@ -39,7 +45,9 @@ from m2mc.group import codec
 pytestmark = [pytest.mark.netns, pytest.mark.slow, needs_tshark, needs_dumpcap]
 
 GROUP, PORT = "239.255.93.2", 47621
-SB, TOTAL = "ws-sb", "ws-total"
+SB, TOTAL, GONE = "ws-sb", "ws-total", "ws-gone"
+RETENTION = ["--retention-bytes", "12000", "--retention-mode", "ids"]  # a and b
+GONE_EACH, GONE_SIZE = 12, 1000
 
 
 def channel(address: str) -> str:
@@ -53,7 +61,8 @@ def run_scenario(lab: Lab, tmp_path: Path) -> tuple[Path, Path, dict[str, Any]]:
     pcap = tmp_path / "group.pcapng"
     facts: dict[str, Any] = {}
     with Capture(lab, pcap) as capture:
-        nodes = {pid: GroupNode(lab, host, pid, channel(host.address), trace, env)
+        nodes = {pid: GroupNode(lab, host, pid, channel(host.address), trace, env,
+                                RETENTION if pid in "ab" else ())
                  for pid, host in zip("abcd", lab.hosts, strict=True)}
         a, b, c, d = nodes.values()
         try:
@@ -100,6 +109,19 @@ def run_scenario(lab: Lab, tmp_path: Path) -> tuple[Path, Path, dict[str, Any]]:
             c.do(f"send {TOTAL} 3 100")
             for n in (b, c, d):
                 n.do(f"wait {TOTAL} {before[n.pid] + 3}")
+
+            for n in (a, b):
+                n.do(f"join {GONE} sb")
+            for n in (a, b):
+                n.do(f"members {GONE} a,b")
+            for n in (a, b):
+                n.do(f"send {GONE} {GONE_EACH} {GONE_SIZE}")
+            for n in (a, b):
+                n.do(f"wait {GONE} {2 * GONE_EACH}")
+            c.do("discover")  # ADV, answered by GRPS_INFO naming the new group
+            c.do(f"join {GONE} sb")  # late: a and b evicted the oldest
+            c.do(f"settle {GONE} {2 * GONE_EACH}")
+            facts["late"] = {"delivered": c.count(GONE), "skipped": c.count(GONE, "skipped")}
         finally:
             for n in nodes.values():
                 n.quit()
@@ -140,6 +162,9 @@ def message_facts(proto: Field, source: str) -> dict[str, Any]:
             "sync_seqno": one("sync_seqno"), "remaining": one("remaining"),
             "ranges": ranges, "gseqs": gseqs, "gids": body.values("m2mc.grp.gid"),
             "new_sequencer": one("sequencer.pid"), "source": source,
+            "stubs": [(r.value("m2mc.record.mid"), r.value("m2mc.record.parent"),
+                       int(r.value("m2mc.record.payload_len") or -1))
+                      for f in body.direct("m2mc.stubs") for r in f.direct("m2mc.record")],
             "auth_sender": proto.value("m2mc_auth.sender"),
             "encrypted": proto.value("m2mc_auth.encrypted") == "1"}
 
@@ -227,3 +252,21 @@ def test_every_group_kind_captured_decoded_and_matching_the_traces(lab: Lab,
                    if m["kind"] == "HANDOVER") == handovers
     # the groups announced are the trace's groups
     assert {gid for m in messages for gid in m["gids"]} == groups
+
+    # the late joiner: what it skipped, a GONE named; each stub is a message sent, its
+    # identity and parent, without its payload
+    late = facts["late"]
+    print(json.dumps({"late_joiner": late}))
+    assert late["skipped"] > 0 and late["delivered"] + late["skipped"] == 2 * GONE_EACH, late
+    gone = [m for m in messages if m["kind"] == "GONE"]
+    assert gone and all(m["tag"] == tag(GONE) and m["sender"] in "ab" for m in gone), gone
+    named = {f"{pid}:{seq}" for m in gone for pid, ivs in m["ranges"].items()
+             for lo, hi in ivs for seq in range(lo, hi + 1)}
+    skips = [r for r in rows if r["event"] == "skip" and r["group"] == GONE]
+    assert {r["node"] for r in skips} == {"c"} and len(skips) == late["skipped"]
+    assert {r["mid"] for r in skips} <= named
+    parents = {r["mid"]: r["parent"] for r in rows if r["event"] == "send" and r["group"] == GONE}
+    stubs = [stub for m in gone for stub in m["stubs"]]
+    assert stubs and all(mid in named and parents[mid] == parent and size == 0
+                         for mid, parent, size in stubs), stubs
+    assert all(r["parent"] in (None, parents[r["mid"]]) for r in skips)

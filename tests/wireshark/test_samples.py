@@ -413,6 +413,12 @@ def write_capture(path: Path) -> tuple[dict[int, list[Expect]], dict[str, Any]]:
         facts["backbone_segments"] = frames
         for end, check, what in ends:
             note(frames[(end - 1) // 97], what, _any_layer(check))
+        # a connection that only greets (a host with nothing to say to a retired one):
+        # taken towards the backbone address above, left alone towards any other
+        [greets] = pcap.tcp_stream(("10.77.0.3", 40200), BACKBONE[1]).send(b"\0\0\0\2H3")
+        note(greets, "a lone greeting", _greeting("H3"))
+        [lone] = pcap.tcp_stream(("10.77.0.3", 40201), ("10.77.0.9", 47999)).send(
+            b"\0\0\0\2H3")
 
         # left alone by the heuristics
         junk = pcap.udp(SENDER, ("10.77.0.2", 47123), rng.randbytes(300))
@@ -422,7 +428,7 @@ def write_capture(path: Path) -> tuple[dict[int, list[Expect]], dict[str, Any]]:
         short = bytes(next(iter(fragments(5, codec.encode(tag, big)))))[:300]  # not last, < 508
         facts["unclaimed"] = [junk, pcap.udp(SENDER, ("10.77.0.2", 47123), bytes(bad_crc)),
                               message(unknown, dst=("239.255.1.2", 47123), copies=1),
-                              pcap.udp(SENDER, ("239.255.1.2", 47123), short)]
+                              pcap.udp(SENDER, ("239.255.1.2", 47123), short), lone]
     return expect, facts
 
 
@@ -430,6 +436,14 @@ def _claimed(msg: Any) -> str:
     from m2mc.infra.wire import claimed_sender
 
     return claimed_sender(msg) or "H1"
+
+
+def _greeting(name: str) -> Callable[[Packet], None]:
+    def check(packet: Packet) -> None:
+        [backbone] = packet.protos("m2mc_backbone")
+        assert backbone.value("m2mc_backbone.peer") == name
+        assert backbone.value("m2mc_backbone.length") == str(len(name))
+    return check
 
 
 def _any_layer(check: Callable[[Packet], None]) -> Callable[[Packet], None]:

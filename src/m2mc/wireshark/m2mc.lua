@@ -1731,8 +1731,23 @@ p_infra:register_heuristic("udp", function(tvb, pinfo, tree)
 end)
 
 ---------------------------------------------------------------------------- backbone (TCP)
+-- Both ends ("address|port") of every backbone connection decoded in this capture: a
+-- host's backbone address among them takes a connection that only greets (a host
+-- connecting to one it then has nothing to say to, e.g. a retired host).
+local backbone_endpoints = {}
+
+function p_backbone.init()
+    backbone_endpoints = {}
+end
+
+local function endpoint(address, port)
+    return tostring(address) .. "|" .. tostring(port)
+end
+
 local function dissect_backbone(tvb, pinfo, tree)
     local n, off = tvb:len(), 0
+    backbone_endpoints[endpoint(pinfo.src, pinfo.src_port)] = true
+    backbone_endpoints[endpoint(pinfo.dst, pinfo.dst_port)] = true
     local infos = {}
     pinfo.cols.protocol = "M2MC-INFRA"
     while off < n do
@@ -1789,16 +1804,21 @@ local function printable(s)
 end
 
 -- A segment that starts with a frame (a length, then the infrastructure magic), or with
--- the greeting (a host name) followed by a frame. A greeting alone in its segment is left
--- to the conversation, which the stream's first frame assigns to this dissector.
-local function looks_like_backbone(tvb)
+-- the greeting (a host name) followed by a frame. A greeting alone in its segment is
+-- taken only towards a backbone address seen in the capture; otherwise it is left to the
+-- conversation, which the stream's first frame assigns to this dissector.
+local function looks_like_backbone(tvb, pinfo)
     local n = tvb:len()
-    if n < 7 then return false end
+    if n < 5 then return false end
     local size = tvb(0, 4):uint()
     if size == 0 or size > MAX_BACKBONE_FRAME then return false end
-    local magic = tvb(4, 3):raw()
+    local magic = n >= 7 and tvb(4, 3):raw() or ""
     if size >= INFRA_HEADER and (magic == INFRA_MAGIC or magic == INFRA_SEALED_MAGIC) then
         return true
+    end
+    if n == 4 + size and size <= MAX_PEER_NAME then  -- a greeting alone
+        return printable(tvb(4, size):raw())
+            and backbone_endpoints[endpoint(pinfo.dst, pinfo.dst_port)] == true
     end
     if size > MAX_PEER_NAME or n < 4 + size + 4 + 3 then return false end
     if not printable(tvb(4, size):raw()) then return false end
@@ -1809,7 +1829,7 @@ local function looks_like_backbone(tvb)
 end
 
 p_backbone:register_heuristic("tcp", function(tvb, pinfo, tree)
-    if not looks_like_backbone(tvb) then return false end
+    if not looks_like_backbone(tvb, pinfo) then return false end
     pinfo.conversation = p_backbone
     dissect_backbone(tvb, pinfo, tree)
     return true
