@@ -410,12 +410,12 @@ local infra_fields = {
     F.i_magic, F.i_sealed, F.i_crc, F.i_crc_ok, F.i_receiver, F.i_tag, F.i_link,
     F.i_member_id, F.i_member_node, F.i_member_join, F.i_epoch_round, F.i_epoch_time,
     F.i_epoch_starter, F.i_record, F.i_rec_lsn, F.i_rec_gseq, F.i_rec_kind, F.i_rec_mid,
-    F.i_rec_nseq, F.i_rec_app_seq, F.i_rec_app_mid, F.i_rec_host, F.i_rec_prememb, F.i_rec_body,
-    F.i_rec_body_len, F.i_item, F.i_item_nseq, F.i_item_app_seq, F.i_item_app_mid,
-    F.i_item_body, F.i_item_body_len, F.i_cellinfo, F.i_cell_host, F.i_cell_cell,
-    F.i_cell_uplink, F.i_cell_load, F.i_pair_stable, F.i_snap_lsn, F.i_snap_gseq,
-    F.i_snap_last_app, F.i_snap_retired, F.i_snap_config_lsn, F.i_row, F.i_row_first, F.i_row_last, F.i_row_recv, F.i_row_member,
-    F.i_request_tag,
+    F.i_rec_nseq, F.i_rec_app_seq, F.i_rec_app_mid, F.i_rec_host, F.i_rec_prememb,
+    F.i_rec_body, F.i_rec_body_len, F.i_item, F.i_item_nseq, F.i_item_app_seq,
+    F.i_item_app_mid, F.i_item_body, F.i_item_body_len, F.i_cellinfo, F.i_cell_host,
+    F.i_cell_cell, F.i_cell_uplink, F.i_cell_load, F.i_pair_stable, F.i_snap_lsn,
+    F.i_snap_gseq, F.i_snap_last_app, F.i_snap_retired, F.i_snap_config_lsn, F.i_row,
+    F.i_row_first, F.i_row_last, F.i_row_recv, F.i_row_member, F.i_request_tag,
 }
 local IF = body_fields("m2mc_infra", INFRA_TAGS, 3, INFRA_FT, infra_fields)
 p_infra.fields = infra_fields
@@ -1301,7 +1301,8 @@ local function cellinfo(ctx, tree, node, field, label, valued)
     if not expect(ctx, tree, node, "arr", "a cell") then return end
     local it = node.items
     local host = #it >= 1 and it[1].t == "str" and it[1].v or ""
-    local t = valued and tree:add(field, range_of(ctx, node), host) or tree:add(field, range_of(ctx, node))
+    local t = valued and tree:add(field, range_of(ctx, node), host)
+        or tree:add(field, range_of(ctx, node))
     if #it ~= 4 or not expect(ctx, t, it[1], "str", "a host") or not expect(ctx, t, it[2], "str", "a cell")
             or not expect(ctx, t, it[3], "str", "an uplink") or not expect(ctx, t, it[4], "int", "a load") then
         bad(ctx, t, "a cell is [host, cell, uplink, load]")
