@@ -23,10 +23,11 @@ from pyspark.sql import DataFrame, SparkSession
 from m2mc.errors import ConfigError
 from m2mc_pipeline import checks, compare, plots, report
 from m2mc_pipeline.checks.base import CheckResult, run_all
-from m2mc_pipeline.load import check_inputs, load
+from m2mc_pipeline.load import QUICK_EVENTS, check_inputs, load
 from m2mc_pipeline.metrics import compute
 from m2mc_pipeline.progress import Progress, run_with_bar
 from m2mc_pipeline.session import get_session, is_local, stop_session
+from m2mc_pipeline.ship import ship
 from m2mc_pipeline.sweep import (
     Runner,
     SweepSpec,
@@ -178,12 +179,17 @@ def analyze(paths: Sequence[str | Path], out: str | Path, master: str | None = N
     Raises ``m2mc.errors.ConfigError`` on bad input (missing directory, no trace).
     """
     started = time.monotonic()
-    check_inputs(paths)
+    estimate = check_inputs(paths)
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
     owned = spark is None and SparkSession.getActiveSession() is None
-    session = spark or get_session(master, conf=conf, log_path=out_dir / "spark.log")
-    pr = Progress("analyze", enabled=progress, sc=session.sparkContext)
+    quick = estimate is not None and estimate <= QUICK_EVENTS
+    pr = Progress("analyze", enabled=progress)
+    if owned:
+        pr.stage("start Spark")
+    session = spark or get_session(master, conf=conf, log_path=out_dir / "spark.log",
+                                   quick=quick, ends_jvm=stop)
+    pr.sc = session.sparkContext
     pr.stage("load traces")
     loaded = load(session, [str(p) for p in paths])
     tables_at = _tables_location(session, out_dir, tables, pr)
@@ -274,15 +280,20 @@ def sweep(spec: str | Path | SweepSpec, out: str | Path, master: str | None = No
     ``out/sweep.json`` (every task with its seed, parameters, status, error) and
     everything ``analyze`` writes. ``runner`` replaces ``m2mc sim`` (tests, other
     simulators); it must be picklable. On a cluster ``out`` must be a directory
-    every executor shares (NFS or similar): each task writes its trace there.
+    every executor shares (NFS or similar): each task writes its trace there, and
+    the Parquet tables go to ``out/tables`` as in local mode. The executors' Python
+    need not have m2mc: it is shipped to them (ship.py).
     """
     sweep_spec = spec if isinstance(spec, SweepSpec) else parse_spec(spec)
     out_dir = Path(out)
     runs_dir = out_dir / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
     owned = spark is None and SparkSession.getActiveSession() is None
-    session = spark or get_session(master, conf=conf, log_path=out_dir / "spark.log")
+    session = spark or get_session(master, conf=conf, log_path=out_dir / "spark.log",
+                                   ends_jvm=stop)
     sc = session.sparkContext
+    # On a cluster the executors' Python need not have m2mc: send it along (ship.py).
+    ship(sc)
     tasks = sweep_spec.tasks()
     job = functools.partial(run_task, runs_dir=str(runs_dir.resolve()),
                             timeout=sweep_spec.timeout, runner=runner or sweep_spec.runner())
@@ -300,8 +311,10 @@ def sweep(spec: str | Path | SweepSpec, out: str | Path, master: str | None = No
     done = [runs_dir / o.task for o in outcomes if o.ok]
     analysis = None
     if done and analyze_runs:  # False: the caller analyses the runs with other traces
+        # On a cluster OUT is shared by every executor already: the tables go there too.
+        tables = None if is_local(sc.master or "") else str(out_dir.resolve() / "tables")
         analysis = analyze(done, out_dir, spark=session, timeline_node=timeline_node,
-                           self_delivery=self_delivery, progress=progress)
+                           self_delivery=self_delivery, progress=progress, tables=tables)
     if stop and owned:
         stop_session(session)
     return SweepResult(out=out_dir, outcomes=outcomes, analysis=analysis)
