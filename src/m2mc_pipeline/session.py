@@ -166,6 +166,15 @@ def small_frame(spark: SparkSession, rows: Sequence[tuple[Any, ...]], schema: St
         return spark.createDataFrame(list(rows), schema)
 
 
+def end_with_process(spark: SparkSession) -> None:
+    """For a process about to exit (the m2mc commands): the JVM ends with it (it exits
+    when this process's end closes its stdin, and stops Spark on its way out), so no
+    graceful stop is waited for (measured: 0.75 s of a 15 s analyze); unless the JVM
+    writes the class-data archive, which needs the clean end of :func:`stop_session`."""
+    if _class_cache is not None and _class_cache.writing is not None:
+        stop_session(spark)
+
+
 def stop_session(spark: SparkSession) -> None:
     """Stop the session; the JVM stays up and a later get_session() reuses it, unless
     it is writing the class-data archive: then it ends here (a later get_session()

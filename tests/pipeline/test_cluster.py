@@ -28,6 +28,8 @@ sys.path.insert(0, str(Path(__file__).parent))  # standalone.py, beside this fil
 
 from standalone import ClusterUnavailable, standalone
 
+from m2mc_pipeline.session import QUICK_JVM_OPTIONS
+
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 # Four members on a lossy network, one crash and restart: repairs, catch-ups, every
@@ -85,6 +87,8 @@ def test_sweep_and_analyze_on_a_standalone_cluster_equal_local(spark: Any, tmp_p
     driver_env = {k: v for k, v in os.environ.items()
                   if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
     driver_env["SPARK_LOCAL_IP"] = "127.0.0.1"  # the driver binds to loopback too
+    # No class-data archive written into the user's cache by a test (classcache.py).
+    driver_env["M2MC_SPARK_CLASS_CACHE"] = "0"
     sweep_out, analysis_out = tmp_path / "cluster-sweep", tmp_path / "cluster-analysis"
     try:
         cluster = standalone(tmp_path / "cluster")
@@ -93,9 +97,13 @@ def test_sweep_and_analyze_on_a_standalone_cluster_equal_local(spark: Any, tmp_p
         pytest.skip(str(exc))
     try:
         bare = _bare_python(tmp_path / "bare-venv", c.env)
+        # Small work: the executors' JVM tuned for start-up as the quick profile does
+        # for the driver (session.py); their Python is the bare one.
         on_cluster = ["--master", c.master_url, "--quiet",
                       "--conf", f"spark.pyspark.python={bare}",
-                      "--conf", "spark.executor.memory=512m"]
+                      "--conf", "spark.driver.host=127.0.0.1",
+                      "--conf", "spark.executor.memory=512m",
+                      "--conf", f"spark.executor.extraJavaOptions={QUICK_JVM_OPTIONS}"]
         sweep_s = _m2mc(["sweep", str(tmp_path / "sweep.toml"), "--out", str(sweep_out),
                          *on_cluster], driver_env, tmp_path / "sweep.log")
         # On a cluster the tables go where --tables says (a shared path); here, like local.
