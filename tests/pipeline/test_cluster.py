@@ -97,12 +97,14 @@ def test_sweep_and_analyze_on_a_standalone_cluster_equal_local(spark: Any, tmp_p
         pytest.skip(str(exc))
     try:
         bare = _bare_python(tmp_path / "bare-venv", c.env)
-        # Small work: the executors' JVM tuned for start-up as the quick profile does
-        # for the driver (session.py); their Python is the bare one.
+        # Small work: few shuffle partitions (a cluster keeps Spark's 200, which on two
+        # cores cost 108 s instead of 36 s), the executors' JVM tuned for start-up as
+        # the quick profile does for the driver (session.py); their Python is the bare one.
         on_cluster = ["--master", c.master_url, "--quiet",
                       "--conf", f"spark.pyspark.python={bare}",
                       "--conf", "spark.driver.host=127.0.0.1",
                       "--conf", "spark.executor.memory=512m",
+                      "--conf", "spark.sql.shuffle.partitions=2",
                       "--conf", f"spark.executor.extraJavaOptions={QUICK_JVM_OPTIONS}"]
         sweep_s = _m2mc(["sweep", str(tmp_path / "sweep.toml"), "--out", str(sweep_out),
                          *on_cluster], driver_env, tmp_path / "sweep.log")
