@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import shutil
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -190,6 +191,8 @@ def analyze(paths: Sequence[str | Path], out: str | Path, master: str | None = N
     pr = Progress("analyze", enabled=progress)
     if owned:
         pr.stage("start Spark")
+        # The report's matplotlib is imported while the JVM starts (Python waits then).
+        threading.Thread(target=plots.load_matplotlib, daemon=True).start()
     session = spark or get_session(master, conf=conf, log_path=out_dir / "spark.log",
                                    quick=quick, ends_jvm=stop or exiting)
     pr.sc = session.sparkContext

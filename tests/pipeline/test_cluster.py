@@ -122,7 +122,7 @@ def test_sweep_and_analyze_on_a_standalone_cluster_equal_local(spark: Any, tmp_p
     analyze([sweep_out / "runs"], tmp_path / "local-analysis", spark=spark, progress=False)
     local_s = time.monotonic() - started
     print(f"cluster: sweep {sweep_s:.1f}s, analyze {analyze_s:.1f}s; local analyze "
-          f"{local_s:.1f}s (warm session)")
+          f"{local_s:.1f}s (the tests' local session)")
     local = _documents(tmp_path / "local-analysis")
     assert _documents(analysis_out) == local
     assert _documents(sweep_out) == local  # the sweep's own analysis ran on the cluster
