@@ -11,8 +11,10 @@ from __future__ import annotations
 import functools
 import json
 import shutil
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,10 +25,11 @@ from pyspark.sql import DataFrame, SparkSession
 from m2mc.errors import ConfigError
 from m2mc_pipeline import checks, compare, plots, report
 from m2mc_pipeline.checks.base import CheckResult, run_all
-from m2mc_pipeline.load import check_inputs, load
-from m2mc_pipeline.metrics import compute
+from m2mc_pipeline.load import QUICK_EVENTS, check_inputs, load
+from m2mc_pipeline.metrics import Metrics, compute
 from m2mc_pipeline.progress import Progress, run_with_bar
-from m2mc_pipeline.session import get_session, is_local, stop_session
+from m2mc_pipeline.session import end_with_process, get_session, is_local, stop_session
+from m2mc_pipeline.ship import ship
 from m2mc_pipeline.sweep import (
     Runner,
     SweepSpec,
@@ -165,7 +168,7 @@ def analyze(paths: Sequence[str | Path], out: str | Path, master: str | None = N
             timeline_node: str | None = None, self_delivery: bool = True,
             tables: str | None = None, spark: SparkSession | None = None,
             conf: Mapping[str, str] | None = None, progress: bool = True,
-            stop: bool = False) -> AnalysisResult:
+            stop: bool = False, exiting: bool = False) -> AnalysisResult:
     """Verify and measure the traces under ``paths``; write the results under ``out``.
 
     ``master``: Spark master URL (default ``local[*]``; ignored when a session is
@@ -175,15 +178,24 @@ def analyze(paths: Sequence[str | Path], out: str | Path, master: str | None = N
     ``tables``: where Parquet tables go (default ``out/tables``; on a cluster give
     a shared path such as ``hdfs://...``, otherwise they are skipped).
     ``stop``: stop the Spark session at the end if this call started it.
+    ``exiting``: the caller exits right after (the m2mc commands): a session this
+    call started ends with the process (session.end_with_process).
     Raises ``m2mc.errors.ConfigError`` on bad input (missing directory, no trace).
     """
     started = time.monotonic()
-    check_inputs(paths)
+    estimate = check_inputs(paths)
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
     owned = spark is None and SparkSession.getActiveSession() is None
-    session = spark or get_session(master, conf=conf, log_path=out_dir / "spark.log")
-    pr = Progress("analyze", enabled=progress, sc=session.sparkContext)
+    quick = estimate is not None and estimate <= QUICK_EVENTS
+    pr = Progress("analyze", enabled=progress)
+    if owned:
+        pr.stage("start Spark")
+        # The report's matplotlib is imported while the JVM starts (Python waits then).
+        threading.Thread(target=plots.load_matplotlib, daemon=True).start()
+    session = spark or get_session(master, conf=conf, log_path=out_dir / "spark.log",
+                                   quick=quick, ends_jvm=stop or exiting)
+    pr.sc = session.sparkContext
     pr.stage("load traces")
     loaded = load(session, [str(p) for p in paths])
     tables_at = _tables_location(session, out_dir, tables, pr)
@@ -194,13 +206,17 @@ def analyze(paths: Sequence[str | Path], out: str | Path, master: str | None = N
         if sum(n["events"] for n in nodes) == 0:
             raise ConfigError("the trace files hold no well-formed event")
         orders = tb.orders_by_run()
-        results, tallies = run_checks(tb, self_delivery, pr,
-                                      {o for v in orders.values() for o in v})
+        asked = {o for v in orders.values() for o in v}
+        run_rows = compare.runs(nodes, orders, loaded.scopes)
+        info = compare.run_info(session, run_rows)
+        if quick:
+            results, tallies, m = _side_by_side(tb, self_delivery, asked, tables_at, info, pr)
+        else:
+            results, tallies = run_checks(tb, self_delivery, pr, asked)
+            m = compute(tb, tables_at, info, pr)
         cnt = counts(nodes, tallies)
         verify = verify_document(results, cnt)
         (out_dir / "verify.json").write_text(json.dumps(verify, indent=2) + "\n")
-        run_rows = compare.runs(nodes, orders, loaded.scopes)
-        m = compute(tb, tables_at, compare.run_info(session, run_rows), pr)
         metrics = {**m.summary, "runs": run_rows, "self_delivery": self_delivery}
         metrics["comparison"]["repair_vs_loss"] = compare.repair_vs_loss(
             m.summary["overhead"]["by_run"], run_rows)
@@ -224,10 +240,48 @@ def analyze(paths: Sequence[str | Path], out: str | Path, master: str | None = N
     pr.done("valid" if verify["valid"] else f"{bad} violations")
     timings = dict(pr.timings)
     timings["total"] = round(time.monotonic() - started, 3)
-    if stop and owned:
+    if owned and exiting:
+        end_with_process(session)
+    elif stop and owned:
         stop_session(session)
     return AnalysisResult(valid=bool(verify["valid"]), out=out_dir, verify=verify,
                           metrics=metrics, timings=timings)
+
+
+def _side_by_side(tb: Tables, self_delivery: bool, orders: set[str], tables_at: str | None,
+                  info: DataFrame | None, pr: Progress
+                  ) -> tuple[dict[str, CheckResult], dict[str, int], Metrics]:
+    """The checks in a thread of their own while the metrics run here (small traces).
+
+    On a small trace every Spark job is mostly latency: the driver planning it, a few
+    tiny tasks, the wait for the slowest. One query at a time leaves a core idle most
+    of the time; two at once overlap one's planning with the other's tasks. (On a large
+    trace both would fight for the cores and the memory: one after the other there.)
+    """
+    pr.stage("checks and metrics, side by side")
+    took: dict[str, float] = {}
+
+    def checks_job() -> tuple[dict[str, CheckResult], dict[str, int]]:
+        t0 = time.monotonic()
+        try:
+            return run_checks(tb, self_delivery, None, orders)
+        finally:
+            took["checks"] = time.monotonic() - t0
+
+    with ThreadPoolExecutor(1, thread_name_prefix="m2mc-checks") as pool:
+        pending = pool.submit(checks_job)
+        t0 = time.monotonic()
+        try:
+            m = compute(tb, tables_at, info)
+        finally:
+            took["metrics"] = time.monotonic() - t0
+            results, tallies = pending.result()  # waited for even if the metrics failed
+    for name in checks.CHECK_NAMES:
+        n = results[name].violations
+        pr.item(f"check {name}", None, f"{n} violations" if n else "ok")
+    pr.item("checks", took["checks"])
+    pr.item("metrics", took["metrics"])
+    return {name: results[name] for name in checks.CHECK_NAMES}, tallies, m
 
 
 def _tables_location(spark: SparkSession, out_dir: Path, tables: str | None,
@@ -267,22 +321,27 @@ def sweep(spec: str | Path | SweepSpec, out: str | Path, master: str | None = No
           runner: Runner | None = None, spark: SparkSession | None = None,
           conf: Mapping[str, str] | None = None, progress: bool = True, stop: bool = False,
           timeline_node: str | None = None, self_delivery: bool = True,
-          analyze_runs: bool = True) -> SweepResult:
+          analyze_runs: bool = True, exiting: bool = False) -> SweepResult:
     """Run the grid of ``spec`` (a sweep TOML file or a SweepSpec) as Spark tasks, then analyse.
 
     Writes ``out/runs/<task>/`` (scenario.toml and the trace of each simulation),
     ``out/sweep.json`` (every task with its seed, parameters, status, error) and
     everything ``analyze`` writes. ``runner`` replaces ``m2mc sim`` (tests, other
     simulators); it must be picklable. On a cluster ``out`` must be a directory
-    every executor shares (NFS or similar): each task writes its trace there.
+    every executor shares (NFS or similar): each task writes its trace there, and
+    the Parquet tables go to ``out/tables`` as in local mode. The executors' Python
+    need not have m2mc: it is shipped to them (ship.py).
     """
     sweep_spec = spec if isinstance(spec, SweepSpec) else parse_spec(spec)
     out_dir = Path(out)
     runs_dir = out_dir / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
     owned = spark is None and SparkSession.getActiveSession() is None
-    session = spark or get_session(master, conf=conf, log_path=out_dir / "spark.log")
+    session = spark or get_session(master, conf=conf, log_path=out_dir / "spark.log",
+                                   ends_jvm=stop or exiting)
     sc = session.sparkContext
+    # On a cluster the executors' Python need not have m2mc: send it along (ship.py).
+    ship(sc)
     tasks = sweep_spec.tasks()
     job = functools.partial(run_task, runs_dir=str(runs_dir.resolve()),
                             timeout=sweep_spec.timeout, runner=runner or sweep_spec.runner())
@@ -300,8 +359,12 @@ def sweep(spec: str | Path | SweepSpec, out: str | Path, master: str | None = No
     done = [runs_dir / o.task for o in outcomes if o.ok]
     analysis = None
     if done and analyze_runs:  # False: the caller analyses the runs with other traces
+        # On a cluster OUT is shared by every executor already: the tables go there too.
+        tables = None if is_local(sc.master or "") else str(out_dir.resolve() / "tables")
         analysis = analyze(done, out_dir, spark=session, timeline_node=timeline_node,
-                           self_delivery=self_delivery, progress=progress)
-    if stop and owned:
+                           self_delivery=self_delivery, progress=progress, tables=tables)
+    if owned and exiting:
+        end_with_process(session)
+    elif stop and owned:
         stop_session(session)
     return SweepResult(out=out_dir, outcomes=outcomes, analysis=analysis)

@@ -33,6 +33,16 @@ _REMOTE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 _TRACE_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet")
 SCOPE = "scope"
 _ADAPTIVE_FROM = 256 << 20  # bytes of input
+# Up to this many events (estimated before reading) a trace is small: the session is
+# tuned for latency, not throughput (session.py's quick profile, _size_shuffles below).
+QUICK_EVENTS = 50_000
+# A JSON line of the simulator's traces is about 200 bytes; counting 100 errs towards
+# "large", where the default profile is at worst a few seconds slower.
+_JSONL_BYTES_PER_EVENT = 100
+_GZIP_RATIO = 10
+# (key, value for a small trace, value otherwise): code generation (_size_shuffles).
+_CODEGEN = (("spark.sql.codegen.wholeStage", "false", "true"),
+            ("spark.sql.codegen.factoryMode", "NO_CODEGEN", "FALLBACK"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +63,7 @@ class Loaded:
     events: DataFrame
     scopes: list[Scope] = field(default_factory=list)
     input_bytes: int = 0
+    events_estimate: int | None = None  # None: some input is remote (size unknown)
 
 
 def is_remote(path: str) -> bool:
@@ -150,6 +161,33 @@ def _size(paths: Sequence[str]) -> int:
             total += sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
         else:
             total += path.stat().st_size
+    return total
+
+
+def _parquet_rows(path: Path) -> int:
+    """Rows of a Parquet file (or Spark's directory of part files), from the footers."""
+    import pyarrow.parquet as pq
+
+    files = sorted(path.rglob("*.parquet")) if path.is_dir() else [path]
+    total = 0
+    for f in files:
+        try:
+            total += pq.read_metadata(f).num_rows
+        except (OSError, ValueError):  # not Parquet after all: Spark will say so
+            total += _size([str(f)]) // _JSONL_BYTES_PER_EVENT
+    return total
+
+
+def estimate_events(scopes: Sequence[Scope]) -> int:
+    """About how many events the local ``scopes`` hold, without reading them: Parquet
+    footers' row counts, JSONL sizes (over-estimated)."""
+    total = 0
+    for sc in scopes:
+        for f in sc.jsonl:
+            factor = _GZIP_RATIO if f.endswith(".gz") else 1
+            total += factor * _size([f]) // _JSONL_BYTES_PER_EVENT
+        for f in sc.parquet:
+            total += _parquet_rows(Path(f))
     return total
 
 
@@ -273,13 +311,23 @@ def _remote_frames(spark: SparkSession, path: str, index: int) -> tuple[DataFram
             Scope(index=index, path=path, meta=meta))
 
 
-def check_inputs(paths: Sequence[str | Path]) -> None:
-    """Fail fast (before Spark starts) on a missing local directory or one without traces."""
+def check_inputs(paths: Sequence[str | Path]) -> int | None:
+    """Fail fast (before Spark starts) on a missing local directory or one without traces.
+
+    Returns the estimated number of events (:func:`estimate_events`), None when
+    some input is remote.
+    """
     if not paths:
         raise ConfigError("no input directory given")
+    total: int | None = 0
     for raw in paths:
-        if not is_remote(str(raw)):
-            discover_local(_local_path(str(raw)), 0)
+        if is_remote(str(raw)):
+            total = None
+            continue
+        found = discover_local(_local_path(str(raw)), 0)
+        if total is not None:
+            total += estimate_events(found)
+    return total
 
 
 def load(spark: SparkSession, paths: Sequence[str | Path]) -> Loaded:
@@ -304,6 +352,7 @@ def load(spark: SparkSession, paths: Sequence[str | Path]) -> Loaded:
         else:
             found = discover_local(_local_path(p), len(scopes) + len(local_scopes))
             local_scopes.extend(found)
+    estimate = None if scopes else estimate_events(local_scopes)  # scopes: remote ones
     if local_scopes:
         for sc in local_scopes:
             input_bytes += _size(sc.jsonl) + _size(sc.parquet)
@@ -312,7 +361,7 @@ def load(spark: SparkSession, paths: Sequence[str | Path]) -> Loaded:
     df = frames[0]
     for other in frames[1:]:
         df = df.unionByName(other)
-    _size_shuffles(spark, input_bytes)
+    _size_shuffles(spark, input_bytes, estimate)
     ok = (F.col("run").isNotNull() & F.col("node").isNotNull() & F.col("event").isNotNull()
           & F.col("t").isNotNull() & ~F.isnan("t"))
     events = df.select(*COLUMNS, SCOPE, F.monotonically_increasing_id().alias(POS),
@@ -324,10 +373,11 @@ def load(spark: SparkSession, paths: Sequence[str | Path]) -> Loaded:
     json_inputs = any(s.jsonl for s in scopes) or any(is_remote(str(p)) for p in paths)
     if json_inputs:
         events = events.cache()
-    return Loaded(events=events, scopes=scopes, input_bytes=input_bytes)
+    return Loaded(events=events, scopes=scopes, input_bytes=input_bytes,
+                  events_estimate=estimate)
 
 
-def _size_shuffles(spark: SparkSession, input_bytes: int) -> None:
+def _size_shuffles(spark: SparkSession, input_bytes: int, events: int | None = None) -> None:
     """Few shuffle partitions for small traces (a task costs more than its data), more
     for big ones; on a cluster (or when the size is unknown) Spark's settings apply."""
     master = spark.sparkContext.master or ""
@@ -339,3 +389,13 @@ def _size_shuffles(spark: SparkSession, input_bytes: int) -> None:
     # Adaptive execution re-plans after every shuffle: worth it on big inputs, but on
     # small ones that costs more than the data (measured: 2.4x on a 1,000-row join).
     spark.conf.set("spark.sql.adaptive.enabled", str(input_bytes > _ADAPTIVE_FROM).lower())
+    # Code generation compiles Java for every stage of every plan and for every
+    # projection and predicate (with Janino, then the JIT): on a few thousand rows that
+    # costs far more than running the operators and expressions as they are (measured:
+    # the JVM's CPU time for a 4,656-event analyze, 17.7 s -> 13.2 s). Set both ways: a
+    # session analyses traces of any size. A value given at start-up (--conf) stays.
+    quick = events is not None and events <= QUICK_EVENTS
+    given = spark.sparkContext.getConf()
+    for key, small, large in _CODEGEN:
+        if not given.contains(key):
+            spark.conf.set(key, small if quick else large)

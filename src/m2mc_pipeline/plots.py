@@ -6,15 +6,30 @@ no GUI backend, safe to call from any thread.
 
 from __future__ import annotations
 
+import importlib
 import io
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from matplotlib.figure import Figure
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 TIMELINE_MESSAGES = 40  # rows of the timeline plot (the first messages the node saw)
 ORDER_COLORS = {"sb": "#1b9e77", "causal": "#d95f02", "total": "#7570b3", "fifo": "#e7298a",
                 "none": "#666666"}
+
+
+def load_matplotlib() -> None:
+    """Import matplotlib (a third of a second): ``analyze`` does it in a thread while
+    the JVM starts, so that the report does not wait for it."""
+    for module in ("matplotlib.figure", "matplotlib.backends.backend_agg"):  # savefig's
+        importlib.import_module(module)
+
+
+def _figure(**kwargs: Any) -> Figure:
+    from matplotlib.figure import Figure
+
+    return Figure(**kwargs)
 
 
 def _png(fig: Figure) -> bytes:
@@ -32,7 +47,7 @@ def delay_by_ordering(cdfs: Mapping[str, Sequence[float]], what: str = "delivery
     """Distribution (CDF from 100 quantiles) per ordering."""
     if not cdfs:
         return None
-    fig = Figure(figsize=(7, 4))
+    fig = _figure(figsize=(7, 4))
     ax = fig.add_subplot()
     for order in sorted(cdfs):
         qs = list(cdfs[order])
@@ -52,7 +67,7 @@ def latency_vs_loss(rows: Sequence[Mapping[str, Any]]) -> bytes | None:
     """p50 (solid) and p99 (dashed) latency against the loss rate, per ordering."""
     if not rows or len({r["loss"] for r in rows}) < 2:
         return None
-    fig = Figure(figsize=(7, 4))
+    fig = _figure(figsize=(7, 4))
     ax = fig.add_subplot()
     for order in sorted({r["order"] for r in rows}):
         pts = sorted((r["loss"], r["p50"], r["p99"]) for r in rows if r["order"] == order)
@@ -83,7 +98,7 @@ def repair_overhead_figure(rows: Sequence[Mapping[str, Any]]) -> Figure | None:
             or r.get("requests_per_message") is not None]
     if not rows:
         return None
-    fig = Figure(figsize=(7, 4))
+    fig = _figure(figsize=(7, 4))
     ax = fig.add_subplot()
     series = (("requests_per_message", "requests/msg", "o"),
               ("packets_per_message", "packets/msg", "^"))
@@ -143,7 +158,7 @@ def timeline(rows: Sequence[Mapping[str, Any]], node: str, run: str) -> bytes | 
     labels = labels[:TIMELINE_MESSAGES]
     rows = [r for r in rows if label(r) in labels]
     y = {m: i for i, m in enumerate(labels)}
-    fig = Figure(figsize=(8, max(3.0, 0.22 * len(labels) + 1)))
+    fig = _figure(figsize=(8, max(3.0, 0.22 * len(labels) + 1)))
     ax = fig.add_subplot()
     recv = {label(r): r["t"] for r in rows if r["event"] == "recv"}
     for r in rows:
@@ -173,7 +188,7 @@ def throughput(rows: Sequence[Mapping[str, Any]], width: float, max_runs: int = 
                ) -> bytes | None:
     if not rows:
         return None
-    fig = Figure(figsize=(7, 3.5))
+    fig = _figure(figsize=(7, 3.5))
     ax = fig.add_subplot()
     runs = sorted({r["run"] for r in rows})[:max_runs]
     for run in runs:

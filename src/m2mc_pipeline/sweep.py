@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import subprocess
 import sys
 import time
@@ -34,12 +35,18 @@ from pathlib import Path
 from typing import Any
 
 from m2mc.errors import ConfigError
+from m2mc_pipeline.ship import child_pythonpath
 
 # A runner runs one simulation: (scenario file, seed, output dir, timeout) -> None,
 # raising on failure. It runs inside a Spark task, so it must be picklable.
 Runner = Callable[[Path, int, Path, float], None]
 
-_SIM_MAIN = "import sys; from m2mc.cli import main; sys.exit(main(sys.argv[1:]))"
+# The child ``m2mc sim``: on a cluster, m2mc and its dependencies may come from the zip
+# the driver shipped (ship.py): PYTHONPATH names m2mc's, and M2MC_FALLBACK_PATH the
+# dependencies', appended so that the executor's own installed ones win.
+_SIM_MAIN = ("import os, sys; sys.path.extend(p for p in os.environ.get("
+             "'M2MC_FALLBACK_PATH', '').split(os.pathsep) if p); "
+             "from m2mc.cli import main; sys.exit(main(sys.argv[1:]))")
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +203,7 @@ class CommandRunner:
     def __call__(self, scenario: Path, seed: int, out: Path, timeout: float) -> None:
         base = list(self.command) or [sys.executable, "-c", _SIM_MAIN, "sim"]
         cmd = [*base, str(scenario), "--seed", str(seed), "--out", str(out)]
-        _run(cmd, timeout)
+        _run(cmd, timeout, None if self.command else child_pythonpath(dict(os.environ)))
 
 
 def sim_runner(scenario: Path, seed: int, out: Path, timeout: float) -> None:
@@ -204,9 +211,10 @@ def sim_runner(scenario: Path, seed: int, out: Path, timeout: float) -> None:
     CommandRunner()(scenario, seed, out, timeout)
 
 
-def _run(cmd: list[str], timeout: float) -> None:
+def _run(cmd: list[str], timeout: float, env: dict[str, str] | None = None) -> None:
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                              check=False, env=env)
     except subprocess.TimeoutExpired as exc:
         raise RuntimeError(f"timed out after {timeout:g}s") from exc
     if done.returncode != 0:

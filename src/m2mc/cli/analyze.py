@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
     result = analyze(args.dirs, args.out, args.master, timeline_node=args.node,
                      self_delivery=not args.no_self_delivery, tables=args.tables,
-                     conf=spark_conf(args.conf), progress=not args.quiet, stop=True)
+                     conf=spark_conf(args.conf), progress=not args.quiet, exiting=True)
     bad = {k: v for k, v in result.violations.items() if v}
     if bad:
         listing = ", ".join(f"{k}={v}" for k, v in bad.items())

@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
 
     spec = parse_spec(args.spec)  # bad sweep file: exit 2 before Spark starts
     result = sweep(spec, args.out, args.master, conf=spark_conf(args.conf),
-                   progress=not args.quiet, stop=True, timeline_node=args.node)
+                   progress=not args.quiet, exiting=True, timeline_node=args.node)
     failed = result.failed
     for o in failed:
         print(f"failed: {o.task} seed {o.seed} ({Path(o.scenario).name}): {o.error}",
