@@ -113,11 +113,17 @@ class InfraNode(api.Node):
                                    run_id=cfg.run_id, on_events=self._on_events, wire=wire)
         cells = list(cfg.hosts)
         await self.driver.start(cfg.infra_cell or cells[0])
+        if cfg.metrics is not None:
+            from m2mc.metrics.infra import member_snapshot
+
+            await self._serve_metrics(lambda: member_snapshot(self), self._pid)
 
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        if self._metrics is not None:
+            await self._metrics.aclose()
         if self.driver is not None:
             await self.driver.close()
         close = self._trace_close
