@@ -13,7 +13,7 @@ import urllib.request
 import uuid
 
 import pytest
-from scrape import Scrape, scrape
+from scrape import Scrape, scrape, scrape_until
 
 from m2mc.api import Node, NodeConfig
 from m2mc.errors import ConfigError
@@ -192,6 +192,34 @@ def test_a_bad_address_is_refused_when_the_node_is_made(address: str) -> None:
         Node(NodeConfig(channel=_channel(), metrics=address))
 
 
+async def test_connections_past_the_bound_are_closed_at_once_and_counted() -> None:
+    from m2mc.metrics.server import MAX_CONNECTIONS
+
+    async with Node(NodeConfig(pid="alice", channel=_channel(), metrics=LOOPBACK)) as alice:
+        assert alice.metrics_address is not None
+        host, port = alice.metrics_address.rsplit(":", 1)
+
+        def hold_then_knock() -> bytes:
+            idle = [socket.create_connection((host, int(port))) for _ in range(MAX_CONNECTIONS)]
+            try:
+                with socket.create_connection((host, int(port))) as extra:
+                    extra.settimeout(30)
+                    try:
+                        return extra.recv(1)  # closed by the server: b""
+                    except ConnectionResetError:
+                        return b""
+            finally:
+                for sock in idle:
+                    sock.close()
+
+        assert await asyncio.to_thread(hold_then_knock) == b""
+        got = await asyncio.to_thread(  # the idle ones went away: served again
+            scrape_until, alice.metrics_address,
+            lambda g: g.value("m2mc_scrape_connections_refused_total") >= 1, "a scrape")
+        assert got.value("m2mc_scrape_connections_refused_total") == 1
+        assert got.value("m2mc_up") == 1
+
+
 async def test_a_stuck_event_loop_scrapes_as_down_instead_of_hanging() -> None:
     from m2mc.metrics.server import LoopCollector
     from m2mc.metrics.sink import Samples
@@ -202,4 +230,5 @@ async def test_a_stuck_event_loop_scrapes_as_down_instead_of_hanging() -> None:
         families = await asyncio.to_thread(lambda: list(collector.collect()))
     finally:
         stuck.close()
-    assert [(f.name, [s.value for s in f.samples]) for f in families] == [("m2mc_up", [0.0])]
+    values = {f.name: [s.value for s in f.samples] for f in families}
+    assert values == {"m2mc_up": [0.0], "m2mc_scrape_connections_refused": [0]}

@@ -62,6 +62,9 @@ _SPECS: list[MetricSpec] = [
     _g("m2mc_up", "1 when this scrape read the counters on the process's event loop; 0 "
        "when the loop did not answer within 5 s (blocked or overloaded)", where=_ALL,
        alarm="== 0 for 1m: the event loop is stuck"),
+    _c("m2mc_scrape_connections_refused_total", "connections to the metrics endpoint closed "
+       "at once: 8 were being served (a scraper too many, or somebody holding connections "
+       "open)", where=_ALL, alarm="rate > 0: who else connects to the metrics port?"),
     _g("m2mc_node_info", "always 1; labels: what runs here (adhoc, member, host, daemon) "
        "and the m2mc version", "mode", "version", where=_ALL),
     _g("m2mc_queue_depth", "entries in a bounded queue or table now (see the queue list)",
