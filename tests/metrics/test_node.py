@@ -232,3 +232,17 @@ async def test_a_stuck_event_loop_scrapes_as_down_instead_of_hanging() -> None:
         stuck.close()
     values = {f.name: [s.value for s in f.samples] for f in families}
     assert values == {"m2mc_up": [0.0], "m2mc_scrape_connections_refused": [0]}
+
+
+async def test_a_collector_asked_on_its_own_loop_reads_at_once() -> None:
+    from m2mc.metrics.server import LoopCollector
+    from m2mc.metrics.sink import Samples
+
+    def samples() -> Samples:
+        got = Samples("n")
+        got.add("m2mc_messages_sent_total", 7)
+        return got
+
+    collector = LoopCollector(asyncio.get_running_loop(), samples, "n", timeout=60)
+    values = {f.name: [s.value for s in f.samples] for f in collector.collect()}
+    assert values["m2mc_up"] == [1.0] and values["m2mc_messages_sent"] == [7]

@@ -68,28 +68,12 @@ class LoopCollector:
         return [up, refused, *families]
 
     def _read(self) -> Samples | None:
+        """The samples, read on the loop; None if closed, stuck, or the read failed."""
         if self.closed:
             return None
         try:
-            if asyncio.get_running_loop() is self.loop:  # scraped from the loop itself
-                return self.snapshot()
-        except RuntimeError:
-            pass  # no loop in this thread: the usual case, the server's thread
-        future: concurrent.futures.Future[Samples] = concurrent.futures.Future()
-
-        def read() -> None:
-            if not future.set_running_or_notify_cancel():
-                return
-            try:
-                future.set_result(self.snapshot())
-            except BaseException as exc:
-                future.set_exception(exc)
-
-        try:
-            self.loop.call_soon_threadsafe(read)
-            return future.result(self.timeout)
+            return self._on_loop()
         except concurrent.futures.TimeoutError:
-            future.cancel()
             log.warning("metrics of %s: the event loop did not answer within %g s",
                         self.node, self.timeout)
         except RuntimeError:  # the loop is closed
@@ -97,6 +81,29 @@ class LoopCollector:
         except Exception:
             log.exception("metrics of %s: reading the counters failed", self.node)
         return None
+
+    def _on_loop(self) -> Samples:
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None  # no loop in this thread: the usual case, the server's thread
+        if running is self.loop:  # scraped from the loop itself (generate_latest in a task)
+            return self.snapshot()
+        future: concurrent.futures.Future[Samples] = concurrent.futures.Future()
+
+        def read() -> None:
+            if not future.set_running_or_notify_cancel():
+                return  # the scrape gave up waiting
+            try:
+                future.set_result(self.snapshot())
+            except BaseException as exc:
+                future.set_exception(exc)
+
+        self.loop.call_soon_threadsafe(read)
+        try:
+            return future.result(self.timeout)
+        finally:
+            future.cancel()  # no effect once done; a late read() then does nothing
 
 
 class _QuietHandler(WSGIRequestHandler):
