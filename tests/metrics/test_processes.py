@@ -186,6 +186,16 @@ def test_a_bad_metrics_flag_is_one_line_and_status_2(
     assert err.count("\n") == 1 and "--metrics" in err
 
 
+def test_without_prometheus_client_metrics_are_one_line_and_status_2(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)  # as if not installed
+    monkeypatch.delitem(sys.modules, "m2mc.metrics.server", raising=False)
+    assert main(["daemon", "--port", "0", "--channel", "null://",
+                 "--metrics", "127.0.0.1:0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install 'm2mc[metrics]'" in err
+
+
 def test_chat_demo_has_no_metrics(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["chat", "--demo", "--data-dir", str(tmp_path), "--nick", "a",
                  "--metrics", "127.0.0.1:0"]) == 2
