@@ -147,6 +147,10 @@ class InfraNode(api.Node):
             self._restore(self.driver, saved)
         cells = list(cfg.hosts)
         await self.driver.start(cfg.infra_cell or cells[0])
+        if cfg.metrics is not None:
+            from m2mc.metrics.infra import member_snapshot
+
+            await self._serve_metrics(lambda: member_snapshot(self), self._pid)
 
     def _open_store(self) -> tuple[SavedMember | None, bool, bool]:
         """Set the pid; the saved state if any, whether an earlier incarnation used this
@@ -190,6 +194,8 @@ class InfraNode(api.Node):
         if self._closed:
             return
         self._closed = True
+        if self._metrics is not None:
+            await self._metrics.aclose()
         if self.driver is not None:
             await self.driver.close()  # with a data_dir: the last state saved
         if self._member_store is not None:
