@@ -104,3 +104,75 @@ async def test_hosts_report_the_elected_master_and_the_member_its_messages(
         assert got.value("m2mc_auth_failures_total") == before + 1
         assert got.value("m2mc_auth_refused_total", group="infra",
                          reason="unauthenticated") == before + 1
+
+
+RETIRE_BASE = 19000 + (os.getpid() % 300) * 8
+RETIRE_CELLS = [f"udp-multicast://239.255.{95 + i}.{1 + os.getpid() % 200}:{RETIRE_BASE + i}"
+                "?iface=127.0.0.1&ttl=1" for i in range(3)]
+RETIRE_BACKBONE = [("127.0.0.1", RETIRE_BASE + 4 + i) for i in range(3)]
+
+
+def _retire_host(i: int) -> HostDriver:
+    return HostDriver(HostSettings(f"H{i}", RETIRE_BACKBONE[i], RETIRE_CELLS[i],
+                                   ("127.0.0.1", 0),
+                                   [b for j, b in enumerate(RETIRE_BACKBONE) if j != i],
+                                   metrics="127.0.0.1:0"))
+
+
+async def _scrape_until(driver: HostDriver, condition: object, what: str) -> Scrape:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + 30
+    while not condition(got := await _scrape(driver)):  # type: ignore[operator]
+        assert loop.time() < end, f"timed out waiting for {what}"
+        await asyncio.sleep(0.1)
+    return got
+
+
+async def test_a_retirement_shrinks_the_configuration_and_quorum_every_host_reports() -> None:
+    from m2mc.infra_runtime.admin_client import admin_request
+
+    hosts = [_retire_host(i) for i in range(3)]
+    back: HostDriver | None = None
+    try:
+        for d in hosts:
+            await d.start()
+        for d in hosts:
+            got = await _scrape_until(d, lambda g: g.value("m2mc_host_has_master") == 1
+                                      and g.value("m2mc_host_hosts_live") == 3, "three hosts")
+            assert got.value("m2mc_host_configuration_hosts") == 3
+            assert got.value("m2mc_host_quorum") == 2
+            assert got.value("m2mc_host_retired_hosts") == 0
+            assert got.value("m2mc_queue_limit", queue="admin_requests", group="") == 16
+        master = next(d for d in hosts if d.core is not None and d.core.coordinator is not None)
+        victim = next(d for d in hosts if d is not master)
+        survivors = [d for d in hosts if d is not victim]
+        await victim.close()  # the machine is gone for good
+        for d in survivors:  # the alarm an operator sees: a host of the configuration is down
+            got = await _scrape_until(d, lambda g: g.value("m2mc_host_hosts_live") == 2,
+                                      "the dead host")
+            assert got.value("m2mc_host_hosts_live") < got.value(
+                "m2mc_host_configuration_hosts")
+
+        _, result = await admin_request(survivors[-1].s.listen, msg.OP_RETIRE,
+                                        victim.s.host_id)
+        assert result.code == "ok", result.text
+        for d in survivors:  # retired: the configuration has two hosts, both live
+            got = await _scrape_until(d, lambda g: g.value("m2mc_host_retired_hosts") == 1,
+                                      "the committed retirement")
+            assert got.value("m2mc_host_configuration_hosts") == 2
+            assert got.value("m2mc_host_quorum") == 2
+            assert got.value("m2mc_host_hosts_live") == got.value(
+                "m2mc_host_configuration_hosts")
+
+        # The retired host comes back: its frames are refused, it is told, it stops.
+        back = _retire_host(int(victim.s.host_id[1:]))
+        await back.start()
+        await asyncio.wait_for(back.retired.wait(), 30)
+        got = await _scrape(master)
+        assert got.value("m2mc_host_retired_refused_total") > 0
+        assert got.value("m2mc_host_retired_notices_total") > 0
+    finally:
+        for d in hosts:
+            await d.close()
+        if back is not None:
+            await back.close()

@@ -110,6 +110,27 @@ async def test_a_forged_frame_in_a_keyed_group_is_one_auth_failure() -> None:
         assert alice.members(team.gid) == ["alice"]  # and the forged leave changed nothing
 
 
+async def test_coming_back_into_range_is_counted_by_reason_and_a_repeat_is_held() -> None:
+    channel = _channel()
+    async with Node(NodeConfig(pid="alice", channel=channel, metrics=LOOPBACK)) as alice:
+        group = await alice.create_group("back")
+        before = await _scrape(alice)
+        assert before.value("m2mc_reconnects_total", reason="interface") == 0
+        assert before.value("m2mc_reconnects_total", reason="silence") == 0
+        alice.network_changed()  # what the interface watcher calls when the link is back
+        alice.network_changed()  # within reconnect_holdoff: no second reaction
+        await _until(lambda: alice._stack is not None
+                     and alice._stack.reconnect.stats.groups_reannounced == 1,
+                     "the reaction's first step")
+        after = await _scrape(alice)
+        assert after.value("m2mc_reconnects_total", reason="interface") == 1
+        assert after.value("m2mc_reconnects_total", reason="silence") == 0
+        assert after.value("m2mc_reconnects_held_total") == 1
+        assert after.value("m2mc_groups_reannounced_total") == 1  # the group alice made
+        asked = "m2mc_group_msp_requests_sent_total"  # the group caught up (MSP)
+        assert after.value(asked, group=group.gid) == before.value(asked, group=group.gid) + 1
+
+
 async def test_groups_past_the_label_bound_share_one_label() -> None:
     async with Node(NodeConfig(pid="alice", channel=_channel(), metrics=LOOPBACK)) as alice:
         groups = [await alice.create_group(f"g{i}") for i in range(MAX_GROUP_LABELS + 3)]

@@ -40,6 +40,8 @@ def _node_counters(s: Samples, node: Node, stack: GroupNode) -> None:
     s.stats(cat.NODE, stack.stats, override={"delivered": delivered})
     s.add("m2mc_events_dropped_total", node.events_dropped)
     s.stats(cat.GJLP, stack.gjlp.stats)
+    s.stats(cat.RECONNECT, stack.reconnect.stats)
+    s.add("m2mc_log_evicted_total", getattr(stack.store, "evicted", 0))
     s.stats(cat.RATE_LIMIT, stack.discovery_limits, limiter="discovery")
     s.stats(cat.RATE_LIMIT, stack.control_limits, limiter="control")
     m2mp = stack.m2mp
@@ -79,6 +81,7 @@ def _group(s: Samples, node: Node, stack: GroupNode, inst: GroupInstance, group:
     s.add("m2mc_group_holdoff_senders", inst.repair.holdoff_senders, group=group)
     s.stats(cat.REPAIR, inst.repair.stats, group=group)
     s.stats(cat.MSP, inst.msp.stats, group=group)
+    s.stats(cat.RETENTION, inst.retention.stats, group=group)
     if inst.order == "total":
         s.stats(cat.SEQLOG, mop.log.stats, group=group)
     auth = stack._auth_by_tag.get(inst.tag)

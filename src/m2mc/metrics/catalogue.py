@@ -16,12 +16,14 @@ from dataclasses import dataclass, field, fields
 from m2mc.group.gjlp import GjlpStats
 from m2mc.group.manager import NodeStats
 from m2mc.group.msp import MspStats
+from m2mc.group.reconnect import ReconnectStats
 from m2mc.group.repair import RepairStats
+from m2mc.group.retention import RetentionStats
 from m2mc.group.seqlog import SeqLogStats
 from m2mc.infra.coordinator import CoordStats
 from m2mc.infra.gateway import GatewayStats
 from m2mc.infra.host import HostStats
-from m2mc.infra.member import MemberStats
+from m2mc.infra.member_events import MemberStats
 from m2mc.infra.wire import WireStats
 from m2mc.security.auth import AuthStats
 from m2mc.security.ratelimit import RateLimitStats
@@ -95,6 +97,20 @@ _SPECS: list[MetricSpec] = [
        "answered by a rejoin"),
     _g("m2mc_groups", "groups by state: member, lingering (left, still answering repairs), "
        "locked (keyed, in the log, no key given), discovered", "state"),
+    _c("m2mc_log_evicted_total", "messages evicted from the group logs by retention "
+       "(retention_age, retention_bytes, memory_log_bytes): dropped whole, or kept as ids"),
+    _c("m2mc_reconnects_total", "reactions to coming back into range (discovery, "
+       "re-announcement, MSP), by what told: interface (the link watcher or "
+       "Node.network_changed()) or silence (others heard again after a silence)", "reason",
+       alarm="rate > 1/min for 10m: a flapping link or radio"),
+    _c("m2mc_reconnects_held_total", "back-in-range signals ignored: within "
+       "reconnect_holdoff of the last reaction"),
+    _c("m2mc_reconnect_advs_suppressed_total", "reaction advertisements left out: another "
+       "node's was heard first"),
+    _c("m2mc_reconnect_advs_repeated_total", "reaction advertisements made again: no "
+       "discovery reply heard after the last"),
+    _c("m2mc_groups_reannounced_total", "groups this node created, announced again after "
+       "it came back"),
     # ----------------------------------------------------------------- per group
     _g("m2mc_group_info", "1 per group (for group \"(other)\": how many groups it stands "
        "for); labels: order, keyed, state", "group", "order", "keyed", "state"),
@@ -133,6 +149,8 @@ _SPECS: list[MetricSpec] = [
        "max_status_senders high-waters", "group"),
     _c("m2mc_group_repair_status_entries_ignored_total", "high-waters of a received status "
        "past max_status_senders", "group"),
+    _c("m2mc_group_repair_holder_nacks_total", "NACKs made at once because a member's sync "
+       "request named messages this node lacked (catching up both ways)", "group"),
     _c("m2mc_group_msp_requests_sent_total", "MSP sync requests sent (catching up after a "
        "join or restart)", "group"),
     _c("m2mc_group_msp_requests_answered_total", "MSP sync requests received and answered",
@@ -155,6 +173,29 @@ _SPECS: list[MetricSpec] = [
     _c("m2mc_group_msp_digests_truncated_total", "digests cut to max_digest_intervals",
        "group"),
     _c("m2mc_group_msp_messages_sent_total", "messages sent inside sync responses", "group"),
+    _c("m2mc_group_msp_requests_ahead_total", "sync requests of members that hold messages "
+       "this node lacks (it NACKs them at once)", "group"),
+    _c("m2mc_group_gone_sent_total", "GONE answers sent: messages asked for that this node's "
+       "log no longer holds (retention evicted them)", "group"),
+    _c("m2mc_group_gone_suppressed_total", "GONE answers not sent: another member's GONE said "
+       "it first", "group"),
+    _c("m2mc_group_gone_truncated_total", "GONE answers cut at max_nack_intervals (the rest "
+       "goes with the next NACK)", "group"),
+    _c("m2mc_group_gone_received_total", "GONE messages heard: members asked for messages "
+       "some logs no longer hold", "group",
+       alarm="rate > 0 for 10m: members stay away longer than the retention covers"),
+    _c("m2mc_group_gone_contradicted_total", "GONEs naming messages this node holds: it sent "
+       "them", "group"),
+    _c("m2mc_group_gone_reports_dropped_total", "GONE reports past their table's bound "
+       "(max_senders senders, 4 x max_nack_intervals ranges each)", "group",
+       alarm="rate > 0: a flood of GONEs (a broken or hostile member)"),
+    _c("m2mc_group_messages_skipped_total", "messages given up: gone from every log that "
+       "answered within gone_grace (lost to this node; a MessagesSkipped event)", "group",
+       alarm="increase > 0: messages lost here; retention shorter than the absences"),
+    _c("m2mc_group_positions_skipped_total", "total order: positions passed over whose "
+       "message no log holds any more", "group", alarm="increase > 0 (as above)"),
+    _c("m2mc_group_skips_deferred_total", "retention ids mode: skipped messages waiting for "
+       "their parent's place in the order", "group"),
     _c("m2mc_group_seqlog_absurd_epoch_total", "total order: ballots absurdly far ahead, "
        "dropped", "group", alarm="rate > 0"),
     _c("m2mc_group_seqlog_absurd_position_total", "total order: positions absurdly far "
@@ -246,6 +287,20 @@ _SPECS: list[MetricSpec] = [
        "never sent to", where="member", alarm="rate > 0"),
     _g("m2mc_member_phase", "1 for the member's phase: idle, joining, member, leaving, "
        "closing, left", "phase", where="member"),
+    _c("m2mc_member_uplink_mismatch_total", "beacons naming another uplink than the address "
+       "they came from: not followed", where="member",
+       alarm="rate > 0: forged beacons, or a gateway behind address translation"),
+    _c("m2mc_member_resumes_total", "power-ons with a saved membership (data_dir), by "
+       "outcome: resumed, refused (the hosts expelled it while off: joined afresh, what was "
+       "sequenced meanwhile is lost to it), discarded (the saved state was unusable)",
+       "outcome", where="member",
+       alarm="increase(outcome!=\"resumed\") > 0: messages missed over a "
+             "switch-off"),
+    _c("m2mc_member_commits_total", "saves of the member's state (data_dir) before frames "
+       "or events left", where="member"),
+    _c("m2mc_member_delivery_pauses_total", "times the member stopped taking records: the "
+       "application's queue reached max_queued_messages (NACKed again after it read half)",
+       where="member", alarm="rate > 0 for 5m: the application does not keep up"),
     _c("m2mc_frames_decoded_total", "infrastructure frames decoded", where="member+host"),
     _c("m2mc_frames_refused_total", "infrastructure frames refused, by reason: malformed, "
        "unkeyed_sealed, wrong_sender, misdirected", "reason", where="member+host",
@@ -261,8 +316,9 @@ _SPECS: list[MetricSpec] = [
        "won)", where="host"),
     _c("m2mc_host_elections_total", "elections this host took part in (started or joined)",
        where="host", alarm="increase > 3 in 10m: masters keep failing"),
-    _g("m2mc_host_hosts_live", "hosts alive in the directory, this one included",
-       where="host", alarm="< the number of hosts deployed for 1m"),
+    _g("m2mc_host_hosts_live", "hosts alive in the directory, this one included (retired "
+       "ones not)", where="host",
+       alarm="< m2mc_host_configuration_hosts for 1m: a host is down"),
     _g("m2mc_host_cell_members", "members attached to this host's cell", where="host"),
     _g("m2mc_host_commit", "commit point (gseq) known to this host", where="host"),
     _g("m2mc_host_log_high", "highest log record this replica holds", where="host"),
@@ -287,6 +343,22 @@ _SPECS: list[MetricSpec] = [
        where="host", alarm="> 0"),
     _c("m2mc_host_unknown_host_total", "votes and answers from hosts never admitted",
        where="host", alarm="rate > 0"),
+    _c("m2mc_host_untrusted_addresses_total", "backbone addresses in statuses that nobody "
+       "trusted gave (no configured peer, no key, no connection from there): never "
+       "connected to", where="host", alarm="rate > 0: forged statuses"),
+    _c("m2mc_host_retired_refused_total", "frames from hosts retired for good, ignored",
+       where="host", alarm="rate > 0 for 5m: a retired host still runs (stop it)"),
+    _c("m2mc_host_retired_notices_total", "retired hosts told so (their status answered, "
+       "on the master)", where="host"),
+    _c("m2mc_host_admin_refused_total", "operators' retire/readmit requests refused: "
+       "max_admin_requests held", where="host", alarm="rate > 0"),
+    _g("m2mc_host_configuration_hosts", "hosts of the committed configuration (configured "
+       "or ever known, less the retired): what quorums count", where="host"),
+    _g("m2mc_host_quorum", "hosts needed for an election or a commit under the committed "
+       "configuration (a majority of m2mc_host_configuration_hosts)", where="host",
+       alarm="m2mc_host_hosts_live < m2mc_host_quorum for 10s: nothing commits"),
+    _g("m2mc_host_retired_hosts", "hosts retired for good in the committed configuration",
+       where="host"),
     _c("m2mc_gateway_relayed_total", "records relayed in the cell", where="host"),
     _c("m2mc_gateway_transferred_total", "records transferred to joining members",
        where="host"),
@@ -360,7 +432,9 @@ class StatsTable:
     cls: type
     prefix: str
     overrides: dict[str, tuple[Route, ...]] = field(default_factory=dict)
-    skip: frozenset[str] = frozenset({"extra"})  # reserved, never written
+    # Not exported: "extra" (reserved, never written), or a field that is the sum of
+    # others exported with a label (Prometheus sums them).
+    skip: frozenset[str] = frozenset({"extra"})
 
     def routes(self, name: str) -> tuple[Route, ...]:
         if name in self.skip:
@@ -394,6 +468,14 @@ NODE = StatsTable(NodeStats, "m2mc", {
 GJLP = StatsTable(GjlpStats, "m2mc_discovery")
 REPAIR = StatsTable(RepairStats, "m2mc_group_repair")
 MSP = StatsTable(MspStats, "m2mc_group_msp")
+RETENTION = StatsTable(RetentionStats, "m2mc_group", {
+    "skipped": (Route("m2mc_group_messages_skipped_total"),),
+    "skipped_positions": (Route("m2mc_group_positions_skipped_total"),),
+})
+RECONNECT = StatsTable(ReconnectStats, "m2mc", {
+    "reconnects_by_interface": (Route("m2mc_reconnects_total", (("reason", "interface"),)),),
+    "reconnects_by_silence": (Route("m2mc_reconnects_total", (("reason", "silence"),)),),
+}, skip=frozenset({"reconnects"}))  # the sum of the two above: sum by (reason)
 SEQLOG = StatsTable(SeqLogStats, "m2mc_group_seqlog")
 AUTH = StatsTable(AuthStats, "m2mc_auth", {
     name: _reason("m2mc_auth_refused_total", name) for name in _AUTH_REASONS})
@@ -410,6 +492,9 @@ MEMBER = StatsTable(MemberStats, "m2mc_member", {
     "duplicates": _reason(_DROPPED, "duplicates"),
     "decode_errors": _reason(_DROPPED, "decode_error"),
     "nacks": (Route("m2mc_member_nacks_total"),),
+    "resumed": (Route("m2mc_member_resumes_total", (("outcome", "resumed"),)),),
+    "resumes_refused": (Route("m2mc_member_resumes_total", (("outcome", "refused"),)),),
+    "restore_discarded": (Route("m2mc_member_resumes_total", (("outcome", "discarded"),)),),
 })
 WIRE = StatsTable(WireStats, "m2mc_frames", {
     "decoded": (Route("m2mc_frames_decoded_total"),),
@@ -422,9 +507,9 @@ COORDINATOR = StatsTable(CoordStats, "m2mc_coordinator")
 ROUTER = StatsTable(RouterStats, "m2mc_daemon")
 DAEMON = StatsTable(DaemonStats, "m2mc_daemon")
 
-TABLES: tuple[StatsTable, ...] = (NODE, GJLP, REPAIR, MSP, SEQLOG, AUTH, RATE_LIMIT, M2MP,
-                                  CHANNEL, MEMBER, WIRE, HOST, GATEWAY, COORDINATOR, ROUTER,
-                                  DAEMON)
+TABLES: tuple[StatsTable, ...] = (NODE, GJLP, REPAIR, MSP, RETENTION, RECONNECT, SEQLOG, AUTH,
+                                  RATE_LIMIT, M2MP, CHANNEL, MEMBER, WIRE, HOST, GATEWAY,
+                                  COORDINATOR, ROUTER, DAEMON)
 AUTH_REFUSALS = _AUTH_REASONS
 """The AuthStats fields that are refusals: their sum is ``m2mc_auth_failures_total``
 of an infrastructure-mode process."""
@@ -432,7 +517,7 @@ of an infrastructure-mode process."""
 QUEUES: dict[str, str] = {
     "app_messages": "ad hoc, member: per group, delivered messages the application has not "
                     "read (max_queued_messages; at it an ad hoc node stops reading the "
-                    "network; a member does not stop, so alarm on it)",
+                    "network, a member stops delivering, until the application read half)",
     "app_events": "ad hoc, member: group events not read (max_queued_events; oldest dropped)",
     "held": "ad hoc: per group, messages held by the ordering core until deliverable "
             "(max_held; beyond, refused)",
@@ -451,6 +536,8 @@ QUEUES: dict[str, str] = {
     "forward": "host: member requests waiting to be sequenced (max_forward_queue)",
     "queued_requests": "host: requests held during a takeover (max_queued_requests)",
     "members": "host, on the master: members of the group (max_members)",
+    "admin_requests": "host: operators' retire/readmit requests it is answering "
+                      "(max_admin_requests; beyond, answered busy)",
     "clients": "daemon: local processes connected (max_clients)",
     "external_backlog": "daemon: datagrams waiting for the external channel "
                         "(max_external_backlog)",

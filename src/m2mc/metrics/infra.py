@@ -77,6 +77,14 @@ def host_snapshot(driver: HostDriver) -> Samples:
     s.add("m2mc_host_log_high", core.log.high)
     s.add("m2mc_host_log_refused_total", core.log.refused)
     s.add("m2mc_host_bad_addresses_total", driver.bad_addresses)
+    s.add("m2mc_host_untrusted_addresses_total", driver.untrusted_addresses)
+    # The configuration: after a retirement, quorums count fewer hosts.
+    s.add("m2mc_host_configuration_hosts", directory.universe())
+    s.add("m2mc_host_quorum", directory.quorum())
+    s.add("m2mc_host_retired_hosts", len(core.retired))
+    ops = core.ops
+    s.add("m2mc_host_retired_notices_total", ops.notices)
+    s.add("m2mc_host_admin_refused_total", ops.desk.refused)
     backbone = driver.backbone
     s.add("m2mc_host_backbone_refused_connections_total",
           backbone.refused_connections if backbone is not None else 0)
@@ -86,6 +94,7 @@ def host_snapshot(driver: HostDriver) -> Samples:
     s.queue("local", len(core.gateway.local), cfg.max_local)
     s.queue("forward", len(core.gateway.outbox), cfg.max_forward_queue)
     s.queue("queued_requests", len(core._queued), cfg.max_queued_requests)
+    s.queue("admin_requests", len(ops.desk.clients), ops.desk.limit)
     return samples
 
 
