@@ -31,7 +31,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from m2mc.errors import UsageError
 from m2mc.group.codec import GrpInfo
@@ -40,6 +40,7 @@ from m2mc.group.events import Delivered, DeliveredBatch, GroupEvent
 from m2mc.group.fastobj import fast_constructor, slot_twin
 from m2mc.group.manager import TRACE_JOURNAL_META, GroupNode
 from m2mc.log import node_logger
+from m2mc.metrics.address import parse_metrics_address
 from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.runtime.driver import StackDriver
 from m2mc.runtime.tracing import WallClockSink, incarnation_events, open_trace
@@ -50,6 +51,10 @@ from m2mc.trace.schema import TraceEvent, TraceSink, detail_json
 from m2mc.transport.endpoint import DEFAULT_FLOW_WINDOW
 from m2mc.transport.url import DEFAULT_CHANNEL_URL, open_channel
 from m2mc.wire.m2mp import M2MPConfig
+
+if TYPE_CHECKING:
+    from m2mc.metrics.server import MetricsServer
+    from m2mc.metrics.sink import Samples
 
 __all__ = ["Group", "GroupKey", "GroupMessage", "Node", "NodeConfig", "ReplyTo"]
 
@@ -85,6 +90,8 @@ class NodeConfig:
     infra_cell: str | None = None  # the cell to start in (default: the first of hosts)
     infra: Any = None  # an m2mc.infra.config.InfraConfig (default settings if None)
     infra_key: Any = None  # deployment key (m2mc.infra_runtime.keying.DeploymentKey); None: none
+    # Serve Prometheus metrics on this ADDR:PORT (docs/operations.md); None: none.
+    metrics: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +166,10 @@ class Node:
             config = replace(config, **overrides)  # type: ignore[arg-type]
         if config.max_queued_messages < 1 or config.max_queued_events < 1:
             raise UsageError("max_queued_messages and max_queued_events must be >= 1")
+        if config.metrics is not None:
+            parse_metrics_address(config.metrics, "NodeConfig.metrics")
         self.config = config
+        self._metrics: MetricsServer | None = None
         self._stack: GroupNode | None = None
         self._driver: StackDriver | None = None
         self._store: GroupStore | None = None
@@ -235,11 +245,36 @@ class Node:
         self._clock = self._driver.loop.time
         self._stack.start(self._driver.now())
         self._driver.poke()
+        if cfg.metrics is not None:
+            from m2mc.metrics.adhoc import adhoc_snapshot
+            from m2mc.metrics.labels import GroupLabels
+
+            labels = GroupLabels()
+            await self._serve_metrics(lambda: adhoc_snapshot(self, labels), pid)
+
+    async def _serve_metrics(self, snapshot: Callable[[], Samples], node_id: str) -> None:
+        """Serve ``NodeConfig.metrics``; a node that cannot is closed again (ConfigError)."""
+        from m2mc.metrics import start_metrics
+
+        assert self.config.metrics is not None
+        try:
+            self._metrics = start_metrics(self.config.metrics, snapshot, node_id)
+        except BaseException:
+            await self.close()
+            raise
+
+    @property
+    def metrics_address(self) -> str | None:
+        """Where the Prometheus metrics are served (``ADDR:PORT``, the port the OS chose
+        for port 0), or None without ``NodeConfig.metrics``."""
+        return self._metrics.address if self._metrics is not None else None
 
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        if self._metrics is not None:
+            await self._metrics.aclose()
         if self._driver is not None:
             self._driver.poke()
             await self._driver.close()

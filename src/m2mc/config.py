@@ -88,6 +88,7 @@ class DaemonSettings:
                                   low=1)
     max_external_backlog: int = _key(4096, "datagrams waiting for the external channel",
                                      low=1)
+    metrics: str = _key("", "serve Prometheus metrics on this ADDR:PORT; empty: none")
 
 
 @dataclass(frozen=True, slots=True)

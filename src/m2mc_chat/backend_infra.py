@@ -95,7 +95,8 @@ class InfraChatBackend(M2MCBackend):
         base = node_config or NodeConfig()
         self._node_config = replace(base, mode="infra", hosts=base.hosts or self.cells,
                                     pid=self.pid,
-                                    infra_key=config.infra_key or base.infra_key)
+                                    infra_key=config.infra_key or base.infra_key,
+                                    metrics=config.metrics or base.metrics)
         self.join_timeout = JOIN_TIMEOUT
         self._left: dict[str, None] = {}   # insertion-ordered: the oldest is dropped first
         self._leaving = False

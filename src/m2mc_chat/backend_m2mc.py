@@ -106,6 +106,8 @@ class M2MCBackend:
             data_dir=config.data_dir / f"node-{config.device_id}",
             trace_dir=config.trace_dir, run_id=config.run_id)
         self._node_config.pid = config.device_id
+        if config.metrics is not None:
+            self._node_config.metrics = config.metrics
         self._setup(Node(self._node_config))
 
     def _setup(self, node: Node) -> None:

@@ -69,6 +69,8 @@ class ChatConfig:
     infra_key: GroupKey | None = None
     """Infrastructure mode: the hosts' deployment key (``--key-file``/``--key-passphrase``
     with ``--infra``; never saved)."""
+    metrics: str | None = None
+    """Serve the node's Prometheus metrics on this ADDR:PORT (``--metrics``; never saved)."""
 
     @property
     def config_path(self) -> Path:

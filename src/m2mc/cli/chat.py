@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from m2mc.cli.iface_option import add_iface_argument, on_iface
 from m2mc.errors import ConfigError, UsageError
+from m2mc.metrics import metrics_flag
 
 if TYPE_CHECKING:
     from m2mc.security.keys import GroupKey
@@ -93,6 +94,9 @@ def register(subparsers: Any) -> None:
                         "DIR/<device id>.jsonl, for 'm2mc analyze' (ad hoc mode)")
     p.add_argument("--run-id", default="", metavar="ID",
                    help="with --trace-dir: the trace's run column")
+    p.add_argument("--metrics", metavar="ADDR:PORT", type=metrics_flag,
+                   help="serve this participant's Prometheus metrics here, e.g. "
+                        "127.0.0.1:9464 (docs/operations.md)")
     p.set_defaults(func=run)
 
 
@@ -173,6 +177,10 @@ def run(args: argparse.Namespace) -> int:
                                                   args.iface, where))
     if args.trace_dir:
         config = replace(config, trace_dir=args.trace_dir, run_id=args.run_id)
+    if args.metrics:
+        if args.demo:
+            raise UsageError("--metrics needs the network (not --demo)")
+        config = replace(config, metrics=args.metrics)
     if args.demo:       # the simulated group's keyed group opens with its passphrase
         from m2mc_chat.fake import DEMO_KEYS
 

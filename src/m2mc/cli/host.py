@@ -29,10 +29,12 @@ one the deployment is unauthenticated, and says so.
 
 Every flag may come from ``--config FILE.toml`` instead: a ``[host]`` table (``id``,
 ``listen``, ``peers``, ``cell``, ``uplink``, ``trace_dir``, ``run_id``, ``key``,
-``key_file``, ``passphrase``, ``suite``) and an ``[infra]`` table of protocol settings
-(any field of :class:`~m2mc.infra.config.InfraConfig`); flags win. Once up it prints
+``key_file``, ``passphrase``, ``suite``, ``metrics``) and an ``[infra]`` table of protocol
+settings (any field of :class:`~m2mc.infra.config.InfraConfig`); flags win. Once up it prints
 one line on stderr: ``m2mc host: H1 up, backbone 127.0.0.1:7101, cell URL, uplink
-ADDR, authenticated (hmac-sha256)`` (or ``unauthenticated``).
+ADDR, authenticated (hmac-sha256)`` (or ``unauthenticated``), and with ``--metrics
+ADDR:PORT`` a second: ``m2mc host: H1 metrics on http://ADDR:PORT/metrics``
+(Prometheus text format; docs/operations.md).
 Stops on SIGINT or SIGTERM (or after ``--run-for`` seconds), printing one last line:
 ``m2mc host: H1 stopped, counters {...}`` (frames opened and refused, and why).
 """
@@ -58,9 +60,10 @@ from m2mc.infra_runtime.admin_client import AdminUnreachable, admin_request
 from m2mc.infra_runtime.host_driver import HostDriver, settings_from_strings
 from m2mc.infra_runtime.keying import DeploymentKey
 from m2mc.infra_runtime.net import parse_address
+from m2mc.metrics import metrics_flag, parse_metrics_address
 
 _HOST_KEYS = ("id", "listen", "peers", "cell", "uplink", "trace_dir", "run_id", "key",
-              "key_file", "passphrase", "suite")
+              "key_file", "passphrase", "suite", "metrics")
 
 
 def register(subparsers: Any) -> None:
@@ -95,6 +98,9 @@ def register(subparsers: Any) -> None:
                         "prefer --key-file or the config file)")
     p.add_argument("--suite", choices=("hmac-sha256", "aes-256-gcm", "chacha20-poly1305"),
                    default=None, help="with a key: tag only (default) or encrypt too")
+    p.add_argument("--metrics", metavar="ADDR:PORT", type=metrics_flag,
+                   help="serve Prometheus metrics here, e.g. 127.0.0.1:9464 "
+                        "(docs/operations.md)")
     p.add_argument("--config", metavar="FILE", help="TOML file with [host] and [infra] tables")
     p.set_defaults(func=run)
     ops = p.add_subparsers(dest="action", metavar="ACTION", parser_class=type(p))
@@ -164,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
                                      args.run_id if args.run_id is not None
                                      else str(host.get("run_id", "")),
                                      key=_key(args, host))
+    settings.metrics = _metrics(args, host)
     return asyncio.run(_serve(HostDriver(settings), args.run_for))
 
 
@@ -216,6 +223,19 @@ def run_admin(args: argparse.Namespace) -> int:
     return 2 if result.code in reconfig.BAD_INPUT else 1
 
 
+def _metrics(args: argparse.Namespace, host: dict[str, Any]) -> str | None:
+    """``--metrics``, else ``metrics`` of the [host] table; None: no metrics."""
+    if args.metrics is not None:
+        return str(args.metrics)
+    value = host.get("metrics")
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ConfigError("host.metrics: expected a string ADDR:PORT")
+    parse_metrics_address(value, "host.metrics")
+    return value
+
+
 async def _serve(driver: HostDriver, run_for: float | None) -> int:
     await driver.start()
     s = driver.s
@@ -225,6 +245,9 @@ async def _serve(driver: HostDriver, run_for: float | None) -> int:
         "unauthenticated"
     print(f"m2mc host: {s.host_id} up, backbone {s.listen[0]}:{s.listen[1]}, cell {s.cell}, "
           f"uplink {driver.core.ident.uplink}, {keyed}", file=sys.stderr, flush=True)
+    if driver.metrics is not None:
+        print(f"m2mc host: {s.host_id} metrics on {driver.metrics.url}", file=sys.stderr,
+              flush=True)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

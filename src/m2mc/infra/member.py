@@ -41,6 +41,7 @@ from m2mc.infra.member_events import (
     Uplink,
     ViewChange,
 )
+from m2mc.infra.member_moves import check_host, readdress
 from m2mc.infra.persist import MemberStore, SavedMember
 from m2mc.infra.reliable import ReliableSender
 from m2mc.infra.wire import InfraWire
@@ -92,6 +93,11 @@ class MemberCore:
         self._power_on = False  # resumed a saved membership, not yet confirmed by a host
         self.restore_problem = ""  # why the saved membership could not be taken up
         self._old_join_id: int | None = None  # the saved membership's (not to be reused)
+        # Back-pressure (the API's max_queued_messages, :meth:`make_room`): messages are
+        # delivered while stats.delivered < deliver_until (None: no bound); at it the
+        # core pauses, records wait in mybuf (bounded) and the rest is NACKed later.
+        self.deliver_until: int | None = None
+        self.paused = False
         self._reset_membership()
 
     def _reset_membership(self) -> None:
@@ -346,6 +352,9 @@ class MemberCore:
     def _deliver_ready(self, now: float) -> None:
         buf = self.mybuf
         while (self.mystable + 1) in buf:
+            if self.deliver_until is not None and self.stats.delivered >= self.deliver_until \
+                    and self._no_room(buf[self.mystable + 1]):
+                return
             r = buf.pop(self.mystable + 1)
             self.mystable += 1
             if r is None or self.phase == Phase.JOINING:
@@ -353,6 +362,25 @@ class MemberCore:
             self._deliver(r, now)
             if self.phase in (Phase.IDLE, Phase.LEFT, Phase.JOINING, Phase.CLOSING):
                 return  # left (or expelled and rejoining): the rest is not ours
+
+    def _no_room(self, r: msg.Record | None) -> bool:
+        """Whether ``r`` must wait: a message for an application with no room."""
+        if r is None or r.kind != msg.APP or self.phase == Phase.JOINING:
+            return False  # not for the application (footnote 6: discarded when joining)
+        if not self.paused:
+            self.paused = True
+            self.stats.delivery_pauses += 1
+        return True
+
+    def make_room(self, until: int, now: float) -> None:
+        """The application can take messages until ``stats.delivered`` reaches ``until``;
+        a paused core delivers what waits in mybuf and NACKs the rest."""
+        self.deliver_until = until
+        if self.paused and self.stats.delivered < until:
+            self.paused = False
+            self._deliver_ready(now)
+            self._maybe_nack(now)
+            self._pump(now)
 
     def _deliver(self, r: msg.Record, now: float) -> None:
         if r.kind == msg.APP:
@@ -411,9 +439,9 @@ class MemberCore:
 
     # ================================================================ NACK (figure 6)
     def _nack_now(self) -> msg.NackReq | None:
-        if self.seen_high <= self.mystable or self.mid is None \
+        if self.seen_high <= self.mystable or self.mid is None or self.paused \
                 or self.phase not in (Phase.JOINING, Phase.MEMBER, Phase.LEAVING):
-            return None  # mylow = 0, or nothing more to deliver in this membership
+            return None  # mylow = 0, nothing more to deliver, or no room: not now
         s2 = min(self.mybuf) if self.mybuf else self.seen_high + 1
         if self.phase == Phase.JOINING:
             # Which multicasts we need starts at our "has joined", unknown yet: ask
@@ -505,14 +533,7 @@ class MemberCore:
             self._out.append(Uplink(self.gateway, self.gateway_addr, frame))
 
     def _readdress(self, frame: msg.UplinkMessage) -> msg.UplinkMessage:
-        gw = self.gateway or ""
-        if isinstance(frame, msg.Hello) or frame.host == gw:
-            return frame
-        if isinstance(frame, msg.NewReq):
-            return msg.NewReq(frame.node, gw, frame.rseq, frame.mid, frame.items)
-        if isinstance(frame, msg.NackReq):
-            return msg.NackReq(frame.node, gw, frame.rseq, frame.mid, frame.s1, frame.s2)
-        return type(frame)(frame.node, gw, frame.rseq, frame.mid)
+        return readdress(frame, self.gateway or "")
 
     # ================================================================ timers
     def on_timer(self, now: float) -> None:
@@ -531,29 +552,8 @@ class MemberCore:
                 del self._control_acked[kind]
                 if kind not in self._control:
                     self._control.append(kind)
-        self._check_host(now)
+        check_host(self, now)  # seeds/004 4.5: a silent host
         self._pump(now)
-
-    def _check_host(self, now: float) -> None:
-        """seeds/004 4.5 "Host crash": a silent host makes the member look elsewhere."""
-        if self.cell is None or now < max(self._gateway_heard, self._attached_at,
-                                          self._move_asked) + self.cfg.host_silence:
-            return
-        self._move_asked = now
-        silent = self.gateway or self._expect
-        if silent is not None:
-            self._unheard.add(silent)  # not this one again until we hear it
-        # Hosts are told apart by id: a cell's URL names the interface it is joined on,
-        # which differs between a host's directory and this computer.
-        others = [c for c in self.directory if c.host not in self._unheard and c.cell != self.cell]
-        if not others and self._unheard:  # everybody was silent: try them all again
-            self._unheard = {silent} if silent is not None else set()
-            others = [c for c in self.directory
-                      if c.host not in self._unheard and c.cell != self.cell]
-        if others:
-            best = min(others, key=lambda c: (c.load, c.host))
-            self._expect = best.host
-            self._events.append(MoveRequest(best))
 
     def next_deadline(self) -> float | None:
         ds = [d for d in (self._nack_timer,

@@ -85,3 +85,4 @@ class MemberStats:
     resumes_refused: int = 0  # ... that the hosts no longer held (expelled while off)
     restore_discarded: int = 0  # saved memberships unusable (corrupt): joined afresh
     commits: int = 0  # saves of the durable state (before frames or events left)
+    delivery_pauses: int = 0  # deliveries stopped: the application had no room

@@ -13,7 +13,7 @@ import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from m2mc.errors import ConfigError
 from m2mc.infra.config import InfraConfig
@@ -31,6 +31,9 @@ from m2mc.log import node_logger
 from m2mc.runtime.tracing import open_trace
 from m2mc.transport.iface import interface_address
 
+if TYPE_CHECKING:
+    from m2mc.metrics.server import MetricsServer
+
 
 @dataclass
 class HostSettings:
@@ -44,6 +47,7 @@ class HostSettings:
     run_id: str = ""
     group: str = "infra"
     key: Any = None  # the deployment key source (DeploymentKey); None: unauthenticated
+    metrics: str | None = None  # serve Prometheus metrics on this ADDR:PORT (docs/operations.md)
 
 
 class HostDriver:
@@ -67,6 +71,7 @@ class HostDriver:
         self.retired = asyncio.Event()  # set once this host learned it was retired for good
         self._trace_close: object = None
         self._addr_of: dict[str, tuple[str, int]] = {}
+        self.metrics: MetricsServer | None = None
 
     def now(self) -> float:
         return self.loop.time()
@@ -74,6 +79,21 @@ class HostDriver:
     async def start(self) -> None:
         s = self.s
         self.loop = asyncio.get_running_loop()
+        if s.metrics is not None:  # first: a port in use stops the host before it starts
+            from m2mc.metrics import start_metrics
+            from m2mc.metrics.infra import host_snapshot
+
+            self.metrics = start_metrics(s.metrics, lambda: host_snapshot(self), s.host_id)
+        try:
+            await self._open()
+        except BaseException:
+            if self.metrics is not None:
+                await self.metrics.aclose()
+                self.metrics = None
+            raise
+
+    async def _open(self) -> None:
+        s = self.s
         sink, self._trace_close = open_trace(s.trace_dir, s.host_id, s.run_id, self.loop.time,
                                              flush_every=1)
         cfg = s.config
@@ -100,6 +120,9 @@ class HostDriver:
         await self._closed.wait()
 
     async def close(self) -> None:
+        if self.metrics is not None:
+            await self.metrics.aclose()
+            self.metrics = None
         if self._timer is not None:
             self._timer.cancel()
         if self.backbone is not None:

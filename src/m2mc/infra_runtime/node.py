@@ -145,8 +145,13 @@ class InfraNode(api.Node):
                                    store=store, trace_journal=journal)
         if saved is not None:
             self._restore(self.driver, saved)
+        self._make_room()
         cells = list(cfg.hosts)
         await self.driver.start(cfg.infra_cell or cells[0])
+        if cfg.metrics is not None:
+            from m2mc.metrics.infra import member_snapshot
+
+            await self._serve_metrics(lambda: member_snapshot(self), self._pid)
 
     def _open_store(self) -> tuple[SavedMember | None, bool, bool]:
         """Set the pid; the saved state if any, whether an earlier incarnation used this
@@ -190,6 +195,8 @@ class InfraNode(api.Node):
         if self._closed:
             return
         self._closed = True
+        if self._metrics is not None:
+            await self._metrics.aclose()
         if self.driver is not None:
             await self.driver.close()  # with a data_dir: the last state saved
         if self._member_store is not None:
@@ -303,7 +310,7 @@ class InfraNode(api.Node):
                 "dummies_refused": s.dummies_refused, "uplink_mismatch": s.uplink_mismatch,
                 "malformed_bodies": self.malformed_bodies,
                 "resumed": s.resumed, "resumes_refused": s.resumes_refused,
-                "restore_discarded": s.restore_discarded,
+                "restore_discarded": s.restore_discarded, "delivery_pauses": s.delivery_pauses,
                 **d.core.wire.counters()}
 
     @property
@@ -362,7 +369,26 @@ class InfraNode(api.Node):
                         "power-on: the hosts no longer hold %s (expelled while off; what "
                         "was sequenced after mystable %d is lost to it): joining afresh",
                         ev.mid, ev.gseq)
+        self._make_room()
         self._wake()
+
+    def _make_room(self) -> None:
+        """Back-pressure at ``max_queued_messages``, as in ad hoc mode: the member
+        delivers no more than the queue has room for, then pauses (records wait in its
+        buffer, and what it misses is NACKed); it goes on once the application has read
+        the queue down to half the bound (docs/api.md)."""
+        d = self.driver
+        if d is None:
+            return
+        core = d.core
+        limit = self.config.max_queued_messages
+        held = len(self._queue)
+        if core.paused and held > limit // 2:
+            return
+        paused = core.paused
+        core.make_room(core.stats.delivered + limit - held, d.now())
+        if paused:
+            d.poke()  # what it delivered and the NACK it made go out
 
 
 class InfraGroup(api.Group):
@@ -407,7 +433,9 @@ class InfraGroup(api.Group):
         end = None if timeout is None else loop.time() + timeout
         while True:
             if node._queue:
-                return node._queue.popleft()
+                m = node._queue.popleft()
+                node._make_room()
+                return m
             if node._closed:
                 raise UsageError("node closed")
             left = None if end is None else end - loop.time()
@@ -422,6 +450,7 @@ class InfraGroup(api.Group):
         q = self.node._queue
         while q and len(out) < limit:
             out.append(q.popleft())
+        self.node._make_room()
         return out
 
     def pending(self) -> int:

@@ -110,6 +110,11 @@ class SyncNode:
     def stats(self) -> dict[str, int]:
         return self._node.stats()
 
+    @property
+    def metrics_address(self) -> str | None:
+        """Where the Prometheus metrics are served (``NodeConfig.metrics``), or None."""
+        return self._node.metrics_address
+
 
 class SyncGroup:
     def __init__(self, node: SyncNode, group: Group) -> None:

@@ -133,6 +133,11 @@ class M2MPDaemon:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    @property
+    def external_backlog(self) -> int:
+        """Datagrams waiting for the external channel (at most ``max_external_backlog``)."""
+        return len(self._backlog)
+
     def stats_dict(self) -> dict[str, object]:
         stats: dict[str, object] = dict(self.router.stats.as_dict())
         stats.update(clients=len(self._clients), client_overflow=self.stats.client_overflow,

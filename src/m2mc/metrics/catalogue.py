@@ -1,0 +1,544 @@
+"""Every metric m2mc exports, and where each counter of a stats dataclass goes.
+
+:data:`CATALOGUE` names every metric family (its type, its labels beyond ``node``,
+what it means and what to alarm on); docs/operations.md lists the same, and a test
+keeps the two equal. :data:`TABLES` routes each field of each stats dataclass to a
+metric: by default ``<prefix>_<field>_total``, or where a field belongs to a
+headline metric (messages dropped, auth failures, ...) to that metric with a
+fixed label. A test checks that a scrape shows a metric for every field, so a
+counter added to a stats class cannot be forgotten.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+from m2mc.group.gjlp import GjlpStats
+from m2mc.group.manager import NodeStats
+from m2mc.group.msp import MspStats
+from m2mc.group.reconnect import ReconnectStats
+from m2mc.group.repair import RepairStats
+from m2mc.group.retention import RetentionStats
+from m2mc.group.seqlog import SeqLogStats
+from m2mc.infra.coordinator import CoordStats
+from m2mc.infra.gateway import GatewayStats
+from m2mc.infra.host import HostStats
+from m2mc.infra.member_events import MemberStats
+from m2mc.infra.wire import WireStats
+from m2mc.security.auth import AuthStats
+from m2mc.security.ratelimit import RateLimitStats
+from m2mc.transport.channel import ChannelStats
+from m2mc.transport.daemon import DaemonStats
+from m2mc.transport.router import RouterStats
+from m2mc.wire.m2mp import M2MPStats
+
+MAX_GROUP_LABELS = 32
+"""Groups that get a ``group`` label value of their own, per node; the others share
+:data:`OTHER_GROUPS` (docs/operations.md, "Label cardinality")."""
+OTHER_GROUPS = "(other)"
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    name: str  # as scraped: counters end in _total
+    kind: str  # "counter" | "gauge"
+    labels: tuple[str, ...]  # beyond "node", which every metric has
+    help: str
+    alarm: str = ""
+    where: str = "node"  # which processes export it: node, member, host, daemon (joined by +)
+    combine: str = "sum"  # how samples that share labels (the "(other)" group) combine
+
+
+def _c(name: str, help_: str, *labels: str, where: str = "node", alarm: str = "") -> MetricSpec:
+    return MetricSpec(name, "counter", labels, help_, alarm, where)
+
+
+def _g(name: str, help_: str, *labels: str, where: str = "node", alarm: str = "",
+       combine: str = "sum") -> MetricSpec:
+    return MetricSpec(name, "gauge", labels, help_, alarm, where, combine)
+
+
+_ALL = "node+member+host+daemon"
+_SPECS: list[MetricSpec] = [
+    # ----------------------------------------------------------------- every process
+    _g("m2mc_up", "1 when this scrape read the counters on the process's event loop; 0 "
+       "when the loop did not answer within 5 s (blocked or overloaded)", where=_ALL,
+       alarm="== 0 for 1m: the event loop is stuck"),
+    _c("m2mc_scrape_connections_refused_total", "connections to the metrics endpoint closed "
+       "at once: 8 were being served (a scraper too many, or somebody holding connections "
+       "open)", where=_ALL, alarm="rate > 0: who else connects to the metrics port?"),
+    _g("m2mc_node_info", "always 1; labels: what runs here (adhoc, member, host, daemon) "
+       "and the m2mc version", "mode", "version", where=_ALL),
+    _g("m2mc_queue_depth", "entries in a bounded queue or table now (see the queue list)",
+       "queue", "group", where=_ALL,
+       alarm="m2mc_queue_depth / m2mc_queue_limit > 0.8 for 5m: near its bound"),
+    _g("m2mc_queue_limit", "the bound of that queue (what happens at it: docs/security.md)",
+       "queue", "group", where=_ALL, combine="max"),
+    # ----------------------------------------------------------------- messages
+    _c("m2mc_messages_sent_total", "messages the application sent", where="node+member"),
+    _c("m2mc_messages_delivered_total", "messages delivered to the application, all groups",
+       where="node+member",
+       alarm="rate == 0 for 10m while a sender's m2mc_messages_sent_total rises"),
+    _c("m2mc_messages_refused_total", "messages an ordering core could not hold (its held "
+       "store was full); repair fetches them again later",
+       alarm="rate > 0 for 5m: a group cannot keep up (held store at max_held)"),
+    _c("m2mc_dropped_total", "group messages or frames dropped, by reason (the list below)",
+       "reason", where="node+member",
+       alarm="rate by reason: malformed, sender_mismatch, oversized, decode_error > 0 "
+             "means somebody sends garbage or forges; unknown_group is normal"),
+    _c("m2mc_auth_failures_total", "messages or frames that failed authentication (no tag, "
+       "bad tag, replayed, stale, bad auth header)", where="node+member+host",
+       alarm="rate > 0: a wrong key, a misconfigured member, or an attack"),
+    _c("m2mc_events_dropped_total", "group events dropped because the application did not "
+       "read them (max_queued_events)", where="node+member",
+       alarm="rate > 0: the application does not read Node.events()"),
+    _c("m2mc_status_suppressed_total", "status messages not sent because data covered them"),
+    _c("m2mc_rejoins_total", "news of this node's own leave (an earlier incarnation's) "
+       "answered by a rejoin"),
+    _g("m2mc_groups", "groups by state: member, lingering (left, still answering repairs), "
+       "locked (keyed, in the log, no key given), discovered", "state"),
+    _c("m2mc_log_evicted_total", "messages evicted from the group logs by retention "
+       "(retention_age, retention_bytes, memory_log_bytes): dropped whole, or kept as ids"),
+    _c("m2mc_reconnects_total", "reactions to coming back into range (discovery, "
+       "re-announcement, MSP), by what told: interface (the link watcher or "
+       "Node.network_changed()) or silence (others heard again after a silence)", "reason",
+       alarm="rate > 1/min for 10m: a flapping link or radio"),
+    _c("m2mc_reconnects_held_total", "back-in-range signals ignored: within "
+       "reconnect_holdoff of the last reaction"),
+    _c("m2mc_reconnect_advs_suppressed_total", "reaction advertisements left out: another "
+       "node's was heard first"),
+    _c("m2mc_reconnect_advs_repeated_total", "reaction advertisements made again: no "
+       "discovery reply heard after the last"),
+    _c("m2mc_groups_reannounced_total", "groups this node created, announced again after "
+       "it came back"),
+    # ----------------------------------------------------------------- per group
+    _g("m2mc_group_info", "1 per group (for group \"(other)\": how many groups it stands "
+       "for); labels: order, keyed, state", "group", "order", "keyed", "state"),
+    _g("m2mc_group_members", "current members of the group", "group"),
+    _c("m2mc_group_messages_delivered_total", "messages of the group delivered here", "group"),
+    _c("m2mc_group_messages_refused_total", "messages of the group refused at a bound, by "
+       "reason: held_full (ordering core), unstamped_full and stamps_full (total order)",
+       "group", "reason", alarm="rate > 0 for 5m"),
+    _c("m2mc_group_duplicates_total", "copies of messages already held or delivered", "group"),
+    _c("m2mc_group_members_refused_total", "membership entries refused: the group's "
+       "membership table was full (max_members)", "group", alarm="rate > 0"),
+    _g("m2mc_group_holdoff_senders", "senders whose NACKs were overheard (repair hold-off)",
+       "group"),
+    _c("m2mc_group_repair_nacks_sent_total", "NACKs this node sent", "group",
+       alarm="rate high relative to m2mc_group_messages_delivered_total: a lossy medium"),
+    _c("m2mc_group_repair_nacks_suppressed_total", "NACKs not sent: another member's NACK "
+       "asked the same", "group"),
+    _c("m2mc_group_repair_nacks_received_total", "NACKs received", "group"),
+    _c("m2mc_group_repair_retransmitted_total", "messages retransmitted (repairs sent)",
+       "group"),
+    _c("m2mc_group_repair_repairs_suppressed_total", "repairs not sent: a copy went by first",
+       "group"),
+    _c("m2mc_group_repair_repairs_refused_total", "NACKs that asked for more than the repair "
+       "table had room for (max_pending_repairs)", "group", alarm="rate > 0"),
+    _c("m2mc_group_repair_absurd_high_water_total", "high-waters absurdly far ahead "
+       "(max_seq_jump): dropped", "group", alarm="rate > 0: a broken or hostile sender"),
+    _c("m2mc_group_repair_absurd_seq_total", "sequence numbers at or above max_seq: dropped",
+       "group", alarm="rate > 0: a broken or hostile sender"),
+    _c("m2mc_group_repair_senders_refused_total", "records of senders beyond max_senders: "
+       "dropped", "group", alarm="rate > 0"),
+    _c("m2mc_group_repair_nack_intervals_ignored_total", "intervals of a NACK past "
+       "max_nack_intervals", "group"),
+    _c("m2mc_group_repair_holdoffs_refused_total", "overheard NACK ranges of senders past "
+       "the hold-off bound", "group"),
+    _c("m2mc_group_repair_status_truncated_total", "own status messages cut to "
+       "max_status_senders high-waters", "group"),
+    _c("m2mc_group_repair_status_entries_ignored_total", "high-waters of a received status "
+       "past max_status_senders", "group"),
+    _c("m2mc_group_repair_holder_nacks_total", "NACKs made at once because a member's sync "
+       "request named messages this node lacked (catching up both ways)", "group"),
+    _c("m2mc_group_msp_requests_sent_total", "MSP sync requests sent (catching up after a "
+       "join or restart)", "group"),
+    _c("m2mc_group_msp_requests_answered_total", "MSP sync requests received and answered",
+       "group"),
+    _c("m2mc_group_msp_responses_sent_total", "MSP sync responses sent", "group"),
+    _c("m2mc_group_msp_responses_suppressed_total", "responses not sent: another member "
+       "answered", "group"),
+    _c("m2mc_group_msp_stale_discarded_total", "requests or responses of an older sync",
+       "group"),
+    _c("m2mc_group_msp_mirs_refused_total", "sync requests refused: max_mirs being answered",
+       "group", alarm="rate > 0: many members catching up at once"),
+    _c("m2mc_group_msp_requests_refused_total", "sync requests from processes that are not "
+       "members", "group"),
+    _c("m2mc_group_msp_requests_admitted_late_total", "refused requests answered once the "
+       "requester's JOIN came", "group"),
+    _c("m2mc_group_msp_responses_ignored_total", "responses to requests of non-members",
+       "group"),
+    _c("m2mc_group_msp_sync_truncated_total", "sync series cut at max_sync_messages or "
+       "max_sync_bytes", "group"),
+    _c("m2mc_group_msp_digests_truncated_total", "digests cut to max_digest_intervals",
+       "group"),
+    _c("m2mc_group_msp_messages_sent_total", "messages sent inside sync responses", "group"),
+    _c("m2mc_group_msp_requests_ahead_total", "sync requests of members that hold messages "
+       "this node lacks (it NACKs them at once)", "group"),
+    _c("m2mc_group_gone_sent_total", "GONE answers sent: messages asked for that this node's "
+       "log no longer holds (retention evicted them)", "group"),
+    _c("m2mc_group_gone_suppressed_total", "GONE answers not sent: another member's GONE said "
+       "it first", "group"),
+    _c("m2mc_group_gone_truncated_total", "GONE answers cut at max_nack_intervals (the rest "
+       "goes with the next NACK)", "group"),
+    _c("m2mc_group_gone_received_total", "GONE messages heard: members asked for messages "
+       "some logs no longer hold", "group",
+       alarm="rate > 0 for 10m: members stay away longer than the retention covers"),
+    _c("m2mc_group_gone_contradicted_total", "GONEs naming messages this node holds: it sent "
+       "them", "group"),
+    _c("m2mc_group_gone_reports_dropped_total", "GONE reports past their table's bound "
+       "(max_senders senders, 4 x max_nack_intervals ranges each)", "group",
+       alarm="rate > 0: a flood of GONEs (a broken or hostile member)"),
+    _c("m2mc_group_messages_skipped_total", "messages given up: gone from every log that "
+       "answered within gone_grace (lost to this node; a MessagesSkipped event)", "group",
+       alarm="increase > 0: messages lost here; retention shorter than the absences"),
+    _c("m2mc_group_positions_skipped_total", "total order: positions passed over whose "
+       "message no log holds any more", "group", alarm="increase > 0 (as above)"),
+    _c("m2mc_group_skips_deferred_total", "retention ids mode: skipped messages waiting for "
+       "their parent's place in the order", "group"),
+    _c("m2mc_group_seqlog_absurd_epoch_total", "total order: ballots absurdly far ahead, "
+       "dropped", "group", alarm="rate > 0"),
+    _c("m2mc_group_seqlog_absurd_position_total", "total order: positions absurdly far "
+       "ahead, dropped", "group", alarm="rate > 0"),
+    _c("m2mc_group_seqlog_not_member_total", "total order: ballots of non-members, dropped",
+       "group"),
+    _c("m2mc_group_seqlog_stale_total", "total order: messages of a ballot older than our "
+       "promise", "group"),
+    _c("m2mc_group_seqlog_prepares_total", "total order: candidacies started here", "group"),
+    _c("m2mc_group_seqlog_takeovers_total", "total order: ballots this node started leading "
+       "(sequencer changes)", "group", alarm="rate > 1/min: the sequencer keeps changing"),
+    _c("m2mc_group_seqlog_handovers_total", "total order: sequencer handovers", "group"),
+    _c("m2mc_group_seqlog_config_records_total", "total order: membership records proposed "
+       "here", "group"),
+    _c("m2mc_group_seqlog_conflicts_total", "total order: two entries decided at one "
+       "position (never, among honest members)", "group", alarm="> 0: page someone"),
+    _c("m2mc_group_seqlog_log_full_total", "total order: stamps not proposed, "
+       "max_uncommitted out", "group", alarm="rate > 0 for 5m: no majority reachable"),
+    # ----------------------------------------------------------------- authentication
+    _c("m2mc_auth_sealed_total", "messages or frames sealed with the key", "group",
+       where="node+member+host"),
+    _c("m2mc_auth_opened_total", "messages or frames whose tag verified", "group",
+       where="node+member+host"),
+    _c("m2mc_auth_refused_total", "messages or frames refused by the key check, by reason: "
+       "malformed, unknown_key, bad_tag, replayed, stale, unauthenticated", "group", "reason",
+       where="node+member+host", alarm="rate > 0 (see m2mc_auth_failures_total)"),
+    _c("m2mc_auth_sender_evictions_total", "senders dropped from the replay table "
+       "(max_senders / max_auth_senders)", "group", where="node+member+host"),
+    # ----------------------------------------------------------------- rate limits
+    _c("m2mc_rate_limit_allowed_total", "control messages a rate limiter let through",
+       "limiter", where="node+host"),
+    _c("m2mc_rate_limited_total", "control messages refused by a rate limiter, by bucket: "
+       "sender (its own) or total (all senders)", "limiter", "bucket", where="node+host",
+       alarm="rate > 0 for 5m: a flood of control messages"),
+    _c("m2mc_rate_limit_evictions_total", "token buckets dropped (the least recently heard "
+       "senders)", "limiter", where="node+host"),
+    # ----------------------------------------------------------------- discovery (GJLP)
+    _c("m2mc_discovery_advertisements_sent_total", "advertisements sent"),
+    _c("m2mc_discovery_advertisements_heard_total", "advertisements of other processes heard"),
+    _c("m2mc_discovery_replies_sent_total", "group information replies sent"),
+    _c("m2mc_discovery_replies_suppressed_total", "replies not sent: another process answered"),
+    _c("m2mc_discovery_replies_heard_total", "group information replies heard"),
+    _c("m2mc_discovery_groups_dropped_total", "discovered groups not kept: max_groups known",
+       alarm="rate > 0: somebody announces very many groups"),
+    _c("m2mc_discovery_order_conflicts_total", "announcements of a known group with another "
+       "order"),
+    _c("m2mc_discovery_keyed_members_ignored_total", "unauthenticated news about members of "
+       "keyed groups, ignored"),
+    # ----------------------------------------------------------------- M2MP and channel
+    _c("m2mc_m2mp_packets_in_total", "M2MP packets received"),
+    _c("m2mc_m2mp_packets_out_total", "M2MP packets sent (each copy counts)"),
+    _c("m2mc_m2mp_bytes_in_total", "bytes of M2MP packets received"),
+    _c("m2mc_m2mp_bytes_out_total", "bytes of M2MP packets sent"),
+    _c("m2mc_m2mp_malformed_total", "datagrams that are no M2MP packet, dropped",
+       alarm="rate > 0: something else sends on this channel"),
+    _c("m2mc_m2mp_duplicates_total", "packet copies already seen (redundancy makes these)"),
+    _c("m2mc_m2mp_looped_back_total", "own packets coming back from the medium"),
+    _c("m2mc_m2mp_messages_in_total", "M2MP messages reassembled"),
+    _c("m2mc_m2mp_messages_out_total", "M2MP messages sent"),
+    _c("m2mc_m2mp_filtered_out_total", "messages no filter wanted (other applications)"),
+    _c("m2mc_m2mp_abandoned_total", "messages given up before complete, by reason: timeout, "
+       "bound, too_large, malformed", "reason",
+       alarm="rate(reason=timeout) > 0 for 5m: loss on the medium; bound: reassembly full"),
+    _c("m2mc_m2mp_flow_timeouts_total", "packets released after flow_timeout without their "
+       "loopback"),
+    _c("m2mc_m2mp_loopbacks_missed_total", "packets released early: a later packet's copy "
+       "came back first"),
+    _c("m2mc_m2mp_filtered_fragments_total", "further packets of filtered messages"),
+    _c("m2mc_channel_datagrams_in_total", "datagrams the channel received",
+       where="node+daemon"),
+    _c("m2mc_channel_datagrams_out_total", "datagrams the channel sent", where="node+daemon"),
+    _c("m2mc_channel_dropped_inbound_total", "datagrams dropped: the channel's inbox was full",
+       where="node+daemon", alarm="rate > 0 for 5m: the process cannot keep up"),
+    _c("m2mc_channel_send_errors_total", "datagrams the OS refused to send",
+       where="node+daemon", alarm="rate > 0: a network or interface problem"),
+    _c("m2mc_channel_dropped_paused_total", "datagrams dropped while the application was not "
+       "reading (max_queued_messages reached)", alarm="rate > 0: a slow application"),
+    # ----------------------------------------------------------------- infra member
+    _c("m2mc_member_nacks_total", "NACKs this member sent", where="member"),
+    _c("m2mc_member_buffer_evictions_total", "records evicted from the member's buffer",
+       where="member"),
+    _c("m2mc_member_resent_news_total", "own messages resent (not seen sequenced in time)",
+       where="member"),
+    _c("m2mc_member_dummies_refused_total", "bridges longer than max_dummies (filled by NACK "
+       "instead)", where="member"),
+    _c("m2mc_member_moves_total", "cells this member moved to (the first counts)",
+       where="member", alarm="rate > 1/min: hosts keep going silent or balancing"),
+    _c("m2mc_member_bad_addresses_total", "gateway addresses outside the allowed scope, "
+       "never sent to", where="member", alarm="rate > 0"),
+    _g("m2mc_member_phase", "1 for the member's phase: idle, joining, member, leaving, "
+       "closing, left", "phase", where="member"),
+    _c("m2mc_member_uplink_mismatch_total", "beacons naming another uplink than the address "
+       "they came from: not followed", where="member",
+       alarm="rate > 0: forged beacons, or a gateway behind address translation"),
+    _c("m2mc_member_resumes_total", "power-ons with a saved membership (data_dir), by "
+       "outcome: resumed, refused (the hosts expelled it while off: joined afresh, what was "
+       "sequenced meanwhile is lost to it), discarded (the saved state was unusable)",
+       "outcome", where="member",
+       alarm="increase(outcome!=\"resumed\") > 0: messages missed over a "
+             "switch-off"),
+    _c("m2mc_member_commits_total", "saves of the member's state (data_dir) before frames "
+       "or events left", where="member"),
+    _c("m2mc_member_delivery_pauses_total", "times the member stopped taking records: the "
+       "application's queue reached max_queued_messages (NACKed again after it read half)",
+       where="member", alarm="rate > 0 for 5m: the application does not keep up"),
+    _c("m2mc_frames_decoded_total", "infrastructure frames decoded", where="member+host"),
+    _c("m2mc_frames_refused_total", "infrastructure frames refused, by reason: malformed, "
+       "unkeyed_sealed, wrong_sender, misdirected", "reason", where="member+host",
+       alarm="rate > 0: garbage, a keyed frame in an unkeyed deployment, or a forgery"),
+    # ----------------------------------------------------------------- infra host
+    _g("m2mc_host_master", "1, labelled with the master host this host follows (absent: none "
+       "known)", "master", where="host"),
+    _g("m2mc_host_has_master", "1 when a live master is known, else 0", where="host",
+       alarm="== 0 for 10s: no coordinator, nothing is sequenced"),
+    _g("m2mc_host_is_master", "1 when this host is the active coordinator", where="host",
+       alarm="sum over hosts != 1 for 30s"),
+    _g("m2mc_host_epoch", "round of the current master's epoch (grows with each election "
+       "won)", where="host"),
+    _c("m2mc_host_elections_total", "elections this host took part in (started or joined)",
+       where="host", alarm="increase > 3 in 10m: masters keep failing"),
+    _g("m2mc_host_hosts_live", "hosts alive in the directory, this one included (retired "
+       "ones not)", where="host",
+       alarm="< m2mc_host_configuration_hosts for 1m: a host is down"),
+    _g("m2mc_host_cell_members", "members attached to this host's cell", where="host"),
+    _g("m2mc_host_commit", "commit point (gseq) known to this host", where="host"),
+    _g("m2mc_host_log_high", "highest log record this replica holds", where="host"),
+    _c("m2mc_host_log_refused_total", "replicated records that did not apply (never from an "
+       "honest master)", where="host", alarm="> 0"),
+    _c("m2mc_host_bad_addresses_total", "addresses from the network outside the allowed "
+       "scope, never sent to", where="host", alarm="rate > 0"),
+    _c("m2mc_host_backbone_refused_connections_total", "backbone connections refused "
+       "(max_backbone_connections)", where="host", alarm="rate > 0"),
+    _c("m2mc_host_backbone_bad_streams_total", "backbone connections closed for a bad "
+       "stream", where="host", alarm="rate > 0"),
+    _c("m2mc_host_decode_errors_total", "frames this host could not decode or authenticate",
+       where="host", alarm="rate > 0"),
+    _c("m2mc_host_elections_started_total", "elections this host started", where="host"),
+    _c("m2mc_host_takeovers_total", "takeovers (this host became the coordinator)",
+       where="host"),
+    _c("m2mc_host_queued_dropped_total", "requests dropped while a takeover held them "
+       "(max_queued_requests)", where="host", alarm="rate > 0"),
+    _c("m2mc_host_hosts_refused_total", "statuses of new hosts while the directory was full "
+       "(max_hosts)", where="host", alarm="rate > 0"),
+    _c("m2mc_host_bad_takeovers_total", "takeover answers whose logs did not apply",
+       where="host", alarm="> 0"),
+    _c("m2mc_host_unknown_host_total", "votes and answers from hosts never admitted",
+       where="host", alarm="rate > 0"),
+    _c("m2mc_host_untrusted_addresses_total", "backbone addresses in statuses that nobody "
+       "trusted gave (no configured peer, no key, no connection from there): never "
+       "connected to", where="host", alarm="rate > 0: forged statuses"),
+    _c("m2mc_host_retired_refused_total", "frames from hosts retired for good, ignored",
+       where="host", alarm="rate > 0 for 5m: a retired host still runs (stop it)"),
+    _c("m2mc_host_retired_notices_total", "retired hosts told so (their status answered, "
+       "on the master)", where="host"),
+    _c("m2mc_host_admin_refused_total", "operators' retire/readmit requests refused: "
+       "max_admin_requests held", where="host", alarm="rate > 0"),
+    _g("m2mc_host_configuration_hosts", "hosts of the committed configuration (configured "
+       "or ever known, less the retired): what quorums count", where="host"),
+    _g("m2mc_host_quorum", "hosts needed for an election or a commit under the committed "
+       "configuration (a majority of m2mc_host_configuration_hosts)", where="host",
+       alarm="m2mc_host_hosts_live < m2mc_host_quorum for 10s: nothing commits"),
+    _g("m2mc_host_retired_hosts", "hosts retired for good in the committed configuration",
+       where="host"),
+    _c("m2mc_gateway_relayed_total", "records relayed in the cell", where="host"),
+    _c("m2mc_gateway_transferred_total", "records transferred to joining members",
+       where="host"),
+    _c("m2mc_gateway_nacks_total", "NACKs from members", where="host"),
+    _c("m2mc_gateway_nacks_discarded_total", "NACKs discarded (nothing to send or too old)",
+       where="host"),
+    _c("m2mc_gateway_forwarded_total", "member requests forwarded to the coordinator",
+       where="host"),
+    _c("m2mc_gateway_refused_full_total", "member requests refused: the forward queue was "
+       "full (max_forward_queue)", where="host", alarm="rate > 0"),
+    _c("m2mc_gateway_aborted_total", "transfers aborted", where="host"),
+    _c("m2mc_gateway_beacons_total", "beacons sent", where="host",
+       alarm="rate == 0 for 10s: the cell hears nothing"),
+    _c("m2mc_gateway_moved_total", "members told to move to another cell (balancing)",
+       where="host"),
+    _c("m2mc_gateway_rate_limited_total", "JOINs, NACKs and arrivals refused by the rate "
+       "limiter", where="host", alarm="rate > 0 for 5m"),
+    _c("m2mc_gateway_local_refused_total", "new computers refused: max_local heard",
+       where="host", alarm="rate > 0"),
+    _c("m2mc_coordinator_sequenced_total", "messages sequenced (present on the master)",
+       where="host"),
+    _c("m2mc_coordinator_duplicates_total", "duplicate requests ignored", where="host"),
+    _c("m2mc_coordinator_early_buffered_total", "messages buffered until earlier ones came",
+       where="host"),
+    _c("m2mc_coordinator_early_dropped_total", "early messages dropped (the member resends)",
+       where="host"),
+    _c("m2mc_coordinator_discarded_a5_total", "requests of processes that are not members "
+       "(seeds/001 A5)", where="host"),
+    _c("m2mc_coordinator_discarded_a6_total", "JOINs of members already known (seeds/001 "
+       "A6)", where="host"),
+    _c("m2mc_coordinator_expelled_total", "members expelled after member_timeout",
+       where="host"),
+    _c("m2mc_coordinator_refused_full_total", "JOINs refused: max_members", where="host",
+       alarm="rate > 0"),
+    # ----------------------------------------------------------------- daemon
+    _c("m2mc_daemon_from_clients_total", "datagrams from local processes", where="daemon"),
+    _c("m2mc_daemon_from_network_total", "datagrams from the external channel",
+       where="daemon"),
+    _c("m2mc_daemon_malformed_total", "datagrams that are no M2MP packet by size, dropped",
+       where="daemon", alarm="rate > 0"),
+    _c("m2mc_daemon_own_loopback_total", "own sends coming back from the network, dropped",
+       where="daemon"),
+    _c("m2mc_daemon_clients_refused_total", "connections refused beyond max_clients",
+       where="daemon", alarm="rate > 0"),
+    _c("m2mc_daemon_clients_connected_total", "connections of local processes accepted",
+       where="daemon"),
+    _c("m2mc_daemon_client_overflow_total", "datagrams dropped for a slow local process "
+       "(max_client_buffer)", where="daemon", alarm="rate > 0 for 5m"),
+    _c("m2mc_daemon_external_overflow_total", "datagrams dropped: the external channel was "
+       "backlogged (max_external_backlog)", where="daemon", alarm="rate > 0 for 5m"),
+]
+
+CATALOGUE: dict[str, MetricSpec] = {s.name: s for s in _SPECS}
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Where one stats field goes: a metric and fixed label values (``key`` labels the
+    keys of a dict-valued field, such as ``M2MPStats.abandoned`` by reason)."""
+
+    metric: str
+    labels: tuple[tuple[str, str], ...] = ()
+    key: str | None = None
+    keys: tuple[str, ...] = ()  # values of ``key`` exported (as 0) before they occur
+
+
+@dataclass(frozen=True, slots=True)
+class StatsTable:
+    """The routes of one stats dataclass: ``<prefix>_<field>_total`` unless overridden."""
+
+    cls: type
+    prefix: str
+    overrides: dict[str, tuple[Route, ...]] = field(default_factory=dict)
+    # Not exported: "extra" (reserved, never written), or a field that is the sum of
+    # others exported with a label (Prometheus sums them).
+    skip: frozenset[str] = frozenset({"extra"})
+
+    def routes(self, name: str) -> tuple[Route, ...]:
+        if name in self.skip:
+            return ()
+        return self.overrides.get(name) or (Route(f"{self.prefix}_{name}_total"),)
+
+    def fields(self) -> list[str]:
+        return [f.name for f in fields(self.cls) if f.name not in self.skip]
+
+
+def _reason(metric: str, reason: str) -> tuple[Route, ...]:
+    return (Route(metric, (("reason", reason),)),)
+
+
+_DROPPED = "m2mc_dropped_total"
+_NODE_DROPS = ("malformed", "unknown_group", "wrong_kind", "own_echo", "duplicates",
+               "malformed_records", "abandoned", "oversized", "sealed_refused",
+               "sender_mismatch", "rate_limited")
+_AUTH_REASONS = ("malformed", "unknown_key", "bad_tag", "replayed", "stale", "unauthenticated")
+
+NODE = StatsTable(NodeStats, "m2mc", {
+    "sent": (Route("m2mc_messages_sent_total"),),
+    "delivered": (Route("m2mc_messages_delivered_total"),),
+    "refused": (Route("m2mc_messages_refused_total"), Route(_DROPPED, (("reason", "refused"),))),
+    "auth_failed": (Route("m2mc_auth_failures_total"),
+                    Route(_DROPPED, (("reason", "auth_failed"),))),
+    "status_suppressed": (Route("m2mc_status_suppressed_total"),),
+    "refuted": (Route("m2mc_rejoins_total"),),
+    **{name: _reason(_DROPPED, name) for name in _NODE_DROPS},
+})
+GJLP = StatsTable(GjlpStats, "m2mc_discovery")
+REPAIR = StatsTable(RepairStats, "m2mc_group_repair")
+MSP = StatsTable(MspStats, "m2mc_group_msp")
+RETENTION = StatsTable(RetentionStats, "m2mc_group", {
+    "skipped": (Route("m2mc_group_messages_skipped_total"),),
+    "skipped_positions": (Route("m2mc_group_positions_skipped_total"),),
+})
+RECONNECT = StatsTable(ReconnectStats, "m2mc", {
+    "reconnects_by_interface": (Route("m2mc_reconnects_total", (("reason", "interface"),)),),
+    "reconnects_by_silence": (Route("m2mc_reconnects_total", (("reason", "silence"),)),),
+}, skip=frozenset({"reconnects"}))  # the sum of the two above: sum by (reason)
+SEQLOG = StatsTable(SeqLogStats, "m2mc_group_seqlog")
+AUTH = StatsTable(AuthStats, "m2mc_auth", {
+    name: _reason("m2mc_auth_refused_total", name) for name in _AUTH_REASONS})
+RATE_LIMIT = StatsTable(RateLimitStats, "m2mc_rate_limit", {
+    "limited": (Route("m2mc_rate_limited_total", (("bucket", "sender"),)),),
+    "limited_total": (Route("m2mc_rate_limited_total", (("bucket", "total"),)),),
+})
+M2MP = StatsTable(M2MPStats, "m2mc_m2mp", {
+    "abandoned": (Route("m2mc_m2mp_abandoned_total", key="reason",
+                        keys=("timeout", "bound", "too_large", "malformed")),)})
+CHANNEL = StatsTable(ChannelStats, "m2mc_channel")
+MEMBER = StatsTable(MemberStats, "m2mc_member", {
+    "delivered": (Route("m2mc_messages_delivered_total"),),
+    "duplicates": _reason(_DROPPED, "duplicates"),
+    "decode_errors": _reason(_DROPPED, "decode_error"),
+    "nacks": (Route("m2mc_member_nacks_total"),),
+    "resumed": (Route("m2mc_member_resumes_total", (("outcome", "resumed"),)),),
+    "resumes_refused": (Route("m2mc_member_resumes_total", (("outcome", "refused"),)),),
+    "restore_discarded": (Route("m2mc_member_resumes_total", (("outcome", "discarded"),)),),
+})
+WIRE = StatsTable(WireStats, "m2mc_frames", {
+    "decoded": (Route("m2mc_frames_decoded_total"),),
+    **{name: _reason("m2mc_frames_refused_total", name)
+       for name in ("malformed", "unkeyed_sealed", "wrong_sender", "misdirected")},
+})
+HOST = StatsTable(HostStats, "m2mc_host")
+GATEWAY = StatsTable(GatewayStats, "m2mc_gateway")
+COORDINATOR = StatsTable(CoordStats, "m2mc_coordinator")
+ROUTER = StatsTable(RouterStats, "m2mc_daemon")
+DAEMON = StatsTable(DaemonStats, "m2mc_daemon")
+
+TABLES: tuple[StatsTable, ...] = (NODE, GJLP, REPAIR, MSP, RETENTION, RECONNECT, SEQLOG, AUTH,
+                                  RATE_LIMIT, M2MP, CHANNEL, MEMBER, WIRE, HOST, GATEWAY,
+                                  COORDINATOR, ROUTER, DAEMON)
+AUTH_REFUSALS = _AUTH_REASONS
+"""The AuthStats fields that are refusals: their sum is ``m2mc_auth_failures_total``
+of an infrastructure-mode process."""
+
+QUEUES: dict[str, str] = {
+    "app_messages": "ad hoc, member: per group, delivered messages the application has not "
+                    "read (max_queued_messages; at it an ad hoc node stops reading the "
+                    "network, a member stops delivering, until the application read half)",
+    "app_events": "ad hoc, member: group events not read (max_queued_events; oldest dropped)",
+    "held": "ad hoc: per group, messages held by the ordering core until deliverable "
+            "(max_held; beyond, refused)",
+    "unstamped": "ad hoc: per total-order group, data waiting for its sequence number "
+                 "(max_unstamped; send() raises BufferFullError at it)",
+    "pending_repairs": "ad hoc: per group, retransmissions waiting for their back-off "
+                       "(max_pending_repairs)",
+    "mirs": "ad hoc: per group, sync requests being answered (max_mirs)",
+    "send_backlog": "ad hoc: packets queued in M2MP plus unsent records (send_backlog; "
+                    "send() waits at it)",
+    "known_groups": "ad hoc: groups joined plus discovered (max_groups; more are not kept)",
+    "partial_bytes": "ad hoc: bytes of partly reassembled M2MP messages (max_partial_bytes)",
+    "pending_sends": "member: own messages not yet seen sequenced (max_pending_sends)",
+    "hosts": "host: hosts in the directory (max_hosts)",
+    "local": "host: computers heard in the cell (max_local)",
+    "forward": "host: member requests waiting to be sequenced (max_forward_queue)",
+    "queued_requests": "host: requests held during a takeover (max_queued_requests)",
+    "members": "host, on the master: members of the group (max_members)",
+    "admin_requests": "host: operators' retire/readmit requests it is answering "
+                      "(max_admin_requests; beyond, answered busy)",
+    "clients": "daemon: local processes connected (max_clients)",
+    "external_backlog": "daemon: datagrams waiting for the external channel "
+                        "(max_external_backlog)",
+}
