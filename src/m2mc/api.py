@@ -305,10 +305,13 @@ class Node:
 
     def set_name(self, name: str) -> None:
         """Change this node's display name (``""``: none); the members of its groups
-        hear it in a status within ``status_delay``."""
-        self._node().set_name(name, self._drv().now())
+        hear it in a status within ``status_delay``. Before :meth:`start` it only
+        sets ``NodeConfig.name``."""
+        check_name(name)
         self.config.name = name
-        self._drv().poke()
+        if self._stack is not None and not self._closed:
+            self._stack.set_name(name, self._drv().now())
+            self._drv().poke()
 
     def discovered(self) -> list[GrpInfo]:
         return self._node().discovered()

@@ -59,11 +59,15 @@ class GiitRow:
     names: MemberNames = field(default_factory=lambda: MemberNames(1024))
 
     def info(self) -> GrpInfo:
-        """The row as GJLP describes it; a keyed group's names stay out (they travel
-        sealed only: discovery is in the clear)."""
-        names = () if self.keyed else self.names.of(self.membership.current())
+        """The row as this node knows it (current members' names included)."""
         return GrpInfo(self.gid, self.desc, self.order, self.membership.entries(), self.keyed,
-                       names)
+                       self.names.of(self.membership.current()))
+
+    def announcement(self) -> GrpInfo:
+        """The row as a GJLP reply describes it: a keyed group's names stay out (they
+        travel sealed only, and discovery is in the clear)."""
+        info = self.info()
+        return replace(info, names=()) if self.keyed else info
 
 
 @dataclass(slots=True)
@@ -137,7 +141,7 @@ class Gjlp:
             return None
         self._reply_at = None
         gids, self._reply_gids = self._reply_gids, []
-        infos = tuple(self.giit[g].info() for g in gids
+        infos = tuple(self.giit[g].announcement() for g in gids
                       if g in self.giit and self.giit[g].state == MEMBER)
         if not infos:
             self.stats.replies_suppressed += 1
@@ -198,11 +202,13 @@ class Gjlp:
         return new, changed, renamed
 
     def _suppress(self, row: GiitRow, heard: GrpInfo) -> None:
-        """Drop ``row`` from our pending reply if ``heard`` says all we would."""
+        """Drop ``row`` from our pending reply if ``heard`` says all we would (its
+        membership, and the names of its members)."""
         if row.gid not in self._reply_gids:
             return
         theirs = Membership(self.config.max_members, heard.members)
-        if theirs.covers(row.membership.entries()) and set(row.info().names) <= set(heard.names):
+        if (theirs.covers(row.membership.entries())
+                and set(row.announcement().names) <= set(heard.names)):
             self._reply_gids.remove(row.gid)
 
     # ------------------------------------------------------ rows and groups

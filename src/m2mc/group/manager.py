@@ -305,7 +305,7 @@ class GroupNode:
         self.store.set_meta(MADE_META + gid, "1")  # re-announced when we are back in range
         self._join(row, now, creating=True)
         self._event(GroupCreated(gid, desc, order))
-        self._send(DISCOVERY_TAG, GrpsInfo(self.pid, (row.info(),)))
+        self._send(DISCOVERY_TAG, GrpsInfo(self.pid, (row.announcement(),)))
         self.gjlp.announce_later(gid, now)  # and again, in case that datagram was lost
         return gid
 
