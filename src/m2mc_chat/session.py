@@ -219,6 +219,10 @@ class ChatSession:
             presence.heard(self.node_id, self.clock(), self.nick)
             view = self.views[info.gid] = GroupView(info=info, tree=ThreadTree(),
                                                    presence=presence)
+            for pid in (*info.members, *info.left):    # nicks announced in other groups
+                if pid in self._announced:
+                    presence.announce_nick(pid, self._announced[pid])
+            self._announce_all(info)
         saved = self.ui_state.get(info.gid) if self.ui_state else GroupUiState()
         for delivered in await self.backend.history(info.gid):
             self._add_delivered(view, delivered, unread=delivered.mid in saved.unread)
@@ -382,7 +386,7 @@ class ChatSession:
                     self._emit(MessageAdded(gid, event.mid, result.restructured, unread))
                     self._emit(MembersChanged(gid))
             case MemberJoined(gid=gid, pid=pid, name=name):
-                self._announce(gid, pid, name, clears=False)
+                self._announce(gid, pid, name or self._announced.get(pid, ""), clears=False)
                 if (view := self.views.get(gid)) is not None:
                     view.presence.joined(pid, now)
                     self._emit(MembersChanged(gid))
