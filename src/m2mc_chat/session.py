@@ -186,7 +186,6 @@ class ChatSession:
         for info in self.backend.joined_groups():
             self.groups[info.gid] = info
             await self._open_view(info)
-            self._announce_all(info)
         self._emit(GroupsChanged())
 
     async def run(self) -> None:

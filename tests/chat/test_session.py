@@ -183,9 +183,10 @@ async def test_announced_nicks_win_over_written_ones_and_bad_ones_are_ignored() 
     alice, task = await started(FakeBackend(net, "A"), "alice", clock)
     try:
         await alice.join_group(gid)
-        presence = alice.views[gid].presence
-        assert await alice.wait_until(lambda: presence.nick("C") == "carol", 5)
-        assert alice.views[gid].tree.get("C:1").nick == "caz"  # type: ignore[union-attr]
+        presence, tree = alice.views[gid].presence, alice.views[gid].tree
+        assert await alice.wait_until(lambda: "C:1" in tree, 5)      # caught up
+        assert presence.nick("C") == "carol" and alice.nick_of("C") == "carol"
+        assert tree.get("C:1").nick == "caz"  # type: ignore[union-attr]
         net.rename("C", "\x1b[31mred")                         # not a nick: says none
         assert await alice.wait_until(lambda: presence.nick("C") == "caz", 5)
         assert alice.nick_of("C") == "caz"
