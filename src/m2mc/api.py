@@ -11,6 +11,7 @@
 The seed's ``ApplGrpMngrInterface`` callbacks (seeds/000 IX.E) arrive as
 events from :meth:`Node.events`: :class:`~m2mc.group.events.GroupDiscovered`,
 :class:`~m2mc.group.events.MemberJoined`, :class:`~m2mc.group.events.MemberLeft`,
+:class:`~m2mc.group.events.MemberNamed` (a member's display name),
 :class:`~m2mc.group.events.CatchUpProgress`, :class:`~m2mc.group.events.GroupCreated`,
 :class:`~m2mc.group.events.Reconnected` (back in range).
 Messages come from the group handles, in the group's order. For scripts
@@ -33,15 +34,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from m2mc.api_message import GroupMessage, ReplyTo, _make_message, _parent, _take_messages
 from m2mc.errors import UsageError
 from m2mc.group.codec import GrpInfo
 from m2mc.group.config import GroupConfig
 from m2mc.group.events import Delivered, DeliveredBatch, GroupEvent
-from m2mc.group.fastobj import fast_constructor, slot_twin
 from m2mc.group.manager import TRACE_JOURNAL_META, GroupNode
+from m2mc.group.names import check_name
 from m2mc.log import node_logger
 from m2mc.metrics.address import parse_metrics_address
-from m2mc.ordering import ROOT, Message, MessageId
+from m2mc.ordering import Message, MessageId
 from m2mc.runtime.driver import StackDriver
 from m2mc.runtime.tracing import WallClockSink, incarnation_events, open_trace
 from m2mc.security.auth import counter_start_at
@@ -64,12 +66,15 @@ KeyArg = GroupKey | str | bytes | None  # a GroupKey, key text (hex/base64) or r
 @dataclass(slots=True)
 class NodeConfig:
     """How to run a node. ``pid``: this process's identity (kept in ``data_dir``
-    when there is one, else random). ``data_dir``: where the durable log lives
+    when there is one, else random). ``name``: a display name the other members see
+    from our first packet on (at most 128 bytes of UTF-8; "" for none; the chat sets
+    its nick). ``data_dir``: where the durable log lives
     (None keeps everything in memory; in infrastructure mode the member's saved
     state: docs/infra.md). ``trace_dir``: write CONTRACTS section 4
     trace events there as ``<pid>.jsonl``."""
 
     pid: str | None = None
+    name: str = ""
     channel: str = DEFAULT_CHANNEL_URL
     data_dir: str | Path | None = None
     trace_dir: str | Path | None = None
@@ -94,59 +99,6 @@ class NodeConfig:
     metrics: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class GroupMessage:
-    """A message delivered to the application (``sendMsg2Appl``)."""
-
-    gid: str
-    mid: MessageId
-    parent: MessageId
-    data: bytes
-    gseq: int | None = None
-
-    @property
-    def sender(self) -> str:
-        return self.mid.pid
-
-    @property
-    def text(self) -> str:
-        return self.data.decode("utf-8", errors="replace")
-
-    @property
-    def is_reply(self) -> bool:
-        return not self.parent.is_root
-
-
-ReplyTo = GroupMessage | MessageId | str | None
-_make_message: Callable[[str, MessageId, MessageId, bytes, int | None], GroupMessage] = (
-    fast_constructor(GroupMessage))
-_GroupMessageTwin = slot_twin(GroupMessage)
-
-
-def _take_messages(queue: deque[Message], gid: str, count: int, out: list[GroupMessage]) -> None:
-    """Move ``count`` messages of group ``gid`` from ``queue`` to ``out`` as GroupMessages:
-    the per-message cost of every delivery to the application, so the constructor
-    is inline (fastobj's twin of GroupMessage)."""
-    popleft = queue.popleft
-    append = out.append
-    twin = _GroupMessageTwin
-    if twin is None:  # pragma: no cover - GroupMessage without slots
-        for _ in range(count):
-            m = popleft()
-            append(_make_message(gid, m.mid, m.parent, m.payload, m.gseq))
-        return
-    for _ in range(count):
-        m = popleft()
-        g = twin()
-        g.gid = gid
-        g.mid = m.mid
-        g.parent = m.parent
-        g.data = m.payload
-        g.gseq = m.gseq
-        g.__class__ = GroupMessage
-        append(g)
-
-
 class Node:
     """One M2MC process: its groups, over one channel. Use ``async with``."""
 
@@ -168,6 +120,7 @@ class Node:
             raise UsageError("max_queued_messages and max_queued_events must be >= 1")
         if config.metrics is not None:
             parse_metrics_address(config.metrics, "NodeConfig.metrics")
+        check_name(config.name)
         self.config = config
         self._metrics: MetricsServer | None = None
         self._stack: GroupNode | None = None
@@ -234,7 +187,7 @@ class Node:
         self._stack = GroupNode(pid, rng=random.Random(os.urandom(16)), config=cfg.group,
                                 m2mp_config=m2mp, store=store, trace=sink, run_id=cfg.run_id,
                                 keys=keys, counter_start=counter_start_at(time.time()),
-                                trace_journal=journal)
+                                trace_journal=journal, name=cfg.name)
         self._stack.batch_deliveries = True  # _dispatch takes messages by the batch
         packet_trace = None
         if cfg.trace_packets and sink.enabled:
@@ -378,6 +331,22 @@ class Node:
 
     def members(self, gid: str) -> list[str]:
         return self._node().members(gid)
+
+    def member_names(self, gid: str) -> dict[str, str]:
+        """pid -> display name of the members of ``gid`` that have one (this node's own
+        included), known from their JOIN or status, or (a group not joined, or a member
+        not heard yet) from discovery replies."""
+        return self._node().member_names(gid)
+
+    def set_name(self, name: str) -> None:
+        """Change this node's display name (``""``: none); the members of its groups
+        hear it in a status within ``status_delay``. Before :meth:`start` it only
+        sets ``NodeConfig.name``."""
+        check_name(name)
+        self.config.name = name
+        if self._stack is not None and not self._closed:
+            self._stack.set_name(name, self._drv().now())
+            self._drv().poke()
 
     def discovered(self) -> list[GrpInfo]:
         return self._node().discovered()
@@ -529,6 +498,10 @@ class Group:
     def members(self) -> list[str]:
         return self.node.members(self.gid)
 
+    def member_names(self) -> dict[str, str]:
+        """pid -> display name of the members that have one (:meth:`Node.member_names`)."""
+        return self.node.member_names(self.gid)
+
     def last_heard(self) -> dict[str, float]:
         """pid -> wall-clock time this node last heard from that member (see
         :meth:`Node.last_heard`): presence without waiting for the member to write."""
@@ -633,14 +606,3 @@ async def _resolve(spec: GroupKey, gid: str) -> GroupSecret:
 def _not_started() -> float:
     raise UsageError("node not running: use 'async with Node(...)' or await start()")
 
-
-def _parent(reply_to: ReplyTo) -> MessageId:
-    if reply_to is None:
-        return ROOT
-    if isinstance(reply_to, GroupMessage):
-        return reply_to.mid
-    if isinstance(reply_to, Message):
-        return reply_to.mid
-    if isinstance(reply_to, str):
-        return MessageId.parse(reply_to)
-    return reply_to

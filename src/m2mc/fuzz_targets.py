@@ -501,9 +501,11 @@ def _group_node_target() -> FuzzTarget:
             return bytes((flags,)) + len(payload).to_bytes(2, "big") + payload
 
         rec = [Message(MessageId("p", 1), ROOT, b"hi"), Message(MessageId("p", 3), ROOT, b"x")]
-        bodies = [codec.Join("p", 1, "sb", "d"), codec.Data("p", rec),
+        bodies = [codec.Join("p", 1, "sb", "d"), codec.Join("n", 1, "sb", "d", "Nina"),
+                  codec.Data("p", rec),
                   codec.SyncReq("p", 1, {}), codec.Nack("p", {"me": [(1, 1)], "p": [(2, 2)]}, []),
                   codec.Status("p", 3, {"q": 2}, (codec.MemberEntry("p", 1, True),), None, 0),
+                  codec.Status("p", 3, {}, (codec.MemberEntry("p", 1, True),), None, 0, "Pia"),
                   codec.Order("p", 1, [(1, MessageId("p", 1))]), codec.Leave("p", 2),
                   codec.Gone("p", {"q": [(1, 5)]}, [(1, 3)], [Message(MessageId("q", 2),
                                                                       ROOT, b"")])]
@@ -513,6 +515,10 @@ def _group_node_target() -> FuzzTarget:
                 out.append(b"".join(chunk(flags, tags[dest], b) for b in bodies))
         out.append(chunk(0x13, tags[3], codec.Adv("p")) + chunk(0x13, tags[3], codec.GrpsInfo(
             "p", tuple(codec.GrpInfo(f"s{i}", "", "sb", ()) for i in range(8)))))
+        named = (codec.MemberEntry("p", 1, True), codec.MemberEntry("q", 1, True))
+        out.append(chunk(0x13, tags[3], codec.GrpsInfo("p", tuple(
+            codec.GrpInfo(g, "", "sb", named, False, (("p", "Pia"), ("q", "Quinn")))
+            for g in ("open", "keyed", "new")))))
         return out
 
     return FuzzTarget("group.node", run, seeds, expected=(), max_len=STREAM_MAX_LEN)
@@ -528,8 +534,12 @@ def _check_group_node(node: Any, cfg: Any, m2mp: Any) -> None:
     _check(len(node.discovery_limiter) <= cfg.max_senders, "discovery limiter")
     for auth in node._auths.values():
         _check(len(auth.replay) <= cfg.max_senders, "replay windows")
+    for info in gjlp.discovered.values():
+        current = {e.pid for e in info.members if e.joined}
+        _check(all(pid in current for pid, _ in info.names), "names of discovered groups")
     for inst in node.groups.values():
         _check(len(inst.row.membership) <= cfg.max_members, "max_members")
+        _check(len(inst.row.names) <= cfg.max_members, "member names")
         repair, msp, mop = inst.repair, inst.msp, inst.mop
         _check(len(repair.hw) <= cfg.max_senders + cfg.max_members, "max_senders (repair)")
         _check(repair.pending_repairs <= cfg.max_pending_repairs, "max_pending_repairs")
@@ -563,6 +573,10 @@ def _group_examples(codec: Any, tag: bytes) -> list[bytes]:
     try:
         bodies = [
             codec.Adv("p"), codec.Leave("p", 1), codec.Join("p", 1, "sb", "team"),
+            codec.Join("p", 2, "sb", "team", "Pia"),
+            codec.Status("p", 2, {"q": 1}, (codec.MemberEntry("p", 2, True),), None, 0, "Pia"),
+            codec.GrpsInfo("p", (codec.GrpInfo("g", "team", "sb", (
+                codec.MemberEntry("p", 2, True),), False, (("p", "Pia"),)),)),
             codec.Data("p", [Message(MessageId("p", 1), ROOT, b"hi"),
                              Message(MessageId("p", 2), MessageId("q", 1), b"re", {"p": 2}, 3)]),
             codec.SyncReq("p", 1, {"q": [(1, 3), (5, 5)]}),

@@ -31,6 +31,7 @@ __all__ = [
     "GroupSeen",
     "MemberJoined",
     "MemberLeft",
+    "MemberNamed",
     "MemberSeen",
     "SyncProgress",
     "limits_of",
@@ -44,7 +45,9 @@ class GroupInfo:
     ``authenticated``: the group's messages carry a group key's authentication
     (issue 9); the chat marks the others as *unauthenticated*. ``key_held``: the
     node already holds that key (infrastructure mode: the hosts' deployment key,
-    given when the chat started), so joining asks for none.
+    given when the chat started), so joining asks for none. ``names``: ``(pid,
+    nick)`` of the members whose nick the group layer carries (their display
+    names: known before they write; docs/group.md, "Display names").
     """
 
     gid: str
@@ -53,6 +56,7 @@ class GroupInfo:
     left: tuple[str, ...] = ()
     authenticated: bool = False
     key_held: bool = False
+    names: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,8 +84,21 @@ class Delivered:
 
 @dataclass(frozen=True, slots=True)
 class MemberJoined:
+    """``pid`` joined ``gid``; ``name``: its nick when the group layer carried it."""
+
     gid: str
     pid: str
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MemberNamed:
+    """The group layer says member ``pid`` of ``gid`` goes by ``name`` now (``""``: it
+    announces none), before or without a message of it."""
+
+    gid: str
+    pid: str
+    name: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,8 +162,8 @@ def limits_of(backend: object) -> BackendLimits:
     return limits if isinstance(limits, BackendLimits) else FULL_FEATURES
 
 
-BackendEvent = (GroupSeen | Delivered | MemberJoined | MemberLeft | MemberSeen | SyncProgress
-                | BackendNotice)
+BackendEvent = (GroupSeen | Delivered | MemberJoined | MemberLeft | MemberNamed | MemberSeen
+                | SyncProgress | BackendNotice)
 
 
 @runtime_checkable
@@ -162,6 +179,10 @@ class ChatBackend(Protocol):
     def mode(self) -> str:
         """A short description for the title bar, e.g. ``ad hoc 239.255.77.77:7777``."""
         ...
+
+    def set_nick(self, nick: str) -> None:
+        """The nick the others see for this participant, carried by the group layer from
+        its first packet on (called before :meth:`start`; may be called again)."""
 
     async def start(self) -> None:
         """Open the network and the durable log."""

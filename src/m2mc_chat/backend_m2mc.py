@@ -30,6 +30,7 @@ from m2mc.group.events import (
 )
 from m2mc.group.events import MemberJoined as NodeMemberJoined
 from m2mc.group.events import MemberLeft as NodeMemberLeft
+from m2mc.group.events import MemberNamed as NodeMemberNamed
 from m2mc.transport.url import DEFAULT_CHANNEL_URL, is_iface_name
 from m2mc_chat.backend import (
     FULL_FEATURES,
@@ -41,6 +42,7 @@ from m2mc_chat.backend import (
     GroupSeen,
     MemberJoined,
     MemberLeft,
+    MemberNamed,
     MemberSeen,
     SyncProgress,
 )
@@ -66,12 +68,14 @@ def group_info(info: GrpInfo, *, authenticated: bool = False) -> GroupInfo:
     """GJLP's record (members with a joined flag) as the chat's (cMemList, lMemList).
 
     ``keyed`` (issue 9) is read with ``getattr`` so that records of a group layer
-    without authenticated groups read as unauthenticated.
+    without authenticated groups read as unauthenticated; ``names`` (the members'
+    display names, which this chat sets to their nicks) likewise.
     """
     return GroupInfo(gid=info.gid, desc=info.desc,
                      members=tuple(m.pid for m in info.members if m.joined),
                      left=tuple(m.pid for m in info.members if not m.joined),
-                     authenticated=authenticated or bool(getattr(info, "keyed", False)))
+                     authenticated=authenticated or bool(getattr(info, "keyed", False)),
+                     names=tuple(getattr(info, "names", ())))
 
 
 def describe_channel(url: str) -> str:
@@ -108,6 +112,8 @@ class M2MCBackend:
         self._node_config.pid = config.device_id
         if config.metrics is not None:
             self._node_config.metrics = config.metrics
+        if config.nick:  # the group layer carries it (NodeConfig.name)
+            self._node_config.name = config.nick
         self._setup(Node(self._node_config))
 
     def _setup(self, node: Node) -> None:
@@ -130,6 +136,9 @@ class M2MCBackend:
         return describe_channel(self.channel)
 
     # -------------------------------------------------------------- lifecycle
+
+    def set_nick(self, nick: str) -> None:
+        self.node.set_name(nick)   # NodeConfig.name before start, a status after
 
     async def start(self) -> None:
         await self.node.start()
@@ -263,12 +272,15 @@ class M2MCBackend:
         match event:
             case GroupDiscovered(info=info):
                 return [GroupSeen(group_info(info))]
-            case GroupCreated(gid=gid) | NodeMemberJoined(gid=gid) | NodeMemberLeft(gid=gid):
+            case (GroupCreated(gid=gid) | NodeMemberJoined(gid=gid) | NodeMemberLeft(gid=gid)
+                  | NodeMemberNamed(gid=gid)):
                 out: list[BackendEvent] = []
                 if isinstance(event, NodeMemberJoined):
-                    out.append(MemberJoined(gid, event.pid))
+                    out.append(MemberJoined(gid, event.pid, event.name))
                 elif isinstance(event, NodeMemberLeft):
                     out.append(MemberLeft(gid, event.pid))
+                elif isinstance(event, NodeMemberNamed):
+                    out.append(MemberNamed(gid, event.pid, event.name))
                 with contextlib.suppress(UsageError):   # not (or no longer) a member
                     out.append(GroupSeen(self._info_of(self.node.group(gid))))
                 return out

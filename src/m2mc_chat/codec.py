@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from m2mc.errors import DecodeError, UsageError
 
-__all__ = ["MAX_NICK", "MAX_TEXT", "ChatBody", "decode_body", "encode_body", "validate_nick"]
+__all__ = ["MAX_NICK", "MAX_TEXT", "ChatBody", "clean_nick", "decode_body", "encode_body",
+           "validate_nick"]
 
 MAX_NICK = 32
 """Characters in a nick."""
@@ -40,6 +41,16 @@ def validate_nick(nick: str) -> str:
     if any(not ch.isprintable() for ch in nick):
         raise UsageError("the nick may only hold printable characters")
     return nick
+
+
+def clean_nick(name: str) -> str:
+    """A nick announced by the group layer (a member's display name, which any process
+    can set) as the chat shows it: stripped, or ``""`` when it is not a nick the chat
+    would accept (empty, too long, unprintable characters)."""
+    try:
+        return validate_nick(name)
+    except UsageError:
+        return ""
 
 
 def encode_body(nick: str, text: str, ts: float) -> bytes:

@@ -8,13 +8,17 @@ with ``deliver=False``) and :meth:`FakeBackend.inject` them in any order.
 :class:`FakeStore` plays the durable log, so a "restarted" backend built on
 the same store gets its groups and history back.
 
+Nicks travel as the group layer's display names do (docs/group.md, "Display
+names"): a backend's nick is in its groups' records and in its join, so the others
+know it before it writes; a keyed group's names are shown to its members only.
+
 Used by the Pilot and snapshot tests and by ``m2mc chat --demo``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 
 from m2mc.errors import UsageError
@@ -29,6 +33,7 @@ from m2mc_chat.backend import (
     GroupSeen,
     MemberJoined,
     MemberLeft,
+    MemberNamed,
     SyncProgress,
 )
 from m2mc_chat.codec import encode_body
@@ -46,10 +51,15 @@ class _Group:
     log: list[Delivered] = field(default_factory=list)
     next_seq: dict[str, int] = field(default_factory=dict)
     authenticated: bool = False
+    names: dict[str, str] = field(default_factory=dict)  # pid -> nick (display name)
 
-    def info(self) -> GroupInfo:
+    def info(self, *, public: bool = False) -> GroupInfo:
+        """The record; ``public``: as a non-member sees it (a keyed group without names)."""
+        hidden = public and self.authenticated
+        names = () if hidden else tuple(sorted((p, n) for p, n in self.names.items()
+                                               if p in self.members and n))
         return GroupInfo(self.gid, self.desc, tuple(self.members), tuple(self.left),
-                         authenticated=self.authenticated)
+                         authenticated=self.authenticated, names=names)
 
 
 @dataclass(slots=True)
@@ -79,8 +89,11 @@ class FakeNetwork:
     def group_info(self, gid: str) -> GroupInfo:
         return self._group(gid).info()
 
-    def groups(self) -> list[GroupInfo]:
-        return [g.info() for g in self._groups.values()]
+    def groups(self, viewer: FakeBackend | None = None) -> list[GroupInfo]:
+        """Every group's record, as ``viewer`` sees it (members of a keyed group only
+        see its names)."""
+        return [g.info(public=viewer is None or g.gid not in viewer.store.joined)
+                for g in self._groups.values()]
 
     def _group(self, gid: str) -> _Group:
         try:
@@ -89,14 +102,36 @@ class FakeNetwork:
             raise UsageError(f"no group {gid!r} on this network") from None
 
     def add_group(self, desc: str, creator: str, *, members: tuple[str, ...] = (),
-                  authenticated: bool = False) -> str:
-        """A group that exists before any backend attaches (someone else's)."""
+                  authenticated: bool = False, names: Mapping[str, str] | None = None) -> str:
+        """A group that exists before any backend attaches (someone else's); ``names``:
+        the nicks its members announce (pid -> nick)."""
         self._created += 1
         gid = f"{creator}/{self._created}"
         self._groups[gid] = _Group(gid, desc, members=[creator, *members],
-                                   authenticated=authenticated)
-        self._broadcast(GroupSeen(self._groups[gid].info()))
+                                   authenticated=authenticated, names=dict(names or {}))
+        self._show(self._groups[gid])
         return gid
+
+    def member_joined(self, gid: str, pid: str, nick: str = "") -> None:
+        """A participant without a backend here joins ``gid`` (announcing ``nick``)."""
+        group = self._group(gid)
+        if pid in group.left:
+            group.left.remove(pid)
+        if pid not in group.members:
+            group.members.append(pid)
+        if nick:
+            group.names[pid] = nick
+        self._broadcast(MemberJoined(gid, pid, nick), gid=gid)
+        self._show(group)
+
+    def rename(self, pid: str, nick: str) -> None:
+        """``pid`` announces another nick (``""``: none) in every group it is in."""
+        for group in self._groups.values():
+            if pid not in group.members:
+                continue
+            group.names[pid] = nick
+            self._broadcast(MemberNamed(group.gid, pid, nick), gid=group.gid)
+            self._show(group)
 
     def post(self, gid: str, author: str, nick: str, text: str, *, parent: str = ROOT,
              ts: float = 0.0, deliver: bool = True) -> Delivered:
@@ -118,7 +153,7 @@ class FakeNetwork:
         if pid not in group.left:
             group.left.append(pid)
         self._broadcast(MemberLeft(gid, pid), gid=gid)
-        self._broadcast(GroupSeen(group.info()))
+        self._show(group)
 
     def _deliver(self, message: Delivered) -> None:
         for backend in self._backends:
@@ -132,10 +167,15 @@ class FakeNetwork:
                 continue
             backend._push(event)
 
+    def _show(self, group: _Group) -> None:
+        """Every backend hears the group's record (``displayNewGroupInfo``)."""
+        for backend in self._backends:
+            backend._push(GroupSeen(group.info(public=group.gid not in backend.store.joined)))
+
     def _attach(self, backend: FakeBackend) -> None:
         self._backends.append(backend)
-        for group in self._groups.values():
-            backend._push(GroupSeen(group.info()))
+        for info in self.groups(backend):
+            backend._push(GroupSeen(info))
 
     def _detach(self, backend: FakeBackend) -> None:
         if backend in self._backends:
@@ -145,10 +185,12 @@ class FakeNetwork:
 class FakeBackend:
     """One participant on a :class:`FakeNetwork`; implements :class:`ChatBackend`."""
 
-    def __init__(self, network: FakeNetwork, node_id: str, *,
+    def __init__(self, network: FakeNetwork, node_id: str, *, nick: str = "",
                  store: FakeStore | None = None, catch_up_batch: int = 0,
                  limits: BackendLimits = FULL_FEATURES) -> None:
         self.network = network
+        self.nick = nick
+        """The nick this participant announces (set by the chat: :meth:`set_nick`)."""
         self.limits = limits
         """What to pretend this backend cannot do (the UI's degraded modes, in tests)."""
         self._node_id = node_id
@@ -181,6 +223,12 @@ class FakeBackend:
         """Hand ``event`` to the chat as if the group layer produced it."""
         self._push(event)
 
+    def set_nick(self, nick: str) -> None:
+        if nick != self.nick:
+            self.nick = nick
+            if self._started:
+                self.network.rename(self.node_id, nick)
+
     async def start(self) -> None:
         if not self._started:
             self._started = True
@@ -203,14 +251,15 @@ class FakeBackend:
         return list(self.store.joined.values())
 
     def known_groups(self) -> list[GroupInfo]:
-        return self.network.groups()
+        return self.network.groups(self)
 
     async def history(self, gid: str) -> list[Delivered]:
         return [Delivered(m.gid, m.mid, m.parent, m.author, m.payload, from_log=True)
                 for m in self.store.logs.get(gid, [])]
 
     async def create_group(self, desc: str, key: GroupKey | None = None) -> GroupInfo:
-        gid = self.network.add_group(desc, self.node_id, authenticated=key is not None)
+        gid = self.network.add_group(desc, self.node_id, authenticated=key is not None,
+                                     names={self.node_id: self.nick} if self.nick else None)
         self.keys_used[gid] = key
         info = self.network.group_info(gid)
         self.store.joined[gid] = info
@@ -226,10 +275,12 @@ class FakeBackend:
             group.left.remove(self.node_id)
         if self.node_id not in group.members:
             group.members.append(self.node_id)
+        if self.nick:
+            group.names[self.node_id] = self.nick
         info = group.info()
         self.store.joined[gid] = info
-        self.network._broadcast(MemberJoined(gid, self.node_id), gid=gid, skip=self)
-        self.network._broadcast(GroupSeen(info))
+        self.network._broadcast(MemberJoined(gid, self.node_id, self.nick), gid=gid, skip=self)
+        self.network._show(group)
         # Member synchronization: announce what is missing, then hand it over.
         known = self.store.mids.get(gid, set())
         missing = [m for m in group.log if m.mid not in known]

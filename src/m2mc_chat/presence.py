@@ -41,7 +41,8 @@ class _Entry:
 
 
 class PresenceTable:
-    """Members of one group by pid, with the nick they last used.
+    """Members of one group by pid, with their nick: the one the group layer announced
+    (their display name, known before they write), else the one they last wrote under.
 
     The table is bounded by ``max_members`` (a hostile peer could invent pids):
     past the bound, the longest-silent member that has left is forgotten first,
@@ -58,6 +59,8 @@ class PresenceTable:
         self._members: dict[str, _Entry] = {}
         # Nicks are learned from messages, also those of past members (history).
         self._nicks: dict[str, str] = {}
+        # Nicks the group layer announced (display names): they win over the above.
+        self._announced: dict[str, str] = {}
 
     def _entry(self, pid: str) -> _Entry:
         entry = self._members.get(pid)
@@ -98,13 +101,17 @@ class PresenceTable:
             self.learn_nick(pid, nick)
 
     def learn_nick(self, pid: str, nick: str) -> None:
-        """Remember the nick ``pid`` uses, member or not (bounded like the members)."""
-        if not nick:
-            return
-        self._nicks.pop(pid, None)
-        if len(self._nicks) >= self.max_members:
-            del self._nicks[next(iter(self._nicks))]  # the least recently learned
-        self._nicks[pid] = nick
+        """Remember the nick ``pid`` wrote under, member or not (bounded like the members)."""
+        if nick:
+            _remember(self._nicks, pid, nick, self.max_members)
+
+    def announce_nick(self, pid: str, nick: str) -> None:
+        """The group layer says ``pid`` goes by ``nick`` (``""``: it announces none, so the
+        nick it writes under shows again)."""
+        if nick:
+            _remember(self._announced, pid, nick, self.max_members)
+        else:
+            self._announced.pop(pid, None)
 
     def set_members(self, present: Iterable[str], gone: Iterable[str]) -> None:
         """Merge a GJLP group record: ``present`` (cMemList) and ``gone`` (lMemList)."""
@@ -119,7 +126,7 @@ class PresenceTable:
         return entry.last_heard if entry is not None else None
 
     def nick(self, pid: str) -> str:
-        return self._nicks.get(pid, pid)
+        return self._announced.get(pid) or self._nicks.get(pid, pid)
 
     def __contains__(self, pid: object) -> bool:
         return pid in self._members
@@ -145,6 +152,15 @@ class PresenceTable:
 
     def count(self, now: float, state: MemberState = MemberState.JOINED) -> int:
         return sum(1 for pid in self._members if self.state(pid, now) is state)
+
+
+def _remember(table: dict[str, str], pid: str, nick: str, bound: int) -> None:
+    """``table[pid] = nick`` as the most recent entry; past ``bound`` the least recently
+    learned entry is forgotten."""
+    table.pop(pid, None)
+    if len(table) >= bound:
+        del table[next(iter(table))]
+    table[pid] = nick
 
 
 def sync_status(pending: int) -> str:

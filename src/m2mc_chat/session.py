@@ -25,11 +25,12 @@ from m2mc_chat.backend import (
     GroupSeen,
     MemberJoined,
     MemberLeft,
+    MemberNamed,
     MemberSeen,
     SyncProgress,
     limits_of,
 )
-from m2mc_chat.codec import decode_body, encode_body, validate_nick
+from m2mc_chat.codec import clean_nick, decode_body, encode_body, validate_nick
 from m2mc_chat.model import ROOT, AddResult, ChatMessage, ThreadTree
 from m2mc_chat.presence import PresenceTable
 from m2mc_chat.state import GroupUiState, UiStateStore
@@ -125,6 +126,9 @@ class ChatSession:
         """Messages whose chat payload could not be decoded (shown as unreadable)."""
         self._nicks: dict[str, str] = {}
         """pid -> the nick it last wrote under, in any group (for groups not joined)."""
+        self._announced: dict[str, str] = {}
+        """pid -> the nick the group layer last announced for it, in any group (its
+        display name: known before it writes); wins over :attr:`_nicks`."""
         self._listeners: list[Callable[[SessionChange], None]] = []
         self._waiters: list[asyncio.Future[None]] = []
 
@@ -174,9 +178,11 @@ class ChatSession:
 
     async def start(self) -> None:
         """Start the backend and restore the groups it already belongs to."""
+        self.backend.set_nick(self.nick)   # the others see it before we write
         await self.backend.start()
         for info in self.backend.known_groups():
             self.groups[info.gid] = info
+            self._announce_all(info)
         for info in self.backend.joined_groups():
             self.groups[info.gid] = info
             await self._open_view(info)
@@ -212,6 +218,10 @@ class ChatSession:
             presence.heard(self.node_id, self.clock(), self.nick)
             view = self.views[info.gid] = GroupView(info=info, tree=ThreadTree(),
                                                    presence=presence)
+            for pid in (*info.members, *info.left):    # nicks announced in other groups
+                if pid in self._announced:
+                    presence.announce_nick(pid, self._announced[pid])
+            self._announce_all(info)
         saved = self.ui_state.get(info.gid) if self.ui_state else GroupUiState()
         for delivered in await self.backend.history(info.gid):
             self._add_delivered(view, delivered, unread=delivered.mid in saved.unread)
@@ -303,19 +313,38 @@ class ChatSession:
         return mid
 
     def nick_of(self, pid: str) -> str:
-        """The nick ``pid`` writes under, as learned from messages of any group we hold
-        (history included); the pid itself when unknown."""
+        """The nick of ``pid``: the one the group layer announced (in any group), else
+        the one it writes under, as learned from messages of any group we hold (history
+        included); the pid itself when unknown."""
         if pid == self.node_id:
             return self.nick
-        return self._nicks.get(pid, pid)
+        return self._announced.get(pid) or self._nicks.get(pid, pid)
 
     def _learn_nick(self, pid: str, nick: str) -> None:
-        if not nick or self._nicks.get(pid) == nick:
-            return
-        self._nicks.pop(pid, None)
-        if len(self._nicks) >= MAX_NICKS:
-            del self._nicks[next(iter(self._nicks))]    # the least recently learned
-        self._nicks[pid] = nick
+        if nick:
+            _remember(self._nicks, pid, nick)
+
+    def _announce(self, gid: str, pid: str, name: str, *, clears: bool) -> bool:
+        """The group layer says ``pid`` (a member of ``gid``) goes by ``name``; ``clears``:
+        an empty or unusable name means it announces none (its own word). True if the
+        nick shown for it may have changed."""
+        if pid == self.node_id:
+            return False
+        nick = clean_nick(name)
+        if not nick and not clears:
+            return False
+        if nick:
+            _remember(self._announced, pid, nick)
+        else:
+            self._announced.pop(pid, None)
+        if (view := self.views.get(gid)) is not None:
+            view.presence.announce_nick(pid, nick)
+        return True
+
+    def _announce_all(self, info: GroupInfo) -> None:
+        """The names a group record carries (what the group layer knows of them)."""
+        for pid, name in info.names:
+            self._announce(info.gid, pid, name, clears=False)
 
     def find_group(self, desc_or_gid: str) -> GroupInfo | None:
         """A discovered group by gid, else by description (the first one, by gid).
@@ -338,6 +367,7 @@ class ChatSession:
         match event:
             case GroupSeen(info=info):
                 self.groups[info.gid] = info
+                self._announce_all(info)
                 view = self.views.get(info.gid)
                 if view is not None:
                     view.info = info
@@ -354,10 +384,16 @@ class ChatSession:
                 if result.added:
                     self._emit(MessageAdded(gid, event.mid, result.restructured, unread))
                     self._emit(MembersChanged(gid))
-            case MemberJoined(gid=gid, pid=pid):
+            case MemberJoined(gid=gid, pid=pid, name=name):
+                self._announce(gid, pid, name or self._announced.get(pid, ""), clears=False)
                 if (view := self.views.get(gid)) is not None:
                     view.presence.joined(pid, now)
                     self._emit(MembersChanged(gid))
+            case MemberNamed(gid=gid, pid=pid, name=name):
+                if self._announce(gid, pid, name, clears=True):
+                    if gid in self.views:
+                        self._emit(MembersChanged(gid))
+                    self._emit(GroupsChanged())     # the browser names members too
             case MemberLeft(gid=gid, pid=pid):
                 if (view := self.views.get(gid)) is not None:
                     view.presence.left(pid)
@@ -395,3 +431,14 @@ class ChatSession:
             if not event.from_log:
                 view.presence.heard(event.author, self.clock())
         return result
+
+
+def _remember(table: dict[str, str], pid: str, nick: str) -> None:
+    """``table[pid] = nick`` as the most recent entry; past :data:`MAX_NICKS` the least
+    recently learned entry is forgotten (a hostile peer could invent pids)."""
+    if table.get(pid) == nick:
+        return
+    table.pop(pid, None)
+    if len(table) >= MAX_NICKS:
+        del table[next(iter(table))]
+    table[pid] = nick

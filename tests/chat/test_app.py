@@ -474,3 +474,43 @@ async def test_create_a_keyed_group_from_the_browser(tmp_path: Path) -> None:
         assert backend(app).keys_used[info.gid] is not None
         assert "🔒 ops" in screen_text(app)
     assert "s3cret" not in "".join(p.read_text() for p in (tmp_path / "alice").glob("*"))
+
+
+async def test_nicks_show_from_the_first_packet_of_members_who_never_wrote(
+        tmp_path: Path) -> None:
+    """The group layer carries each member's nick (its display name): the browser and
+    the member list name members who never wrote, a newcomer from its join, and a
+    rename at once; a keyed group's names are its members' only."""
+    net = FakeNetwork()
+    quiet = net.add_group("quiet room", "c0ffee01", members=("d00d0002",),
+                          names={"c0ffee01": "carol", "d00d0002": "dave"})
+    net.add_group("vault", "f00d0003", authenticated=True, names={"f00d0003": "fay"})
+    app = make_app(net, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+g")
+        await settle(pilot)
+        rows = screen_text(app).splitlines()
+        assert "carol, dave" in next(line for line in rows if "quiet room" in line)
+        assert "f00d0003" in next(line for line in rows if "vault" in line)
+        await pilot.press("escape")
+        await open_browser_on(pilot, "quiet room")
+        await pilot.press("j")
+        await settle(pilot)
+        text = screen_text(app)
+        assert "● alice (you)" in text and "carol  not heard from" in text
+        assert "dave  not heard from" in text and "d00d0002" not in text
+        net.member_joined(quiet, "e5e5e5e5", "erin")          # joins, writes nothing
+        await settle(pilot)
+        assert "● erin" in screen_text(app) and "e5e5e5e5" not in screen_text(app)
+        net.rename("d00d0002", "david")                       # restarted as david
+        await settle(pilot)
+        text = screen_text(app)
+        assert "david  not heard from" in text and "dave " not in text
+        net.rename("d00d0002", "")                            # announces none: the id
+        await settle(pilot)
+        assert "d00d0002  not heard from" in screen_text(app)
+        await pilot.press("ctrl+g")
+        await settle(pilot)
+        row = next(line for line in screen_text(app).splitlines() if "quiet room" in line)
+        assert "carol, d00d0002, alice, erin" in row

@@ -361,3 +361,46 @@ async def test_back_in_range_the_browser_shows_groups_made_meanwhile(
         assert BACK_IN_RANGE in notices
         await pilot.press("escape")
         await pilot.press("ctrl+q")
+
+
+async def test_the_tui_names_members_who_never_wrote_on_the_real_group_layer(
+        tmp_path: Path, channel: str) -> None:
+    """Nicks from the first packet (the group layer's display names): the browser names
+    bob, who created a group and wrote nothing; so does the member list after joining,
+    carol from her JOIN, and her new nick after she changes it, all without a message."""
+    from m2mc_chat.app import ChatApp
+    from m2mc_chat.testing import screen_text, settle
+
+    def quiet(nick: str, device: str) -> Participant:
+        config = ChatConfig(nick=nick, device_id=device, data_dir=tmp_path / device,
+                            channel=channel)
+        return Participant(ChatSession(M2MCBackend(config), nick))
+
+    async def shows(pilot, *wanted: str, unwanted: str) -> None:  # type: ignore[no-untyped-def]
+        for _ in range(int(WAIT / 0.05)):              # polled: the network is real
+            text = screen_text(pilot.app)
+            if all(w in text for w in wanted) and unwanted not in text:
+                return
+            await pilot.pause(0.05)
+        raise AssertionError(f"{wanted} never shown without {unwanted!r}:\n{text}")
+
+    config = ChatConfig(nick="alice", device_id="a11ce000", data_dir=tmp_path / "alice",
+                        channel=channel)
+    app = ChatApp(config, M2MCBackend)
+    async with quiet("bob", "b0b0b0b0") as bob, app.run_test(size=(110, 30)) as pilot:
+        info = await bob.create_group("standup")
+        await settle(pilot)
+        await pilot.press("ctrl+g")
+        # The browser row: description, members by nick (bob's), then the group id.
+        await shows(pilot, f"1  bob  {info.gid}", unwanted=f"b0b0b0b0  {info.gid}")
+        await pilot.press("j")
+        await shows(pilot, "● alice (you)", "bob", unwanted="b0b0b0b0")
+        async with quiet("carol", "ca401111") as carol:
+            assert await carol.wait_until(lambda: carol.find_group("standup") is not None,
+                                          WAIT)
+            await carol.join_group(info.gid)
+            await shows(pilot, "carol", unwanted="ca401111")
+            carol.backend.set_nick("caroline")               # a status tells it at once
+            await shows(pilot, "caroline", unwanted="ca401111")
+        assert not (await app.session.backend.history(info.gid))  # type: ignore[union-attr]
+        await pilot.press("ctrl+q")

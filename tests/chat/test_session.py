@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from m2mc.errors import UsageError
-from m2mc_chat.backend import ChatBackend, Delivered, SyncProgress
+from m2mc_chat.backend import ChatBackend, Delivered, MemberNamed, SyncProgress
 from m2mc_chat.fake import FakeBackend, FakeNetwork, FakeStore
 from m2mc_chat.presence import MemberState
 from m2mc_chat.session import UNREADABLE_TEXT, ChatSession, MessageAdded, SessionChange
@@ -161,3 +161,43 @@ async def test_restart_restores_history_read_marks_and_collapse(tmp_path: Path) 
     assert restored.collapsed_mids() == {q.mid}
     await again.close()
     await task
+
+
+async def test_nicks_come_from_the_group_layer_before_anyone_writes(
+        pair: tuple[FakeNetwork, ChatSession, ChatSession]) -> None:
+    _, alice, bob = pair
+    assert isinstance(alice.backend, FakeBackend) and alice.backend.nick == "alice"  # set_nick
+    info = await alice.create_group("quiet")
+    assert await bob.wait_until(lambda: bob.find_group("quiet") is not None, 5)
+    assert bob.nick_of("A") == "alice"                      # from the group's record
+    await bob.join_group(info.gid)
+    view = alice.views[info.gid]
+    assert await alice.wait_until(lambda: "B" in view.presence, 5)
+    assert view.presence.nick("B") == "bob" and alice.nick_of("B") == "bob"  # from its join
+
+
+async def test_announced_nicks_win_over_written_ones_and_bad_ones_are_ignored() -> None:
+    net, clock = FakeNetwork(), Clock()
+    gid = net.add_group("g", "C", names={"C": "carol"})
+    net.post(gid, "C", "caz", "hi")                         # writes under another nick
+    alice, task = await started(FakeBackend(net, "A"), "alice", clock)
+    try:
+        await alice.join_group(gid)
+        presence, tree = alice.views[gid].presence, alice.views[gid].tree
+        assert await alice.wait_until(lambda: "C:1" in tree, 5)      # caught up
+        assert presence.nick("C") == "carol" and alice.nick_of("C") == "carol"
+        assert tree.get("C:1").nick == "caz"  # type: ignore[union-attr]
+        net.rename("C", "\x1b[31mred")                         # not a nick: says none
+        assert await alice.wait_until(lambda: presence.nick("C") == "caz", 5)
+        assert alice.nick_of("C") == "caz"
+        net.rename("C", "x" * 33)                             # longer than a nick
+        net.rename("C", "  carol  ")
+        assert await alice.wait_until(lambda: presence.nick("C") == "carol", 5)
+        net.rename("C", "")                                   # announces none any more
+        assert await alice.wait_until(lambda: presence.nick("C") == "caz", 5)
+        for i in range(5000):                                 # bounded like nicks written
+            alice.apply(MemberNamed(gid, f"p{i}", f"n{i}"))
+        assert len(alice._announced) <= 4096 and len(presence._announced) <= 4096
+    finally:
+        await alice.close()
+        await task

@@ -48,6 +48,7 @@ class Net:
     counter: Callable[[bytes], None] | None = None
     keys: dict[str, dict[str, GroupSecret]] = field(default_factory=dict)  # pid -> gid -> key
     tracing: bool = True  # False: the nodes trace nothing (their non-tracing fast paths)
+    names: dict[str, str] = field(default_factory=dict)  # pid -> display name (restarts too)
     batch_deliveries: bool = False  # the nodes deliver DeliveredBatch events
 
     def __post_init__(self) -> None:
@@ -66,7 +67,8 @@ class Net:
                          config=self.config(), store=self.stores[pid],
                          trace=self.trace if self.tracing else None,
                          run_id="test", keys=self.keys.get(pid),
-                         counter_start=int(self.now * 1_000_000))
+                         counter_start=int(self.now * 1_000_000),
+                         name=self.names.get(pid, ""))
         node.batch_deliveries = self.batch_deliveries
         self.nodes[pid] = node
         self.down.discard(pid)

@@ -12,6 +12,7 @@ from m2mc.group.events import (
     GroupEvent,
     MemberJoined,
     MemberLeft,
+    MemberNamed,
     MessagesSkipped,
     Reconnected,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "GroupNode",
     "MemberJoined",
     "MemberLeft",
+    "MemberNamed",
     "MessagesSkipped",
     "Reconnected",
 ]

@@ -49,9 +49,14 @@ DISCOVERY_TAG = bytes(8)
 FLAG_AUTH = 0x01
 
 MAX_PID = 64
+MAX_NAME = 128  # UTF-8 bytes of a process's display name (32 characters of any script)
 MAX_GID = 128
 MAX_DESC = 1024
 MAX_LIST = 100_000  # any msgpack array in a body
+# Elements of a body (and of a GRPS_INFO group entry). JOIN, STATUS and GRPS_INFO
+# entries may carry more elements than this version knows (a later version's, added
+# at the end): they are ignored, so such an addition stays compatible (docs/group.md).
+MAX_BODY_ELEMENTS = 16
 MAX_SEQ = 1 << 40
 
 Intervals = list[tuple[int, int]]
@@ -110,17 +115,29 @@ class MemberEntry:
 
 @dataclass(frozen=True, slots=True)
 class GrpInfo:
-    """``<gid, desc, cMemList, lMemList>`` (seeds/000 V.A) plus the group's ordering
-    and whether it is keyed (authenticated: joining it takes the group's key).
+    """``<gid, desc, cMemList, lMemList>`` (seeds/000 V.A) plus the group's ordering,
+    whether it is keyed (authenticated: joining it takes the group's key) and the
+    display names of its current members (``(pid, name)`` pairs sorted by pid; only
+    members with a name; never for a keyed group: those travel sealed only).
 
-    On the wire ``keyed`` is a fifth element written only when true, so the
-    entries of open groups stay as they were and older entries decode as open."""
+    On the wire ``keyed`` is a fifth element and ``names`` a sixth (a map pid ->
+    name), each written only when needed (``keyed`` as ``false`` before names), so
+    the entries of open unnamed groups stay as they were and older entries decode
+    as open and unnamed."""
 
     gid: str
     desc: str
     order: str
     members: tuple[MemberEntry, ...]
     keyed: bool = False
+    names: tuple[tuple[str, str], ...] = ()
+
+    def name_of(self, pid: str) -> str:
+        """The display name of member ``pid`` (``""``: none known)."""
+        for who, name in self.names:
+            if who == pid:
+                return name
+        return ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +201,7 @@ class Status:
     members: tuple[MemberEntry, ...]
     sequencer: LogState | None  # total order only
     max_gseq: int  # total order: the highest position the sender knows committed
+    name: str = ""  # the sender's display name (a seventh element, only when set)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +233,7 @@ class Join:
     version: int
     order: str
     desc: str
+    name: str = ""  # the joiner's display name (a fifth element, only when set)
 
 
 @dataclass(frozen=True, slots=True)
@@ -427,8 +446,17 @@ def _digest_wire(digest: Mapping[str, Intervals]) -> dict[str, list[int]]:
 
 def _grp_info_wire(g: GrpInfo) -> list[Any]:
     wire: list[Any] = [g.gid, g.desc, g.order, _members_wire(g.members)]
-    if g.keyed:
-        wire.append(True)
+    if g.keyed or g.names:
+        wire.append(g.keyed)
+    if g.names:
+        wire.append(dict(g.names))
+    return wire
+
+
+def _named(wire: list[Any], name: str) -> list[Any]:
+    """A body with the optional trailing name: written only when there is one."""
+    if name:
+        wire.append(name)
     return wire
 
 
@@ -448,10 +476,11 @@ def _to_wire(body: Body) -> list[Any]:
             return [sender, [record_wire(m) for m in records]]
         case Order(sender, epoch, stamps, commit):
             return [sender, epoch, _entries_wire(stamps), commit]
-        case Status(sender, own_hw, summary, members, seqr, max_gseq):
-            return [sender, own_hw, summary, _members_wire(members),
-                    None if seqr is None else [seqr.epoch, seqr.leader, seqr.log_epoch,
-                                               seqr.log_leader, seqr.high], max_gseq]
+        case Status(sender, own_hw, summary, members, seqr, max_gseq, name):
+            return _named([sender, own_hw, summary, _members_wire(members),
+                           None if seqr is None else [seqr.epoch, seqr.leader, seqr.log_epoch,
+                                                      seqr.log_leader, seqr.high], max_gseq],
+                          name)
         case Ack(sender, epoch, leader, high, synced):
             return [sender, epoch, leader, high, synced]
         case Prepare(sender, epoch, commit):
@@ -472,8 +501,8 @@ def _to_wire(body: Body) -> list[Any]:
             return [sender, sync_seqno, _digest_wire(digest)]
         case SyncResp(sender, requester, sync_seqno, records, remaining):
             return [sender, requester, sync_seqno, [record_wire(m) for m in records], remaining]
-        case Join(sender, version, order, desc):
-            return [sender, version, order, desc]
+        case Join(sender, version, order, desc, name):
+            return _named([sender, version, order, desc], name)
         case Leave(sender, version):
             return [sender, version]
         case Handover(sender, seqr):
@@ -516,6 +545,20 @@ def _str(value: Any, limit: int) -> str:
     if type(value) is not str or len(value) > limit:
         raise DecodeError("bad string")
     return value
+
+
+def _name(value: Any) -> str:
+    """A display name: a string of at most MAX_NAME bytes in UTF-8."""
+    if type(value) is not str or len(value) > MAX_NAME or len(value.encode()) > MAX_NAME:
+        raise DecodeError("bad display name")
+    return value
+
+
+def _names(raw: Any) -> tuple[tuple[str, str], ...]:
+    """A GrpInfo's names, ``{pid: name}``: as sorted pairs, empty names left out."""
+    if type(raw) is not dict:
+        raise DecodeError("bad member names")
+    return tuple(sorted((_pid(pid), _name(name)) for pid, name in raw.items() if name != ""))
 
 
 def _int(value: Any, low: int, high: int) -> int:
@@ -640,7 +683,7 @@ def _order(value: Any) -> str:
 
 
 def _from_wire(kind: int, raw: Any, max_seq: int) -> Body:
-    r = _list(raw, 1, 16)
+    r = _list(raw, 1, MAX_BODY_ELEMENTS)
     sender = _pid(r[0])
     if kind in _RECORD_KINDS:
         if len(r) != 2:
@@ -652,7 +695,8 @@ def _from_wire(kind: int, raw: Any, max_seq: int) -> Body:
         return Order(sender, _int(r[1], 1, max_seq), _entries(r[2], max_seq),
                      _int(r[3], 0, max_seq))
     if kind == Kind.STATUS:
-        _list(r, 6, 6)
+        # Elements after the seventh (the name) are a later version's: ignored.
+        _list(r, 6, MAX_BODY_ELEMENTS)
         summary_raw = r[2]
         if type(summary_raw) is not dict:
             raise DecodeError("bad status summary")
@@ -665,7 +709,7 @@ def _from_wire(kind: int, raw: Any, max_seq: int) -> Body:
             seqr = LogState(epoch, _ballot_pid(epoch, s[1]), log_epoch,
                             _ballot_pid(log_epoch, s[3]), _int(s[4], 0, max_seq))
         return Status(sender, _int(r[1], 0, max_seq), summary, _members(r[3], max_seq), seqr,
-                      _int(r[5], 0, max_seq))
+                      _int(r[5], 0, max_seq), _name(r[6]) if len(r) > 6 else "")
     if kind == Kind.NACK:
         _list(r, 3, 3)
         return Nack(sender, _digest(r[1], max_seq), _intervals(r[2], max_seq))
@@ -681,8 +725,9 @@ def _from_wire(kind: int, raw: Any, max_seq: int) -> Body:
         return SyncResp(sender, _pid(r[1]), _int(r[2], 1, max_seq), _records(r[3], max_seq),
                         _int(r[4], 0, max_seq))
     if kind == Kind.JOIN:
-        _list(r, 4, 4)
-        return Join(sender, _int(r[1], 1, max_seq), _order(r[2]), _str(r[3], MAX_DESC))
+        _list(r, 4, MAX_BODY_ELEMENTS)  # after the fifth (the name): a later version's
+        return Join(sender, _int(r[1], 1, max_seq), _order(r[2]), _str(r[3], MAX_DESC),
+                    _name(r[4]) if len(r) > 4 else "")
     if kind == Kind.LEAVE:
         _list(r, 2, 2)
         return Leave(sender, _int(r[1], 1, max_seq))
@@ -718,14 +763,15 @@ def _from_wire(kind: int, raw: Any, max_seq: int) -> Body:
         _list(r, 2, 2)
         groups = []
         for g in _list(r[1]):
-            g = _list(g, 4, 5)
+            g = _list(g, 4, MAX_BODY_ELEMENTS)  # after the sixth (names): a later version's
             gid = _str(g[0], MAX_GID)
             if not gid:
                 raise DecodeError("empty group id")
-            keyed = g[4] if len(g) == 5 else False
+            keyed = g[4] if len(g) > 4 else False
             if type(keyed) is not bool:
                 raise DecodeError("bad keyed flag")
             groups.append(GrpInfo(gid, _str(g[1], MAX_DESC), _order(g[2]),
-                                  _members(g[3], max_seq), keyed))
+                                  _members(g[3], max_seq), keyed,
+                                  _names(g[5]) if len(g) > 5 else ()))
         return GrpsInfo(sender, tuple(groups))
     raise DecodeError(f"unknown group message kind {kind}")  # pragma: no cover

@@ -46,8 +46,23 @@ class GroupCreated:
 
 @dataclass(frozen=True, slots=True)
 class MemberJoined:
+    """``pid`` joined group ``gid``; ``name``: its display name when known (``""``: none
+    known yet, or it has none), from its JOIN or what others told of it."""
+
     gid: str
     pid: str
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MemberNamed:
+    """The display name of member ``pid`` of group ``gid`` is now ``name`` (``""``: it
+    has none): its status said so (a member that restarted under another name, or one
+    whose JOIN we missed), or a discovery reply did before we heard its own word."""
+
+    gid: str
+    pid: str
+    name: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,4 +110,4 @@ class Reconnected:
 
 
 GroupEvent = (Delivered | DeliveredBatch | GroupDiscovered | GroupCreated | MemberJoined
-              | MemberLeft | CatchUpProgress | MessagesSkipped | Reconnected)
+              | MemberLeft | MemberNamed | CatchUpProgress | MessagesSkipped | Reconnected)

@@ -20,16 +20,21 @@ membership entries of a ``grpsInfoList`` are ignored (counted
 ``keyed_members_ignored``): its membership comes only from authenticated
 JOIN, LEAVE and STATUS messages. Joining a discovered keyed group starts from
 an empty membership for the same reason.
+
+Display names (:mod:`m2mc.group.names`): a reply carries the names of each group's
+current members (not of a keyed group's), and a heard reply's names fill in those
+of our groups' members whose own word we have not heard (not in a keyed group).
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from m2mc.group.codec import MAX_GID, Adv, GrpInfo, GrpsInfo, MemberEntry
 from m2mc.group.config import GroupConfig
 from m2mc.group.membership import Membership
+from m2mc.group.names import MemberNames
 
 REANNOUNCE = (1.0, 3.0)
 """A new group is announced at once and again this many seconds later (each time as a
@@ -50,9 +55,19 @@ class GiitRow:
     membership: Membership
     my_version: int = 0
     keyed: bool = False  # this node holds the group's key: its traffic is sealed
+    # Display names beside the membership (the makers bound them by max_members).
+    names: MemberNames = field(default_factory=lambda: MemberNames(1024))
 
     def info(self) -> GrpInfo:
-        return GrpInfo(self.gid, self.desc, self.order, self.membership.entries(), self.keyed)
+        """The row as this node knows it (current members' names included)."""
+        return GrpInfo(self.gid, self.desc, self.order, self.membership.entries(), self.keyed,
+                       self.names.of(self.membership.current()))
+
+    def announcement(self) -> GrpInfo:
+        """The row as a GJLP reply describes it: a keyed group's names stay out (they
+        travel sealed only, and discovery is in the clear)."""
+        info = self.info()
+        return replace(info, names=()) if self.keyed else info
 
 
 @dataclass(slots=True)
@@ -65,6 +80,7 @@ class GjlpStats:
     groups_dropped: int = 0
     order_conflicts: int = 0
     keyed_members_ignored: int = 0  # grpsInfo entries about keyed groups (unauthenticated)
+    names_relayed: int = 0  # members' names taken from grpsInfo (their own word unknown)
     extra: dict[str, int] = field(default_factory=dict)
 
 
@@ -125,7 +141,7 @@ class Gjlp:
             return None
         self._reply_at = None
         gids, self._reply_gids = self._reply_gids, []
-        infos = tuple(self.giit[g].info() for g in gids
+        infos = tuple(self.giit[g].announcement() for g in gids
                       if g in self.giit and self.giit[g].state == MEMBER)
         if not infos:
             self.stats.replies_suppressed += 1
@@ -140,12 +156,15 @@ class Gjlp:
         return later
 
     # ----------------------------------------------------- receive grpsInfo
-    def on_grps_info(
-            self, msg: GrpsInfo) -> tuple[list[GrpInfo], list[tuple[str, list[MemberEntry]]]]:
-        """RecvGrpsInfoList. Returns (groups new to us, (gid, membership changes) of ours)."""
+    def on_grps_info(self, msg: GrpsInfo) -> tuple[list[GrpInfo],
+                                                   list[tuple[str, list[MemberEntry]]],
+                                                   list[tuple[str, str]]]:
+        """RecvGrpsInfoList. Returns (groups new to us, (gid, membership changes) of ours,
+        (gid, pid) of our groups' members whose name it changed)."""
         self.stats.replies_heard += 1
         new: list[GrpInfo] = []
         changed: list[tuple[str, list[MemberEntry]]] = []
+        renamed: list[tuple[str, str]] = []
         for info in msg.groups:
             row = self.giit.get(info.gid)
             if row is None:
@@ -156,6 +175,9 @@ class Gjlp:
                 if len(self.giit) + len(self.discovered) >= self.config.max_groups:
                     self.stats.groups_dropped += 1
                     continue
+                if info.names:  # names of the listed current members only
+                    current = {e.pid for e in info.members if e.joined}
+                    info = replace(info, names=tuple(p for p in info.names if p[0] in current))
                 self.discovered[info.gid] = info
                 new.append(info)
                 continue
@@ -171,15 +193,22 @@ class Gjlp:
             delta = row.membership.merge(info.members)
             if delta:
                 changed.append((info.gid, delta))
+            for pid, name in info.names:
+                if (pid != self.pid and row.membership.is_member(pid)
+                        and row.names.relayed(pid, name)):
+                    self.stats.names_relayed += 1
+                    renamed.append((info.gid, pid))
             self._suppress(row, info)
-        return new, changed
+        return new, changed, renamed
 
     def _suppress(self, row: GiitRow, heard: GrpInfo) -> None:
-        """Drop ``row`` from our pending reply if ``heard`` says all we would."""
+        """Drop ``row`` from our pending reply if ``heard`` says all we would (its
+        membership, and the names of its members)."""
         if row.gid not in self._reply_gids:
             return
         theirs = Membership(self.config.max_members, heard.members)
-        if theirs.covers(row.membership.entries()):
+        if (theirs.covers(row.membership.entries())
+                and set(row.announcement().names) <= set(heard.names)):
             self._reply_gids.remove(row.gid)
 
     # ------------------------------------------------------ rows and groups
@@ -197,7 +226,11 @@ class Gjlp:
         membership = Membership(self.config.max_members,
                                 info.members if info and not keyed else ())
         row = GiitRow(gid, info.desc if info else desc, info.order if info else order, LEFT,
-                      membership, keyed=keyed)
+                      membership, keyed=keyed, names=MemberNames(self.config.max_members))
+        if info is not None and not keyed:
+            for pid, name in info.names:
+                if membership.is_member(pid):
+                    row.names.relayed(pid, name)
         self.giit[gid] = row
         return row
 
@@ -206,13 +239,19 @@ class Gjlp:
         info = self.discovered.pop(gid, None)
         if gid not in self.giit:
             self.giit[gid] = GiitRow(gid, info.desc if info else "", info.order if info else "sb",
-                                     REJECTED, Membership(self.config.max_members))
+                                     REJECTED, Membership(self.config.max_members),
+                                     names=MemberNames(self.config.max_members))
 
     def member_gids(self) -> list[str]:
         return [gid for gid, row in self.giit.items() if row.state == MEMBER]
 
 
 def _merged(old: GrpInfo, new: GrpInfo, max_members: int) -> GrpInfo:
+    """Two replies about a group not joined: membership merged; the newer reply's
+    names win, for the merged group's current members."""
     m = Membership(max_members, old.members)
     m.merge(new.members)
-    return GrpInfo(old.gid, old.desc, old.order, m.entries(), old.keyed or new.keyed)
+    names = dict(old.names)
+    names.update(new.names)
+    return GrpInfo(old.gid, old.desc, old.order, m.entries(), old.keyed or new.keyed,
+                   tuple(sorted((p, n) for p, n in names.items() if m.is_member(p))))

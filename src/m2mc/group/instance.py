@@ -3,9 +3,11 @@ keeps per group (seeds/000 III.A.4, IX.E ``grpProtocolMap``), its membership
 row and its status (heartbeat) messages.
 
 Status messages (beyond the seeds) carry the sender's own high-water, the high-waters
-it knows of every sender, the membership entries and, under total order, the
-sequencer. They let a node notice a lost *last* message, make two sides of a healed
-partition converge and spread membership news. One is sent ``status_delay`` after a
+it knows of every sender, the membership entries, under total order the sequencer,
+and the sender's display name when it has one (so a member that missed its JOIN, or
+a rename after a restart, learns it from the keepalive). They let a node notice a
+lost *last* message, make two sides of a healed partition converge and spread
+membership news. One is sent ``status_delay`` after a
 node sends data; others every ``status_interval`` (jittered), skipped when a status
 overheard since the last one already said everything ours would -- but never for more
 than :data:`STATUS_KEEPALIVE` intervals since our last one: statuses are also how the
@@ -38,7 +40,7 @@ from m2mc.group.codec import (
     group_tag,
     record_size,
 )
-from m2mc.group.events import CatchUpProgress, MemberJoined, MemberLeft
+from m2mc.group.events import CatchUpProgress, MemberJoined, MemberLeft, MemberNamed
 from m2mc.group.gjlp import MEMBER, GiitRow
 from m2mc.group.mop import DUP, NEW, REFUSED, Mop
 from m2mc.group.msp import Msp
@@ -228,9 +230,9 @@ class GroupInstance:
                 if self.msp.is_member(sender) and self.repair.requester_holds(
                         body.digest, self.mop.digest(), now):
                     self.msp.stats.requests_ahead += 1
-            case Join(_, version, _, _):
+            case Join(_, version, _, _, name):
                 self.msp.mark(sender, now)  # a (re)join: its catch-up starts from here
-                self._membership([MemberEntry(sender, version, True)], now)
+                self._membership([MemberEntry(sender, version, True)], now, (sender, name))
                 self._log_tick(now)
             case Leave(_, version):
                 self._membership([MemberEntry(sender, version, False)], now)
@@ -336,7 +338,7 @@ class GroupInstance:
         for pid, hw in items:
             if pid != self.pid:
                 repair.note_high_water(pid, hw, now)
-        self._membership(list(st.members), now)
+        self._membership(list(st.members), now, (st.sender, st.name))
         if self.order == "total":
             log = self.mop.log
             known = log.known
@@ -351,27 +353,41 @@ class GroupInstance:
                 and self.row.membership.entries() == st.members):
             self._status_covered = True
 
-    def _membership(self, entries: list[MemberEntry], now: float) -> None:
+    def _membership(self, entries: list[MemberEntry], now: float,
+                    said: tuple[str, str] | None = None) -> None:
+        """Merge membership news; ``said``: (sender, the display name it says it has),
+        from its own JOIN or STATUS (names: m2mc.group.names)."""
         node = self.node
-        before = self.row.membership.current()
-        changed = self.row.membership.merge(entries)
+        row = self.row
+        before = row.membership.current()
+        changed = row.membership.merge(entries)
+        renamed = (said is not None and row.membership.get(said[0]) is not None
+                   and row.names.said(*said))
         if not changed:
+            if renamed and said is not None and row.membership.is_member(said[0]):
+                node._event(MemberNamed(self.gid, said[0], said[1]))
             return
-        mine = self.row.membership.get(self.pid)
-        if (mine is not None and not mine.joined and self.row.state == MEMBER
+        mine = row.membership.get(self.pid)
+        if (mine is not None and not mine.joined and row.state == MEMBER
                 and not self.lingering):
             # Someone says we left, under a version we did not give to our current
             # membership (an earlier incarnation's leave): we are in, above it.
             node.refute(self, mine.version, now)
+        announced = False
         for e in changed:
             if e.pid == self.pid:
                 continue
             if e.joined:
                 self.msp.mark(e.pid, now)
                 self.msp.admitted(e.pid, now)
-            node._event(MemberJoined(self.gid, e.pid) if e.joined else MemberLeft(self.gid, e.pid))
-        node._save_row(self.row)
-        after = self.row.membership.current()
+                announced = announced or (said is not None and e.pid == said[0])
+                node._event(MemberJoined(self.gid, e.pid, row.names.get(e.pid)))
+            else:
+                node._event(MemberLeft(self.gid, e.pid))
+        if renamed and not announced and said is not None and row.membership.is_member(said[0]):
+            node._event(MemberNamed(self.gid, said[0], said[1]))
+        node._save_row(row)
+        after = row.membership.current()
         if after != before:
             node._trace("view", self.gid, detail=detail_json(members=after))
 
@@ -503,9 +519,15 @@ class GroupInstance:
         if self.order == "total":
             log = self.mop.log
             return Status(self.pid, self.mop.own_seq, self._summary(sending=True),
-                          self.row.membership.entries(), log.state(), log.known)
+                          self.row.membership.entries(), log.state(), log.known, self.node.name)
         return Status(self.pid, self.mop.own_seq, self._summary(sending=True),
-                      self.row.membership.entries(), None, 0)
+                      self.row.membership.entries(), None, 0, self.node.name)
+
+    def renamed(self, now: float) -> None:
+        """Our display name changed: say so in a status soon."""
+        self.row.names.said(self.pid, self.node.name)
+        if self._status_soon is None or self._status_soon > now + self.config.status_delay:
+            self._status_soon = now + self.config.status_delay
 
     def _status_period(self) -> float:
         return self.node.rng.uniform(self.config.status_interval / 2, self.config.status_interval)

@@ -59,12 +59,14 @@ from m2mc.group.events import (
     GroupEvent,
     MemberJoined,
     MemberLeft,
+    MemberNamed,
     Reconnected,
 )
 from m2mc.group.fastobj import fast_constructor
 from m2mc.group.gjlp import LEFT, MEMBER, GiitRow, Gjlp
 from m2mc.group.instance import STATUS_KEEPALIVE, GroupInstance
 from m2mc.group.membership import Membership
+from m2mc.group.names import MemberNames, check_name
 from m2mc.group.reconnect import INTERFACE, MADE_META, SILENCE, Reconnect
 from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.security import groupwire  # a module: groupwire imports the group codec
@@ -122,10 +124,13 @@ class GroupNode:
                  m2mp: M2MPLayer | None = None, m2mp_config: M2MPConfig | None = None,
                  store: GroupStore | None = None, trace: TraceSink | None = None,
                  run_id: str = "", keys: Mapping[str, GroupSecret] | None = None,
-                 counter_start: int = 0, trace_journal: TraceJournal | None = None) -> None:
+                 counter_start: int = 0, trace_journal: TraceJournal | None = None,
+                 name: str = "") -> None:
         if not pid or len(pid) > 64:
             raise UsageError("a process id must be 1 to 64 characters")
         self.pid = pid
+        # Our display name (m2mc.group.names): in our JOINs and STATUSes, "" for none.
+        self.name = check_name(name)
         self.rng = rng
         self.config = config or GroupConfig()
         self.config.validate()
@@ -187,7 +192,9 @@ class GroupNode:
         for row in self.store.load_groups():
             giit_row = GiitRow(row.gid, row.desc, row.order, row.state if row.state == MEMBER
                                else LEFT, Membership(self.config.max_members, row.members),
-                               row.my_version)
+                               row.my_version, names=MemberNames(self.config.max_members))
+            if giit_row.state == MEMBER:  # names are not kept: ours now, others' as heard
+                giit_row.names.said(self.pid, self.name)
             giit_row.keyed = row.gid in self._secrets or bool(
                 self.store.get_meta(_AUTH_META + row.gid))
             self.gjlp.giit[row.gid] = giit_row
@@ -262,6 +269,18 @@ class GroupNode:
             start = max(start, old.next_counter)
         self._auths[gid] = self._new_auth(gid, secret, start)
 
+    def set_name(self, name: str, now: float) -> None:
+        """Change our display name (``""``: none): every group we are in hears it in a
+        status soon (docs/group.md, "Display names")."""
+        name = check_name(name)
+        if name == self.name:
+            return
+        self._now = now
+        self.name = name
+        for inst in self.groups.values():
+            if not inst.lingering:
+                inst.renamed(now)
+
     def is_keyed(self, gid: str) -> bool:
         """True if this node holds group ``gid`` keyed (its messages are authenticated)."""
         row = self.gjlp.giit.get(gid)
@@ -286,7 +305,7 @@ class GroupNode:
         self.store.set_meta(MADE_META + gid, "1")  # re-announced when we are back in range
         self._join(row, now, creating=True)
         self._event(GroupCreated(gid, desc, order))
-        self._send(DISCOVERY_TAG, GrpsInfo(self.pid, (row.info(),)))
+        self._send(DISCOVERY_TAG, GrpsInfo(self.pid, (row.announcement(),)))
         self.gjlp.announce_later(gid, now)  # and again, in case that datagram was lost
         return gid
 
@@ -391,6 +410,15 @@ class GroupNode:
         row = self.gjlp.giit.get(gid)
         return row.membership.current() if row is not None else []
 
+    def member_names(self, gid: str) -> dict[str, str]:
+        """pid -> display name of the current members of ``gid`` that have one (ours
+        included); a group not joined: those its discovery replies told."""
+        row = self.gjlp.giit.get(gid)
+        if row is not None:
+            return dict(row.names.of(row.membership.current()))
+        info = self.gjlp.discovered.get(gid)
+        return dict(info.names) if info is not None else {}
+
     def group_info(self, gid: str) -> GrpInfo | None:
         row = self.gjlp.giit.get(gid)
         if row is not None:
@@ -422,6 +450,7 @@ class GroupNode:
                    holdoff_senders=inst.repair.holdoff_senders)
         out["delivered"] = inst.delivered_count
         out["members_refused"] = inst.row.membership.refused
+        out["names_refused"] = inst.row.names.refused
         auth = self._auth_by_tag.get(inst.tag)
         if auth is not None:
             out.update({f"auth_{name}": value for name, value in auth.stats.as_dict().items()})
@@ -545,6 +574,7 @@ class GroupNode:
         self._next_version(row)
         row.state = MEMBER
         row.membership.apply(MemberEntry(self.pid, row.my_version, True))
+        row.names.said(self.pid, self.name)
         self._save_row(row)
         old = self.groups.get(row.gid)
         if old is not None:  # rejoining while still lingering after a leave
@@ -556,7 +586,7 @@ class GroupNode:
                 inst.found(now)
             else:  # joined by name, nobody else known: the lowest member founds its log
                 inst.mop.log.may_found = row.membership.current() == [self.pid]
-        self._send(inst.tag, Join(self.pid, row.my_version, row.order, row.desc))
+        self._send(inst.tag, Join(self.pid, row.my_version, row.order, row.desc, self.name))
         self._trace("view", row.gid, detail=_view(row))
         if not creating:
             inst.start_sync(now)
@@ -580,7 +610,7 @@ class GroupNode:
         row.membership.apply(MemberEntry(self.pid, row.my_version, True))
         self._save_row(row)
         self.stats.refuted += 1
-        self._send(inst.tag, Join(self.pid, row.my_version, row.order, row.desc))
+        self._send(inst.tag, Join(self.pid, row.my_version, row.order, row.desc, self.name))
 
     def _instance(self, row: GiitRow, now: float) -> GroupInstance:
         inst = GroupInstance(self, row)
@@ -705,18 +735,27 @@ class GroupNode:
             if body.sender == self.pid:
                 return
             self.reconnect.overheard_reply()
-            new, changed = self.gjlp.on_grps_info(body)
+            new, changed, renamed = self.gjlp.on_grps_info(body)
             for info in new:
                 self._event(GroupDiscovered(info))
+            announced: set[tuple[str, str]] = set()
             for gid, entries in changed:
                 inst = self.groups.get(gid)
                 if inst is not None:  # GJLP merged the entries into the row already
                     self._save_row(inst.row)
                     for e in entries:
-                        if e.pid != self.pid:
-                            self._event(MemberJoined(gid, e.pid) if e.joined
-                                        else MemberLeft(gid, e.pid))
+                        if e.pid == self.pid:
+                            continue
+                        if e.joined:
+                            announced.add((gid, e.pid))
+                            self._event(MemberJoined(gid, e.pid, inst.row.names.get(e.pid)))
+                        else:
+                            self._event(MemberLeft(gid, e.pid))
                     self._trace("view", gid, detail=_view(inst.row))
+            for gid, pid in renamed:
+                inst = self.groups.get(gid)
+                if inst is not None and (gid, pid) not in announced:
+                    self._event(MemberNamed(gid, pid, inst.row.names.get(pid)))
 
     def _flush_group(self, inst: GroupInstance, force: bool = True) -> None:
         for batch in inst.take_batches(force):

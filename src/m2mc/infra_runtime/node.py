@@ -40,9 +40,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from m2mc.api_message import _parent
 from m2mc.errors import BufferFullError, DecodeError, UsageError
 from m2mc.group.codec import GrpInfo
 from m2mc.group.events import GroupCreated, GroupEvent, MemberJoined, MemberLeft
+from m2mc.group.names import check_name
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.member import Delivered, Joined, Left, MemberEvent, Phase, ViewChange
 from m2mc.infra.persist import SavedMember, decode_saved
@@ -291,6 +293,17 @@ class InfraNode(api.Node):
     def members(self, gid: str) -> list[str]:
         return sorted(self._view) if gid == self.gid else []
 
+    def member_names(self, gid: str) -> dict[str, str]:
+        """Only this member's own name: infrastructure mode carries no display names
+        (docs/decisions.md, "Display names"); the others are known by their ids."""
+        own = self._pid in self._view and gid == self.gid and self.config.name
+        return {self._pid: self.config.name} if own else {}
+
+    def set_name(self, name: str) -> None:
+        """Kept, not sent: infrastructure mode carries no display names."""
+        check_name(name)
+        self.config.name = name
+
     def discovered(self) -> list[GrpInfo]:
         return [GrpInfo(self.gid, self.gid, "total", ())] if self.gid else []
 
@@ -415,7 +428,7 @@ class InfraGroup(api.Group):
         node = self.node
         d = node._drv_infra()
         payload = data.encode() if isinstance(data, str) else bytes(data)
-        body = pack_body(payload, api._parent(reply_to))
+        body = pack_body(payload, _parent(reply_to))
         while True:
             try:
                 mid = d.core.send(body, d.now())

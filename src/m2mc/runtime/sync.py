@@ -96,6 +96,12 @@ class SyncNode:
     def members(self, gid: str) -> list[str]:
         return self._node.members(gid)
 
+    def member_names(self, gid: str) -> dict[str, str]:
+        """pid -> display name (see :meth:`m2mc.api.Node.member_names`)."""
+        async def read() -> dict[str, str]:
+            return self._node.member_names(gid)
+        return self._call(read())
+
     def next_event(self, timeout: float | None = None) -> GroupEvent | None:
         """The next group event, or None after ``timeout`` seconds without one."""
         async def one() -> GroupEvent | None:
@@ -133,6 +139,10 @@ class SyncGroup:
     def authenticated(self) -> bool:
         """True for a keyed group (see :attr:`m2mc.api.Group.authenticated`)."""
         return self._group.authenticated
+
+    def member_names(self) -> dict[str, str]:
+        """pid -> display name (see :meth:`m2mc.api.Group.member_names`)."""
+        return self._node.member_names(self.gid)
 
     def last_heard(self) -> dict[str, float]:
         """pid -> wall-clock time last heard from (see :meth:`m2mc.api.Group.last_heard`)."""

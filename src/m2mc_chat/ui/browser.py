@@ -14,6 +14,7 @@ from m2mc.errors import ConfigError, UsageError
 from m2mc.security import KeyRequiredError
 from m2mc.security.keys import GroupKey
 from m2mc_chat.backend import GroupInfo
+from m2mc_chat.codec import clean_nick
 from m2mc_chat.ui.dialogs import ConfirmDialog, TextPrompt
 from m2mc_chat.ui.keys import BROWSER_KEYS, bindings
 from m2mc_chat.ui.labels import LOCK_MARK, security_mark
@@ -76,9 +77,13 @@ class GroupBrowser(Screen[str | None]):
         table.focus()
 
     def _who(self, info: GroupInfo) -> Text:
-        """Members by nick where one is known (from messages of any group we hold),
-        by device id otherwise."""
-        names = [self.session.nick_of(pid) for pid in info.members]
+        """Members by nick where one is known: the one the group's record carries (the
+        group layer's display names: known before they write, groups not joined too),
+        else what the session knows (announced elsewhere, or written under in any group
+        we hold); by device id otherwise."""
+        announced = dict(info.names)
+        names = [clean_nick(announced.get(pid, "")) or self.session.nick_of(pid)
+                 for pid in info.members]
         text = Text(", ".join(names) if names else "nobody", style="" if names else "dim")
         if info.left:
             text.append(f"  ({len(info.left)} left)", style="dim")
