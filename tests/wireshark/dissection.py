@@ -117,6 +117,22 @@ def dissect(pcap: Path, *, options: Sequence[str] = (), two_pass: bool = True) -
     return packets
 
 
+def info_columns(pcap: Path, *, options: Sequence[str] = ()) -> dict[int, str]:
+    """frame number -> the Info column tshark shows with the dissector (two passes)."""
+    assert TSHARK is not None
+    argv = [TSHARK, "-n", "-2", "-X", f"lua_script:{dissector_path()}", "-r", str(pcap),
+            "-T", "fields", "-E", "separator=/t", "-e", "frame.number", "-e", "_ws.col.Info"]
+    for option in options:
+        argv += ["-o", option]
+    done = subprocess.run(argv, capture_output=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    out = {}
+    for line in done.stdout.decode(errors="replace").splitlines():
+        number, _, info = line.partition("\t")
+        out[int(number)] = info
+    return out
+
+
 def which(packets: list[Packet], proto: str) -> list[Packet]:
     """The packets with a ``proto`` layer (our protocols show in the tree, not always in
     frame.protocols)."""

@@ -8,7 +8,10 @@ tshark (tests/wireshark/test_samples.py) and compare the dissector's schema tabl
 with them (test_schema.py).
 
 Values differ from field to field (integers count up, strings carry the field name)
-so a dissector that swaps two fields is caught.
+so a dissector that swaps two fields is caught. A body with optional trailing elements
+(a display name, a GRPS_INFO entry's keyed flag and names) comes twice: with every one
+of them, and bare (every field that has a default at its default: no names, nothing
+keyed), as an unnamed node of this version or any node of the version before sends it.
 """
 
 from __future__ import annotations
@@ -46,14 +49,35 @@ def lua_table(name: str) -> dict[int, list[str]]:
 
 
 def lua_constant(name: str) -> str:
-    match = re.search(rf"^local {name} = (.+)$", LUA.read_text(encoding="utf-8"), re.M)
+    match = re.search(rf"^local {name} = (.+?)(\s+--.*)?$", LUA.read_text(encoding="utf-8"),
+                      re.M)
     assert match, f"{name} not found in {LUA}"
     return match.group(1).strip()
 
 
 def lua_fields(spec: str) -> list[tuple[str, str]]:
-    """``"a:pid b:uint?"`` -> [("a", "pid"), ("b", "uint?")]."""
-    return [tuple(item.split(":", 1)) for item in spec.split()]  # type: ignore[misc]
+    """``"a:pid b:uint? / c:name ..."`` -> [("a", "pid"), ("b", "uint?"), ("c", "name")]."""
+    return [tuple(item.split(":", 1)) for item in spec.split()  # type: ignore[misc]
+            if item not in ("/", "...")]
+
+
+@dataclasses.dataclass(frozen=True)
+class LuaSpec:
+    """A body spec of the dissector: its fields, how many of them every body has (those
+    before ``/``; the rest are optional trailing elements), and whether it takes further
+    elements of a newer version (a spec ending in ``...``)."""
+
+    fields: list[tuple[str, str]]
+    required: int
+    open: bool
+
+
+def lua_spec(spec: str) -> LuaSpec:
+    words = spec.split()
+    fields = lua_fields(spec)
+    required = words.index("/") if "/" in words else len(fields)
+    assert "..." not in words or words[-1] == "...", f"'...' ends a spec: {spec!r}"
+    return LuaSpec(fields, required, "..." in words)
 
 
 # ------------------------------------------------------------------ group bodies
@@ -83,21 +107,35 @@ _GROUP_VALUES: dict[Any, Callable[[str], Any]] = {
         codec.GrpInfo("team/1", "the team", "total", MEMBERS, keyed=True),
         codec.GrpInfo("open", "", "sb", ())),
 }
-_GROUP_OVERRIDES = {"order": "causal", "desc": "a group's description"}
+# A display name of several scripts (UTF-8 of 1 to 3 bytes a character).
+NAME = "Zoë ✓ name"
+_GROUP_OVERRIDES = {"order": "causal", "desc": "a group's description", "name": NAME}
+# GRPS_INFO entries: keyed (never named), open and named (only its current member
+# alice has a name), open and unnamed; bare: none keyed, none named.
+NAMED_INFOS = (
+    codec.GrpInfo("team/1", "the team", "total", MEMBERS, keyed=True),
+    codec.GrpInfo("named", "", "causal", MEMBERS, names=(("alice", "Ålice ✓"),)),
+    codec.GrpInfo("open", "", "sb", ()))
+BARE_INFOS = tuple(dataclasses.replace(g, keyed=False, names=()) for g in NAMED_INFOS)
 
 
-def group_body(kind: codec.Kind) -> codec.Body:
-    """A sample body of ``kind`` that the codec encodes and decodes to itself."""
+def group_body(kind: codec.Kind, *, bare: bool = False) -> codec.Body:
+    """A sample body of ``kind`` that the codec encodes and decodes to itself; ``bare``:
+    every field that has a default at its default (no optional trailing element)."""
     cls = {k: t for t, k in codec._KIND_OF.items()}[kind]
     hints = typing.get_type_hints(cls)
     values = {}
     for f in dataclasses.fields(cls):
+        if bare and f.default is not dataclasses.MISSING:
+            continue
         make = _GROUP_VALUES.get(hints[f.name])
         if make is None:
             raise AssertionError(f"{cls.__name__}.{f.name}: no sample for the field type "
                                  f"{hints[f.name]}; teach the dissector (m2mc.lua) and "
                                  "tests/wireshark/samples.py about it")
         values[f.name] = _GROUP_OVERRIDES.get(f.name) or make(f.name)
+        if hints[f.name] == tuple[codec.GrpInfo, ...]:
+            values[f.name] = BARE_INFOS if bare else NAMED_INFOS
     body = cls(**values)
     frame = codec.split_frame(codec.encode(codec.group_tag("g"), body))
     assert codec.decode_body(frame.kind, frame.body) == body, cls.__name__
@@ -105,18 +143,26 @@ def group_body(kind: codec.Kind) -> codec.Body:
 
 
 def group_bodies() -> Iterator[tuple[codec.Kind, codec.Body]]:
+    """Every kind's sample, and its bare sample where that is another body."""
     for kind in codec.Kind:
-        yield kind, group_body(kind)
+        full, bare = group_body(kind), group_body(kind, bare=True)
+        yield kind, full
+        if bare != full:
+            yield kind, bare
 
 
 def group_type_token(cls: type, name: str) -> set[str]:
-    """The dissector types a body field of this Python type may have."""
+    """The dissector types a body field of this Python type may have (a string field
+    called ``name`` is a display name, bounded and checked as one)."""
     hint = typing.get_type_hints(cls)[name]
+    if hint is str and name == "name":
+        return {"name"}
     tokens = {str: {"pid", "str"}, int: {"uint"}, bool: {"bool"}, list[Message]: {"records"},
               codec.Entries: {"entries"}, codec.Digest: {"digest"},
               codec.Intervals: {"intervals"}, dict[str, int]: {"summary"},
               tuple[codec.MemberEntry, ...]: {"members"},
-              codec.LogState | None: {"logstate?"}, tuple[codec.GrpInfo, ...]: {"grpinfos"}}
+              codec.LogState | None: {"logstate?"}, tuple[codec.GrpInfo, ...]: {"grpinfos"},
+              tuple[tuple[str, str], ...]: {"names"}}
     return tokens.get(hint, set())
 
 

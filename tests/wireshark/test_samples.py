@@ -124,9 +124,12 @@ def _intervals(ivs: list[tuple[int, int]]) -> list[str]:
 
 
 def check_group_field(body: Field, name: str, token: str, value: Any) -> None:
-    f = _one(body, f"m2mc.{name}")
     token = token.rstrip("?")
     where = f"m2mc.{name}"
+    if token == "name":  # an optional trailing element: absent when there is no name
+        assert body.values(where) == ([value] if value else []), where
+        return
+    f = _one(body, where)
     if token in ("pid", "str"):
         assert f.show == value, where
     elif token == "uint":
@@ -155,9 +158,16 @@ def check_group_field(body: Field, name: str, token: str, value: Any) -> None:
     elif token == "grpinfos":
         got = [(g.value("m2mc.grp.gid"), g.value("m2mc.grp.tag"), g.value("m2mc.grp.desc"),
                 g.value("m2mc.grp.order"), g.value("m2mc.grp.keyed") or "0",
-                _members(_one(g, "m2mc.grp.members"))) for g in f.direct("m2mc.grp")]
+                _members(_one(g, "m2mc.grp.members")),
+                {p.show: p.value("m2mc.grp.names.name") for p in g.all("m2mc.grp.names.pid")})
+               for g in f.direct("m2mc.grp")]
         assert got == [(g.gid, codec.group_tag(g.gid).hex(), g.desc, g.order, _bool(g.keyed),
-                        _py_members(g.members)) for g in value], where
+                        _py_members(g.members), dict(g.names)) for g in value], where
+        # a keyed flag and names only where the codec writes them
+        assert [g.first("m2mc.grp.keyed") is not None for g in f.direct("m2mc.grp")] == [
+            g.keyed or bool(g.names) for g in value], where
+        assert [g.first("m2mc.grp.names") is not None for g in f.direct("m2mc.grp")] == [
+            bool(g.names) for g in value], where
     else:
         raise AssertionError(f"{where}: no check for the dissector type {token!r}")
 

@@ -2,26 +2,35 @@
 
 Every group message kind, every infrastructure message with its fields and their wire
 types, the record kinds, the authentication suites and the wire constants: a kind or
-field added to a codec without teaching m2mc.lua fails here, naming it.
+field added to a codec without teaching m2mc.lua fails here, naming it. Optional
+trailing elements (display names, a GRPS_INFO entry's keyed flag and names) are told
+apart by encoding each body with them and without them, and a body that takes a newer
+version's elements by decoding it with more (up to the codec's bound, and one past).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import msgpack
 import pytest
 from samples import (
+    BARE_INFOS,
     LUA,
+    NAMED_INFOS,
+    LuaSpec,
     group_body,
     group_type_token,
     infra_link,
     infra_schema,
     lua_constant,
     lua_fields,
+    lua_spec,
     lua_table,
 )
 
+from m2mc.errors import DecodeError
 from m2mc.group import codec
 from m2mc.infra import codec as infra_codec
 from m2mc.infra import messages as im
@@ -39,13 +48,47 @@ def test_every_group_kind_is_known_by_number_and_name() -> None:
     assert {n: row[0] for n, row in GROUP.items()} == {int(k): k.name for k in codec.Kind}
 
 
+def _wire(body: codec.Body) -> list[Any]:
+    wire: list[Any] = msgpack.unpackb(codec.encode(codec.DISCOVERY_TAG, body)[codec.HEADER_SIZE:],
+                                      raw=False, strict_map_key=False)
+    return wire
+
+
+def _decodes(kind: int, wire: list[Any]) -> bool:
+    try:
+        codec.decode_body(kind, msgpack.packb(wire, use_bin_type=True))
+    except DecodeError:
+        return False
+    return True
+
+
+def _check_extensible(kind: int, wire: list[Any], spec: LuaSpec, where: str,
+                      pad: Any = None) -> None:
+    """The codec takes a newer version's elements (up to MAX_BODY_ELEMENTS, not one more)
+    exactly where the dissector's spec ends in "..."; ``pad(w)`` puts ``w`` in place."""
+    put = pad or (lambda w: w)
+    extra = [0, "newer", [1, 2], {"k": None}] * codec.MAX_BODY_ELEMENTS
+    one_more = wire + extra[:1]
+    full = wire + extra[:codec.MAX_BODY_ELEMENTS - len(wire)]
+    assert _decodes(kind, put(one_more)) == spec.open, (
+        f"{where}: the codec {'takes' if not spec.open else 'refuses'} a further element; "
+        f"the dissector's spec {'ends' if spec.open else 'does not end'} in '...'")
+    if spec.open:
+        assert _decodes(kind, put(full)), f"{where}: {codec.MAX_BODY_ELEMENTS} elements refused"
+        assert not _decodes(kind, put([*full, 0])), f"{where}: more than the bound taken"
+
+
 @pytest.mark.parametrize("kind", list(codec.Kind), ids=lambda k: k.name)
 def test_group_body_fields_match_the_codec(kind: codec.Kind) -> None:
-    body = group_body(kind)
-    fields = lua_fields(GROUP[kind][1])
-    wire = msgpack.unpackb(codec.encode(codec.DISCOVERY_TAG, body)[codec.HEADER_SIZE:],
-                           raw=False, strict_map_key=False)
+    body, bare = group_body(kind), group_body(kind, bare=True)
+    spec = lua_spec(GROUP[kind][1])
+    fields = spec.fields
+    wire = _wire(body)
     assert len(fields) == len(wire), f"{kind.name}: the body has {len(wire)} fields on the wire"
+    # the fields a bare body leaves out are the spec's optional trailing ones
+    assert len(_wire(bare)) == spec.required, (
+        f"{kind.name}: without its optional elements the body has {len(_wire(bare))} fields; "
+        f"the dissector requires {spec.required}")
     covered = set()
     for position, (name, token) in enumerate(fields):
         top, _, inner = name.partition(".")
@@ -59,9 +102,38 @@ def test_group_body_fields_match_the_codec(kind: codec.Kind) -> None:
             allowed = group_type_token(type(body), top)
             assert token in allowed, (f"{kind.name}.{top}: the dissector reads {token!r}, "
                                       f"the codec's type needs one of {sorted(allowed)}")
-        if token in {"pid", "str", "uint", "bool"}:
+        if token in {"pid", "str", "name", "uint", "bool"}:
             assert wire[position] == value, f"{kind.name}: field {position} is not {name}"
     assert covered == {f.name for f in dataclasses.fields(body)}, kind.name
+    _check_extensible(int(kind), wire, spec, kind.name)
+
+
+def test_group_info_entries_match_the_codec() -> None:
+    """GROUP_INFO, the spec of a GRPS_INFO entry: GrpInfo's fields in wire order, the
+    keyed flag and the names optional (written for a keyed or named group only), further
+    elements of a newer version taken."""
+    spec = lua_spec(lua_constant("GROUP_INFO").strip('"'))
+    assert [name for name, _ in spec.fields] == [f.name for f in dataclasses.fields(
+        codec.GrpInfo)]
+    for name, token in spec.fields:
+        allowed = group_type_token(codec.GrpInfo, name)
+        assert token in allowed, f"GrpInfo.{name}: {token!r}, not one of {sorted(allowed)}"
+    kind = int(codec.Kind.GRPS_INFO)
+
+    def entries(info: codec.GrpInfo) -> list[Any]:
+        wire: list[Any] = _wire(codec.GrpsInfo("s", (info,)))[1][0]
+        return wire
+
+    named = next(g for g in NAMED_INFOS if g.names)
+    assert len(entries(named)) == len(spec.fields)
+    assert entries(named)[4:] == [False, dict(named.names)]  # keyed written, as false
+    assert [len(entries(g)) for g in BARE_INFOS] == [spec.required] * len(BARE_INFOS), (
+        f"an entry neither keyed nor named has {len(entries(BARE_INFOS[0]))} fields; the "
+        f"dissector requires {spec.required}")
+    keyed = next(g for g in NAMED_INFOS if g.keyed)
+    assert len(entries(keyed)) == spec.required + 1 and not keyed.names  # never named
+    _check_extensible(kind, entries(named), spec, "a GRPS_INFO entry",
+                      pad=lambda entry: ["s", [entry]])
 
 
 def test_every_infra_message_is_known_with_its_fields_and_wire_types() -> None:
@@ -91,6 +163,8 @@ def test_record_kinds_suites_and_constants() -> None:
     assert int(lua_constant("AUTH_VERSION")) == auth.AUTH_VERSION
     assert int(lua_constant("AUTH_TAG_SIZE")) == auth.TAG_SIZE
     assert int(lua_constant("MAX_SENDER")) == auth.MAX_SENDER
+    assert int(lua_constant("MAX_NAME")) == codec.MAX_NAME
+    assert int(lua_constant("MAX_BODY_ELEMENTS")) == codec.MAX_BODY_ELEMENTS
     assert lua_constant("GROUP_MAGIC") == f'"{codec.MAGIC.decode()}"'
     assert int(lua_constant("GROUP_VERSION")) == codec.VERSION
     assert int(lua_constant("GROUP_HEADER")) == codec.HEADER_SIZE

@@ -98,6 +98,8 @@ local MAX_SENDER = 64
 local MAX_RECEIVER = 64
 local MAX_PEER_NAME = 64
 local MAX_BACKBONE_FRAME = 64 * 1024 * 1024
+local MAX_NAME = 128           -- bytes of UTF-8 in a display name
+local MAX_BODY_ELEMENTS = 16   -- elements of an extensible body (and of a GRPS_INFO entry)
 
 local AUTH_SUITES = {
     [1] = "hmac-sha256",
@@ -107,16 +109,20 @@ local AUTH_SUITES = {
 
 -- Group message kinds (m2mc.group.codec.Kind): name, then the body's array fields in
 -- order as "name:type"; a name with a dot is a field of a nested value flattened on
--- the wire; a type ending in "?" may be nil.
+-- the wire; a type ending in "?" may be nil. Fields after "/" are optional trailing
+-- elements: absent means "none" (the sender has no display name, say). A spec ending
+-- in "..." takes further elements after its own, a newer version's additions, up to
+-- MAX_BODY_ELEMENTS in all: shown and ignored, as the codec ignores them. Every other
+-- body has exactly its fields.
 local GROUP_KINDS = {
     [1]  = { "DATA",      "sender:pid records:records" },
     [2]  = { "REPAIR",    "sender:pid records:records" },
     [3]  = { "ORDER",     "sender:pid epoch:uint stamps:entries commit:uint" },
-    [4]  = { "STATUS",    "sender:pid own_hw:uint summary:summary members:members sequencer:logstate? max_gseq:uint" },
+    [4]  = { "STATUS",    "sender:pid own_hw:uint summary:summary members:members sequencer:logstate? max_gseq:uint / name:name ..." },
     [5]  = { "NACK",      "sender:pid ranges:digest gseqs:intervals" },
     [6]  = { "SYNC_REQ",  "sender:pid sync_seqno:uint digest:digest" },
     [7]  = { "SYNC_RESP", "sender:pid requester:pid sync_seqno:uint records:records remaining:uint" },
-    [8]  = { "JOIN",      "sender:pid version:uint order:str desc:str" },
+    [8]  = { "JOIN",      "sender:pid version:uint order:str desc:str / name:name ..." },
     [9]  = { "LEAVE",     "sender:pid version:uint" },
     [10] = { "HANDOVER",  "sender:pid sequencer.epoch:uint sequencer.pid:pid sequencer.next_gseq:uint" },
     [11] = { "ACK",       "sender:pid epoch:uint leader:pid high:uint synced:bool" },
@@ -128,6 +134,10 @@ local GROUP_KINDS = {
     [20] = { "ADV",       "sender:pid" },
     [21] = { "GRPS_INFO", "sender:pid groups:grpinfos" },
 }
+
+-- A group entry of GRPS_INFO (m2mc.group.codec.GrpInfo), in the same notation; "names"
+-- is a map pid -> display name of the group's current members that have one.
+local GROUP_INFO = "gid:str desc:str order:str members:members / keyed:bool names:names ..."
 
 -- Infrastructure-mode messages (m2mc.infra.codec._SCHEMAS): class name, link, fields.
 local INFRA_TAGS = {
@@ -191,13 +201,26 @@ local ADMIN_OPS = {
     [2] = "readmit",
 }
 
+-- The fields of a spec in order; out.required: how many an element list must have,
+-- out.max: how many it may have (more than #out when the spec ends in "...").
 local function parse_spec(spec)
-    local out = {}
-    for name, kind in spec:gmatch("([%w_%.]+):([%w_%?]+)") do
-        local optional = kind:sub(-1) == "?"
-        out[#out + 1] = { name = name, kind = optional and kind:sub(1, -2) or kind,
-                          optional = optional }
+    local out, trailing = {}, false
+    for word in spec:gmatch("%S+") do
+        if word == "/" then
+            trailing = true
+        elseif word == "..." then
+            out.open = true
+        else
+            local name, kind = word:match("^([%w_%.]+):([%w_]+%??)$")
+            if not name then error("bad field spec: " .. word) end
+            local optional = kind:sub(-1) == "?"
+            out[#out + 1] = { name = name, kind = optional and kind:sub(1, -2) or kind,
+                              optional = optional, trailing = trailing }
+            if not trailing then out.required = #out end
+        end
     end
+    out.required = out.required or 0
+    out.max = out.open and MAX_BODY_ELEMENTS or #out
     return out
 end
 
@@ -283,6 +306,10 @@ F.grp_desc = ProtoField.string("m2mc.grp.desc", "Description")
 F.grp_order = ProtoField.string("m2mc.grp.order", "Order")
 F.grp_keyed = ProtoField.bool("m2mc.grp.keyed", "Keyed")
 F.grp_members = ProtoField.none("m2mc.grp.members", "Members")
+F.grp_names = ProtoField.none("m2mc.grp.names", "Names")
+F.grp_names_pid = ProtoField.string("m2mc.grp.names.pid", "Process")
+F.grp_names_name = ProtoField.string("m2mc.grp.names.name", "Name")
+F.ignored = ProtoField.bytes("m2mc.ignored", "Element of a newer version")
 F.body = ProtoField.none("m2mc.body", "Body")
 local group_fields = {
     F.magic, F.version, F.tag, F.group, F.kind, F.flags, F.flag_auth, F.record, F.record_mid,
@@ -292,7 +319,8 @@ local group_fields = {
     F.digest_pid, F.digest_interval, F.interval, F.summary_pid, F.summary_hw, F.member,
     F.member_pid, F.member_version, F.member_joined, F.logstate_epoch, F.logstate_leader,
     F.logstate_log_epoch, F.logstate_log_leader, F.logstate_high, F.grp, F.grp_gid, F.grp_tag,
-    F.grp_desc, F.grp_order, F.grp_keyed, F.grp_members, F.body,
+    F.grp_desc, F.grp_order, F.grp_keyed, F.grp_members, F.grp_names, F.grp_names_pid,
+    F.grp_names_name, F.ignored, F.body,
 }
 
 -- One field per body field name, its type from the schema ("m2mc.<name>"); a type
@@ -301,7 +329,8 @@ local group_fields = {
 -- is valued with its host, like the host id "target" of the operators' messages; and
 -- Forward's member request ("request", false: no field of its own) is a subtree found
 -- by m2mc_infra.request.tag, m2mc_infra.request being the operators' request number.
-local GROUP_FT = { pid = "string", str = "string", uint = "uint64", bool = "bool" }
+local GROUP_FT = { pid = "string", str = "string", name = "string", uint = "uint64",
+                   bool = "bool" }
 local INFRA_FT = { int = "uint64", str = "string", bool = "bool", bytes = "bytes",
                    mid = "string", opt_mid = "string", epoch = "string", opt_epoch = "string",
                    strs = "string", cell = "string", request = false }
@@ -338,6 +367,7 @@ local function body_fields(prefix, schemas, spec_index, types, into)
 end
 
 local GF = body_fields("m2mc", GROUP_KINDS, 2, GROUP_FT, group_fields)
+local GROUP_INFO_FIELDS = parse_spec(GROUP_INFO)
 p_m2mc.fields = group_fields
 
 -- Authentication header
@@ -435,8 +465,13 @@ local E = {
                                  expert.group.REASSEMBLE, expert.severity.NOTE),
     copy = ProtoExpert.new("m2mp.copy", "Redundant copy",
                            expert.group.SEQUENCE, expert.severity.CHAT),
+    newer = ProtoExpert.new("m2mc.newer", "Elements of a newer version, ignored",
+                            expert.group.UNDECODED, expert.severity.NOTE),
+    keyed_names = ProtoExpert.new("m2mc.keyed_names",
+                                  "Names in a keyed group's entry (never sent; ignored)",
+                                  expert.group.PROTOCOL, expert.severity.WARN),
 }
-p_m2mc.experts = { E.malformed, E.unknown }
+p_m2mc.experts = { E.malformed, E.unknown, E.newer, E.keyed_names }
 p_infra.experts = { E.bad_crc }
 p_m2mp.experts = { E.bad_packet, E.incomplete, E.copy }
 
@@ -807,6 +842,43 @@ function GR.bool(ctx, tree, node, field)
     end
 end
 
+-- A display name is at most MAX_NAME bytes of valid UTF-8, or the codec refuses the
+-- whole message (m2mc.group.codec._name).
+local function check_name(ctx, item, node)
+    if node.blen > MAX_NAME then
+        bad(ctx, item, "a display name has at most " .. MAX_NAME .. " bytes, this one "
+            .. node.blen)
+    elseif node.blen > 0 and ctx.tvb:raw(node.boff, node.blen) ~= node.v then
+        bad(ctx, item, "a display name is UTF-8 text")
+    end
+end
+
+-- The sender's own name (JOIN, STATUS): shown after the sender in the info column.
+function GR.name(ctx, tree, node, field)
+    if expect(ctx, tree, node, "str", "a display name") then
+        check_name(ctx, tree:add(field, range_of(ctx, node), node.v), node)
+        ctx.name = node.v
+    end
+end
+
+-- Elements after the last one this version knows (from index first on): a newer
+-- version's additions, which the codec ignores. Shown, noted, never malformed.
+local MP_TYPES = { int = "integer", float = "float", str = "string", bin = "bytes",
+                   arr = "array", map = "map", ["nil"] = "nil", bool = "boolean" }
+
+local function newer_elements(ctx, tree, items, first)
+    for i = first, #items do
+        local n = items[i].len
+        tree:add(F.ignored, range_of(ctx, items[i])):set_text(
+            "Element " .. i .. " (a newer version's, ignored): " .. MP_TYPES[items[i].t] .. ", "
+            .. n .. (n == 1 and " byte" or " bytes"))
+    end
+    local count = #items - first + 1
+    tree:add_proto_expert_info(E.newer, count .. (count == 1 and " element" or " elements")
+                               .. " after the " .. (first - 1) .. " this version knows: "
+                               .. "a newer version's, ignored")
+end
+
 local function group_record(ctx, tree, r, what)
     if not expect(ctx, tree, r, "arr", "a data record") then return end
     local it = r.items
@@ -943,8 +1015,9 @@ function GR.summary(ctx, tree, node, field, name)
     return "{" .. table.concat(parts, " ") .. "}"
 end
 
+-- The member entries under t; returns their texts and, per entry, {pid, item, index}.
 local function members_into(ctx, t, node)
-    local parts = {}
+    local parts, rows = {}, {}
     for _, m in ipairs(node.items) do
         if expect(ctx, t, m, "arr", "a member entry") then
             local it = m.items
@@ -958,12 +1031,13 @@ local function members_into(ctx, t, node)
                 local text = it[1].v .. " v" .. dec(it[2].v) .. (it[3].v and " joined" or " left")
                 mt:set_text("Member " .. text)
                 parts[#parts + 1] = text
+                rows[#rows + 1] = { pid = it[1].v, item = mt, index = #parts }
             else
                 bad(ctx, mt, "a member entry has 3 fields")
             end
         end
     end
-    return parts
+    return parts, rows
 end
 
 function GR.members(ctx, tree, node, field, name)
@@ -1001,16 +1075,39 @@ function GR.logstate(ctx, tree, node, field, name)
     end
 end
 
+-- The names of a GRPS_INFO entry ({pid: name}) under gt; returns them by pid.
+local function names_into(ctx, gt, node)
+    local named = {}
+    if not expect(ctx, gt, node, "map", "a map of names") then return named, 0 end
+    local t = gt:add(F.grp_names, range_of(ctx, node))
+    local parts = {}
+    for i, k in ipairs(node.keys) do
+        local v = node.vals[i]
+        if expect(ctx, t, k, "str", "a process id")
+                and expect(ctx, t, v, "str", "a display name") then
+            local pt = t:add(F.grp_names_pid, span(ctx, k, v), k.v)
+            check_name(ctx, pt:add(F.grp_names_name, range_of(ctx, v), v.v), v)
+            pt:set_text(k.v .. ": " .. v.v)
+            named[k.v] = v.v
+            parts[#parts + 1] = k.v .. "=" .. v.v
+        end
+    end
+    t:set_text("Names (" .. #parts .. "): " .. table.concat(parts, ", "))
+    return named, #parts
+end
+
 function GR.grpinfos(ctx, tree, node, field, name)
     if not expect(ctx, tree, node, "arr", "a list of groups") then return end
     local t = tree:add(field, range_of(ctx, node))
     t:set_text(label_of(name) .. " (" .. #node.items .. ")")
     local gids = {}
+    local spec = GROUP_INFO_FIELDS
     for _, g in ipairs(node.items) do
         if expect(ctx, t, g, "arr", "a group info") then
             local it = g.items
             local gt = t:add(F.grp, range_of(ctx, g))
-            if (#it == 4 or #it == 5) and expect(ctx, gt, it[1], "str", "a group id")
+            if #it >= spec.required and #it <= spec.max
+                    and expect(ctx, gt, it[1], "str", "a group id")
                     and expect(ctx, gt, it[2], "str", "a description")
                     and expect(ctx, gt, it[3], "str", "an order")
                     and expect(ctx, gt, it[4], "arr", "a member list") then
@@ -1022,18 +1119,35 @@ function GR.grpinfos(ctx, tree, node, field, name)
                 gt:add(F.grp_desc, range_of(ctx, it[2]), it[2].v)
                 gt:add(F.grp_order, range_of(ctx, it[3]), it[3].v)
                 local mt = gt:add(F.grp_members, range_of(ctx, it[4]))
-                local parts = members_into(ctx, mt, it[4])
-                mt:set_text("Members: " .. table.concat(parts, ", "))
-                local keyed = false
-                if #it == 5 and expect(ctx, gt, it[5], "bool", "a keyed flag") then
+                local parts, rows = members_into(ctx, mt, it[4])
+                local keyed, named, count = false, {}, 0
+                if #it >= 5 and expect(ctx, gt, it[5], "bool", "a keyed flag") then
                     keyed = it[5].v
                     gt:add(F.grp_keyed, range_of(ctx, it[5]), keyed)
                 end
+                if #it >= 6 then
+                    named, count = names_into(ctx, gt, it[6])
+                    if keyed then  -- a keyed group's names travel sealed only
+                        gt:add_proto_expert_info(E.keyed_names, "names in a keyed group's entry: "
+                                                 .. "m2mc never sends them, receivers ignore them")
+                    end
+                end
+                for _, row in ipairs(rows) do
+                    local who = named[row.pid]
+                    if who and who ~= "" then
+                        row.item:append_text(" (" .. who .. ")")
+                        parts[row.index] = parts[row.index] .. " (" .. who .. ")"
+                    end
+                end
+                mt:set_text("Members: " .. table.concat(parts, ", "))
+                if #it > #spec then newer_elements(ctx, gt, it, #spec + 1) end
                 gt:set_text("Group " .. gid .. " (" .. it[3].v .. ", " .. #parts .. " members"
+                            .. (count > 0 and ", " .. count .. " named" or "")
                             .. (keyed and ", keyed" or "") .. ")")
                 gids[#gids + 1] = gid
             else
-                bad(ctx, gt, "a group info has 4 or 5 fields")
+                bad(ctx, gt, "a group info has " .. spec.required .. " to " .. spec.max
+                    .. " fields, this one " .. #it)
             end
         end
     end
@@ -1043,8 +1157,10 @@ end
 -- Render an array body against a schema's fields; returns the info text.
 local function render_fields(ctx, tree, node, fields, renderers, made)
     local items = node.items
-    if #items ~= #fields then
-        bad(ctx, tree, "expected " .. #fields .. " fields, got " .. #items)
+    if #items < fields.required or #items > fields.max then
+        bad(ctx, tree, "expected " .. (fields.required == fields.max and fields.max or
+                                       fields.required .. " to " .. fields.max)
+            .. " fields, got " .. #items)
     end
     local info = {}
     for i, f in ipairs(fields) do
@@ -1059,6 +1175,9 @@ local function render_fields(ctx, tree, node, fields, renderers, made)
             text = renderers[f.kind](ctx, tree, item, field, f.name)
         end
         if text and f.name ~= "sender" then info[#info + 1] = f.name .. "=" .. text end
+    end
+    if #items > #fields and #items <= fields.max then
+        newer_elements(ctx, tree, items, #fields + 1)
     end
     return table.concat(info, " ")
 end
@@ -1166,6 +1285,7 @@ local function dissect_group(tvb, pinfo, tree)
     if sender and sender ~= from then
         bt:add_proto_expert_info(E.malformed, "sealed by " .. sender .. " but names " .. from)
     end
+    if ctx.name and ctx.name ~= "" then from = from .. " (" .. ctx.name .. ")" end
     return "M2MC " .. kname .. " " .. where .. " from " .. from .. (info ~= "" and " " .. info or "")
 end
 
