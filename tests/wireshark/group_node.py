@@ -1,6 +1,7 @@
 """One ad hoc node for the capture tests, driven line by line from stdin (public API).
 
-    python group_node.py --pid a --channel URL --trace DIR [--retention-bytes N --retention-mode M]
+    python group_node.py --pid a --channel URL --trace DIR [--name NAME]
+                         [--retention-bytes N --retention-mode M]
 
 Commands (each answered on stdout by ``ok <command>`` once done, or
 ``error <command>: <why>``):
@@ -8,6 +9,7 @@ Commands (each answered on stdout by ``ok <command>`` once done, or
     join GID ORDER [KEYFILE SUITE]   join by name (keyed with the key file and suite)
     create DESC                      create a group (its id follows: ``created <gid>``)
     discover                         advertise, and collect answers for a second
+    rename NAME...                   take another display name (the rest of the line)
     send GID COUNT SIZE              COUNT messages of SIZE bytes; every other one replies
                                      to the last message delivered in the group
     members GID PID,PID,...          wait until those are members
@@ -38,7 +40,7 @@ def say(text: str) -> None:
 async def main(args: argparse.Namespace) -> int:
     group_config = GroupConfig(retention_bytes=args.retention_bytes,
                                retention_mode=args.retention_mode)
-    config = NodeConfig(pid=args.pid, channel=args.channel, trace_dir=args.trace,
+    config = NodeConfig(pid=args.pid, name=args.name, channel=args.channel, trace_dir=args.trace,
                         run_id=args.run, trace_flush_every=1, group=group_config)
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
@@ -90,6 +92,8 @@ async def main(args: argparse.Namespace) -> int:
                         say(f"created {group.gid}")
                     case ["discover"]:
                         await node.discover(timeout=1.0)
+                    case ["rename", *name]:
+                        node.set_name(" ".join(name))
                     case ["send", gid, count, size]:
                         group = groups[gid]
                         for i in range(int(count)):
@@ -128,6 +132,7 @@ if __name__ == "__main__":
     parser.add_argument("--channel", required=True)
     parser.add_argument("--trace", required=True)
     parser.add_argument("--run", default="wireshark")
+    parser.add_argument("--name", default="", help="display name (none by default)")
     parser.add_argument("--retention-bytes", type=int, default=0)
     parser.add_argument("--retention-mode", default="full")
     sys.exit(asyncio.run(main(parser.parse_args())))

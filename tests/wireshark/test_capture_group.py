@@ -1,15 +1,18 @@
 """An ad hoc group run with every group message kind, captured and decoded.
 
 Four nodes, one per namespace, on the public API (group_node.py), in an S_b group and
-a total-order group joined by name, plus a group created by ``a``:
+a total-order group joined by name, plus a group created by ``a``. a, b and c have
+display names from the start (one of several scripts); d has none until it renames
+itself in step 2:
 
 1. a creates a group (GRPS_INFO); a, b, c join both groups (JOIN), d advertises (ADV,
    answered by GRPS_INFO); a, b, c send, a also a 3000-byte message in each group
    (DATA over several M2MP packets); the total-order group is sequenced (ORDER, ACK);
    everyone sends statuses (STATUS).
 2. c's port is taken off the switch; d joins both groups (JOIN, SYNC_REQ answered by
-   SYNC_RESP) and a and b send more; c comes back and NACKs what it missed, answered
-   by REPAIR (and by DECIDED for log positions holding d's membership record).
+   SYNC_RESP) and a and b send more; d takes a name (its next STATUS carries it);
+   c comes back and NACKs what it missed, answered by REPAIR (and by DECIDED for log
+   positions holding d's membership record).
 3. a leaves the total-order group, whose sequencer it is (HANDOVER, then PREPARE,
    PROMISE and START of the successor), b leaves the S_b group (LEAVE); c sends again.
 4. a and b, whose logs keep at most 12000 bytes a group (``retention_bytes``, in
@@ -25,6 +28,9 @@ size) in the group the trace names (its tag); every JOIN, LEAVE, SYNC_REQ, SYNC_
 hand-over in a trace is a packet of that node, and the other way round; every
 message the late joiner's trace says it skipped is one a GONE of the capture names,
 each stub is a message its sender's trace sent (identity and parent, no payload).
+The names decoded are the names the nodes were given: every JOIN and STATUS carries
+its sender's (none for d before its rename, d's new one after it), and every name a
+GRPS_INFO entry lists is that of a current member of the entry, the one it was given.
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ GROUP, PORT = "239.255.93.2", 47621
 SB, TOTAL, GONE = "ws-sb", "ws-total", "ws-gone"
 RETENTION = ["--retention-bytes", "12000", "--retention-mode", "ids"]  # a and b
 GONE_EACH, GONE_SIZE = 12, 1000
+NAMES = {"a": "Ada ✓", "b": "Bob", "c": "Çelik 李"}  # d: none, then RENAMED
+RENAMED = "Dee"
 
 
 def channel(address: str) -> str:
@@ -62,7 +70,8 @@ def run_scenario(lab: Lab, tmp_path: Path) -> tuple[Path, Path, dict[str, Any]]:
     facts: dict[str, Any] = {}
     with Capture(lab, pcap) as capture:
         nodes = {pid: GroupNode(lab, host, pid, channel(host.address), trace, env,
-                                RETENTION if pid in "ab" else ())
+                                [*(RETENTION if pid in "ab" else ()),
+                                 *(["--name", NAMES[pid]] if pid in NAMES else ())])
                  for pid, host in zip("abcd", lab.hosts, strict=True)}
         a, b, c, d = nodes.values()
         try:
@@ -98,6 +107,9 @@ def run_scenario(lab: Lab, tmp_path: Path) -> tuple[Path, Path, dict[str, Any]]:
                 n.do(f"wait {TOTAL} 21")
             d.do(f"wait {SB} 21")  # the history by SYNC_RESP, the rest live
             d.do(f"wait {TOTAL} 8")
+            facts["renamed"] = [time.time(), 0.0]  # d's statuses before: unnamed
+            d.do(f"rename {RENAMED}")
+            facts["renamed"][1] = time.time()  # after: named
             reconnect(lab, lab.hosts[2])
             facts["cut"][1] = time.time()
             c.do(f"wait {SB} 21")
@@ -138,11 +150,12 @@ def group_messages(packets: list[Packet]) -> list[dict[str, Any]]:
             if m2mp.first("m2mp.copy_of"):
                 continue
             for proto in p.protos("m2mc"):
-                out.append(message_facts(proto, p.tree.value("ip.src") or ""))
+                out.append(message_facts(proto, p.tree.value("ip.src") or "",
+                                         float(p.tree.value("frame.time_epoch") or 0)))
     return out
 
 
-def message_facts(proto: Field, source: str) -> dict[str, Any]:
+def message_facts(proto: Field, source: str, when: float = 0.0) -> dict[str, Any]:
     kind = codec.Kind(int(proto.value("m2mc.kind") or 0))
     body = proto.first("m2mc.body") or Field("")
 
@@ -166,7 +179,16 @@ def message_facts(proto: Field, source: str) -> dict[str, Any]:
                        int(r.value("m2mc.record.payload_len") or -1))
                       for f in body.direct("m2mc.stubs") for r in f.direct("m2mc.record")],
             "auth_sender": proto.value("m2mc_auth.sender"),
-            "encrypted": proto.value("m2mc_auth.encrypted") == "1"}
+            "encrypted": proto.value("m2mc_auth.encrypted") == "1",
+            "name": one("name"), "time": when,
+            # GRPS_INFO: per entry, its group, names and current members
+            "infos": [(g.value("m2mc.grp.gid"),
+                       {n.show: n.value("m2mc.grp.names.name")
+                        for n in g.all("m2mc.grp.names.pid")},
+                       {m.value("m2mc.member.pid") for m in g.all("m2mc.member")
+                        if m.value("m2mc.member.joined") == "1"},
+                       g.value("m2mc.grp.keyed") == "1")
+                      for g in body.all("m2mc.grp")]}
 
 
 def tag(gid: str) -> str:
@@ -270,3 +292,31 @@ def test_every_group_kind_captured_decoded_and_matching_the_traces(lab: Lab,
     assert stubs and all(mid in named and parents[mid] == parent and size == 0
                          for mid, parent, size in stubs), stubs
     assert all(r["parent"] in (None, parents[r["mid"]]) for r in skips)
+
+    # display names: each JOIN and STATUS carries its sender's own (d: none, then its
+    # new one), each GRPS_INFO entry the given names of its current members
+    renamed_from, renamed_to = facts["renamed"]
+    for m in messages:
+        if m["kind"] == "JOIN":
+            assert m["name"] == NAMES.get(m["sender"]), m
+        elif m["kind"] == "STATUS" and m["sender"] != "d":
+            assert m["name"] == NAMES[m["sender"]], m
+        elif m["kind"] == "STATUS" and not renamed_from <= m["time"] <= renamed_to:
+            assert m["name"] == (RENAMED if m["time"] > renamed_to else None), m
+    d_statuses = Counter(m["name"] for m in messages if m["kind"] == "STATUS"
+                         and m["sender"] == "d")
+    assert d_statuses[RENAMED], d_statuses  # (before the rename d may have sent none)
+    given = {**NAMES, "d": RENAMED}
+    listed = [(pid, name) for m in messages if m["kind"] == "GRPS_INFO"
+              for _, names, current, _ in m["infos"] for pid, name in names.items()
+              if pid in current and given[pid] == name]
+    every = [(pid, name) for m in messages if m["kind"] == "GRPS_INFO"
+             for _, names, _, _ in m["infos"] for pid, name in names.items()]
+    assert every == listed  # only current members, by the names they were given
+    assert set(NAMES.items()) <= set(listed), listed  # a, b and c were each announced
+    print(json.dumps({"names": {"join": sum(1 for m in messages if m["kind"] == "JOIN"
+                                            and m["name"]),
+                                "status": sum(1 for m in messages if m["kind"] == "STATUS"
+                                              and m["name"]),
+                                "grps_info_names": len(every), "d": dict(d_statuses)}},
+                     ensure_ascii=False))

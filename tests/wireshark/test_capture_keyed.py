@@ -5,7 +5,10 @@ Two nodes join both groups with one key file and send; b advertises, and a's
 GRPS_INFO says both groups are keyed. Every message of the two groups carries the
 authentication header, sealed by the node that sent it (the trace's node), with a
 fresh counter per transmission; in the HMAC group the DATA records are the messages
-the traces say were sent; in the AES group nothing of the bodies is decoded.
+the traces say were sent; in the AES group nothing of the bodies is decoded. Both
+nodes have display names: the HMAC group's JOIN and STATUS show them, and the
+GRPS_INFO entries of the keyed groups carry none (a keyed group's names travel sealed
+only).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from test_capture_group import channel, group_messages, tag
 pytestmark = [pytest.mark.netns, pytest.mark.slow, needs_tshark, needs_dumpcap]
 
 HMAC, AES = "ws-keyed-hmac", "ws-keyed-aes"
+NAMES = {"a": "Ann", "b": "Bén ✓"}
 
 
 def test_keyed_groups_show_their_authentication_and_hide_encrypted_bodies(
@@ -39,7 +43,8 @@ def test_keyed_groups_show_their_authentication_and_hide_encrypted_bodies(
     trace.mkdir()
     pcap = tmp_path / "keyed.pcapng"
     with Capture(lab, pcap) as capture:
-        nodes = [GroupNode(lab, host, pid, channel(host.address), trace, env)
+        nodes = [GroupNode(lab, host, pid, channel(host.address), trace, env,
+                           ["--name", NAMES[pid]])
                  for pid, host in zip("ab", lab.hosts, strict=False)]
         try:
             for n in nodes:
@@ -85,6 +90,8 @@ def test_keyed_groups_show_their_authentication_and_hide_encrypted_bodies(
             assert m["encrypted"] and m["sender"] is None, m  # nothing of the body decoded
         else:
             assert not m["encrypted"] and m["sender"] == m["auth_sender"], m
+            if m["kind"] in ("JOIN", "STATUS"):  # in clear under HMAC: the sender's name
+                assert m["name"] == NAMES[m["sender"]], m
     # every transmission sealed afresh: a sender's counters never repeat
     assert counters.keys() == {"a", "b"}
     assert all(len(set(c)) == len(c) for c in counters.values())
@@ -101,3 +108,5 @@ def test_keyed_groups_show_their_authentication_and_hide_encrypted_bodies(
     infos = [g for p in packets for g in p.tree.all("m2mc.grp")]
     keyed_flags = {g.value("m2mc.grp.gid"): g.value("m2mc.grp.keyed") for g in infos}
     assert keyed_flags == {HMAC: "1", AES: "1"}
+    assert [g.first("m2mc.grp.names") for g in infos] == [None] * len(infos)  # sealed only
+    assert kinds["hmac", "JOIN"] == 2 and kinds["hmac", "STATUS"] > 0
