@@ -47,7 +47,7 @@ class Case:
 
     def frame(self) -> bytes:
         tag = codec.DISCOVERY_TAG if self.kind == codec.Kind.GRPS_INFO else TAG
-        body = msgpack.packb(self.wire, use_bin_type=True)
+        body: bytes = msgpack.packb(self.wire, use_bin_type=True)
         body = body.replace("\u2603@@".encode(), b"\xff\xfe\xfd\xfc\xfb")  # same length
         return codec.HEADER.pack(codec.MAGIC, codec.VERSION, tag, int(self.kind), 0) + body
 
