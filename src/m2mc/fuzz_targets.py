@@ -95,6 +95,8 @@ COVERED: dict[str, str] = {
 EXEMPT: dict[str, str] = {
     "m2mc.infra_runtime.member_driver:MemberDriver.decode_errors": "a counter, not a decoder",
     "m2mc.security.keys:parse_key": "the operator's key text (config or a private key file)",
+    "m2mc.metrics.address:parse_metrics_address": "the operator's --metrics flag or config "
+                                                  "value (tests/metrics: bad ones exit 2)",
     "m2mc.sim.flood_stack:_parse": "the simulator's own datagrams, made in the same process",
     "m2mc.transport.url:parse_iface": "the user's --iface flag; what it checks (_iface) is "
                                       "fuzzed through parse_channel_url's iface=",

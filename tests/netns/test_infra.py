@@ -236,8 +236,9 @@ def test_lan_addresses_master_killed_and_retired_survivors_order_with_the_smalle
         assert status == 0 and result is not None, (pid, status, result and result["state"])
         assert result["delivered"] == len(MEMBERS) * RETIRE_SEND, (pid, result["state"])
         assert result["gseqs"] == sorted(result["gseqs"]), pid
-        assert result["stats"]["auth_rejected"] == 0 and result["stats"]["bad_addresses"] == 0
-        assert result["stats"]["uplink_mismatch"] == 0, result["stats"]
+        stats = result["stats"]
+        assert stats["auth_rejected"] == 0 and stats["bad_addresses"] == 0, (pid, stats)
+        assert stats["uplink_mismatch"] == 0, (pid, stats)
         orders.add(tuple(result["order"][-len(MEMBERS) * RETIRE_SEND:]))
     assert len(orders) == 1  # one total order, the same at every member
     for name, (_, _, err) in processes.items():

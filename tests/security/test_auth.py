@@ -124,6 +124,37 @@ def test_reordering_within_the_window_passes_older_is_stale() -> None:
     assert (bob.stats.stale, bob.stats.replayed) == (1, 1)
 
 
+def test_lanes_have_windows_of_their_own() -> None:
+    """An infrastructure host seals backbone frames in lane 0 and frames to members in
+    lane 1: a member that reads a lane-1 frame late, after a burst of lane-0 frames the
+    sender sealed in between, still takes it; a replay in its own lane is refused."""
+    alice, bob = pair(replay_window=8)
+    early = alice.seal(PREFIX, b"ack", lane=1)
+    burst = [alice.seal(PREFIX, bytes([i])) for i in range(50)]   # lane 0, far past 8
+    later = alice.seal(PREFIX, b"beacon", lane=1)
+    assert bob.open(later, len(PREFIX)).body == b"beacon"
+    assert bob.open(burst[-1], len(PREFIX)).body == bytes([49])
+    assert bob.open(early, len(PREFIX)).body == b"ack"            # not stale: its lane
+    with pytest.raises(ReplayError):
+        bob.open(early, len(PREFIX))
+    with pytest.raises(StaleError):                                # lane 0 is as before
+        bob.open(burst[0], len(PREFIX))
+    lane = bob.open(alice.seal(PREFIX, b"x", lane=1), len(PREFIX)).counter >> 60
+    assert lane == 1
+
+
+def test_a_lane_is_covered_by_the_tag() -> None:
+    """Moving a frame to another lane (the counter's top bits) breaks its tag."""
+    alice, bob = pair()
+    sealed = bytearray(alice.seal(PREFIX, b"ack", lane=1))
+    counter_at = len(PREFIX) + 4 + len(b"alice")
+    sealed[counter_at] ^= 0x10   # lane 1 -> lane 0
+    with pytest.raises(BadTagError):
+        bob.open(bytes(sealed), len(PREFIX))
+    with pytest.raises(ConfigError):
+        alice.seal(PREFIX, b"", lane=8)
+
+
 def test_key_rollover_by_key_id() -> None:
     old = GroupAuth("g", {0: KEY}, "alice")
     new = GroupAuth("g", {1: OTHER_KEY}, "alice", send_key_id=1, counter_start=100)

@@ -49,6 +49,14 @@ _BY_HOST = (m.Beacon, m.Normals, m.Transfer, m.Ack, m.Move, m.NotMember, m.Statu
             m.Unsubscribe, m.Fetch, m.Accepted, m.Reconfig, m.AdminResult, m.RetiredNotice)
 
 
+# A host's frames to members (cells and replies on the uplink) are numbered in a lane of
+# their own (m2mc.security.auth, "lanes"): a member sees them out of sealing order across
+# its multicast and unicast sockets, and backbone traffic in between must not make an
+# older one look stale.
+MEMBER_LANE = 1
+_TO_MEMBERS = (m.Beacon, m.Normals, m.Transfer, m.Ack, m.Move, m.NotMember)
+
+
 def claimed_sender(msg: Message) -> str | None:
     """The identity a message claims for its sender (None: it names none; such
     messages come from the master, and the host uses the sealed sender as source)."""
@@ -99,7 +107,8 @@ class InfraWire:
         if len(receiver) > _MAX_RECEIVER:
             raise ValueError(f"receiver id longer than {_MAX_RECEIVER} bytes")
         prefix = SEALED_MAGIC + bytes((len(receiver),)) + receiver
-        return self.auth.seal(prefix, encode_body(msg))
+        return self.auth.seal(prefix, encode_body(msg),
+                              MEMBER_LANE if isinstance(msg, _TO_MEMBERS) else 0)
 
     def decode(self, data: bytes) -> tuple[Message, str | None]:
         """The message and its authenticated sender (None when unkeyed).

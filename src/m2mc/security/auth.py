@@ -10,6 +10,8 @@ A sealed message is ``prefix | auth header | body | tag`` (docs/security.md):
     3       1     sender id length L, 1..64
     4       L     sender id, UTF-8
     4+L     8     counter, big-endian, +1 per message the sender seals for this group
+                  in one lane: bits 60..62 are the lane (0 for everything but an
+                  infrastructure host's frames to members, see below)
     12+L    n     body (ciphertext under an AEAD suite)
     end-16  16    tag
 
@@ -24,7 +26,14 @@ key: ``counter_start`` must never go backwards for a sender id (drivers start
 it at the wall clock in microseconds, :func:`counter_start_at`).
 
 After the tag verifies, the sender's counter passes a sliding replay window
-(:mod:`m2mc.security.replay`). Every refusal raises a subclass of
+(:mod:`m2mc.security.replay`), one per sender and lane. Lanes are for a sender whose
+frames take several paths to one receiver: an infrastructure host seals its backbone
+frames in lane 0 and what it sends to members in lane 1, so a member, which sees
+only lane 1, keeps a window over a stream it sees nearly whole, and a burst of
+backbone traffic between a beacon and an acknowledgement that arrive in the other
+order (multicast and unicast sockets read in turn) cannot push the older one below
+the window (refused as stale). The lane is part of the counter, so it is covered by
+the tag: a frame cannot be moved to another lane's window. Every refusal raises a subclass of
 :class:`~m2mc.security.errors.AuthError` (a DecodeError) and is counted in
 :attr:`GroupAuth.stats`.
 """
@@ -51,13 +60,18 @@ from m2mc.security.errors import (
 from m2mc.security.keys import KEY_MAX, KEY_MIN, hkdf_sha256
 from m2mc.security.replay import ReplayTable, Verdict
 
-__all__ = ["AUTH_VERSION", "TAG_SIZE", "AuthConfig", "AuthStats", "GroupAuth", "Opened", "Suite",
-           "counter_start_at", "overhead"]
+__all__ = ["AUTH_VERSION", "LANES", "LANE_SHIFT", "TAG_SIZE", "AuthConfig", "AuthStats",
+           "GroupAuth", "Opened", "Suite", "counter_start_at", "overhead"]
 
 AUTH_VERSION = 1
 TAG_SIZE = 16
 MAX_SENDER = 64
 MAX_COUNTER = (1 << 64) - 1
+LANE_SHIFT = 60
+"""A counter's lane is its bits 60..62; the rest counts (a counter_start_at of today, in
+microseconds, is under 2**51)."""
+LANES = 8
+_LANE_UNIT = 1 << LANE_SHIFT
 _FIXED_SIZE = 4  # version, suite, key id, sender length
 _COUNTER_SIZE = 8
 _U64 = struct.Struct(">Q")
@@ -202,6 +216,8 @@ class GroupAuth:
         self._head = (bytes((AUTH_VERSION, self.suite, send_key_id, len(sender_bytes)))
                       + sender_bytes)
         self._next_counter = counter_start
+        self._lane_counters: dict[int, int] = {}  # lanes 1..7: their next counter
+        self._counter_start = counter_start
         self.replay = ReplayTable(self.config.replay_window, self.config.max_senders)
         self.stats = AuthStats()
 
@@ -231,12 +247,16 @@ class GroupAuth:
         return self._next_counter
 
     # ----------------------------------------------------------- sealing
-    def seal(self, prefix: bytes, body: bytes) -> bytes:
-        """The whole message: ``prefix`` then auth header, body (encrypted if so), tag."""
-        counter = self._next_counter
-        if counter > MAX_COUNTER:
-            raise ConfigError("counter exhausted: this sender must take a new sender id")
-        self._next_counter = counter + 1
+    def seal(self, prefix: bytes, body: bytes, lane: int = 0) -> bytes:
+        """The whole message: ``prefix`` then auth header, body (encrypted if so), tag.
+        ``lane`` (0..7): the counter stream it is numbered in (see the module's doc)."""
+        if lane == 0:
+            counter = self._next_counter
+            if counter >= _LANE_UNIT:
+                raise ConfigError("counter exhausted: this sender must take a new sender id")
+            self._next_counter = counter + 1
+        else:
+            counter = self._lane_counter(lane)
         header = self._head + counter.to_bytes(8, "big")
         key = self._send_key
         self.stats.sealed += 1
@@ -251,6 +271,15 @@ class GroupAuth:
         aad = prefix + header
         sealed: bytes = key.aead.encrypt(_nonce(header), body, aad)
         return aad + sealed
+
+    def _lane_counter(self, lane: int) -> int:
+        if not 0 < lane < LANES:
+            raise ConfigError(f"lane must be 0..{LANES - 1}, got {lane}")
+        count = self._lane_counters.get(lane, self._counter_start)
+        if count >= _LANE_UNIT:
+            raise ConfigError("counter exhausted: this sender must take a new sender id")
+        self._lane_counters[lane] = count + 1
+        return lane << LANE_SHIFT | count
 
     # ----------------------------------------------------------- opening
     def open(self, message: bytes | memoryview, prefix_size: int) -> Opened:
@@ -290,7 +319,9 @@ class GroupAuth:
             body = data[body_start:end]
         else:
             body = self._decrypt(key, data, prefix_size, body_start)
-        verdict = self.replay.admit(sender, counter)
+        # A lane of its own for a counter beyond lane 0 (the usual case costs one compare).
+        verdict = self.replay.admit(sender if counter < _LANE_UNIT
+                                    else f"{sender}\x00{counter >> LANE_SHIFT}", counter)
         if verdict != Verdict.FRESH:
             if verdict != Verdict.EVICTED:
                 self._refuse_replay(verdict)
