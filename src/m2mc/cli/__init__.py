@@ -31,6 +31,7 @@ SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("host", "m2mc.cli.host", "run an infrastructure-mode host"),
     ("bench", "m2mc.cli.bench", "measure throughput of the group layer"),
     ("wireshark", "m2mc.cli.wireshark", "install the Wireshark dissector for m2mc traffic"),
+    ("key", "m2mc.cli.key", "make or check a key file (keyed groups, keyed deployments)"),
 )
 
 
