@@ -300,3 +300,27 @@ def test_trace_events() -> None:
     assert got == [("join", None, 1), ("recv", "B:2", 2), ("deliver", "B:2", 2),
                    ("dup", "B:2", 2), ("send", "A:1", None)]
     assert all(e.order == "total" and e.group == "g" and e.node == "A" for e in sink.events)
+
+
+def test_no_host_heard_and_no_directory_the_configured_cells_are_tried_in_turn() -> None:
+    """A member that has heard no beacon (a fresh start in the cell of a host that is
+    down, or a power-on in the cell of a host that died while it was off) has no
+    directory to choose from: it tries the configuration's cells in turn, each after
+    host_silence, round and round, until a host answers."""
+    cfg = InfraConfig().check()
+    core = MemberCore("A", cfg, random.Random(1))
+    core.configured = ("c1", "c2", "c3")
+    core.on_attach("c2", 0.0)
+    tried = []
+    now = 0.0
+    for _ in range(4):
+        now += cfg.host_silence + 0.01
+        core.on_timer(now)
+        [move] = [e for e in core.events() if isinstance(e, MoveRequest)]
+        tried.append(move.target.cell)
+        core.on_attach(move.target.cell, now)
+    assert tried == ["c3", "c1", "c2", "c3"]
+    # Once a host is heard, its beacon's directory decides again.
+    core.receive(m.Beacon("H1", 0, "up", "H1", (m.CellInfo("H1", "c3", "up"),
+                                                  m.CellInfo("H2", "c1", "up2", 1))), now)
+    assert core.directory and core.gateway == "H1"

@@ -9,6 +9,13 @@ namespace's own interface), prints ``<pid> joined`` on stderr, waits for the fil
 prints ``<pid> done`` once it has delivered every message of every peer. It keeps
 running (moving cells when its host dies, as the protocol asks) until SIGTERM, then
 prints one JSON line: what it delivered, in which order, and its statistics.
+
+Switch-off and power-on: with ``--data-dir`` the member saves its state
+(docs/infra.md); killed with SIGKILL and started again with ``--already-sent K`` (the
+last ``sent K`` the first process printed), it resumes: it does not wait for
+``--go``, sends the rest of its messages, and counts as delivered what its first
+process delivered, read from its own trace (the trace is written with the saved
+state, so it holds what was handed to the application).
 """
 
 from __future__ import annotations
@@ -46,7 +53,10 @@ async def main(args: argparse.Namespace) -> int:
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     config = NodeConfig(mode="infra", hosts=cells, infra_cell=cells[args.cell], pid=args.pid,
                         infra_key=GroupKey(key_file=args.key_file), trace_dir=args.trace,
-                        run_id=args.run, trace_flush_every=1)
+                        run_id=args.run, trace_flush_every=1, data_dir=args.data_dir)
+    restarted = args.already_sent >= 0
+    if restarted:
+        delivered.extend((0, mid) for mid in delivered_before(Path(args.trace), args.pid))
 
     def complete() -> bool:
         return wanted <= {mid for _, mid in delivered}
@@ -63,7 +73,7 @@ async def main(args: argparse.Namespace) -> int:
         go = Path(args.go)
         while not go.exists() and not stop.is_set():
             await asyncio.sleep(0.02)
-        for seq in range(1, args.send + 1):
+        for seq in range(max(args.already_sent, 0) + 1, args.send + 1):
             if stop.is_set():
                 break
             await group.send(f"{args.pid} says {seq}")
@@ -83,6 +93,17 @@ async def main(args: argparse.Namespace) -> int:
     return 0 if complete() else 1
 
 
+def delivered_before(trace: Path, pid: str) -> list[str]:
+    """The mids this member's earlier process delivered, from its trace."""
+    out = []
+    for path in trace.glob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            if row.get("node") == pid and row.get("event") == "deliver" and row.get("mid"):
+                out.append(row["mid"])
+    return out
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--pid", required=True)
@@ -95,4 +116,7 @@ if __name__ == "__main__":
     parser.add_argument("--send", type=int, default=20)
     parser.add_argument("--interval", type=float, default=0.15)
     parser.add_argument("--go", required=True)
+    parser.add_argument("--data-dir", default=None, help="save the member's state here")
+    parser.add_argument("--already-sent", type=int, default=-1,
+                        help="a power-on: the first process printed 'sent K'")
     sys.exit(asyncio.run(main(parser.parse_args())))

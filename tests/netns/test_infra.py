@@ -155,10 +155,11 @@ def test_infra_loss_partition_heal_and_master_crash_judged_by_the_pipeline(
 
 
 RETIRE_SEND = 40
+SWITCHED = "m3"  # the member switched off and on (seeds/001 4.2)
 
 
 @pytest.mark.timeout(900)  # the run, then a Spark analysis on a shared 2-core machine
-def test_lan_addresses_master_killed_and_retired_survivors_order_with_the_smaller_quorum(
+def test_lan_master_killed_member_switched_off_and_on_host_retired_smaller_quorum(
         lab: Lab, child_env: dict[str, str], tmp_path: Path) -> None:
     trace = tmp_path / "trace"
     host_trace = tmp_path / "hosts"
@@ -184,15 +185,20 @@ def test_lan_addresses_master_killed_and_retired_survivors_order_with_the_smalle
     wait_until(lambda: active_master(host_trace) is not None, "a master to be elected", 30)
 
     members = {}
-    for pid, (ns, cell) in MEMBERS.items():
+
+    def start_member(pid: str, *extra: str) -> None:
+        ns, cell = MEMBERS[pid]
         me = lab.hosts[ns]
         cells = ",".join(cell_url(i, me.address) for i in range(3))
         process = lab.spawn(me, [sys.executable, NODE, "--pid", pid, "--cells", cells,
                                  "--cell", str(cell), "--key-file", str(key_file),
                                  "--trace", str(trace), "--peers", ",".join(MEMBERS),
                                  "--send", str(RETIRE_SEND), "--run", "netns-retire",
-                                 "--go", str(go)], env=child_env)
+                                 "--go", str(go), *extra], env=child_env)
         members[pid] = (process, Lines(process.stdout), Lines(process.stderr))
+
+    for pid in MEMBERS:
+        start_member(pid, *(("--data-dir", str(tmp_path / SWITCHED)) if pid == SWITCHED else ()))
     progress = {pid: err for pid, (_, _, err) in members.items()}
     killed = ""
     try:
@@ -200,6 +206,13 @@ def test_lan_addresses_master_killed_and_retired_survivors_order_with_the_smalle
         lab.set_loss(10)
         go.touch()
         wait_all(progress, lambda pid: f"{pid} sent 5", "the first messages", 60)
+        # Switch one member off (SIGKILL: its saved state is all it keeps); it stays off
+        # through the master's crash and the retirement, while the others send.
+        switched, _, switched_err = members[SWITCHED]
+        switched.kill()
+        switched.wait()
+        already = max(int(line.split()[-1]) for line in switched_err.closed()
+                      if line.startswith(f"{SWITCHED} sent "))
         killed = active_master(host_trace) or ""
         assert killed
         processes[killed][0].kill()  # kill -9: the machine is gone for good
@@ -216,6 +229,11 @@ def test_lan_addresses_master_killed_and_retired_survivors_order_with_the_smalle
         assert f"{killed} retired: committed" in out and "(quorum 2 of 2)" in out, out
         again = lab.exec(lab.hosts[survivor], retire, env=child_env, timeout=60)
         assert again.returncode == 2 and "already retired" in again.stderr.decode()
+        # Power on: the member takes its membership up again (the hosts still hold it),
+        # sends the rest of its messages under ids it never used, and catches up.
+        start_member(SWITCHED, "--data-dir", str(tmp_path / SWITCHED),
+                     "--already-sent", str(already))
+        progress[SWITCHED] = members[SWITCHED][2]
         wait_all(progress, lambda pid: f"{pid} sent {RETIRE_SEND}", "the last messages", 90)
         wait_all(progress, lambda pid: f"{pid} done", "every member to deliver everything",
                  90)
@@ -241,6 +259,11 @@ def test_lan_addresses_master_killed_and_retired_survivors_order_with_the_smalle
         assert stats["uplink_mismatch"] == 0, (pid, stats)
         orders.add(tuple(result["order"][-len(MEMBERS) * RETIRE_SEND:]))
     assert len(orders) == 1  # one total order, the same at every member
+    assert results[SWITCHED][1]["stats"]["resumed"] == 1, results[SWITCHED][1]["stats"]
+    rows = [json.loads(line) for path in trace.glob(f"{SWITCHED}*.jsonl")  # each incarnation
+            for line in path.read_text().splitlines()]
+    own = [row["mid"] for row in rows if row["event"] == "send"]
+    assert len(own) == len(set(own)) >= RETIRE_SEND  # no message id used twice
     for name, (_, _, err) in processes.items():
         if name != killed:
             last = err.closed()[-1]

@@ -76,14 +76,14 @@ class MemberCore:
         self._sender = ReliableSender(cfg.retransmit)
         self._out: list[Uplink] = []
         self._events: list[MemberEvent] = []
-        # where we are
-        self.cell: str | None = None
+        self.cell: str | None = None  # where we are
         self.gateway: str | None = None
         self.gateway_addr = ""
         self._gateway_heard = 0.0
         self._attached_at = 0.0
         self._move_asked = 0.0
         self.directory: tuple[msg.CellInfo, ...] = ()
+        self.configured: tuple[str, ...] = ()  # the configuration's cells (driver's form)
         self._expect: str | None = None  # host of the cell we asked to move to
         self._unheard: set[str] = set()  # hosts we went to (or had) and did not hear
         self._last_high = 0

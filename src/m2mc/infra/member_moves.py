@@ -33,6 +33,15 @@ def check_host(core: MemberCore, now: float) -> None:
         best = min(others, key=lambda c: (c.load, c.host))
         core._expect = best.host
         core._events.append(MoveRequest(best))
+    elif core.configured:
+        # No directory to choose from: none heard yet (a fresh start, or a power-on in
+        # the cell of a host that died meanwhile). Try the configuration's cells in turn.
+        cells = core.configured
+        after = cells.index(core.cell) + 1 if core.cell in cells else 0
+        target = next((c for c in cells[after:] + cells[:after] if c != core.cell), None)
+        if target is not None:
+            core._expect = None
+            core._events.append(MoveRequest(msg.CellInfo("", target, "")))
 
 
 def readdress(frame: msg.UplinkMessage, gateway: str) -> msg.UplinkMessage:

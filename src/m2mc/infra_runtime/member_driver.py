@@ -50,6 +50,7 @@ class MemberDriver:
         self.core = MemberCore(node, config, rng or random.Random(), group=group, trace=trace,
                                run_id=run_id, wire=wire, store=store,
                                trace_journal=trace_journal)
+        self.core.configured = tuple(self.cells)  # where to look when no host is heard
         self.on_events = on_events
         self.loop = asyncio.get_event_loop()
         self.uplink: Udp | None = None
