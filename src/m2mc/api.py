@@ -37,8 +37,8 @@ from m2mc.errors import UsageError
 from m2mc.group.codec import GrpInfo
 from m2mc.group.config import GroupConfig
 from m2mc.group.events import Delivered, DeliveredBatch, GroupEvent
-from m2mc.group.fastobj import fast_constructor, slot_twin
 from m2mc.group.manager import TRACE_JOURNAL_META, GroupNode
+from m2mc.inbox import GroupMessage, Inbox, make_message
 from m2mc.log import node_logger
 from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.runtime.driver import StackDriver
@@ -73,7 +73,12 @@ class NodeConfig:
     trace_packets: bool = False  # also packet_in/packet_out rows, one per datagram
     group: GroupConfig = field(default_factory=GroupConfig)
     m2mp: M2MPConfig = field(default_factory=M2MPConfig)
-    max_queued_messages: int = 100_000  # per group, delivered but not yet read by the app
+    max_queued_messages: int = 100_000  # per group, others' messages delivered, not yet read
+    # The node's own messages, handed back to the application too (seeds/000 III.B.4) unless
+    # deliver_own is off. They never pause the node; unread, they take at most
+    # max_queued_own_bytes per group (payload + 128 each), the oldest dropped past it.
+    deliver_own: bool = True
+    max_queued_own_bytes: int = 16 << 20
     max_queued_events: int = 10_000  # node events not yet read (oldest dropped past it)
     # Keyed groups known at start (group id -> key source): a keyed group reloaded from
     # data_dir runs only with its key (else it waits for join(gid, key=...)).
@@ -87,57 +92,7 @@ class NodeConfig:
     infra_key: Any = None  # deployment key (m2mc.infra_runtime.keying.DeploymentKey); None: none
 
 
-@dataclass(frozen=True, slots=True)
-class GroupMessage:
-    """A message delivered to the application (``sendMsg2Appl``)."""
-
-    gid: str
-    mid: MessageId
-    parent: MessageId
-    data: bytes
-    gseq: int | None = None
-
-    @property
-    def sender(self) -> str:
-        return self.mid.pid
-
-    @property
-    def text(self) -> str:
-        return self.data.decode("utf-8", errors="replace")
-
-    @property
-    def is_reply(self) -> bool:
-        return not self.parent.is_root
-
-
 ReplyTo = GroupMessage | MessageId | str | None
-_make_message: Callable[[str, MessageId, MessageId, bytes, int | None], GroupMessage] = (
-    fast_constructor(GroupMessage))
-_GroupMessageTwin = slot_twin(GroupMessage)
-
-
-def _take_messages(queue: deque[Message], gid: str, count: int, out: list[GroupMessage]) -> None:
-    """Move ``count`` messages of group ``gid`` from ``queue`` to ``out`` as GroupMessages:
-    the per-message cost of every delivery to the application, so the constructor
-    is inline (fastobj's twin of GroupMessage)."""
-    popleft = queue.popleft
-    append = out.append
-    twin = _GroupMessageTwin
-    if twin is None:  # pragma: no cover - GroupMessage without slots
-        for _ in range(count):
-            m = popleft()
-            append(_make_message(gid, m.mid, m.parent, m.payload, m.gseq))
-        return
-    for _ in range(count):
-        m = popleft()
-        g = twin()
-        g.gid = gid
-        g.mid = m.mid
-        g.parent = m.parent
-        g.data = m.payload
-        g.gseq = m.gseq
-        g.__class__ = GroupMessage
-        append(g)
 
 
 class Node:
@@ -159,6 +114,8 @@ class Node:
             config = replace(config, **overrides)  # type: ignore[arg-type]
         if config.max_queued_messages < 1 or config.max_queued_events < 1:
             raise UsageError("max_queued_messages and max_queued_events must be >= 1")
+        if config.max_queued_own_bytes < 1:
+            raise UsageError("max_queued_own_bytes must be >= 1")
         self.config = config
         self._stack: GroupNode | None = None
         self._driver: StackDriver | None = None
@@ -167,8 +124,8 @@ class Node:
         # Per group, its messages delivered and not read yet, as the group layer gave them:
         # each becomes a GroupMessage when the application takes it. (Objects waiting
         # in a backlog are what the garbage collector traverses again and again; this
-        # keeps one per message fewer of them.)
-        self._queues: dict[str, deque[Message]] = {}
+        # keeps one per message fewer of them.) Own messages are accounted apart (inbox.py).
+        self._queues: dict[str, Inbox] = {}
         self._events: deque[GroupEvent] = deque()
         self._waiters: list[asyncio.Future[None]] = []
         self._send_waiters: list[asyncio.Future[None]] = []
@@ -176,6 +133,7 @@ class Node:
         self._clock: Callable[[], float] = _not_started
         self._closed = False
         self.events_dropped = 0
+        self.own_dropped = 0  # own messages dropped unread at max_queued_own_bytes
 
     # ------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -282,7 +240,7 @@ class Node:
             secret = await _resolve(spec, gid)
         gid = stack.create_group(desc, driver.now(), order=order, gid=gid, key=secret,
                                  counter_start=counter_start_at(time.time()))
-        self._queues.setdefault(gid, deque())
+        self._inbox(gid)
         driver.poke()
         return Group(self, gid)
 
@@ -301,7 +259,7 @@ class Node:
             await self.discover(gid, timeout=timeout)
         stack.join_group(gid, driver.now(), order=order, key=secret,
                          counter_start=counter_start_at(time.time()))
-        self._queues.setdefault(gid, deque())
+        self._inbox(gid)
         driver.poke()
         return Group(self, gid)
 
@@ -422,15 +380,17 @@ class Node:
         queues = self._queues
         for event in events:
             if type(event) is DeliveredBatch:
-                queue = queues.get(event.gid)
-                if queue is None:
-                    queue = queues[event.gid] = deque()
-                queue.extend(event.messages)
+                inbox = queues.get(event.gid)
+                if inbox is None:
+                    inbox = self._inbox(event.gid)
+                if inbox.add(event.messages):
+                    self._own_overflow(inbox, event.gid)
             elif isinstance(event, Delivered):
-                queue = queues.get(event.gid)
-                if queue is None:
-                    queue = queues[event.gid] = deque()
-                queue.append(event.message)
+                inbox = queues.get(event.gid)
+                if inbox is None:
+                    inbox = self._inbox(event.gid)
+                if inbox.add([event.message]):
+                    self._own_overflow(inbox, event.gid)
             else:
                 if len(self._events) >= self.config.max_queued_events:
                     self._events.popleft()
@@ -438,9 +398,28 @@ class Node:
                 self._events.append(event)
         self._wake()
 
+    def _inbox(self, gid: str) -> Inbox:
+        inbox = self._queues.get(gid)
+        if inbox is None:
+            cfg, stack = self.config, self._stack
+            assert stack is not None
+            inbox = self._queues[gid] = Inbox(stack.pid, deliver_own=cfg.deliver_own,
+                                              own_limit=cfg.max_queued_own_bytes)
+        return inbox
+
+    def _own_overflow(self, inbox: Inbox, gid: str) -> None:
+        first = self.own_dropped == 0
+        self.own_dropped = sum(q.own_dropped for q in self._queues.values())
+        if first:
+            node_logger("m2mc.api", inbox.pid).warning(
+                "group %s: own messages not read; the oldest are dropped past "
+                "max_queued_own_bytes (a sender that never reads: deliver_own=False)", gid)
+
     def _app_full(self) -> bool:
+        """Other members' unread messages reached the bound: stop reading the network.
+        (The node's own messages never count: a sender that does not read goes on.)"""
         limit = self.config.max_queued_messages
-        return any(len(q) >= limit for q in self._queues.values())
+        return any(q.others() >= limit for q in self._queues.values())
 
     def _schedule_poke(self) -> None:
         if not self._poke_scheduled:
@@ -528,12 +507,12 @@ class Group:
         loop = asyncio.get_running_loop()
         end = None if timeout is None else loop.time() + timeout
         while True:
-            queue = node._queues.get(self.gid)
-            if queue:
-                m = queue.popleft()
-                if len(queue) <= node.config.max_queued_messages // 2:
+            inbox = node._queues.get(self.gid)
+            if inbox:
+                m = inbox.pop()
+                if inbox.others() <= node.config.max_queued_messages // 2:
                     node._drv().resume()
-                return _make_message(self.gid, m.mid, m.parent, m.payload, m.gseq)
+                return make_message(self.gid, m.mid, m.parent, m.payload, m.gseq)
             if node._closed:
                 raise UsageError("node closed")
             left = None if end is None else end - loop.time()
@@ -545,11 +524,11 @@ class Group:
                            timeout: float | None = None) -> list[GroupMessage]:
         """At least one and at most ``limit`` messages: all that are waiting."""
         first = await self.receive(timeout)
-        queue = self.node._queues.get(self.gid)
+        inbox = self.node._queues.get(self.gid)
         out = [first]
-        if queue:
-            _take_messages(queue, self.gid, min(len(queue), limit - 1), out)
-        if queue is not None and len(queue) <= self.node.config.max_queued_messages // 2:
+        if inbox:
+            inbox.take(self.gid, min(len(inbox), limit - 1), out)
+        if inbox is not None and inbox.others() <= self.node.config.max_queued_messages // 2:
             self.node._drv().resume()
         return out
 
@@ -565,7 +544,8 @@ class Group:
 
     def pending(self) -> int:
         """Messages delivered and not read yet."""
-        return len(self.node._queues.get(self.gid, ()))
+        inbox = self.node._queues.get(self.gid)
+        return len(inbox) if inbox is not None else 0
 
     async def leave(self) -> None:
         """leaveThisGroup."""
