@@ -34,16 +34,17 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from m2mc.api_message import GroupMessage, ReplyTo, _make_message, _parent, _take_messages
+from m2mc.api_message import GroupMessage, ReplyTo, _parent, make_message
 from m2mc.errors import UsageError
 from m2mc.group.codec import GrpInfo
 from m2mc.group.config import GroupConfig
 from m2mc.group.events import Delivered, DeliveredBatch, GroupEvent
 from m2mc.group.manager import TRACE_JOURNAL_META, GroupNode
 from m2mc.group.names import check_name
+from m2mc.inbox import Inbox
 from m2mc.log import node_logger
 from m2mc.metrics.address import parse_metrics_address
-from m2mc.ordering import Message, MessageId
+from m2mc.ordering import MessageId
 from m2mc.runtime.driver import StackDriver
 from m2mc.runtime.tracing import WallClockSink, incarnation_events, open_trace
 from m2mc.security.auth import counter_start_at
@@ -83,7 +84,12 @@ class NodeConfig:
     trace_packets: bool = False  # also packet_in/packet_out rows, one per datagram
     group: GroupConfig = field(default_factory=GroupConfig)
     m2mp: M2MPConfig = field(default_factory=M2MPConfig)
-    max_queued_messages: int = 100_000  # per group, delivered but not yet read by the app
+    max_queued_messages: int = 100_000  # per group, others' messages delivered, not yet read
+    # The node's own messages, handed back to the application too (seeds/000 III.B.4) unless
+    # deliver_own is off. They never pause the node; unread, they take at most
+    # max_queued_own_bytes per group (payload + 128 each), the oldest dropped past it.
+    deliver_own: bool = True
+    max_queued_own_bytes: int = 16 << 20
     max_queued_events: int = 10_000  # node events not yet read (oldest dropped past it)
     # Keyed groups known at start (group id -> key source): a keyed group reloaded from
     # data_dir runs only with its key (else it waits for join(gid, key=...)).
@@ -121,6 +127,8 @@ class Node:
         if config.metrics is not None:
             parse_metrics_address(config.metrics, "NodeConfig.metrics")
         check_name(config.name)
+        if config.max_queued_own_bytes < 1:
+            raise UsageError("max_queued_own_bytes must be >= 1")
         self.config = config
         self._metrics: MetricsServer | None = None
         self._stack: GroupNode | None = None
@@ -130,8 +138,8 @@ class Node:
         # Per group, its messages delivered and not read yet, as the group layer gave them:
         # each becomes a GroupMessage when the application takes it. (Objects waiting
         # in a backlog are what the garbage collector traverses again and again; this
-        # keeps one per message fewer of them.)
-        self._queues: dict[str, deque[Message]] = {}
+        # keeps one per message fewer of them.) Own messages are accounted apart (inbox.py).
+        self._queues: dict[str, Inbox] = {}
         self._events: deque[GroupEvent] = deque()
         self._waiters: list[asyncio.Future[None]] = []
         self._send_waiters: list[asyncio.Future[None]] = []
@@ -139,6 +147,7 @@ class Node:
         self._clock: Callable[[], float] = _not_started
         self._closed = False
         self.events_dropped = 0
+        self.own_dropped = 0  # own messages dropped unread at max_queued_own_bytes
 
     # ------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -270,7 +279,7 @@ class Node:
             secret = await _resolve(spec, gid)
         gid = stack.create_group(desc, driver.now(), order=order, gid=gid, key=secret,
                                  counter_start=counter_start_at(time.time()))
-        self._queues.setdefault(gid, deque())
+        self._inbox(gid)
         driver.poke()
         return Group(self, gid)
 
@@ -289,7 +298,7 @@ class Node:
             await self.discover(gid, timeout=timeout)
         stack.join_group(gid, driver.now(), order=order, key=secret,
                          counter_start=counter_start_at(time.time()))
-        self._queues.setdefault(gid, deque())
+        self._inbox(gid)
         driver.poke()
         return Group(self, gid)
 
@@ -426,15 +435,17 @@ class Node:
         queues = self._queues
         for event in events:
             if type(event) is DeliveredBatch:
-                queue = queues.get(event.gid)
-                if queue is None:
-                    queue = queues[event.gid] = deque()
-                queue.extend(event.messages)
+                inbox = queues.get(event.gid)
+                if inbox is None:
+                    inbox = self._inbox(event.gid)
+                if inbox.add(event.messages):
+                    self._own_overflow(inbox, event.gid)
             elif isinstance(event, Delivered):
-                queue = queues.get(event.gid)
-                if queue is None:
-                    queue = queues[event.gid] = deque()
-                queue.append(event.message)
+                inbox = queues.get(event.gid)
+                if inbox is None:
+                    inbox = self._inbox(event.gid)
+                if inbox.add([event.message]):
+                    self._own_overflow(inbox, event.gid)
             else:
                 if len(self._events) >= self.config.max_queued_events:
                     self._events.popleft()
@@ -442,9 +453,28 @@ class Node:
                 self._events.append(event)
         self._wake()
 
+    def _inbox(self, gid: str) -> Inbox:
+        inbox = self._queues.get(gid)
+        if inbox is None:
+            cfg, stack = self.config, self._stack
+            assert stack is not None
+            inbox = self._queues[gid] = Inbox(stack.pid, deliver_own=cfg.deliver_own,
+                                              own_limit=cfg.max_queued_own_bytes)
+        return inbox
+
+    def _own_overflow(self, inbox: Inbox, gid: str) -> None:
+        first = self.own_dropped == 0
+        self.own_dropped = sum(q.own_dropped for q in self._queues.values())
+        if first:
+            node_logger("m2mc.api", inbox.pid).warning(
+                "group %s: own messages not read; the oldest are dropped past "
+                "max_queued_own_bytes (a sender that never reads: deliver_own=False)", gid)
+
     def _app_full(self) -> bool:
+        """Other members' unread messages reached the bound: stop reading the network.
+        (The node's own messages never count: a sender that does not read goes on.)"""
         limit = self.config.max_queued_messages
-        return any(len(q) >= limit for q in self._queues.values())
+        return any(q.others() >= limit for q in self._queues.values())
 
     def _schedule_poke(self) -> None:
         if not self._poke_scheduled:
@@ -536,12 +566,12 @@ class Group:
         loop = asyncio.get_running_loop()
         end = None if timeout is None else loop.time() + timeout
         while True:
-            queue = node._queues.get(self.gid)
-            if queue:
-                m = queue.popleft()
-                if len(queue) <= node.config.max_queued_messages // 2:
+            inbox = node._queues.get(self.gid)
+            if inbox:
+                m = inbox.pop()
+                if inbox.others() <= node.config.max_queued_messages // 2:
                     node._drv().resume()
-                return _make_message(self.gid, m.mid, m.parent, m.payload, m.gseq)
+                return make_message(self.gid, m.mid, m.parent, m.payload, m.gseq)
             if node._closed:
                 raise UsageError("node closed")
             left = None if end is None else end - loop.time()
@@ -553,11 +583,11 @@ class Group:
                            timeout: float | None = None) -> list[GroupMessage]:
         """At least one and at most ``limit`` messages: all that are waiting."""
         first = await self.receive(timeout)
-        queue = self.node._queues.get(self.gid)
+        inbox = self.node._queues.get(self.gid)
         out = [first]
-        if queue:
-            _take_messages(queue, self.gid, min(len(queue), limit - 1), out)
-        if queue is not None and len(queue) <= self.node.config.max_queued_messages // 2:
+        if inbox:
+            inbox.take(self.gid, min(len(inbox), limit - 1), out)
+        if inbox is not None and inbox.others() <= self.node.config.max_queued_messages // 2:
             self.node._drv().resume()
         return out
 
@@ -573,7 +603,8 @@ class Group:
 
     def pending(self) -> int:
         """Messages delivered and not read yet."""
-        return len(self.node._queues.get(self.gid, ()))
+        inbox = self.node._queues.get(self.gid)
+        return len(inbox) if inbox is not None else 0
 
     async def leave(self) -> None:
         """leaveThisGroup."""

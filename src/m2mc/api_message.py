@@ -3,14 +3,13 @@ reply may name (split from :mod:`m2mc.api`, which re-exports them)."""
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from m2mc.group.fastobj import fast_constructor, slot_twin
 from m2mc.ordering import ROOT, Message, MessageId
 
-__all__ = ["GroupMessage", "ReplyTo"]
+__all__ = ["GROUP_MESSAGE_TWIN", "GroupMessage", "ReplyTo", "make_message"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,34 +35,12 @@ class GroupMessage:
         return not self.parent.is_root
 
 
+GroupMessage.__module__ = "m2mc.api"  # where applications import it from
+
 ReplyTo = GroupMessage | MessageId | str | None
-_make_message: Callable[[str, MessageId, MessageId, bytes, int | None], GroupMessage] = (
+make_message: Callable[[str, MessageId, MessageId, bytes, int | None], GroupMessage] = (
     fast_constructor(GroupMessage))
-_GroupMessageTwin = slot_twin(GroupMessage)
-
-
-def _take_messages(queue: deque[Message], gid: str, count: int, out: list[GroupMessage]) -> None:
-    """Move ``count`` messages of group ``gid`` from ``queue`` to ``out`` as GroupMessages:
-    the per-message cost of every delivery to the application, so the constructor
-    is inline (fastobj's twin of GroupMessage)."""
-    popleft = queue.popleft
-    append = out.append
-    twin = _GroupMessageTwin
-    if twin is None:  # pragma: no cover - GroupMessage without slots
-        for _ in range(count):
-            m = popleft()
-            append(_make_message(gid, m.mid, m.parent, m.payload, m.gseq))
-        return
-    for _ in range(count):
-        m = popleft()
-        g = twin()
-        g.gid = gid
-        g.mid = m.mid
-        g.parent = m.parent
-        g.data = m.payload
-        g.gseq = m.gseq
-        g.__class__ = GroupMessage
-        append(g)
+GROUP_MESSAGE_TWIN = slot_twin(GroupMessage)  # for Inbox.take's inline construction
 
 
 def _parent(reply_to: ReplyTo) -> MessageId:

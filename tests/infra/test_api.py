@@ -61,6 +61,22 @@ async def test_same_api_as_ad_hoc_mode(hosts: list[HostDriver]) -> None:
         await gb.leave()
 
 
+async def test_deliver_own_false_hands_only_the_others_messages_back(
+        hosts: list[HostDriver]) -> None:
+    cfg = NodeConfig(mode="infra", hosts=tuple(CELLS))
+    async with Node(cfg, pid="pub", deliver_own=False) as pub, Node(cfg, pid="sub") as sub:
+        gp = await pub.create_group("chat", order="total")
+        gs = await sub.join("chat", order="total", timeout=10)
+        for i in range(3):
+            await gp.send(f"m{i}")
+        got = [(await gs.receive(timeout=10)).text for _ in range(3)]
+        assert got == ["m0", "m1", "m2"]
+        await gs.send("answer")
+        answer = await gp.receive(timeout=10)  # its own three were not handed back
+        assert (answer.sender, answer.text) == ("sub", "answer")
+        assert gp.pending() == 0
+
+
 def test_mode_selection_errors() -> None:
     with pytest.raises(UsageError, match="mode"):
         Node(NodeConfig(mode="mesh"))

@@ -2,10 +2,12 @@
 
 Starts N receiver processes and one sender process on a fresh loopback multicast
 channel (random 239.255.x.y group, iface 127.0.0.1, TTL 1). All join one S_b
-group with NACK repair and the SQLite log on; the sender sends ``--count``
-messages of ``--size`` bytes, each replying to the one before (so a loss holds
-everything after it until repaired) as fast as back-pressure lets it. Each
-receiver counts deliveries. The last stdout line is::
+group with NACK repair and the SQLite log on. The sender uses the plain API as an
+application would: ``await group.send(payload)`` in a loop, ``--count`` messages
+of ``--size`` bytes, as fast as back-pressure lets it, and it never reads the
+group (its own messages are handed back to it unread, as ``NodeConfig.deliver_own``
+does by default; ``--no-deliver-own`` turns that off). Each receiver reads with
+``receive_many`` and counts deliveries. The last stdout line is::
 
     {"sent": .., "received_min": .., "msgs_per_s": .., "seconds": ..}
 
@@ -66,6 +68,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="M2MP copies of each packet (1: repair does the rest)")
     p.add_argument("--no-durable", dest="durable", action="store_false",
                    help="keep the message log in memory instead of SQLite")
+    p.add_argument("--no-deliver-own", dest="deliver_own", action="store_false",
+                   help="NodeConfig(deliver_own=False): the sender's own messages are not "
+                   "handed back to it")
     p.add_argument("--key-passphrase", default=None, metavar="TEXT",
                    help="key the group with this passphrase (authenticated group)")
     p.add_argument("--key-suite", default="hmac-sha256",
@@ -110,6 +115,8 @@ def run_throughput(args: argparse.Namespace) -> int:
               "--members", str(args.receivers + 1)]
     if not args.durable:
         common.append("--no-durable")
+    if not args.deliver_own:
+        common.append("--no-deliver-own")
     if args.key_passphrase is not None:
         common += ["--key-passphrase", args.key_passphrase, "--key-suite", args.key_suite]
     env = {k: v for k, v in os.environ.items() if not k.startswith("M2MC_")}
@@ -181,7 +188,8 @@ def _node_config(args: argparse.Namespace) -> Any:
 
     return NodeConfig(pid=args.pid, channel=args.channel,
                       data_dir=args.data if args.durable else None,
-                      m2mp=M2MPConfig(redundancy=args.redundancy))
+                      m2mp=M2MPConfig(redundancy=args.redundancy),
+                      deliver_own=args.deliver_own)
 
 
 def _key(args: argparse.Namespace) -> dict[str, Any]:
@@ -223,19 +231,11 @@ async def _sender(args: argparse.Namespace) -> int:
         while len(group.members) < args.members and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
         await asyncio.sleep(0.2)
-
-        async def drain_own() -> None:
-            while True:
-                await group.receive_many()
-
-        drain = asyncio.create_task(drain_own())
         payload = os.urandom(args.size)
         print(f"start {time.time()}", file=sys.stderr, flush=True)
-        previous = None
-        for _ in range(args.count):
-            previous = await group.send(payload, reply_to=previous)
+        for _ in range(args.count):  # the plain loop: no reading, no replies
+            await group.send(payload)
         print(f"sent {args.count} {time.time()} cpu {time.process_time()}", file=sys.stderr,
               flush=True)
         await asyncio.sleep(3600)  # keep answering repairs until the bench kills us
-        drain.cancel()
     return 0

@@ -353,8 +353,11 @@ class InfraNode(api.Node):
 
     def _on_events(self, events: list[MemberEvent]) -> None:
         gid = self.gid or ""
+        skip_own = not self.config.deliver_own
         for ev in events:
             if isinstance(ev, Delivered):
+                if skip_own and ev.sender == self._pid:
+                    continue  # NodeConfig.deliver_own off: not handed back to the application
                 try:
                     data, parent = unpack_body(ev.body)
                 except DecodeError:

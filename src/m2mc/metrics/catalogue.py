@@ -244,6 +244,8 @@ _SPECS: list[MetricSpec] = [
        "order"),
     _c("m2mc_discovery_keyed_members_ignored_total", "unauthenticated news about members of "
        "keyed groups, ignored"),
+    _c("m2mc_discovery_names_relayed_total", "members' display names taken from discovery "
+       "replies (their own word not heard yet)"),
     # ----------------------------------------------------------------- M2MP and channel
     _c("m2mc_m2mp_packets_in_total", "M2MP packets received"),
     _c("m2mc_m2mp_packets_out_total", "M2MP packets sent (each copy counts)"),
