@@ -38,9 +38,12 @@ class StackDriver:
         self.channel = channel
         self.link = ChannelLink(channel, _receiver(stack), paused=paused,
                                 packet_trace=packet_trace)
+        # The adapter's output step is the stack's and the link's own: no call between
+        # (this runs after every batch and every API call).
+        self.take_output: Callable[[float], list[bytes]] = stack.datagrams_to_send
+        self.transmit: Callable[[list[bytes], float], int] = self.link.send
         self.driver = Driver(stack, self, commit=commit, trace=trace, journal=journal,
                              on_output=on_input)
-        self._datagrams_to_send = stack.datagrams_to_send
         self.watching_link = False  # the channel tells us when its interface comes back
 
     # ---------------------------------------------------------------- adapter
@@ -50,12 +53,6 @@ class StackDriver:
         # (GroupNode.network_changed) hears when the channel's interface comes back.
         self.watching_link = (callable(getattr(self.stack, "network_changed", None))
                               and self.link.watch_link(self.network_changed))
-
-    def take_output(self, now: float) -> list[bytes]:
-        return self._datagrams_to_send(now)
-
-    def transmit(self, output: list[bytes], now: float) -> int:
-        return self.link.send(output, now)
 
     async def close_links(self) -> None:
         await self.link.close()
