@@ -29,7 +29,7 @@ import sys
 import time
 from typing import Any
 
-from m2mc.transport.endpoint import M2MPEndpoint
+from m2mc.runtime.endpoint import M2MPEndpoint
 from m2mc.transport.multicast import open_multicast_socket
 from m2mc.transport.url import MulticastSpec, parse_channel_url
 from m2mc.wire.m2mp import M2MPConfig

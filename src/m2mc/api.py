@@ -45,13 +45,13 @@ from m2mc.inbox import Inbox
 from m2mc.log import node_logger
 from m2mc.metrics.address import parse_metrics_address
 from m2mc.ordering import MessageId
-from m2mc.runtime.driver import StackDriver
+from m2mc.runtime.endpoint import DEFAULT_FLOW_WINDOW
+from m2mc.runtime.stack import StackDriver
 from m2mc.runtime.tracing import WallClockSink, incarnation_events, open_trace
 from m2mc.security.auth import counter_start_at
 from m2mc.security.keys import GroupKey, GroupSecret
 from m2mc.store import GroupStore, MemoryStore
 from m2mc.trace.schema import TraceEvent, TraceSink, detail_json
-from m2mc.transport.endpoint import DEFAULT_FLOW_WINDOW
 from m2mc.transport.url import DEFAULT_CHANNEL_URL, open_channel
 from m2mc.wire.m2mp import M2MPConfig
 
@@ -201,8 +201,10 @@ class Node:
         packet_trace = None
         if cfg.trace_packets and sink.enabled:
             packet_trace = _packet_tracer(sink, pid, cfg.run_id, cfg.channel)
+        # The driver carries out the node's saves: the log's commit, then the trace.
         self._driver = StackDriver(self._stack, channel, on_input=self._dispatch,
-                                   paused=self._app_full, packet_trace=packet_trace)
+                                   paused=self._app_full, packet_trace=packet_trace,
+                                   commit=store.commit, trace=sink, journal=journal)
         await self._driver.start()
         self._clock = self._driver.loop.time
         self._stack.start(self._driver.now())

@@ -220,7 +220,7 @@ def wire_targets() -> list[FuzzTarget]:
     def layer(data: bytes) -> None:
         cfg = M2MPConfig(message_timeout=1.0, max_partial_messages=8, max_partial_bytes=4096,
                          max_message_bytes=6000, completed_cache=16, own_id_cache=8)
-        m2mp = M2MPLayer(cfg)
+        m2mp = M2MPLayer(cfg, random.Random(0))  # the IDs it draws play no part here
         reader = _Reader(data)
         if reader.u8() & 1:
             m2mp.add_filter(b"MC")

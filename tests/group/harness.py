@@ -12,6 +12,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from m2mc.core import carry_out
 from m2mc.group.config import GroupConfig
 from m2mc.group.events import Delivered, DeliveredBatch
 from m2mc.group.manager import GroupNode
@@ -140,7 +141,10 @@ class Net:
                     m.mid for m in event.messages)
             else:
                 self.events.setdefault(pid, []).append(event)
-        for datagram in node.datagrams_to_send(self.now):
+        out = node.datagrams_to_send(self.now)
+        # Nothing leaves before the log holds it: commit, then trace (m2mc.core).
+        carry_out(node.take_save(self.now), self.stores[pid].commit, self.trace)
+        for datagram in out:
             self.datagrams += 1
             if self.counter is not None:
                 self.counter(datagram)

@@ -23,6 +23,7 @@ import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from m2mc.core import carry_out
 from m2mc.infra import messages as msg
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.host import HostCore, HostIdentity
@@ -279,7 +280,11 @@ class Net:
             return
         m = self.members[node]
         log = self.logs[node]
-        for up, data in m.drain_frames():
+        frames, events = m.drain_frames(), m.events()
+        # Nothing leaves before the store holds it: commit, then trace (m2mc.core).
+        store = self.stores.get(node)
+        carry_out(m.take_save(self.now), None if store is None else store.commit, self.sink)
+        for up, data in frames:
             if isinstance(up.message, msg.NewReq):  # a message id outside the process
                 for item in up.message.items:
                     key = f"{node}:{item.app_seq}"
@@ -293,7 +298,7 @@ class Net:
                 continue
             self.at(self.now + self.cell_delay,
                     lambda c=cell, d=data, n=node: self._host_cell(c, n, d))
-        for ev in m.events():
+        for ev in events:
             if isinstance(ev, Delivered):
                 log.delivered.append(ev)
             elif isinstance(ev, ViewChange):

@@ -15,11 +15,12 @@ from hypothesis import strategies as st
 from infra_harness import Net, check_complete, check_garbage_collected, check_total_order
 from test_properties import EXTENSIONS
 
+from m2mc.core import carry_out
 from m2mc.errors import SavedStateError, UsageError
 from m2mc.infra import messages as m
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.ids import MemberId
-from m2mc.infra.member import Delivered, MemberCore, Phase
+from m2mc.infra.member import Delivered, MemberCore, Phase, Uplink
 from m2mc.infra.persist import MemoryMemberStore, SavedMember, StoredMember, decode_saved
 from m2mc.trace.schema import ListSink
 
@@ -40,6 +41,15 @@ def new_core(store: MemoryMemberStore, trace: ListSink | None = None) -> MemberC
     return MemberCore("A", InfraConfig(), random.Random(1), group="g", store=store, trace=trace)
 
 
+def output(core: MemberCore, store: MemoryMemberStore) -> list[Uplink]:
+    """A driver's output step: take the frames and events, commit the core's save
+    (then its trace); only then may the frames leave."""
+    ups = core.drain()
+    core.events()
+    carry_out(core.take_save(0.0), store.commit, core.trace)
+    return ups
+
+
 def ack(core: MemberCore, now: float = 0.0) -> None:
     out = core._sender.outstanding
     assert out is not None
@@ -51,14 +61,13 @@ def a_member_with_history(store: MemoryMemberStore) -> MemberCore:
     core = new_core(store)
     attached(core)
     mid = core.join(0.0)
-    core.drain()
+    output(core, store)
     ack(core)
     core.receive(m.Normals("G", (m.Record(1, 1, m.JOINED, mid), rec(2), rec(3))), 0.0)
     for body in (b"x", b"y", b"z"):
         core.send(body, 0.0)
     core.receive(m.Normals("G", (m.Record(4, 4, m.APP, mid, 1, 1, 0, b"x"),)), 0.0)
-    core.drain()
-    core.events()
+    output(core, store)
     return core
 
 
@@ -77,11 +86,11 @@ def test_saved_state_round_trips_and_a_new_core_takes_it_up() -> None:
         old.mid, Phase.MEMBER, 4, 3, 3)
     assert new.pending_sends == 2 and new.stats.resumed == 1
     commits = store.commits
-    new.drain()
+    output(new, store)
     assert store.commits == commits  # nothing changed: nothing saved again
     assert new.send(b"w", 1.0) == "A:4"  # numbering goes on
     attached(new)
-    ups = [u.message for u in new.drain()]
+    ups = [u.message for u in output(new, store)]
     news = [i for f in ups if isinstance(f, m.NewReq) for i in f.items]
     assert [(i.nseq, i.body) for i in news] == [(2, b"y"), (3, b"z"), (4, b"w")]
     hello = next(f for f in ups if isinstance(f, m.Hello))
@@ -94,7 +103,7 @@ def test_a_message_id_is_saved_before_its_frame_can_leave() -> None:
     core.send(b"new", 1.0)
     assert store.app_seq == 3  # chosen, not saved: nothing has left yet
     ack(core, 1.0)
-    for up in core.drain():
+    for up in output(core, store):
         if isinstance(up.message, m.NewReq):
             for item in up.message.items:
                 assert item.app_seq in store.pending and store.app_seq >= item.app_seq
@@ -107,9 +116,30 @@ def test_trace_events_wait_for_the_commit_that_makes_them_true() -> None:
     mid = core.join(0.0)
     core.receive(m.Normals("G", (m.Record(1, 1, m.JOINED, mid), rec(2))), 0.0)
     assert sink.events == [] and store.commits == 0
-    core.events()
+    output(core, store)
     assert [e.event for e in sink.events] == ["join", "recv", "deliver"]
     assert json.loads(store.membership or "")["mystable"] == 2
+
+
+def test_the_core_never_commits_its_driver_does() -> None:
+    """Frames and events come out of the core without a commit; the save the driver
+    takes holds every change they depend on, and the trace they make true."""
+    sink, store = ListSink(), MemoryMemberStore()
+    core = new_core(store, sink)
+    attached(core)
+    mid = core.join(0.0)
+    core.receive(m.Normals("G", (m.Record(1, 1, m.JOINED, mid), rec(2))), 0.0)
+    core.send(b"mine", 0.0)
+    assert core.drain() and core.events()
+    assert store.commits == 0 and sink.events == []
+    save = core.take_save(0.0)
+    assert save is not None and save.record.app_seq == 1
+    assert [i.body for i in save.record.put] == [b"mine"]
+    assert [e.event for e in save.trace_events] == ["join", "recv", "deliver", "send"]
+    assert store.commits == 0  # still: committing is the driver's
+    carry_out(save, store.commit, sink)
+    assert store.commits == 1 and store.app_seq == 1 and len(sink.events) == 4
+    assert core.take_save(0.0) is None  # nothing changed since
 
 
 # ----------------------------------------------------------------- on the network
@@ -363,7 +393,7 @@ def test_a_joining_member_joins_afresh_at_power_on() -> None:
     attached(core)
     first = core.join(0.0)
     core.send(b"early", 0.0)  # queued until it is a member
-    core.drain()
+    output(core, store)
     new = new_core(store)
     new.restore(decode_saved(store.load()))  # type: ignore[arg-type]
     assert new.phase == Phase.IDLE and new.mid is None and new.pending_sends == 1

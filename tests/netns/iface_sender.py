@@ -14,8 +14,8 @@ import asyncio
 import json
 import sys
 
+from m2mc.runtime.endpoint import M2MPEndpoint
 from m2mc.transport import iface
-from m2mc.transport.endpoint import M2MPEndpoint
 
 
 async def main(url: str) -> int:

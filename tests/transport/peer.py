@@ -14,7 +14,7 @@ import json
 import os
 import sys
 
-from m2mc.transport.endpoint import M2MPEndpoint
+from m2mc.runtime.endpoint import M2MPEndpoint
 
 DEADLINE = 20.0
 EXTRA_WAIT = 0.3

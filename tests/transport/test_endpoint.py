@@ -11,8 +11,8 @@ import pytest
 from gated_channel import GatedChannel
 
 from m2mc.errors import UsageError
+from m2mc.runtime.endpoint import M2MPEndpoint, MessageAbandonedError
 from m2mc.transport.channel import ChannelClosedError
-from m2mc.transport.endpoint import M2MPEndpoint, MessageAbandonedError
 from m2mc.transport.url import open_channel
 from m2mc.wire.m2mp import M2MPConfig, MessageAbandoned
 from m2mc.wire.packet import MAX_FRAGMENT, fragments

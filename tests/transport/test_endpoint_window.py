@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from m2mc.runtime.endpoint import DEFAULT_FLOW_WINDOW, M2MPEndpoint
 from m2mc.transport.channel import Channel
-from m2mc.transport.endpoint import DEFAULT_FLOW_WINDOW, M2MPEndpoint
 from m2mc.wire.m2mp import M2MPConfig
 from m2mc.wire.packet import MAX_FRAGMENT, decode
 

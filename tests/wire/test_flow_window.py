@@ -87,7 +87,7 @@ def test_a_later_loopback_releases_the_earlier_packets_whose_copy_was_lost() -> 
 
 def test_window_must_be_positive() -> None:
     with pytest.raises(ConfigError):
-        M2MPLayer(M2MPConfig(flow_window=0))
+        M2MPLayer(M2MPConfig(flow_window=0), random.Random(0))
 
 
 @settings(max_examples=80, deadline=None)

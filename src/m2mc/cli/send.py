@@ -19,8 +19,8 @@ from typing import Any
 from m2mc.cli.iface_option import add_iface_argument, config_on_iface
 from m2mc.config import Config, add_config_argument, load_config
 from m2mc.errors import UsageError
+from m2mc.runtime.endpoint import M2MPEndpoint
 from m2mc.transport.channel import ChannelClosedError
-from m2mc.transport.endpoint import M2MPEndpoint
 
 
 def positive_int(text: str) -> int:

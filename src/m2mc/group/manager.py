@@ -6,9 +6,12 @@ It routes each incoming group message by its group tag and kind, and turns
 application calls (create, join, leave, send) into group messages.
 
 Drivers call :meth:`receive_datagram`, :meth:`on_timer`, the API methods, then
-transmit :meth:`datagrams_to_send`; the application drains :meth:`events`.
-The store is committed inside :meth:`datagrams_to_send` *before* any datagram
-is handed out, so a message identity is durable before anyone can see it.
+take :meth:`datagrams_to_send`, carry out :meth:`take_save`
+(:func:`m2mc.core.carry_out`: the store's commit, then the trace it makes true)
+and only then transmit the datagrams; the application drains :meth:`events`.
+The node never commits by itself: the save is the driver's to carry out
+*before* any datagram leaves, so a message identity is durable before anyone
+can see it.
 
 Keyed groups (docs/security.md): every message of a group this node holds a
 key for (:meth:`set_key`) is sealed in :meth:`_send`, afresh for each
@@ -29,6 +32,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from m2mc.core import Save
 from m2mc.errors import BufferFullError, DecodeError, UsageError
 from m2mc.group.codec import (
     DISCOVERY_TAG,
@@ -140,8 +144,8 @@ class GroupNode:
         self.store.set_retention(self.config.retention())  # docs/group.md section 8
         self.trace_sink: TraceSink = trace_journal or trace or NullSink()
         self.tracing = self.trace_sink.enabled
-        # Trace events wait for the store commit in datagrams_to_send: a process killed
-        # before it leaves no event about a message its log does not have.
+        # Trace events wait for the store commit (take_save, carried out by the driver):
+        # a process killed before it leaves no event about a message its log does not have.
         self._trace_out: list[TraceEvent] = []
         self._journal = trace_journal if self.tracing else None
         self.run_id = run_id
@@ -532,6 +536,8 @@ class GroupNode:
         return best
 
     def datagrams_to_send(self, now: float) -> list[bytes]:
+        """The datagrams to transmit now. Before any of them leaves the process the
+        driver carries out :meth:`take_save` (commit, then trace)."""
         self._now = now
         # Adaptive batching: while M2MP holds packets back (flow control), records
         # pile up into fuller batches instead of one packet each.
@@ -541,27 +547,30 @@ class GroupNode:
                 self._flush_group(inst, force=idle)
             if inst.order == "total":
                 inst.flush_log(now)
-        # The trace says what the log holds: events of a batch are written after its
-        # commit. With a journal the batch's lines go into the same commit, so the next
-        # incarnation can put back what a kill -9 right after the commit cut off.
-        journal, batch = self._journal, ""
-        if journal is not None and self._trace_out:
-            batch = journal.render(self._trace_out)
-            self._trace_out.clear()
-            self.store.set_meta(TRACE_JOURNAL_META, batch)
-        self.store.commit(now)
-        if batch:
-            journal.append(batch)  # type: ignore[union-attr]
-        elif self._trace_out:
-            emit = self.trace_sink.emit
-            for event in self._trace_out:
-                emit(event)
-            self._trace_out.clear()
         m2mp = self.m2mp
-        for message in self._out:
-            m2mp.send(message, now)
-        self._out.clear()
+        out = self._out
+        if out:
+            for message in out:
+                m2mp.send(message, now)
+            out.clear()
         return m2mp.datagrams_to_send(now)
+
+    def take_save(self, now: float) -> Save[float]:
+        """What the driver must make durable before the datagrams it took leave: the
+        store's writes so far (committed at ``now``, which also runs its age eviction)
+        and the trace events they make true, written after the commit."""
+        events = self._trace_out
+        if not events:
+            return Save(now)
+        self._trace_out = []
+        journal = self._journal
+        if journal is None:
+            return Save(now, trace_events=events)
+        # With a journal the batch's lines go into the same commit, so the next
+        # incarnation can put back what a kill -9 right after the commit cut off.
+        batch = journal.render(events)
+        self.store.set_meta(TRACE_JOURNAL_META, batch)
+        return Save(now, trace_text=batch)
 
     # ================================================================ internals
     def _join(self, row: GiitRow, now: float, creating: bool) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import random
 from collections import OrderedDict, deque
 
+from m2mc.core import Save
 from m2mc.errors import BufferFullError, DecodeError, UsageError
 from m2mc.infra import messages as msg
 from m2mc.infra.config import InfraConfig
@@ -42,7 +43,7 @@ from m2mc.infra.member_events import (
     ViewChange,
 )
 from m2mc.infra.member_moves import check_host, readdress
-from m2mc.infra.persist import MemberStore, SavedMember
+from m2mc.infra.persist import MemberCommit, MemberStore, SavedMember
 from m2mc.infra.reliable import ReliableSender
 from m2mc.infra.wire import InfraWire
 from m2mc.trace.schema import NullSink, TraceEvent, TraceJournal, TraceSink, detail_json
@@ -87,9 +88,9 @@ class MemberCore:
         self._expect: str | None = None  # host of the cell we asked to move to
         self._unheard: set[str] = set()  # hosts we went to (or had) and did not hear
         self._last_high = 0
-        # Switch-off and power-on (persist.py): with a store, every change is committed
-        # before a frame or an event leaves (drain, events), trace events included.
-        self.durable = None if store is None else Durable(store, self.trace, trace_journal)
+        # Switch-off and power-on (persist.py): with a store (the driver's, never called
+        # here) every change goes into a save the driver commits before output leaves.
+        self.durable = None if store is None else Durable(self.trace, trace_journal)
         self._power_on = False  # resumed a saved membership, not yet confirmed by a host
         self.restore_problem = ""  # why the saved membership could not be taken up
         self._old_join_id: int | None = None  # the saved membership's (not to be reused)
@@ -154,8 +155,7 @@ class MemberCore:
         if self.phase not in (Phase.JOINING, Phase.MEMBER) or self._leave_requested:
             raise UsageError(f"send: not a member ({self.phase.value})")
         if len(body) > self.cfg.max_payload:
-            raise UsageError(f"send: {len(body)} bytes exceed max_payload "
-                             f"{self.cfg.max_payload}")
+            raise UsageError(f"send: {len(body)} bytes exceed max_payload {self.cfg.max_payload}")
         if self.pending_sends >= self.cfg.max_pending_sends:
             raise BufferFullError(f"send: {self.cfg.max_pending_sends} messages already pending")
         self.mynew += 1
@@ -189,7 +189,6 @@ class MemberCore:
     @property
     def is_member(self) -> bool:
         return self.phase in (Phase.MEMBER, Phase.LEAVING)
-
     # ================================================================ where we are
     def on_attach(self, cell: str | None, now: float) -> None:
         """The radio is now in ``cell`` (None: out of every cell)."""
@@ -568,21 +567,21 @@ class MemberCore:
 
     # ================================================================ outputs
     def drain(self) -> list[Uplink]:
-        if self.durable is not None:
-            self.durable.commit(self)
         out, self._out = self._out, []
         return out
 
     def drain_frames(self) -> list[tuple[Uplink, bytes]]:
         """:meth:`drain`, each frame encoded (sealed afresh in a keyed deployment)."""
-        encode = self.wire.encode
-        return [(u, encode(u.message)) for u in self.drain()]
+        return [(u, self.wire.encode(u.message)) for u in self.drain()]
 
     def events(self) -> list[MemberEvent]:
-        if self.durable is not None:
-            self.durable.commit(self)
         ev, self._events = self._events, []
         return ev
+
+    def take_save(self, now: float | None = None) -> Save[MemberCommit] | None:
+        """What changed since the last save (None: nothing, or no store): the driver
+        commits it, then writes its trace, before the frames and events it took leave."""
+        return None if self.durable is None else self.durable.take(self)
 
     def _emit(self, event: str, now: float, *, mid: str | None = None, gseq: int | None = None,
               bytes: int | None = None, detail: str | None = None) -> None:
@@ -593,7 +592,6 @@ class MemberCore:
         else:
             self.trace.emit(ev)
 
-    # ================================================================ switch-off, power-on
     def restore(self, saved: SavedMember) -> None:
         """Power-on (seeds/001 4.2): take up the saved state (:func:`.member_durable.restore`)."""
         restore(self, saved)

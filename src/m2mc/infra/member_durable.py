@@ -4,10 +4,12 @@ power-on, seeds/001 4.2; what is saved and why: :mod:`m2mc.infra.persist`).
 :class:`Durable` tracks what changed since the last save (the membership's scalars,
 the message numbering, own messages added or seen in the total order) and holds the
 core's trace events until the save that makes them true, as the group layer does
-(runtime/tracing.py): with a trace journal the batch's lines are stored in the same
-commit and appended to the file after it, so a ``kill -9`` loses neither a line
-nor a save the trace already tells of. :func:`restore` takes the saved state up
-at power-on. No file is opened here: the store is an injected port.
+(runtime/tracing.py). The core never commits: :meth:`Durable.take` turns what
+changed into a :class:`~m2mc.core.Save` of a :class:`~m2mc.infra.persist.MemberCommit`
+for the driver to carry out (commit, then the trace: with a trace journal the
+batch's lines are stored in the same commit and appended to the file after it), so
+a ``kill -9`` loses neither a line nor a save the trace already tells of.
+:func:`restore` takes the saved state up at power-on. No file is opened here.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from m2mc.core import Save
 from m2mc.errors import SavedStateError, UsageError
 from m2mc.infra import messages as msg
 from m2mc.infra.ids import MemberId
 from m2mc.infra.member_events import Phase
-from m2mc.infra.persist import MemberCommit, MemberStore, SavedMember, encode_membership
+from m2mc.infra.persist import MemberCommit, SavedMember, encode_membership
 from m2mc.trace.schema import TraceEvent, TraceJournal, TraceSink
 
 if TYPE_CHECKING:
@@ -28,12 +31,9 @@ if TYPE_CHECKING:
 
 
 class Durable:
-    __slots__ = ("drop", "journal", "owned", "put", "saved", "store", "trace", "trace_out")
+    __slots__ = ("drop", "journal", "owned", "put", "saved", "trace_out")
 
-    def __init__(self, store: MemberStore, trace: TraceSink,
-                 journal: TraceJournal | None = None) -> None:
-        self.store = store
-        self.trace = trace
+    def __init__(self, trace: TraceSink, journal: TraceJournal | None = None) -> None:
         self.journal = journal if trace.enabled else None
         # Trace events wait here for the commit (None: tracing is off).
         self.trace_out: list[TraceEvent] | None = [] if trace.enabled else None
@@ -71,32 +71,30 @@ class Durable:
                 core.mystable, core.mynew, core._confirmed, core._leave_requested,
                 core.app_seq)
 
-    def commit(self, core: MemberCore) -> bool:
-        """Save what changed (and write the trace events it makes true); False if
-        nothing had."""
+    def take(self, core: MemberCore) -> Save[MemberCommit] | None:
+        """What changed since the last save, as a save for the driver to carry out
+        (and the trace events it makes true); None if nothing had."""
         state, out = self.scalars(core), self.trace_out
         if state == self.saved and not self.put and not self.drop and not out:
-            return False
+            return None
         journal = self.journal
         batch = journal.render(out) if journal is not None and out else None
         join_id = None if core.mid is None else core.mid.join_id
         membership = encode_membership(
             group=core.group, phase=core.phase.value, join_id=join_id, mystable=core.mystable,
             mynew=core.mynew, confirmed=core._confirmed, leave_requested=core._leave_requested)
-        self.store.commit(MemberCommit(core.node, core.app_seq, membership,
-                                       tuple(self.put.values()), tuple(self.drop), batch))
+        record = MemberCommit(core.node, core.app_seq, membership, tuple(self.put.values()),
+                              tuple(self.drop), batch)
         core.stats.commits += 1
         self.saved = state
         self.put.clear()
         self.drop.clear()
-        if out:
-            if journal is not None and batch is not None:
-                journal.append(batch)
-            else:
-                for ev in out:
-                    self.trace.emit(ev)
-            out.clear()
-        return True
+        if not out:
+            return Save(record)
+        self.trace_out = []
+        if batch is not None:
+            return Save(record, trace_text=batch)
+        return Save(record, trace_events=out)
 
 
 def restore(core: MemberCore, saved: SavedMember) -> None:

@@ -12,13 +12,15 @@ crash (``kill -9``, a flat battery) is a switch-off too (docs/decisions.md):
   so that a NEW the coordinator may be waiting for can be sent again after power-on
   (it numbers a member's NEWs without gaps: a lost one would block the rest).
 
-The core commits through a :class:`MemberStore` port before any frame or event
-leaves it (:meth:`~m2mc.infra.member.MemberCore.drain` and ``events``), so nothing
-outside the process ever sees a message id, a NEW or a delivery the store does not
-hold. This module holds the port, what is saved, and the checks of what is read
-back: :func:`decode_saved` refuses unusable numbering with
-:class:`~m2mc.errors.SavedStateError` (starting afresh could reuse message ids) and
-turns an unusable membership into a fresh join with the reason in ``problem``.
+The core never commits: each change goes into a save
+(:meth:`~m2mc.infra.member.MemberCore.take_save`, a :class:`MemberCommit`) that the
+driver commits to a :class:`MemberStore` before the frames and events it took from
+the core leave (runtime/driver.py), so nothing outside the process ever sees a
+message id, a NEW or a delivery the store does not hold. This module holds the
+port, what is saved, and the checks of what is read back: :func:`decode_saved`
+refuses unusable numbering with :class:`~m2mc.errors.SavedStateError` (starting
+afresh could reuse message ids) and turns an unusable membership into a fresh join
+with the reason in ``problem``.
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from m2mc.core import carry_out
 from m2mc.errors import BufferFullError, ConfigError, DecodeError, UsageError
 from m2mc.infra import messages as msg
 from m2mc.infra.codec import decode, encode
@@ -185,12 +186,15 @@ class MemberSimStack:
         return d
 
     def datagrams_to_send(self, now: float) -> list[Outgoing]:
-        for ev in self.core.events():
+        events, frames = self.core.events(), self.core.drain()
+        # Nothing leaves before the store holds it: commit, then trace (m2mc.core).
+        carry_out(self.core.take_save(now), self.store.commit, self.ctx.trace)
+        for ev in events:
             if isinstance(ev, Delivered):
                 self.delivered.append(ev.mid)
             elif isinstance(ev, MoveRequest):
                 self.moves_ignored += 1
-        return [Outgoing(RADIO, up.host, encode(up.message)) for up in self.core.drain()]
+        return [Outgoing(RADIO, up.host, encode(up.message)) for up in frames]
 
     def on_attach(self, iface: str, domain: str | None, now: float) -> None:
         self.core.on_attach(domain, now)

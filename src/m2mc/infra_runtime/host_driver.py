@@ -1,4 +1,5 @@
-"""``HostDriver``: one infrastructure-mode host on real sockets (``m2mc host``).
+"""``HostDriver``: one infrastructure-mode host on real sockets (``m2mc host``),
+run by the one asyncio driver (runtime/driver.py); this module is its adapter.
 
 Backbone: TCP to every other host (listen address + peers). Cell: the host
 broadcasts on its cell's multicast group and receives members' frames on its
@@ -9,6 +10,7 @@ uplink UDP address, which its beacons advertise. With a deployment key
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import time
 from dataclasses import dataclass, field
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from m2mc.errors import ConfigError
 from m2mc.infra.config import InfraConfig
-from m2mc.infra.host import HostCore, HostIdentity
+from m2mc.infra.host import HostCore, HostIdentity, HostSend
 from m2mc.infra.wire import InfraWire
 from m2mc.infra_runtime.keying import deployment_auth
 from m2mc.infra_runtime.net import (
@@ -28,6 +30,7 @@ from m2mc.infra_runtime.net import (
     parse_address,
 )
 from m2mc.log import node_logger
+from m2mc.runtime.driver import Driver
 from m2mc.runtime.tracing import open_trace
 from m2mc.transport.iface import interface_address
 
@@ -51,11 +54,14 @@ class HostSettings:
 
 
 class HostDriver:
+    """A host's adapter (its links: the backbone, the uplink socket, the cell it
+    broadcasts to) and the one driver that runs its core (runtime/driver.py)."""
+
     def __init__(self, settings: HostSettings) -> None:
         self.s = settings
-        self.loop = asyncio.get_event_loop()
         self.log = node_logger("m2mc.infra.host", settings.host_id)
         self.core: HostCore | None = None
+        self.driver: Driver | None = None
         self.backbone: Backbone | None = None
         self.uplink: Udp | None = None
         cell = multicast_spec(settings.cell)
@@ -64,9 +70,6 @@ class HostDriver:
         self._configured = set(settings.peers)  # trusted: the operator named them
         self.bad_addresses = 0  # unusable addresses from the network, never sent to
         self.untrusted_addresses = 0  # advertised by nobody we can trust, never used
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_at: float | None = None
-        self._poked = False
         self._closed = asyncio.Event()
         self.retired = asyncio.Event()  # set once this host learned it was retired for good
         self._trace_close: object = None
@@ -74,11 +77,11 @@ class HostDriver:
         self.metrics: MetricsServer | None = None
 
     def now(self) -> float:
-        return self.loop.time()
+        assert self.driver is not None
+        return self.driver.now()
 
     async def start(self) -> None:
         s = self.s
-        self.loop = asyncio.get_running_loop()
         if s.metrics is not None:  # first: a port in use stops the host before it starts
             from m2mc.metrics import start_metrics
             from m2mc.metrics.infra import host_snapshot
@@ -94,27 +97,27 @@ class HostDriver:
 
     async def _open(self) -> None:
         s = self.s
-        sink, self._trace_close = open_trace(s.trace_dir, s.host_id, s.run_id, self.loop.time,
+        loop = asyncio.get_running_loop()
+        sink, self._trace_close = open_trace(s.trace_dir, s.host_id, s.run_id, loop.time,
                                              flush_every=1)
         cfg = s.config
         wire = InfraWire(None if s.key is None else deployment_auth(
             s.key, s.host_id, replay_window=cfg.replay_window,
             max_senders=cfg.max_auth_senders))
+        # The uplink first: the core's identity advertises its address.
         self.uplink = await Udp.unicast(s.uplink, self._on_uplink, self._iface)
         ident = HostIdentity(s.host_id, s.listen[0], s.listen[1], s.cell,
                              format_address(self.uplink.address))
-        self.core = HostCore(ident, cfg, random.Random(), expected_hosts=1 + len(s.peers),
-                             trace=sink, run_id=s.run_id, group=s.group,
-                             incarnation=int(time.time() * 1000) & 0x7FFF_FFFF, wire=wire)
-        self.backbone = Backbone(s.host_id, s.listen, list(s.peers), self._on_frame,
-                                 max_frame=cfg.max_backbone_frame,
-                                 max_connections=cfg.max_backbone_connections,
-                                 on_return=self._on_return)
-        await self.backbone.start()
+        self.core = HostCore(ident, cfg, random.Random(os.urandom(16)),
+                             expected_hosts=1 + len(s.peers), trace=sink, run_id=s.run_id,
+                             group=s.group, incarnation=int(time.time() * 1000) & 0x7FFF_FFFF,
+                             wire=wire)
+        self.driver = Driver(self.core, self)
+        await self.driver.start()
         self.core.start(self.now())
         self.log.info("host up: backbone %s, cell %s, uplink %s", format_address(s.listen),
                       s.cell, ident.uplink)
-        self._service()
+        self.driver.poke()
 
     async def serve_forever(self) -> None:
         await self._closed.wait()
@@ -123,21 +126,36 @@ class HostDriver:
         if self.metrics is not None:
             await self.metrics.aclose()
             self.metrics = None
-        if self._timer is not None:
-            self._timer.cancel()
-        if self.backbone is not None:
-            await self.backbone.close()
-        if self.uplink is not None:
+        if self.driver is not None:
+            await self.driver.close()
+        elif self.uplink is not None:
             self.uplink.close()
         if callable(self._trace_close):
             self._trace_close()
         self._closed.set()
 
+    # ------------------------------------------------------------ adapter: links
+    async def open_links(self, driver: Driver) -> None:
+        s, cfg = self.s, self.s.config
+        self.backbone = Backbone(s.host_id, s.listen, list(s.peers), self._on_frame,
+                                 max_frame=cfg.max_backbone_frame,
+                                 max_connections=cfg.max_backbone_connections,
+                                 on_return=self._on_return)
+        await self.backbone.start()
+
+    async def close_links(self) -> None:
+        if self.backbone is not None:
+            await self.backbone.close()
+        if self.uplink is not None:
+            self.uplink.close()
+
     # ------------------------------------------------------------ inputs
     def _on_frame(self, src: str, data: bytes) -> None:
-        assert self.core is not None
-        self.core.receive_backbone(src, data, self.now())
-        self._poke()
+        core, driver = self.core, self.driver
+        if core is None or driver is None or driver.closed:
+            return
+        core.receive_backbone(src, data, driver.now())
+        driver.poke_soon()  # everything that arrives this loop iteration, served at once
 
     def _on_return(self, addr: tuple[str, int], data: bytes) -> None:
         """A frame on our own connection to ``addr``: from the host whose status names
@@ -150,30 +168,28 @@ class HostDriver:
         self._on_frame(format_address(addr), data)
 
     def _on_uplink(self, data: bytes, addr: tuple[str, int]) -> None:
-        assert self.core is not None
-        self.core.receive_cell(format_address(addr), data, self.now())
-        self._poke()
+        core, driver = self.core, self.driver
+        if core is None or driver is None or driver.closed:
+            return  # (the uplink opens before the core exists)
+        core.receive_cell(format_address(addr), data, driver.now())
+        driver.poke_soon()
 
-    def _on_timer(self) -> None:
-        self._timer = None
-        self._timer_at = None
-        assert self.core is not None
-        self.core.on_timer(self.now())
-        self._service()
+    # ------------------------------------------------------------ adapter: outputs
+    def take_output(self, now: float) -> list[HostSend]:
+        core = self.core
+        if core is None or self.backbone is None or self.uplink is None:
+            return []
+        return core.drain(now)
 
-    # ------------------------------------------------------------ outputs
-    def _poke(self) -> None:
-        """Serve once per loop iteration: everything that arrived meanwhile is batched."""
-        if not self._poked:
-            self._poked = True
-            self.loop.call_soon(self._service)
-
-    def _service(self) -> None:
-        self._poked = False
+    def transmit(self, output: list[HostSend], now: float) -> int:
+        """The core's frames onto the links: the backbone (a host, all hosts, or an
+        operator's connection), the cell's multicast group, a member's uplink."""
         core, bb, up = self.core, self.backbone, self.uplink
         if core is None or bb is None or up is None:
-            return
-        for s in core.drain(self.now()):
+            return 0
+        sent = 0
+        for s in output:
+            sent += 1
             if s.link == "backbone":
                 if s.dest is None:
                     bb.broadcast(s.data)
@@ -195,13 +211,7 @@ class HostDriver:
         if core.retired_self and not self.retired.is_set():
             self.log.error("%s: %s; stopping", self.s.host_id, core.retired_self)
             self.retired.set()
-        deadline = core.next_deadline()
-        if deadline is None or deadline == self._timer_at:
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer_at = deadline
-        self._timer = self.loop.call_at(max(deadline, self.now()), self._on_timer)
+        return sent
 
     def _address(self, host: str) -> tuple[str, int] | None:
         """Where host ``host``'s backbone is: what its status advertises, if trusted."""

@@ -1,4 +1,6 @@
-"""``MemberDriver``: one infrastructure-mode member on real sockets.
+"""``MemberDriver``: one infrastructure-mode member on real sockets, run by the one
+asyncio driver (runtime/driver.py); this module is its adapter (links: the uplink
+socket and the cell's multicast socket).
 
 It listens on the multicast group of the cell it is "in" and sends its uplink
 frames from its own UDP socket to the gateway's uplink address (from the
@@ -6,9 +8,10 @@ beacons), which answers there (ACK, TRANSFER, MOVE). Moving to another cell
 (load balancing, a silent host, or :meth:`MemberDriver.move`) leaves one
 multicast group and joins another: the protocol does the rest (seeds/001 2.4).
 
-With a store (``NodeConfig.data_dir``) the core saves its state before anything
-leaves it (docs/infra.md "Switch-off and power-on"); :meth:`MemberDriver.close`
-services the core one last time, so a clean switch-off saves everything.
+With a store (``NodeConfig.data_dir``) the driver commits the core's save before
+anything leaves it (docs/infra.md "Switch-off and power-on"; the core refuses to
+hand out frames or events before); :meth:`MemberDriver.close` services the core
+one last time, so a clean switch-off saves everything.
 
 Every socket is on the interface of the member's first cell (``iface=``): cells
 named by other hosts' directories are joined on it too. The gateway uplink a
@@ -21,17 +24,18 @@ uplink socket binds on it.
 
 from __future__ import annotations
 
-import asyncio
 import logging
+import os
 import random
 from collections.abc import Callable
 
 from m2mc.errors import ConfigError
 from m2mc.infra.config import InfraConfig
-from m2mc.infra.member import MemberCore, MemberEvent, MoveRequest
+from m2mc.infra.member import MemberCore, MemberEvent, MoveRequest, Uplink
 from m2mc.infra.persist import MemberStore
 from m2mc.infra.wire import InfraWire
 from m2mc.infra_runtime.net import Udp, cell_on, format_address, multicast_spec, parse_address
+from m2mc.runtime.driver import Driver
 from m2mc.trace.schema import TraceJournal, TraceSink
 from m2mc.transport.iface import interface_address
 
@@ -47,36 +51,34 @@ class MemberDriver:
                  trace_journal: TraceJournal | None = None) -> None:
         self.iface = multicast_spec(cells[0]).iface if cells else "127.0.0.1"
         self.cells = [cell_on(c, self.iface) for c in cells]
-        self.core = MemberCore(node, config, rng or random.Random(), group=group, trace=trace,
-                               run_id=run_id, wire=wire, store=store,
+        self.core = MemberCore(node, config, rng or random.Random(os.urandom(16)), group=group,
+                               trace=trace, run_id=run_id, wire=wire, store=store,
                                trace_journal=trace_journal)
         self.core.configured = tuple(self.cells)  # where to look when no host is heard
         self.on_events = on_events
-        self.loop = asyncio.get_event_loop()
+        # The driver commits the core's saves to the store, then writes their trace.
+        self.driver = Driver(self.core, self, commit=None if store is None else store.commit,
+                             trace=trace, journal=trace_journal)
         self.uplink: Udp | None = None
         self.cell_sock: Udp | None = None
         self.cell: str | None = None
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_at: float | None = None
-        self._poked = False
-        self._closed = False
+        self._start_cell: str | None = None
         self.bad_addresses = 0  # gateway uplinks that are no unicast IPv4 address, never used
         self.moves = 0
 
     def now(self) -> float:
-        return self.loop.time()
+        return self.driver.now()
 
     async def start(self, cell: str | None = None) -> None:
-        self.loop = asyncio.get_running_loop()
-        address = interface_address(self.iface)
-        self.uplink = await Udp.unicast((address, 0), self._on_datagram, address)
-        await self.move(cell if cell is not None else (self.cells[0] if self.cells else None))
+        self._start_cell = cell if cell is not None else (self.cells[0] if self.cells else None)
+        await self.driver.start()
 
     async def move(self, cell: str | None) -> None:
         """Be in ``cell`` from now on (None: out of every cell)."""
         if cell is not None:
             cell = cell_on(cell, self.iface)
-        if cell == self.cell and (cell is None or self.cell_sock is not None):
+        if self.driver.closed or (cell == self.cell
+                                  and (cell is None or self.cell_sock is not None)):
             return
         if self.cell_sock is not None:
             self.cell_sock.close()
@@ -92,40 +94,52 @@ class MemberDriver:
 
     async def close(self) -> None:
         self.service()  # the last frames out, the last state saved
-        self._closed = True
-        if self._timer is not None:
-            self._timer.cancel()
-        if self.cell_sock is not None:
-            self.cell_sock.close()
-        if self.uplink is not None:
-            self.uplink.close()
+        await self.driver.close()
 
     @property
     def decode_errors(self) -> int:
         return self.core.stats.decode_errors
 
-    def _on_datagram(self, data: bytes, addr: tuple[str, int]) -> None:
-        if self.core.receive_frame(data, self.now(), format_address(addr)):
-            self.poke()
-
-    def _on_timer(self) -> None:
-        self._timer = None
-        self._timer_at = None
-        self.core.on_timer(self.now())
-        self.service()
-
     def poke(self) -> None:
-        if not self._poked:
-            self._poked = True
-            self.loop.call_soon(self.service)
+        """Serve the core once this loop iteration is over (inputs batched)."""
+        self.driver.poke_soon()
 
     def service(self) -> None:
-        self._poked = False
-        if self._closed:
+        """Serve the core now: its save, its frames, its events."""
+        self.driver.poke()
+
+    # ------------------------------------------------------------ adapter: links
+    async def open_links(self, driver: Driver) -> None:
+        address = interface_address(self.iface)
+        self.uplink = await Udp.unicast((address, 0), self._on_datagram, address)
+        await self.move(self._start_cell)
+
+    async def close_links(self) -> None:
+        if self.cell_sock is not None:
+            self.cell_sock.close()
+        if self.uplink is not None:
+            self.uplink.close()
+
+    def _on_datagram(self, data: bytes, addr: tuple[str, int]) -> None:
+        if self.driver.closed:
             return
+        if self.core.receive_frame(data, self.now(), format_address(addr)):
+            self.driver.poke_soon()
+
+    # ------------------------------------------------------------ adapter: outputs
+    def take_output(self, now: float) -> tuple[list[tuple[Uplink, bytes]], list[MemberEvent]]:
+        frames = self.core.drain_frames() if self.uplink is not None else []
+        return frames, self.core.events()
+
+    def transmit(self, output: tuple[list[tuple[Uplink, bytes]], list[MemberEvent]],
+                 now: float) -> int:
+        """Frames to the gateway's uplink; then the events (a move asked for: done
+        here; the rest: the owner's)."""
+        frames, events = output
+        sent = 0
         up = self.uplink
         if up is not None:
-            for u, data in self.core.drain_frames():
+            for u, data in frames:
                 if u.addr:
                     try:
                         dest = parse_address(u.addr, "gateway uplink", ipv6=False)
@@ -133,7 +147,7 @@ class MemberDriver:
                         self.bad_addresses += 1  # a beacon named an address we never use
                         continue
                     up.send(data, dest)
-        events = self.core.events()
+                    sent += 1
         if events:
             for ev in events:
                 if not isinstance(ev, MoveRequest):
@@ -144,13 +158,7 @@ class MemberDriver:
                     self.bad_addresses += 1  # not a cell we may join
                     continue
                 if target != self.cell:
-                    self.loop.create_task(self.move(target))
+                    self.driver.loop.create_task(self.move(target))
             if self.on_events is not None:
                 self.on_events(events)
-        deadline = self.core.next_deadline()
-        if deadline is None or deadline == self._timer_at:
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer_at = deadline
-        self._timer = self.loop.call_at(max(deadline, self.now()), self._on_timer)
+        return sent

@@ -1,6 +1,10 @@
-"""Drivers that run the sans-IO stacks with real sockets and real time (asyncio),
-and the synchronous facade of the application API."""
+"""The one asyncio driver of every sans-IO stack (runtime/driver.py) with real
+sockets and real time, the adapters of the datagram stacks (the group node on a
+channel: :class:`StackDriver`; the M2MP layer: :class:`M2MPEndpoint`), the trace
+of a real run, and the synchronous facade of the application API."""
 
-from m2mc.runtime.driver import StackDriver
+from m2mc.runtime.driver import Driver
+from m2mc.runtime.endpoint import M2MPEndpoint, MessageAbandonedError
+from m2mc.runtime.stack import StackDriver
 
-__all__ = ["StackDriver"]
+__all__ = ["Driver", "M2MPEndpoint", "MessageAbandonedError", "StackDriver"]

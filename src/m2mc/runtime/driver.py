@@ -1,242 +1,175 @@
-"""The asyncio driver of any :class:`~m2mc.core.SansIOStack` over a
-:class:`~m2mc.transport.channel.Channel`: the thin glue between real sockets and
-real time and a sans-IO core (the aioquic ``asyncio/`` pattern).
+"""The one asyncio driver of every sans-IO stack (the aioquic ``asyncio/`` pattern):
+the group node, the M2MP endpoint, infrastructure hosts and members.
 
-It reads datagrams in batches and feeds them to the stack, calls ``on_timer``
-when ``next_deadline`` passes, and after every input hands ``datagrams_to_send``
-to the channel (``send_nowait`` first, a writer task for the rest). ``poke()``
-is for the owner after an API call into the stack. A stack with
-``network_changed(now)`` (the group layer) is told when the channel's interface
-comes back up (``Channel.watch_link``; docs/group.md section 4). ``on_input`` is called after
-each batch of work so the owner can drain the stack's events.
+A :class:`Driver` owns the event loop's clock and one timer; an :class:`Adapter`
+owns the stack's links (a datagram channel; TCP streams and UDP sockets for
+infrastructure mode) and maps the core's outputs onto them and the links'
+inputs into the core. Everything that is the same for every stack is here,
+once:
 
-Back-pressure: while ``paused()`` returns True the reader stops taking
-datagrams off the channel (its bounded inbox then drops, like a full socket
-buffer, and the group layer's repair fetches what was lost).
+* the loop is taken when the driver starts (never in a constructor);
+* one timer, armed for the core's earliest deadline (a later deadline keeps the
+  armed timer, which fires first and re-arms), and one ``now`` per turn that is
+  never before the deadline that fired: the loop may run a timer up to its clock
+  resolution early, and the core must still see its deadline as passed;
+* the output step (:meth:`Driver.flush`): the adapter takes the core's output
+  (nothing has left yet), the driver carries out the core's save with
+  :func:`m2mc.core.carry_out` (commit, then the trace the commit makes true), and
+  only then the adapter transmits the output: nothing leaves the process that
+  the store does not hold;
+* batching: :meth:`Driver.poke` services the core now (after an API call, or a
+  batch of datagrams), :meth:`Driver.poke_soon` once per loop iteration for
+  everything that arrived meanwhile (inputs that come one datagram at a time);
+* shutdown: no timer and no output after :meth:`Driver.close`.
+
+Back-pressure lives with the links (runtime/channel_link.py) and the stack's own
+face (the application's queues); :class:`Waiters` is the one way a task waits
+for room there.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections import deque
 from collections.abc import Callable
+from typing import Any, Protocol
 
-from m2mc.core import SansIOStack
-from m2mc.transport.channel import Channel, ChannelClosedError
-
-_MAX_PER_TURN = 4096  # datagrams taken in before yielding to the event loop
-_MAX_HELD_BACK = 8192  # datagrams kept while the owner is paused (sink mode); more are dropped
+from m2mc.core import carry_out
+from m2mc.trace.schema import NullSink, TraceJournal, TraceSink
 
 
-class StackDriver:
-    def __init__(self, stack: SansIOStack, channel: Channel, *,
-                 on_input: Callable[[], None] | None = None,
-                 paused: Callable[[], bool] | None = None,
-                 packet_trace: Callable[[str, float, bytes], None] | None = None) -> None:
-        self.stack = stack
-        self.channel = channel
-        # ("packet_in" | "packet_out", now, datagram) for every datagram, when tracing them
-        self._packet_trace = packet_trace
-        self._on_input = on_input or (lambda: None)
-        self._paused = paused or (lambda: False)
+class Core(Protocol):
+    """What the driver itself calls on a core (its inputs are the adapter's)."""
+
+    def on_timer(self, now: float) -> None: ...
+
+    def next_deadline(self) -> float | None: ...
+
+
+class Adapter(Protocol):
+    """A stack's I/O: its links, and the map between them and the core.
+
+    ``open_links`` opens the links; their inputs go into the core with
+    ``driver.now()`` and are followed by ``driver.poke()`` (a batch) or
+    ``driver.poke_soon()`` (one datagram at a time). ``take_output`` takes what
+    the core wants out (its datagrams or frames, and events), ``transmit`` hands
+    that to the links and the owner once the driver carried out the core's save,
+    and returns how many datagrams went at once. ``close_links`` closes them.
+    """
+
+    async def open_links(self, driver: Driver) -> None: ...
+
+    def take_output(self, now: float) -> Any: ...
+
+    def transmit(self, output: Any, now: float) -> int: ...
+
+    async def close_links(self) -> None: ...
+
+
+def _nothing() -> None:
+    return None
+
+
+class Driver:
+    """Runs ``core`` with the links of ``adapter`` on the running event loop.
+
+    ``commit``: the store's commit, for a core with durable state (its saves'
+    records go there); ``trace``/``journal``: where a save's trace goes (the sink
+    and journal the core was given). ``on_output``: called after each turn of work,
+    for the owner to take the core's events.
+    """
+
+    def __init__(self, core: Core, adapter: Adapter, *,
+                 commit: Callable[[Any], None] | None = None,
+                 trace: TraceSink | None = None, journal: TraceJournal | None = None,
+                 on_output: Callable[[], None] | None = None) -> None:
+        self.core = core
+        self.adapter = adapter
+        take = getattr(core, "take_save", None)
+        self._take_save: Callable[[float], Any] | None = take if callable(take) else None
+        self._commit = commit
+        self._trace: TraceSink = trace or NullSink()
+        self._journal = journal
+        self._take_output = adapter.take_output
+        self._transmit = adapter.transmit
+        self._on_output = on_output or _nothing
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._reader: asyncio.Task[None] | None = None
-        self._writer: asyncio.Task[None] | None = None
-        self._pending: deque[bytes] = deque()
         self._timer: asyncio.TimerHandle | None = None
         self._timer_when = 0.0
-        self._resume = asyncio.Event()
-        self._held_back: list[bytes] = []  # sink mode: input taken while paused
-        self.dropped_paused = 0
-        self._sent_waiters: list[asyncio.Future[None]] = []
-        self.error: BaseException | None = None
-        self.datagrams_out = 0
-        self.watching_link = False  # the channel tells us when its interface comes back
+        self._soon = False
+        self.closed = False
 
+    # --------------------------------------------------------------- lifecycle
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
             raise RuntimeError("driver not started")
         return self._loop
 
+    @property
+    def started(self) -> bool:
+        return self._loop is not None
+
     def now(self) -> float:
         return self.loop.time()
 
     async def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        await self.channel.start()
-        # Channels that can push datagrams from their reader callback save a task
-        # switch per wake-up; the others are read by a task.
-        if not self.channel.set_sink(self._on_datagrams):
-            self._reader = self._loop.create_task(self._read_loop())
-        # Coming back into range: a stack that takes the network's word for it
-        # (GroupNode.network_changed) hears when the channel's interface comes back.
-        self.watching_link = (callable(getattr(self.stack, "network_changed", None))
-                              and self.channel.watch_link(self.network_changed))
-
-    def network_changed(self) -> None:
-        """The channel's interface came back (or the owner knows the network changed)."""
-        change = getattr(self.stack, "network_changed", None)
-        if change is None or self._loop is None:
+        """Take the running loop and open the adapter's links."""
+        if self._loop is not None:
             return
-        now = self.now()
-        change(now)
-        self._flush(now)
-        self._arm_timer()
-        self._on_input()
+        self._loop = asyncio.get_running_loop()
+        await self.adapter.open_links(self)
 
     async def close(self) -> None:
-        self.channel.set_sink(None)
-        for task in (self._reader, self._writer):
-            if task is not None and not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+        """No timer and no output from now on; the adapter's links are closed."""
+        if self.closed:
+            return
+        self.closed = True
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        await self.channel.close()
-        self._wake_sent()
+        if self._loop is not None:
+            await self.adapter.close_links()
 
-    # ----------------------------------------------------------------- output
+    # ------------------------------------------------------------------ output
+    def flush(self, now: float) -> int:
+        """The output step: take the core's output, carry out its save (commit, then
+        trace), then transmit the output; returns what went at once."""
+        output = self._take_output(now)
+        take = self._take_save
+        if take is not None:
+            carry_out(take(now), self._commit, self._trace, self._journal)
+        return self._transmit(output, now)
+
+    def settle(self) -> None:
+        """After a turn of work: re-arm the timer, let the owner take the events."""
+        self.arm_timer()
+        self._on_output()
+
     def poke(self) -> None:
-        """After an API call into the stack: transmit what it wants sent, re-arm the timer."""
-        self._flush(self.now())
-        self._arm_timer()
-        self._on_input()
-
-    def resume(self) -> None:
-        """The owner made room (see ``paused``): let the reader go on."""
-        self._resume.set()
-        if self._held_back and not self._paused():
-            held, self._held_back = self._held_back, []
-            self._process(held)
-
-    @property
-    def backlog(self) -> int:
-        return len(self._pending)
-
-    async def wait_sent(self) -> None:
-        """Wait until the channel took everything handed to it so far."""
-        while self._pending:
-            future = self.loop.create_future()
-            self._sent_waiters.append(future)
-            await future
-
-    def _flush(self, now: float) -> int:
-        out = self.stack.datagrams_to_send(now)
-        if not out:
-            return 0
-        if self._packet_trace is not None:
-            for datagram in out:
-                self._packet_trace("packet_out", now, datagram)
-        sent = 0
-        if not self._pending:
-            send_nowait = self.channel.send_nowait
-            try:
-                for datagram in out:
-                    if not send_nowait(datagram):
-                        break
-                    sent += 1
-            except ChannelClosedError as exc:
-                self.error = exc
-                return sent
-        if sent < len(out):
-            self._pending.extend(out[sent:])
-            if self._writer is None or self._writer.done():
-                self._writer = self.loop.create_task(self._write_pending())
-        self.datagrams_out += sent
-        return sent
-
-    async def _write_pending(self) -> None:
-        pending = self._pending
-        try:
-            while pending:
-                await self.channel.send(pending[0])
-                pending.popleft()
-                self.datagrams_out += 1
-        except ChannelClosedError as exc:
-            self.error = exc
-        self._wake_sent()
-
-    def _wake_sent(self) -> None:
-        waiters, self._sent_waiters = self._sent_waiters, []
-        for future in waiters:
-            if not future.done():
-                future.set_result(None)
-
-    # ------------------------------------------------------------------ input
-    def _on_datagrams(self, batch: list[bytes]) -> None:
-        """Sink mode: called by the channel's reader callback."""
-        if self._paused():
-            # The channel's own bound is bypassed in sink mode: keep ours.
-            room = _MAX_HELD_BACK - len(self._held_back)
-            if len(batch) > room:
-                self.dropped_paused += len(batch) - max(room, 0)
-                batch = batch[:max(room, 0)]
-            self._held_back.extend(batch)
+        """Service the core now (after an API call into it, or a batch of input)."""
+        loop = self._loop
+        if loop is None or self.closed:
             return
-        self._process(batch)
+        self.flush(loop.time())
+        self.settle()
 
-    async def _read_loop(self) -> None:
-        """Task mode, for channels without a sink."""
-        channel = self.channel
-        try:
-            while True:
-                while self._paused():
-                    self._resume.clear()
-                    await self._resume.wait()
-                self._process(await channel.recv_many())
-        except ChannelClosedError as exc:
-            self.error = exc
-        except Exception as exc:  # a bug in a stack must not die silently
-            self.error = exc
-            raise
+    def poke_soon(self) -> None:
+        """Service the core once this loop iteration is over: everything that arrives
+        meanwhile is batched into one output step."""
+        if not self._soon and not self.closed:
+            self._soon = True
+            self.loop.call_soon(self._poked)
 
-    def _process(self, batch: list[bytes]) -> None:
-        """Take in ``batch``, then whatever else the OS already holds, up to a bound.
-
-        Reading on while datagrams wait, instead of returning to the event loop
-        after each read, matters twice: each packet we send under M2MP flow control
-        brings its looped-back copy straight back, and on a busy machine every
-        return to the event loop may cost a wait for the CPU.
-        """
-        channel = self.channel
-        stack = self.stack
-        # A stack that takes a batch at once (GroupNode) saves its per-call work.
-        receive_many = getattr(stack, "receive_datagrams", None)
-        receive = stack.receive_datagram
-        clock = self.loop.time
-        taken = 0
-        while True:
-            now = clock()
-            if self._packet_trace is not None:
-                for datagram in batch:
-                    self._packet_trace("packet_in", now, datagram)
-            if receive_many is not None:
-                receive_many(batch, now)
-            else:
-                for datagram in batch:
-                    receive(datagram, now)
-            taken += len(batch)
-            self._flush(now)
-            if taken >= _MAX_PER_TURN or self._paused():
-                break
-            batch = channel.poll() or []
-            if not batch:
-                break
-            while len(batch) < 64:
-                more = channel.poll()
-                if not more:
-                    break
-                batch.extend(more)
-        self._arm_timer()
-        self._on_input()
+    def _poked(self) -> None:
+        self._soon = False
+        self.poke()
 
     # ------------------------------------------------------------------ timers
-    def _arm_timer(self) -> None:
-        deadline = self.stack.next_deadline()
+    def arm_timer(self) -> None:
+        """One timer, for the core's earliest deadline."""
+        if self.closed:
+            return
+        deadline = self.core.next_deadline()
         if deadline is None:
             return
         if self._timer is not None:
@@ -248,8 +181,33 @@ class StackDriver:
 
     def _on_timer(self) -> None:
         self._timer = None
+        if self.closed:
+            return
         now = max(self.loop.time(), self._timer_when)
-        self.stack.on_timer(now)
-        self._flush(now)
-        self._arm_timer()
-        self._on_input()
+        self.core.on_timer(now)
+        self.flush(now)
+        self.settle()
+
+
+class Waiters:
+    """Tasks waiting for something the driver's side makes true (room in a queue,
+    an empty backlog): :meth:`wait` in the task, :meth:`wake` where it happened."""
+
+    __slots__ = ("_futures",)
+
+    def __init__(self) -> None:
+        self._futures: list[asyncio.Future[None]] = []
+
+    def __bool__(self) -> bool:
+        return bool(self._futures)
+
+    async def wait(self) -> None:
+        future = asyncio.get_running_loop().create_future()
+        self._futures.append(future)
+        await future
+
+    def wake(self) -> None:
+        futures, self._futures = self._futures, []
+        for future in futures:
+            if not future.done():
+                future.set_result(None)

@@ -9,9 +9,9 @@ never jumps backwards if the system clock is adjusted during the run.
 A node with a durable log keeps its trace exactly in step with the log, even
 across ``kill -9`` (docs/decisions.md, "The trace of a node with a durable log
 survives kill -9"): the group layer renders the events of each batch
-(:meth:`WallClockSink.render`), stores that text in the same SQLite commit as the
-state the events describe, and appends it to the file right after the commit
-(:meth:`WallClockSink.append`). Only the window between the commit and that one
+(:meth:`WallClockSink.render`) and puts that text in the same SQLite commit as the
+state the events describe; the driver commits, then appends it to the file
+(:meth:`WallClockSink.append`; m2mc.core.carry_out). Only the window between the commit and that one
 ``write`` can lose events, and the next incarnation puts back whatever of the
 last batch the file lacks (:meth:`WallClockSink.recover`).
 """
@@ -100,8 +100,8 @@ def open_trace(trace_dir: str | Path | None, pid: str, run_id: str,
             previous = path
         n += 1
         path = Path(trace_dir) / f"{stem}.{n}.jsonl"
-    writer = TraceWriter(path, run=run_id, node=pid,
-                         flush_every=flush_every, flush_interval=0.5)
+    writer = TraceWriter(path, run=run_id, node=pid, flush_every=flush_every,
+                         flush_interval=0.5, clock=monotonic)
     return WallClockSink(writer, time.time() - monotonic(), previous), writer.close
 
 

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
+from m2mc.core import carry_out
 from m2mc.errors import BufferFullError, ConfigError, UsageError
 from m2mc.group.config import GroupConfig
 from m2mc.group.events import Delivered, GroupDiscovered
@@ -171,7 +172,10 @@ class GroupSimStack:
         return self.node.next_deadline()
 
     def datagrams_to_send(self, now: float) -> list[bytes]:
-        return self.node.datagrams_to_send(now)
+        out = self.node.datagrams_to_send(now)
+        # Nothing leaves before the log holds it: commit, then trace (m2mc.core).
+        carry_out(self.node.take_save(now), self.store.commit, self.ctx.trace)
+        return out
 
     def _drain(self) -> None:
         for event in self.node.events():

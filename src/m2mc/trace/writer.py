@@ -3,8 +3,9 @@
 Both drivers use these: the asyncio runtime (wall-clock ``t``) and the simulator
 (virtual ``t``). Writing never blocks the protocol for long: events are kept in
 memory as JSON lines and appended to the file in batches, when ``flush_every``
-events are buffered, when ``flush_interval`` seconds (driver clock) have passed
-since the last flush, and on :meth:`TraceWriter.close`. The file is opened only
+events are buffered, when ``flush_interval`` seconds of the ``clock`` the caller
+gives (the driver's) have passed since the last flush, and on
+:meth:`TraceWriter.close`. The writer reads no clock of its own. The file is opened only
 for the duration of a flush, so a run with thousands of nodes never holds
 thousands of file descriptors, and a process that dies loses at most one interval.
 
@@ -19,7 +20,6 @@ import atexit
 import importlib.util
 import json
 import os
-import time
 from collections.abc import Callable, Iterator, Mapping
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
@@ -72,14 +72,17 @@ class TraceWriter:
     ``run``/``node`` fill the columns an event leaves empty. ``enabled=False``
     turns the writer into a sink that drops everything (and creates no file).
     ``parquet_path`` (needs pyarrow) gets a Parquet copy of the file on close.
+    ``flush_interval`` (seconds) needs the ``clock`` to measure it with.
     """
 
     def __init__(self, path: Path, *, run: str = "", node: str = "",
-                 flush_every: int = 8192, flush_interval: float | None = 1.0,
-                 clock: Callable[[], float] = time.monotonic,
+                 flush_every: int = 8192, flush_interval: float | None = None,
+                 clock: Callable[[], float] | None = None,
                  parquet_path: Path | None = None, enabled: bool = True) -> None:
         if flush_every < 1:
             raise ValueError(f"flush_every must be >= 1, got {flush_every}")
+        if flush_interval is not None and clock is None:
+            raise ValueError("flush_interval needs the caller's clock")
         self.path = Path(path)
         self.run = run
         self.node = node
@@ -88,8 +91,8 @@ class TraceWriter:
         self.events_written = 0
         self._flush_every = flush_every
         self._flush_interval = flush_interval
-        self._clock = clock
-        self._last_flush = clock() if flush_interval is not None else 0.0
+        self._clock = clock or _no_clock
+        self._last_flush = self._clock() if flush_interval is not None else 0.0
         self._lines: list[str] = []
         self._closed = False
         self._fd: int | None = None  # kept open by append_text (one file per real node)
@@ -167,8 +170,8 @@ class TraceDirectory:
 
     def __init__(self, directory: Path, run: str, *, parquet: bool = False,
                  enabled: bool = True, flush_every: int = 8192,
-                 flush_interval: float | None = 1.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 flush_interval: float | None = None,
+                 clock: Callable[[], float] | None = None) -> None:
         self.directory = Path(directory)
         self.run = run
         self.parquet = parquet and parquet_available()
@@ -203,6 +206,10 @@ class TraceDirectory:
     @property
     def events_written(self) -> int:
         return sum(w.events_written for w in self._writers.values())
+
+
+def _no_clock() -> float:
+    return 0.0  # never read: without flush_interval the writer flushes by count
 
 
 def safe_file_stem(node: str) -> str:

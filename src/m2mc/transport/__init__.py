@@ -1,11 +1,12 @@
-"""Channels, the asyncio M2MP runtime and the M2MP daemon (seeds/002 sections 1-4).
+"""Channels and the M2MP daemon (seeds/002 sections 1-4).
 
-The sans-IO core lives in :mod:`m2mc.wire`; everything here is a thin driver.
+The sans-IO core lives in :mod:`m2mc.wire`; the asyncio endpoint that drives it
+on a channel is :class:`m2mc.runtime.endpoint.M2MPEndpoint` (one driver runs every
+stack: runtime/driver.py). Everything here is I/O.
 """
 
 from m2mc.transport.channel import Channel, ChannelClosedError, ChannelStats
 from m2mc.transport.daemon import M2MPDaemon
-from m2mc.transport.endpoint import M2MPEndpoint, MessageAbandonedError
 from m2mc.transport.router import DaemonRouter, Route
 from m2mc.transport.url import (
     DEFAULT_CHANNEL_URL,
@@ -25,8 +26,6 @@ __all__ = [
     "ChannelStats",
     "DaemonRouter",
     "M2MPDaemon",
-    "M2MPEndpoint",
-    "MessageAbandonedError",
     "Route",
     "format_channel_url",
     "open_channel",

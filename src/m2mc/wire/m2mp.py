@@ -128,12 +128,13 @@ _set_payload = MessageReceived.__dict__["payload"].__set__
 class M2MPLayer:
     """One instance of the M2MP layer (one per process, or one in the daemon)."""
 
-    def __init__(self, config: M2MPConfig | None = None, rng: random.Random | None = None) -> None:
+    def __init__(self, config: M2MPConfig | None, rng: random.Random) -> None:
         self.config = config or M2MPConfig()
         self.config.validate()
-        # No generator given: seed one from OS entropy. A fixed seed would make two
-        # processes draw the same message IDs and drop each other's messages as their own.
-        self._rng = rng if rng is not None else random.Random()
+        # The caller's generator (a core draws nothing from the OS): a driver seeds it
+        # from OS entropy, since a fixed seed would make two processes draw the same
+        # message IDs and drop each other's messages as their own.
+        self._rng = rng
         cfg = self.config
         self._reassembler = Reassembler(ReassemblyLimits(
             message_timeout=cfg.message_timeout,

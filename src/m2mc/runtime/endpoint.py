@@ -5,9 +5,13 @@
         message = await ep.receive()          # MessageReceived(message_id, payload)
         async for message in ep: ...
 
-The endpoint owns the clock (``loop.time()``), the channel and one timer; the
-:class:`~m2mc.wire.m2mp.M2MPLayer` decides everything else. Flow control runs
-only if the channel loops datagrams back (seeds/002 section 5). Buffers:
+The endpoint is the M2MP layer's face and adapter: the one asyncio driver
+(runtime/driver.py) owns the clock (``loop.time()``) and the timer, the channel is
+its link (runtime/channel_link.py, reading on for the looped-back copies of what
+it just sent), and the :class:`~m2mc.wire.m2mp.M2MPLayer` decides everything
+else. The layer's message IDs come from ``rng``, seeded from OS entropy unless
+given. Flow control runs only if the channel loops datagrams back (seeds/002
+section 5). Buffers:
 ``max_send_queue`` packets wait for the channel (``send`` blocks beyond that:
 back-pressure); ``max_receive_queue`` events wait for the application (beyond
 that the oldest is dropped and counted, as the seed's layer times out a message
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import random
 from collections import deque
 from collections.abc import Iterable
@@ -26,6 +31,8 @@ from typing import TYPE_CHECKING
 
 from m2mc.errors import M2MCError, UsageError
 from m2mc.log import node_logger
+from m2mc.runtime.channel_link import ChannelLink, read_copies
+from m2mc.runtime.driver import Driver, Waiters
 from m2mc.transport.channel import DEFAULT_MAX_INBOUND, Channel, ChannelClosedError
 from m2mc.transport.url import open_channel
 from m2mc.wire.m2mp import M2MPConfig, M2MPEvent, M2MPLayer, MessageAbandoned, MessageReceived
@@ -34,8 +41,7 @@ from m2mc.wire.packet import MAX_FRAGMENT, fragment_count
 if TYPE_CHECKING:
     from m2mc.config import M2MPSettings
 
-# Rounds of send -> looped-back copy handled in one turn before yielding to the loop.
-_SHORTCUT_ROUNDS = 256
+_NONE: list[bytes] = []  # (never appended to)
 # Packets in flight under flow control when the configuration leaves it open
 # (M2MPConfig.flow_window=None): a sender runs at most this far ahead of its own
 # receive path instead of stopping after every packet (docs/decisions.md).
@@ -69,23 +75,22 @@ class M2MPEndpoint:
             base, flow_control=base.flow_control and self._channel.loops_back,
             flow_window=DEFAULT_FLOW_WINDOW if base.flow_window is None else base.flow_window)
         # Message IDs must differ between processes: never a fixed default seed here.
-        self._layer = M2MPLayer(self.config, rng or random.Random())
+        self._layer = M2MPLayer(self.config, rng or random.Random(os.urandom(16)))
         for prefix in filters:
             self._layer.add_filter(prefix)
         self._max_send_queue = max_send_queue
         self._max_receive_queue = max_receive_queue
-        self._log = node_logger("m2mc.transport.endpoint", node)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._reader: asyncio.Task[None] | None = None
-        self._writer: asyncio.Task[None] | None = None
-        self._pending: deque[bytes] = deque()  # datagrams the channel could not take at once
+        self._log = node_logger("m2mc.runtime.endpoint", node)
+        self._link = ChannelLink(self._channel, self._layer.receive_datagrams,
+                                 read_on=read_copies, on_drained=self._on_drained,
+                                 on_lost=self._on_lost)
+        self._driver = Driver(self._layer, self, on_output=self._take_events)
         self._inbox: deque[M2MPEvent] = deque()
         self._inbox_waiter: asyncio.Future[None] | None = None
-        self._progress: list[asyncio.Future[None]] = []  # send() waiting for room
-        self._drained: list[asyncio.Future[None]] = []  # drain() waiting for an empty queue
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_when = 0.0
+        self._progress = Waiters()  # send() waiting for room
+        self._drained = Waiters()  # drain() waiting for an empty queue
         self._error: ChannelClosedError | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the driver's, once started
         self.receive_overflow = 0
 
     @classmethod
@@ -108,23 +113,12 @@ class M2MPEndpoint:
         return self._layer
 
     async def start(self) -> None:
-        if self._loop is not None:
-            return
-        self._loop = asyncio.get_running_loop()
-        await self._channel.start()
-        self._channel.set_sink(self._on_datagrams)  # if the channel can push: no task switch
-        self._reader = self._loop.create_task(self._read_loop())
+        await self._driver.start()
 
     async def close(self) -> None:
         if self._error is None:
             self._error = ChannelClosedError("endpoint closed")
-        for task in (self._reader, self._writer):
-            if task is not None and not task.done():
-                task.cancel()
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        await self._channel.close()
+        await self._driver.close()
         self._wake_all()
 
     async def __aenter__(self) -> M2MPEndpoint:
@@ -156,20 +150,21 @@ class M2MPEndpoint:
         if size > self.config.max_message_bytes:
             raise UsageError(f"message of {size} bytes exceeds "
                              f"max_message_bytes={self.config.max_message_bytes}")
-        layer = self._layer
-        backlog = layer.queued_packets + len(self._pending)
+        layer, link = self._layer, self._link
+        backlog = layer.queued_packets + link.backlog
         if backlog:
             need = 1 if size <= MAX_FRAGMENT else fragment_count(size)
             while backlog and backlog + need > self._max_send_queue:
                 await self._wait_progress(self._progress)
-                backlog = layer.queued_packets + len(self._pending)
+                backlog = layer.queued_packets + link.backlog
         now = loop.time()
         message_id = layer.send(payload if type(payload) is bytes else bytes(payload), now)
         if not backlog:
             # Otherwise packets are already waiting for a loopback (the reader sends on)
             # or for the channel (the writer task sends on): nothing can go now.
-            self._flush(now)
-            self._arm_timer()
+            driver = self._driver
+            driver.flush(now)
+            driver.arm_timer()
         return message_id
 
     async def drain(self) -> None:
@@ -179,7 +174,7 @@ class M2MPEndpoint:
             await self._wait_progress(self._drained)
 
     def _backlog(self) -> int:
-        return self._layer.queued_packets + len(self._pending)
+        return self._layer.queued_packets + self._link.backlog
 
     # --------------------------------------------------------------- receiving
     async def receive_event(self) -> M2MPEvent:
@@ -231,121 +226,58 @@ class M2MPEndpoint:
                      send_backlog=self._backlog())
         return stats
 
-    # ---------------------------------------------------------------- driving
-    def _running(self) -> asyncio.AbstractEventLoop:
-        if self._error is not None:
-            raise self._error
-        if self._loop is None:
-            raise UsageError("endpoint not started: use 'async with' or await start()")
-        return self._loop
+    # ------------------------------------------------------ adapter (driver.py)
+    async def open_links(self, driver: Driver) -> None:
+        self._loop = driver.loop
+        await self._link.open(driver)
 
-    async def _read_loop(self) -> None:
-        channel = self._channel
-        try:
-            # With a sink (set in start) datagrams come through _on_datagrams directly
-            # and this only waits for the channel to close.
-            while True:
-                self._on_datagrams(await channel.recv_many())
-        except ChannelClosedError:
-            if self._error is None:
-                self._log.warning("channel %s closed under us", channel.url)
-                self._error = ChannelClosedError(f"channel {channel.url} closed")
-            self._wake_all()
-        finally:
-            channel.set_sink(None)
+    def take_output(self, now: float) -> list[bytes]:
+        """The layer's ready datagrams. While the channel is backed up the layer keeps
+        its packets (the writer task asks again once it caught up): back-pressure."""
+        layer = self._layer
+        if self._link.backlog or not layer.queued_packets:
+            return _NONE
+        return layer.datagrams_to_send(now)
 
-    def _on_datagrams(self, batch: list[bytes]) -> None:
-        """Feed a batch to the layer, then act on what it decided."""
-        if self._error is not None:
-            return
-        assert self._loop is not None
-        clock, layer, channel = self._loop.time, self._layer, self._channel
-        receive = layer.receive_datagrams
-        rounds = 0
-        while True:
-            now = clock()
-            receive(batch, now)
-            events = layer.events()
-            if events:
-                self._enqueue(events)
-            if not layer.queued_packets:
-                self._arm_timer()
-                return
-            # Keep going while each packet we send brings its looped-back copy straight
-            # back (flow control, seeds/002 section 5); bounded so other work still runs.
-            sent = self._flush(now)
-            self._arm_timer()
-            if not sent or rounds == _SHORTCUT_ROUNDS:
-                return
-            rounds += 1
-            batch = channel.poll(sent)
-            if not batch:
-                return
-
-    def _after_input(self, now: float) -> int:
-        """Deliver events, send what the layer released; return datagrams sent."""
-        events = self._layer.events()
-        if events:
-            self._enqueue(events)
-        sent = self._flush(now) if self._layer.queued_packets else 0
-        self._arm_timer()
-        return sent
-
-    def _flush(self, now: float) -> int:
-        """Hand the layer's ready datagrams to the channel, in order; return how many."""
-        sent = 0
-        if not self._pending:
-            out = self._layer.datagrams_to_send(now)
-            if out:
-                sent = self._channel.send_many_nowait(out)
-                if sent < len(out):
-                    self._pending.extend(out[sent:])
-        if self._pending and (self._writer is None or self._writer.done()):
-            assert self._loop is not None
-            self._writer = self._loop.create_task(self._write_pending())
+    def transmit(self, output: list[bytes], now: float) -> int:
+        """Hand the datagrams to the channel, in order; return how many went at once."""
+        sent = self._link.send(output, now) if output else 0
         # Wake blocked senders only below the low-water mark, and drain() only when
         # empty: waking them for every packet that leaves costs a task switch each.
         if self._progress or self._drained:
             backlog = self._backlog()
             if backlog <= self._max_send_queue // 2:
-                self._wake(self._progress)
+                self._progress.wake()
             if not backlog:
-                self._wake(self._drained)
+                self._drained.wake()
         return sent
 
-    async def _write_pending(self) -> None:
-        pending, channel = self._pending, self._channel
-        assert self._loop is not None
-        try:
-            while pending:
-                await channel.send(pending[0])
-                pending.popleft()
-                if not pending:
-                    self._flush(self._loop.time())
-                    self._arm_timer()
-        except ChannelClosedError:
-            self._wake_all()
+    async def close_links(self) -> None:
+        await self._link.close()
 
-    def _arm_timer(self) -> None:
-        deadline = self._layer.next_deadline()
-        if deadline is None:
-            return
-        if self._timer is not None:
-            if self._timer_when <= deadline:
-                return  # it will fire first, then re-arm for whatever is next
-            self._timer.cancel()
-        assert self._loop is not None
-        self._timer_when = deadline
-        self._timer = self._loop.call_at(deadline, self._on_timer)
+    # ---------------------------------------------------------------- driving
+    def _running(self) -> asyncio.AbstractEventLoop:
+        if self._error is not None:
+            raise self._error
+        if not self._driver.started:
+            raise UsageError("endpoint not started: use 'async with' or await start()")
+        return self._driver.loop
 
-    def _on_timer(self) -> None:
-        assert self._loop is not None
-        self._timer = None
-        # The loop may run a timer up to its clock resolution early; the layer must
-        # still see the deadline as passed.
-        now = max(self._loop.time(), self._timer_when)
-        self._layer.on_timer(now)
-        self._after_input(now)
+    def _on_drained(self) -> None:
+        """The channel caught up with the writer: what the layer holds may go now."""
+        self._driver.poke()
+
+    def _on_lost(self, exc: ChannelClosedError) -> None:
+        if self._error is None:
+            self._log.warning("channel %s closed under us", self._channel.url)
+            self._error = ChannelClosedError(f"channel {self._channel.url} closed")
+        self._wake_all()
+
+    def _take_events(self) -> None:
+        """After each turn of work: the layer's events into the application's inbox."""
+        events = self._layer.events()
+        if events:
+            self._enqueue(events)
 
     def _enqueue(self, events: list[M2MPEvent]) -> None:
         inbox, bound = self._inbox, self._max_receive_queue
@@ -363,23 +295,15 @@ class M2MPEndpoint:
             if not waiter.done():
                 waiter.set_result(None)
 
-    async def _wait_progress(self, waiters: list[asyncio.Future[None]]) -> None:
-        future = self._running().create_future()
-        waiters.append(future)
-        await future
+    async def _wait_progress(self, waiters: Waiters) -> None:
+        self._running()
+        await waiters.wait()
         if self._error is not None:
             raise self._error
 
-    @staticmethod
-    def _wake(waiters: list[asyncio.Future[None]]) -> None:
-        for future in waiters:
-            if not future.done():
-                future.set_result(None)
-        waiters.clear()
-
     def _wake_all(self) -> None:
-        self._wake(self._progress)
-        self._wake(self._drained)
+        self._progress.wake()
+        self._drained.wake()
         waiter = self._inbox_waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)

@@ -1,0 +1,278 @@
+"""The import contract, read from the source (an AST check, run by ``make test``).
+
+1. The cores are pure (docs/architecture.md, "Sans-IO cores"). Every module of
+   the core packages -- ``m2mc.wire``, ``m2mc.ordering``, ``m2mc.group``,
+   ``m2mc.infra`` -- and every module they import, however indirectly (so
+   ``m2mc.core``, ``m2mc.errors``, ``m2mc.trace``, the pure part of ``m2mc.store``
+   and the ``m2mc.security`` modules they use are held to the same rule, and the
+   SQLite stores, which no core imports, are not), imports none of ``asyncio``,
+   ``socket``, ``time``, ``threading``, ``selectors``, ``sqlite3`` and uses no
+   module-level random generator: ``random.Random`` as a type, or built from a
+   seed the caller gave, is fine; ``random.random()``, ``random.choice(...)``,
+   ``from random import shuffle``, ``random.SystemRandom`` and ``random.Random()``
+   without a seed (seeded by the OS) are not.
+2. The layers: a package imports only from its own layer or the layers below
+   (``LAYERS``), so wire < ordering < group/infra < runtime < api < cli.
+
+What breaks a rule today is listed with the reason in ``ADAPTERS_IN_CORES`` and
+``KNOWN_LAYER_BREAKS``; an entry that no longer applies fails too, so the lists
+shrink as the package cycles are broken. ``TYPE_CHECKING`` imports are not
+dependencies; imports inside functions are.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+PACKAGES = ("m2mc", "m2mc_chat", "m2mc_pipeline")
+
+CORES = ("m2mc.wire", "m2mc.ordering", "m2mc.group", "m2mc.infra")
+FORBIDDEN = {
+    "asyncio": "an event loop is the driver's",
+    "socket": "sockets are the driver's links",
+    "time": "the clock is the driver's: cores take `now`",
+    "threading": "a core runs on its driver's thread",
+    "selectors": "waiting for I/O is the driver's",
+    "sqlite3": "persistence is an effect the driver carries out (m2mc.core.Save)",
+}
+RANDOM_OK = frozenset({"Random"})
+
+# Modules in core packages that are drivers or tools, not cores (not checked for
+# purity, and not followed: what they import is not a core's dependency).
+ADAPTERS_IN_CORES = {
+    "m2mc.group.sim_stack": "an old import path of the simulator's group stack "
+                            "(m2mc.sim.group_stack): the group<->sim cycle",
+    "m2mc.infra.sim_stack": "the simulator's infrastructure stacks, a driver (it opens the "
+                            "SQLite member store): belongs in m2mc.sim",
+    "m2mc.infra.fuzzing": "the fuzzer's infrastructure targets, a tool (registers with "
+                          "m2mc.fuzz_targets)",
+}
+
+# Lowest first; a package may import from its own layer and the layers below.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("m2mc", "m2mc.errors", "m2mc.log", "m2mc.core", "m2mc.trace"),  # shared by all
+    ("m2mc.wire",),
+    ("m2mc.ordering",),
+    ("m2mc.security", "m2mc.store"),  # what the group and infrastructure cores use
+    ("m2mc.group", "m2mc.infra"),
+    ("m2mc.transport", "m2mc.config"),  # channels (I/O) and the configuration
+    ("m2mc.runtime", "m2mc.infra_runtime", "m2mc.sim"),  # the drivers
+    ("m2mc.api",),
+    ("m2mc_chat", "m2mc_pipeline"),  # applications on top
+    ("m2mc.cli", "m2mc.demo", "m2mc.fuzz_targets"),  # the command and its tools
+)
+
+# (importing module, imported package): why, until the cycle is broken.
+KNOWN_LAYER_BREAKS = {
+    ("m2mc.group.sim_stack", "m2mc.sim"): "group<->sim: see ADAPTERS_IN_CORES",
+    ("m2mc.infra.sim_stack", "m2mc.sim"): "infra<->sim: see ADAPTERS_IN_CORES",
+    ("m2mc.infra.fuzzing", "m2mc.fuzz_targets"): "see ADAPTERS_IN_CORES",
+    ("m2mc.security.groupwire", "m2mc.group"): "group<->security: sealing a frame needs "
+                                               "the group codec's header layout",
+    ("m2mc.security.fuzzer", "m2mc.fuzz_targets"): "the fuzzer (a tool) runs the registry "
+                                                   "of decoders",
+    ("m2mc.store.sqlite", "m2mc.group"): "group<->store: the SQLite log stores the group "
+                                         "codec's membership entries",
+    ("m2mc.store.infra_member", "m2mc.infra"): "infra<->store: the member's SQLite store "
+                                               "holds m2mc.infra.persist's records",
+    ("m2mc.runtime.sync", "m2mc.api"): "api<->runtime: SyncNode, the synchronous face "
+                                       "of the API, lives in runtime",
+    ("m2mc.infra_runtime.node", "m2mc.api"): "api<->infra_runtime: InfraNode is api.Node "
+                                             "in infrastructure mode (Node.__new__ builds it)",
+    ("m2mc_pipeline.__main__", "m2mc.cli"): "`python -m m2mc_pipeline` runs `m2mc analyze`",
+}
+
+
+# ------------------------------------------------------------------ reading
+@dataclass
+class Module:
+    name: str
+    path: Path
+    tree: ast.Module
+    imports: list[tuple[str, int]] = field(default_factory=list)  # (module, line)
+
+
+def _name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _type_checking_nodes(tree: ast.Module) -> set[int]:
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip.update(id(n) for n in ast.walk(node))
+    return skip
+
+
+@cache
+def modules() -> dict[str, Module]:
+    found: dict[str, Module] = {}
+    for package in PACKAGES:
+        for path in sorted((SRC / package).rglob("*.py")):
+            name = _name(path)
+            module = Module(name, path, ast.parse(path.read_text(), str(path)))
+            skip = _type_checking_nodes(module.tree)
+            package_of = name if path.name == "__init__.py" else name.rpartition(".")[0]
+            for node in ast.walk(module.tree):
+                if id(node) in skip:
+                    continue
+                if isinstance(node, ast.Import):
+                    module.imports += [(alias.name, node.lineno) for alias in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    base = node.module or ""
+                    if node.level:  # relative: from the package this module is in
+                        anchor = package_of.split(".")[:len(package_of.split(".")) + 1
+                                                       - node.level]
+                        base = ".".join([*anchor, base] if base else anchor)
+                    module.imports.append((base, node.lineno))
+                    module.imports += [(f"{base}.{alias.name}", node.lineno)
+                                       for alias in node.names]
+            found[name] = module
+    return found
+
+
+def _own(name: str) -> list[str]:
+    """The modules of this source tree that importing ``name`` runs (parents too)."""
+    known = modules()
+    parts = name.split(".")
+    return [m for m in (".".join(parts[:k]) for k in range(1, len(parts) + 1)) if m in known]
+
+
+def package_of(name: str) -> str:
+    """The unit the layers are made of: ``m2mc.<first part>``, or a top-level package."""
+    parts = name.split(".")
+    return ".".join(parts[:2]) if parts[0] == "m2mc" and len(parts) > 1 else parts[0]
+
+
+def _in_cores(name: str) -> bool:
+    return any(name == core or name.startswith(core + ".") for core in CORES)
+
+
+# ------------------------------------------------------------------ purity
+def core_closure() -> set[str]:
+    """The core modules and every module of ours they import, however indirectly."""
+    known = modules()
+    todo = [name for name in known if _in_cores(name) and name not in ADAPTERS_IN_CORES]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen or name in ADAPTERS_IN_CORES:
+            continue
+        seen.add(name)
+        for imported, _ in known[name].imports:
+            todo.extend(_own(imported))
+    return seen
+
+
+def impurities(module: Module) -> Iterator[str]:
+    """What in ``module`` breaks rule 1, one line each."""
+    random_names: set[str] = set()  # local names of the random module
+    for imported, line in module.imports:
+        top = imported.partition(".")[0]
+        if top in FORBIDDEN:
+            yield f"{module.name}:{line}: imports {imported} ({FORBIDDEN[top]})"
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Import):
+            random_names.update(a.asname or a.name for a in node.names if a.name == "random")
+        elif isinstance(node, ast.ImportFrom) and node.module == "random" and not node.level:
+            for alias in node.names:
+                if alias.name not in RANDOM_OK:
+                    yield (f"{module.name}:{node.lineno}: from random import {alias.name} "
+                           "(the module-level generator; take an injected random.Random)")
+    for node in ast.walk(module.tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in random_names and node.attr not in RANDOM_OK):
+            yield (f"{module.name}:{node.lineno}: random.{node.attr} (the module-level "
+                   "generator or the OS's; take an injected random.Random)")
+        if (isinstance(node, ast.Call) and not node.args and not node.keywords
+                and _is_random_class(node.func, random_names)):
+            yield (f"{module.name}:{node.lineno}: random.Random() without a seed is seeded "
+                   "by the OS; take the generator (or a seed) from the caller")
+
+
+def _is_random_class(func: ast.expr, random_names: set[str]) -> bool:
+    return (isinstance(func, ast.Attribute) and func.attr == "Random"
+            and isinstance(func.value, ast.Name) and func.value.id in random_names)
+
+
+def test_the_cores_and_what_they_import_are_pure() -> None:
+    closure = core_closure()
+    assert {"m2mc.wire.m2mp", "m2mc.group.manager", "m2mc.infra.member",
+            "m2mc.ordering.sb", "m2mc.core", "m2mc.store"} <= closure  # the check sees them
+    assert "m2mc.store.sqlite" not in closure  # persistence: the driver's (m2mc.core.Save)
+    problems = [p for name in sorted(closure) for p in impurities(modules()[name])]
+    assert not problems, "impure core modules:\n" + "\n".join(problems)
+
+
+def test_the_purity_check_catches_what_it_is_for() -> None:
+    source = (
+        "import random, time\n"
+        "from asyncio import sleep\n"
+        "from random import Random, choice\n"
+        "rng = random.Random(7)\n"
+        "seeded_by_the_os = random.Random()\n"
+        "x = random.random()\n"
+        "def f(r: random.Random) -> None:\n"
+        "    import socket\n")
+    module = Module("m2mc.wire.example", SRC / "example.py", ast.parse(source),
+                    [("random", 1), ("time", 1), ("asyncio", 2), ("random", 3),
+                     ("random.Random", 3), ("random.choice", 3), ("socket", 8)])
+    found = "\n".join(impurities(module))
+    for expected in (":1: imports time", ":2: imports asyncio", ":8: imports socket",
+                     ":3: from random import choice", ":5: random.Random() without a seed",
+                     ":6: random.random"):
+        assert expected in found
+    assert ":4:" not in found and ":7:" not in found  # a seeded generator, a type
+
+
+def test_adapters_listed_in_core_packages_exist() -> None:
+    missing = [name for name in ADAPTERS_IN_CORES if name not in modules()]
+    assert not missing, f"ADAPTERS_IN_CORES names modules that are gone: {missing}"
+
+
+# ------------------------------------------------------------------ layers
+def _layer(package: str) -> int | None:
+    for index, layer in enumerate(LAYERS):
+        if package in layer:
+            return index
+    return None
+
+
+def layer_breaks() -> dict[tuple[str, str], list[str]]:
+    """(module, package it imports from a higher layer) -> where, for every break."""
+    breaks: dict[tuple[str, str], list[str]] = {}
+    known = modules()
+    for name, module in known.items():
+        own = _layer(package_of(name))
+        for imported, line in module.imports:
+            if not _own(imported):
+                continue
+            target = package_of(_own(imported)[-1])
+            theirs = _layer(target)
+            if own is None or theirs is None or theirs <= own:
+                continue
+            breaks.setdefault((name, target), []).append(f"{name}:{line} imports {imported}")
+    return breaks
+
+
+def test_every_package_has_a_layer() -> None:
+    unplaced = sorted({package_of(name) for name in modules()
+                       if _layer(package_of(name)) is None})
+    assert not unplaced, f"add these packages to LAYERS: {unplaced}"
+
+
+def test_no_package_imports_from_a_layer_above_its_own() -> None:
+    breaks = layer_breaks()
+    new = {key: where for key, where in breaks.items() if key not in KNOWN_LAYER_BREAKS}
+    assert not new, "imports from a higher layer:\n" + "\n".join(
+        line for where in new.values() for line in where)
+    gone = sorted(set(KNOWN_LAYER_BREAKS) - set(breaks))
+    assert not gone, f"fixed (delete these from KNOWN_LAYER_BREAKS): {gone}"
