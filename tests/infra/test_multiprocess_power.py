@@ -8,6 +8,7 @@ installed)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -18,8 +19,15 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-import test_multiprocess as base
 from trace_check import verify
+
+# tests/infra/test_multiprocess.py's process helpers, by path: other folders have a
+# test_multiprocess module too, and whichever was imported first would win the name.
+_spec = importlib.util.spec_from_file_location(
+    "infra_test_multiprocess", Path(__file__).with_name("test_multiprocess.py"))
+assert _spec is not None and _spec.loader is not None
+base = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(base)
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]  # slow: m2mc analyze (Spark)
 

@@ -402,7 +402,8 @@ class InfraNode(api.Node):
         if core.paused and held > limit // 2:
             return
         paused = core.paused
-        core.make_room(core.stats.delivered + limit - held, d.now())
+        # The loop's clock is the driver's (and readable before the driver starts).
+        core.make_room(core.stats.delivered + limit - held, asyncio.get_running_loop().time())
         if paused:
             d.poke()  # what it delivered and the NACK it made go out
 
