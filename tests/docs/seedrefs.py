@@ -106,16 +106,17 @@ def _expand_prop(a: str, b: str | None) -> list[str]:
 
 def _ref_at(seed: str, text: str, pos: int) -> tuple[list[str], int] | None:
     """The reference(s) starting at ``pos``, and where they end."""
-    for pattern, make in ((_FIG_REF, lambda a, b: [f"Fig. {a}"] + ([f"Fig. {b}"] if b else [])),
-                          (_FOOT_REF, lambda a, b: [f"footnote {a}"]),
-                          (_ABSTRACT, lambda a, b: ["abstract"])):
-        m = pattern.match(text, pos)
-        if m:
-            groups = m.groupdict()
-            if groups.get("b") and groups.get("a") and pattern is _FIG_REF:
-                lo, hi = int(groups["a"]), int(groups["b"])
-                return [f"Fig. {i}" for i in range(lo, hi + 1)], m.end()
-            return make(groups.get("a"), groups.get("b")), m.end()
+    m = _FIG_REF.match(text, pos)
+    if m:
+        lo = int(m["a"])
+        hi = int(m["b"]) if m["b"] else lo
+        return [f"Fig. {i}" for i in range(lo, max(lo, hi) + 1)], m.end()
+    m = _FOOT_REF.match(text, pos)
+    if m:
+        return [f"footnote {m['a']}"], m.end()
+    m = _ABSTRACT.match(text, pos)
+    if m:
+        return ["abstract"], m.end()
     if seed in ROMAN_SEEDS:
         m = _ROMAN_REF.match(text, pos)
         if m:

@@ -63,7 +63,7 @@ def group_tag(gid: str) -> bytes:
 
 
 def group_frame(tag: bytes, kind: int, body: object, flags: int = 0) -> bytes:
-    return b"MC\x01" + tag + bytes((kind, flags)) + msgpack.packb(body, use_bin_type=True)
+    return b"MC\x01" + tag + bytes((kind, flags)) + bytes(msgpack.packb(body, use_bin_type=True))
 
 
 DATA_BODY = ["alice", [["alice", 1, "", 0, b"hello"], ["alice", 2, "carol", 1, b"Yes"]]]
@@ -116,7 +116,7 @@ def test_keyed_group_frames_follow_section_8() -> None:
 
 def infra_frame(body: object) -> bytes:
     """docs/interfaces.md section 9: "IM", version 1, CRC-32 (big-endian) of the msgpack body."""
-    packed = msgpack.packb(body, use_bin_type=True)
+    packed = bytes(msgpack.packb(body, use_bin_type=True))
     return b"IM\x01" + struct.pack(">I", zlib.crc32(packed)) + packed
 
 
