@@ -13,7 +13,7 @@ whether they agree.
 
 Figures: Spark start-up (JVM + session) and warm-up (a 200k-event run, so the
 JIT has compiled the hot paths) separately; ``spark_checks_s`` (load + every
-check of CONTRACTS section 5, the work DuckDB does), ``spark_analyze_s`` (also
+check of docs/interfaces.md §5, the work DuckDB does), ``spark_analyze_s`` (also
 metrics, comparison, report); each the best of ``--repeat`` runs, like DuckDB's.
 Targets: spark_checks <= 10x duckdb, and 10x the events costing <= 12x the time.
 """

@@ -71,7 +71,7 @@ class NodeConfig:
     from our first packet on (at most 128 bytes of UTF-8; "" for none; the chat sets
     its nick). ``data_dir``: where the durable log lives
     (None keeps everything in memory; in infrastructure mode the member's saved
-    state: docs/infra.md). ``trace_dir``: write CONTRACTS section 4
+    state: docs/infra.md). ``trace_dir``: write docs/interfaces.md §4
     trace events there as ``<pid>.jsonl``."""
 
     pid: str | None = None
@@ -620,7 +620,7 @@ _CLEAN_CLOSE_META = "clean-close"  # "1" once Node.close has committed everythin
 
 def _packet_tracer(sink: TraceSink, pid: str, run: str,
                    channel: str) -> Callable[[str, float, bytes], None]:
-    """``packet_in``/``packet_out`` rows of a real node (CONTRACTS section 4): every
+    """``packet_in``/``packet_out`` rows of a real node (docs/interfaces.md §4): every
     datagram the channel took or gave, its size, and the channel's kind."""
     detail = detail_json(channel=channel.partition("://")[0])
     emit = sink.emit

@@ -51,7 +51,8 @@ def _key(default: Any, doc: str, *, low: float | None = None, high: float | None
 class M2MPSettings:
     """Section ``[m2mp]``: the M2MP layer of this process (seeds/002 sections 2, 5)."""
 
-    channel: str = _key(DEFAULT_CHANNEL_URL, "channel URL this process uses (CONTRACTS 2)")
+    channel: str = _key(DEFAULT_CHANNEL_URL,
+                        "channel URL this process uses (docs/interfaces.md §2)")
     message_timeout: float = _key(5.0, "seconds to wait for a message's next fragment",
                                   positive=True)
     flow_timeout: float = _key(0.1, "seconds to wait for a packet's looped-back copy",

@@ -1,6 +1,6 @@
 """Entry points: ``analyze()`` (verify + measure + report) and ``sweep()`` (in sweep.py).
 
-``analyze(paths, out)`` writes under ``out`` (CONTRACTS section 3):
+``analyze(paths, out)`` writes under ``out`` (docs/interfaces.md §3):
 ``verify.json`` (section 5), ``metrics.json``, ``report.html`` and Parquet tables
 under ``out/tables/``. It never collects raw events: only counts, quantiles,
 a few examples per check and a bounded timeline sample reach the driver.
@@ -72,7 +72,7 @@ class AnalysisResult:
 
 def run_checks(tb: Tables, self_delivery: bool = True, progress: Progress | None = None,
                orders: set[str] | None = None) -> tuple[dict[str, CheckResult], dict[str, int]]:
-    """Every check of CONTRACTS section 5, in the contract's order, and verify.json's
+    """Every check of docs/interfaces.md §5, in the contract's order, and verify.json's
     message counts.
 
     ``orders``: the orderings groups asked for; an order check has nothing to look

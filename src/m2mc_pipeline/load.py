@@ -1,6 +1,6 @@
 """Find trace files under the input directories and load them as one DataFrame.
 
-Inputs (CONTRACTS section 4): ``*.jsonl`` (also ``*.jsonl.gz``) or ``*.parquet``
+Inputs (docs/interfaces.md §4): ``*.jsonl`` (also ``*.jsonl.gz``) or ``*.parquet``
 files anywhere under each directory, plus ``run.json`` describing the run.
 Local directories are listed here; remote ones (``hdfs://``, ``s3a://``, ...)
 are listed by Spark itself. Each directory that holds a ``run.json`` is a
@@ -333,7 +333,7 @@ def check_inputs(paths: Sequence[str | Path]) -> int | None:
 def load(spark: SparkSession, paths: Sequence[str | Path]) -> Loaded:
     """Read every trace under ``paths`` into one cached DataFrame.
 
-    Columns: the schema's (CONTRACTS section 4), ``pos`` (the event's place in its
+    Columns: the schema's (docs/interfaces.md §4), ``pos`` (the event's place in its
     input, to break ties in ``t`` at one node), ``scope`` (which run.json
     describes it) and ``ok`` (false for a malformed row: no run, node, event or t).
     """

@@ -1,4 +1,4 @@
-"""Who was a member of which group when (CONTRACTS section 5, ``lost``).
+"""Who was a member of which group when (docs/interfaces.md §5, ``lost``).
 
 Membership of ``node`` in ``group`` is a set of closed intervals
 ``[join_t, leave_t]`` built from the node's own ``join`` and ``leave`` events,

@@ -113,7 +113,7 @@ def render(verify: Mapping[str, Any], metrics: Mapping[str, Any],
         f'<p>{counts.get("events", 0)} events, {counts.get("messages", 0)} messages, '
         f'{counts.get("nodes", 0)} nodes, {len(metrics.get("runs", []))} runs; '
         f'{counts.get("malformed", 0)} malformed rows skipped.</p>',
-        "<h2>Verification (CONTRACTS section 5)</h2>", _checks(verify),
+        "<h2>Verification (docs/interfaces.md §5)</h2>", _checks(verify),
         "<h2>Runs</h2>",
         table(metrics.get("runs", []), ["run", "scenario", "seed", "loss", "orders", "events",
                                         "nodes", "messages", "dir"]),

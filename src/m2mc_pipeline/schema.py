@@ -1,4 +1,4 @@
-"""The trace as Spark sees it: CONTRACTS section 4, schema version 1.
+"""The trace as Spark sees it: docs/interfaces.md §4, schema version 1.
 
 The schema is explicit (never inferred): a JSON line with a missing field gets
 null, and a Parquet file written by any tool is cast to these types on load.
@@ -27,7 +27,7 @@ TRACE_SCHEMA = StructType([
 
 COLUMNS: tuple[str, ...] = tuple(f.name for f in TRACE_SCHEMA.fields)
 
-# Event names (CONTRACTS section 4).
+# Event names (docs/interfaces.md §4).
 SEND = "send"
 RECV = "recv"
 DUP = "dup"

@@ -15,7 +15,7 @@ A sweep file (TOML) names scenarios, seeds and a grid of parameters::
 
 Every combination (scenario x seed x grid point) is one task. A task writes
 the scenario with its parameters applied, runs ``m2mc sim SCENARIO --seed N
---out DIR`` (CONTRACTS section 3; or ``command``) into ``OUT/runs/<task>/``, and
+--out DIR`` (docs/interfaces.md §3; or ``command``) into ``OUT/runs/<task>/``, and
 records the parameters in that run's ``run.json``. Then the whole set is analysed. A failed
 simulation is reported with its seed; it does not stop the others.
 """

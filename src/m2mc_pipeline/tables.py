@@ -33,7 +33,7 @@ from m2mc_pipeline.schema import (
 )
 from m2mc_pipeline.session import small_frame
 
-# "<pid>:<seqno>" (CONTRACTS section 4): origin and sequence number of a message.
+# "<pid>:<seqno>" (docs/interfaces.md §4): origin and sequence number of a message.
 _MID = r"^(.*):([0-9]+)$"
 
 

@@ -131,7 +131,7 @@ def test_a_member_cut_off_longer_than_the_retention_reports_what_it_lost() -> No
     assert len(net.delivered["c"][G]) == 6 + 4
     rows = trace_rows(net)
     found = check(rows)
-    # A skip is a loss for a member (CONTRACTS section 5): the checks see each one.
+    # A skip is a loss for a member (docs/interfaces.md §5): the checks see each one.
     assert len(found["lost"]) == during and all(line.startswith("c ") for line in found["lost"])
     assert not any(found[k] for k in ("duplicated", "unexpected", "sb_order"))
 

@@ -1,6 +1,6 @@
 """Total order under partitions of any length, sequencer crashes, loss and churn,
 in the simulator: on every seed, nothing is lost, duplicated, unexpected or
-misordered (tests/group/tracecheck.py, the CONTRACTS section 5 checks), and every
+misordered (tests/group/tracecheck.py, the docs/interfaces.md §5 checks), and every
 member delivers the group's messages in one order.
 
 The bug these pin down: before the sequencing log was committed by majorities,

@@ -1,4 +1,4 @@
-"""A small pure-Python version of the CONTRACTS section 5 checks, for fast tests
+"""A small pure-Python version of the docs/interfaces.md §5 checks, for fast tests
 of the group layer (the PySpark pipeline is the reference; this mirrors its
 definitions in docs/pipeline.md).
 

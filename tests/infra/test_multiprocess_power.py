@@ -3,7 +3,7 @@ of which has a ``data_dir``. That member is killed with SIGKILL mid-stream and
 started again on its ``data_dir`` (in another cell): it resumes its membership,
 delivers everything sequenced while it was a member (what it missed while dead
 comes by NACK), numbers its new messages after the old ones, and the trace of the
-whole run passes the checks of CONTRACTS section 5 (``m2mc analyze`` when Spark is
+whole run passes the checks of docs/interfaces.md §5 (``m2mc analyze`` when Spark is
 installed)."""
 
 from __future__ import annotations

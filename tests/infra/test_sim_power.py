@@ -2,7 +2,7 @@
 switched off during traffic (a crash: whatever they had not saved is gone) and come
 back, one of them in another cell. Each resumes its membership, and every member
 delivers every message once, in one total order (seeds/001 P1, P2, P4-P6 on the
-trace; CONTRACTS section 5 by ``m2mc analyze`` over seeds 1-20)."""
+trace; docs/interfaces.md §5 by ``m2mc analyze`` over seeds 1-20)."""
 
 from __future__ import annotations
 

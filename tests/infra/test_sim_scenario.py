@@ -59,7 +59,7 @@ def test_the_stack_checks_its_parameters() -> None:
 
 
 def test_same_seed_same_trace(tmp_path: Path) -> None:
-    """CONTRACTS section 3: the same scenario and seed give byte-identical trace files."""
+    """docs/interfaces.md §3: the same scenario and seed give byte-identical trace files."""
     import hashlib
 
     data = tomllib.loads(SCENARIO.read_text())

@@ -1,4 +1,4 @@
-"""A Spark-free check of an infrastructure-mode trace directory (CONTRACTS section 5:
+"""A Spark-free check of an infrastructure-mode trace directory (docs/interfaces.md §5:
 unexpected, duplicated, lost, total_order), for tests and the evidence script."""
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ GROUP, PORT = "239.255.90.19", 47019
 SEND = 30
 ORDERS = ["sb", "causal", "fifo", "total"]
 # A FIFO group delivers a reply before its parent when they come from different senders,
-# which the pipeline's sb_order check (CONTRACTS 5: "applies to every group") counts as a
+# which the pipeline's sb_order check (docs/interfaces.md §5: "applies to every group") counts as a
 # violation. Reported to the group layer; until it holds replies for their parents, the
 # FIFO group here sends no replies.
 REPLY_ORDERS = ["sb", "causal", "total"]

@@ -1,4 +1,4 @@
-"""Causal broadcast ordering with vector clocks (CONTRACTS §6)."""
+"""Causal broadcast ordering with vector clocks (docs/interfaces.md §6)."""
 
 from __future__ import annotations
 

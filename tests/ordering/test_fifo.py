@@ -124,7 +124,7 @@ def reply(text: str, parent: str) -> Message:
 
 
 def test_fifo_keeps_s_b_a_reply_waits_for_the_message_it_answers() -> None:
-    # CONTRACTS section 5: sb_order applies to every group, FIFO ones included.
+    # docs/interfaces.md §5: sb_order applies to every group, FIFO ones included.
     o = FifoOrder()
     assert o.receive(reply("B:1", "A:1")) == []  # B's first message answers A:1
     assert o.missing() == [MessageId("A", 1)]

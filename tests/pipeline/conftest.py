@@ -30,7 +30,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 class Trace:
-    """Hand-made trace events of one run, written as CONTRACTS section 4 JSON lines."""
+    """Hand-made trace events of one run, written as docs/interfaces.md §4 JSON lines."""
 
     def __init__(self, run: str) -> None:
         self.run = run

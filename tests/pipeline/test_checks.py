@@ -1,4 +1,4 @@
-"""Every check of CONTRACTS section 5 on hand-made traces with known violations.
+"""Every check of docs/interfaces.md §5 on hand-made traces with known violations.
 
 One trace directory holds several runs; each run shows one case. The whole set
 goes through ``m2mc analyze`` once (exit status 1: there are violations), and

@@ -1,6 +1,6 @@
 """Clean simulator traces through Spark: the group layer under each ordering (S_b,
 causal, FIFO, total) and infrastructure mode, on a lossy network with a crash and a
-restart, must pass every check of CONTRACTS section 5, and the repair, catch-up and
+restart, must pass every check of docs/interfaces.md §5, and the repair, catch-up and
 overhead metrics must have something to say about them.
 
 The simulations are small (four members, 60 messages, 20 s of virtual time, under a

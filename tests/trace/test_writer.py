@@ -1,4 +1,4 @@
-"""Trace writers: JSONL rows exactly as CONTRACTS section 4, buffering, Parquet, run.json."""
+"""Trace writers: JSONL rows exactly as docs/interfaces.md §4, buffering, Parquet, run.json."""
 
 from __future__ import annotations
 

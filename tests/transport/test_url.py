@@ -1,4 +1,4 @@
-"""Channel URLs of CONTRACTS section 2: what parses, what fails, with one-line errors."""
+"""Channel URLs of docs/interfaces.md §2: what parses, what fails, with one-line errors."""
 
 from __future__ import annotations
 

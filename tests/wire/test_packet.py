@@ -1,4 +1,4 @@
-"""The M2MP packet is bit-exact to CONTRACTS section 1 / seeds/002 section 5."""
+"""The M2MP packet is bit-exact to docs/interfaces.md §1 / seeds/002 section 5."""
 
 from __future__ import annotations
 

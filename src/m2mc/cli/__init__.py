@@ -1,4 +1,4 @@
-"""The ``m2mc`` command (CONTRACTS section 3).
+"""The ``m2mc`` command (docs/interfaces.md §3).
 
 Each subcommand lives in its own module exposing ``register(subparsers)``, which
 adds a parser whose ``func`` default takes the parsed namespace and returns the

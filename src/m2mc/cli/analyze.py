@@ -1,4 +1,4 @@
-"""``m2mc analyze DIR... --out DIR [--master URL]`` (CONTRACTS section 3).
+"""``m2mc analyze DIR... --out DIR [--master URL]`` (docs/interfaces.md §3).
 
 Verifies and measures traces with the PySpark pipeline (m2mc_pipeline), which
 is imported only when the command runs: ``import m2mc`` never loads pyspark.
@@ -16,7 +16,7 @@ from typing import Any
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "analyze", help="verify and measure traces with the PySpark pipeline",
-        description="Verify (CONTRACTS section 5) and measure the traces under each DIR; "
+        description="Verify (docs/interfaces.md §5) and measure the traces under each DIR; "
                     "write verify.json, metrics.json, report.html and Parquet tables "
                     "under --out. Exit 1 when any check finds a violation.")
     p.add_argument("dirs", nargs="+", metavar="DIR",

@@ -90,7 +90,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--demo", action="store_true",
                    help="use a simulated group in this process instead of the network")
     p.add_argument("--trace-dir", type=Path, metavar="DIR",
-                   help="write this participant's trace events (CONTRACTS section 4) to "
+                   help="write this participant's trace events (docs/interfaces.md §4) to "
                         "DIR/<device id>.jsonl, for 'm2mc analyze' (ad hoc mode)")
     p.add_argument("--run-id", default="", metavar="ID",
                    help="with --trace-dir: the trace's run column")

@@ -1,4 +1,4 @@
-"""``m2mc daemon [--port P] [--channel URL]`` (CONTRACTS section 3; seeds/002 section 3).
+"""``m2mc daemon [--port P] [--channel URL]`` (docs/interfaces.md §3; seeds/002 section 3).
 
 Serves the local processes that use ``daemon://127.0.0.1:P`` and connects them
 to the external channel. Once listening it prints one line on stderr:

@@ -1,4 +1,4 @@
-"""``m2mc demo [--out DIR]``: the end-to-end tour (CONTRACTS section 3).
+"""``m2mc demo [--out DIR]``: the end-to-end tour (docs/interfaces.md §3).
 
 The tour is :data:`STEPS`, a list of ``(name, function)``; each function takes
 the :class:`DemoContext` and returns a :class:`StepResult`. Later features add

@@ -1,4 +1,4 @@
-"""``m2mc listen [--channel URL] [--prefix HEX] [--count N] [--timeout S]`` (CONTRACTS 3).
+"""``m2mc listen [--channel URL] [--prefix HEX] [--count N] [--timeout S]`` (docs/interfaces.md §3).
 
 Prints one JSON object per line for each message received:
 ``{"id": <message id>, "len": <bytes>, "sha256": "<hex>", "head": "<hex of first 16 bytes>"}``;

@@ -1,4 +1,4 @@
-"""``m2mc send [--channel URL] [--redundancy N] [--file PATH]`` (CONTRACTS section 3).
+"""``m2mc send [--channel URL] [--redundancy N] [--file PATH]`` (docs/interfaces.md §3).
 
 Sends stdin (or the file) as one M2MP message, then prints one JSON line:
 ``{"id": <message id>, "len": <bytes>, "sha256": "<hex>"}``. ``--iface NAME``

@@ -1,6 +1,6 @@
-"""``m2mc sim SCENARIO.toml --seed N --out DIR`` (CONTRACTS section 3).
+"""``m2mc sim SCENARIO.toml --seed N --out DIR`` (docs/interfaces.md §3).
 
-Runs a deterministic simulation and writes the trace (CONTRACTS section 4)
+Runs a deterministic simulation and writes the trace (docs/interfaces.md §4)
 under DIR. Prints one JSON object: run id, seed, every drawn parameter (swarm
 mode), the counters (events, deliveries, drops by reason, crashes, ...) and the
 messages sent per group. The same scenario and seed give byte-identical files.

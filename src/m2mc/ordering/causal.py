@@ -1,4 +1,4 @@
-"""Causal broadcast ordering with vector clocks (CONTRACTS §6).
+"""Causal broadcast ordering with vector clocks (docs/interfaces.md §6).
 
 A message from ``j`` carries ``vclock`` with ``vclock[j] == seq`` and, for every
 other ``k``, ``vclock[k]`` = how many of ``k``'s messages ``j`` had delivered

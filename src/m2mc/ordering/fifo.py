@@ -25,7 +25,7 @@ class FifoOrder(CoreBase):
 
     A message is delivered when it is its sender's next (``seq == count + 1``) and
     its parent has been delivered (or is the root). The second condition makes the
-    ``sb_order`` guarantee of CONTRACTS section 5 hold in FIFO groups too: a reply
+    ``sb_order`` guarantee of docs/interfaces.md §5 hold in FIFO groups too: a reply
     from one sender never overtakes the message of another sender it answers.
     Honest histories never deadlock: a reply's parent was delivered at its sender
     before the reply was sent, so it can never depend on a later message.

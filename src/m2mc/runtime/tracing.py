@@ -1,4 +1,4 @@
-"""Trace events of a real run (CONTRACTS section 4): ``<trace_dir>/<pid>.jsonl``
+"""Trace events of a real run (docs/interfaces.md §4): ``<trace_dir>/<pid>.jsonl``
 (``<pid>.1.jsonl``, ... for later incarnations of the same process)
 with ``t`` in wall-clock seconds, so traces of several processes line up.
 

@@ -1,4 +1,4 @@
-"""Trace schema version 1 (CONTRACTS section 4): one row per event.
+"""Trace schema version 1 (docs/interfaces.md §4): one row per event.
 
 Both drivers (asyncio runtime, simulator) and every protocol core produce
 :class:`TraceEvent` values; a :class:`TraceSink` stores them. Cores never write

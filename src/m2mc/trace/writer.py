@@ -1,4 +1,4 @@
-"""Trace writers (CONTRACTS section 4): buffered JSON Lines, optional Parquet, ``run.json``.
+"""Trace writers (docs/interfaces.md §4): buffered JSON Lines, optional Parquet, ``run.json``.
 
 Both drivers use these: the asyncio runtime (wall-clock ``t``) and the simulator
 (virtual ``t``). Writing never blocks the protocol for long: events are kept in

@@ -1,4 +1,4 @@
-"""``udp://`` channel: unicast to a fixed list of peers (CONTRACTS section 2).
+"""``udp://`` channel: unicast to a fixed list of peers (docs/interfaces.md §2).
 
 Each datagram goes to every peer, except our own bound address if it is in the
 list, so nothing loops back and the M2MP flow control is off on this channel.

@@ -1,4 +1,4 @@
-"""Channel URLs (CONTRACTS section 2): parse them, and open the channel they name.
+"""Channel URLs (docs/interfaces.md §2): parse them, and open the channel they name.
 
 Every mistake raises :class:`ConfigError` with one line naming the URL and the fault.
 Parsing is pure: ``iface=`` is an IPv4 address or an interface name whose spelling
@@ -74,7 +74,7 @@ class _Bad(Exception):
 
 
 def parse_channel_url(url: str) -> ChannelSpec:
-    """Parse a channel URL of CONTRACTS section 2; raise ConfigError if it is not one."""
+    """Parse a channel URL of docs/interfaces.md §2; raise ConfigError if it is not one."""
     if not isinstance(url, str):
         raise ConfigError(f"bad channel URL {url!r}: not a string")
     try:

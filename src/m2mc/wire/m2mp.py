@@ -113,7 +113,7 @@ class M2MPStats:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 
-_HEADER = struct.Struct(">II")  # message ID, last flag + fragment number (CONTRACTS 1)
+_HEADER = struct.Struct(">II")  # message ID, last flag + fragment number (docs/interfaces.md §1)
 _unpack_header = _HEADER.unpack_from
 _pack_header = _HEADER.pack
 _header_of = itemgetter(slice(None, HEADER_SIZE))  # a packet's first 8 bytes, in C

@@ -1,6 +1,6 @@
 """The M2MP packet: 4-byte message ID, 1-bit last flag + 31-bit fragment number, fragment.
 
-Bit-exact to CONTRACTS section 1 and seeds/002 section 5 ("Packet Format").
+Bit-exact to docs/interfaces.md §1 and seeds/002 section 5 ("Packet Format").
 """
 
 from __future__ import annotations

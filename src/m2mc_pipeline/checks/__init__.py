@@ -1,4 +1,4 @@
-"""The checks of CONTRACTS section 5, one module per family."""
+"""The checks of docs/interfaces.md §5, one module per family."""
 
 from __future__ import annotations
 

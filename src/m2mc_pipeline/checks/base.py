@@ -23,7 +23,7 @@ EXAMPLES = 5
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
-    """One entry of verify.json's ``checks`` (CONTRACTS section 5)."""
+    """One entry of verify.json's ``checks`` (docs/interfaces.md §5)."""
 
     name: str
     violations: int

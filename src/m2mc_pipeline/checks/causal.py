@@ -1,4 +1,4 @@
-"""``causal_order`` (CONTRACTS section 5), with happened-before taken from the trace.
+"""``causal_order`` (docs/interfaces.md §5), with happened-before taken from the trace.
 
 The protocol's vector clocks are not trusted. A message m sent by s depends on
 everything s had delivered, and everything s had sent, before it sent m

@@ -1,4 +1,4 @@
-"""Delivery checks of CONTRACTS section 5: ``unexpected``, ``duplicated``, ``lost``.
+"""Delivery checks of docs/interfaces.md §5: ``unexpected``, ``duplicated``, ``lost``.
 
 A message is identified by ``(run, group, mid)``. Definitions (docs/pipeline.md):
 

@@ -1,4 +1,4 @@
-"""``fifo_order`` (CONTRACTS section 5), for groups whose order is ``fifo``.
+"""``fifo_order`` (docs/interfaces.md §5), for groups whose order is ``fifo``.
 
 Per sender, a node delivers that sender's messages in increasing sequence
 number: with mid ``"<pid>:<seqno>"``, each first delivery at node n of a

@@ -1,4 +1,5 @@
-"""``sb_order`` (CONTRACTS section 5, seeds/003 III): a child is never delivered before its parent.
+"""``sb_order`` (docs/interfaces.md §5, seeds/003 III): a child is never delivered before
+its parent.
 
 It applies to every group, whatever ordering the group asked for. For each
 first delivery of a message m whose parent p is not the root (``""`` or null),

@@ -1,4 +1,4 @@
-"""``total_order`` (CONTRACTS section 5), for groups whose order is ``total``.
+"""``total_order`` (docs/interfaces.md §5), for groups whose order is ``total``.
 
 Total order means every pair of nodes delivers the messages they both deliver
 in the same relative order. The check does not take the protocol's ``gseq`` on
