@@ -155,7 +155,7 @@ def _m2mp_encode(redundancy: int) -> Callable[[Any], list[bytes]]:
 
 
 def _m2mp_decode(datagrams: list[bytes]) -> tuple[int, bytes]:
-    layer = M2MPLayer(M2MPConfig(flow_control=False))
+    layer = M2MPLayer(M2MPConfig(flow_control=False), random.Random(0))
     layer.add_filter(b"")
     layer.receive_datagrams(datagrams, 0.0)
     got = [e for e in layer.events() if isinstance(e, MessageReceived)]

@@ -6,7 +6,7 @@ its sends all go through, the receivers get everything, and the node still takes
 what the others send. Unread own copies have a bound of their own
 (``max_queued_own_bytes``, the oldest dropped past it), and ``deliver_own=False``
 does not hand them back at all, while the trace still records the sender's delivery
-(the CONTRACTS section 5 checks stay clean).
+(the docs/interfaces.md §5 checks stay clean).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 -- m2mc.lua: Wireshark dissectors for m2mc (docs/wireshark.md).
 --
---   m2mp        M2MP packets over UDP (CONTRACTS section 1, docs/m2mp.md): message id,
+--   m2mp        M2MP packets over UDP (docs/interfaces.md §1, docs/m2mp.md): message id,
 --               last flag, fragment number, payload; the fragments of one message are
 --               reassembled and the message handed on.
 --   m2mc        M2MC group messages (src/m2mc/group/codec.py, docs/group.md): every kind.
