@@ -222,6 +222,8 @@ def group_bodies() -> list[tuple[str, str, bytes, gc.Body]]:
         ("STATUS.total", "a total-order member's status: its log state and commit point",
          TAG, gc.Status("bob", 2, {"alice": 4}, MEMBERS, gc.LogState(2, "alice", 2, "alice", 18),
                         17)),
+        ("STATUS.named", "an S_b member's status carrying its own display name",
+         TAG, gc.Status("alice", 5, {"alice": 5}, MEMBERS, None, 0, "Alice")),
         ("NACK", "bob asks for alice:3-5 and alice:9, and positions 12-14",
          TAG, gc.Nack("bob", {"alice": [(3, 5), (9, 9)]}, [(12, 14)])),
         ("SYNC_REQ", "catch-up request number 2 with the digest of what the requester holds",
@@ -230,6 +232,8 @@ def group_bodies() -> list[tuple[str, str, bytes, gc.Body]]:
          TAG, gc.SyncResp("bob", "dave", 2, [q], 0)),
         ("JOIN", "dave joins (membership version 3) an S_b group described 'threaded chat'",
          TAG, gc.Join("dave", 3, "sb", "threaded chat")),
+        ("JOIN.named", "dave joins under the display name 'Dave D.'",
+         TAG, gc.Join("dave", 3, "sb", "threaded chat", "Dave D.")),
         ("LEAVE", "dave leaves (membership version 4)",
          TAG, gc.Leave("dave", 4)),
         ("HANDOVER", "the sequencer of ballot (2, alice) hands over to bob at position 19",
@@ -254,6 +258,9 @@ def group_bodies() -> list[tuple[str, str, bytes, gc.Body]]:
              gc.GrpInfo(GID, "threaded chat", "sb", MEMBERS),
              gc.GrpInfo("carol/2", "team", "total", (gc.MemberEntry("carol", 1, True),),
                         keyed=True)))),
+        ("GRPS_INFO.named", "an open group whose current member alice has a display name",
+         gc.DISCOVERY_TAG, gc.GrpsInfo("bob", (
+             gc.GrpInfo(GID, "threaded chat", "sb", MEMBERS, names=(("alice", "Alice"),)),))),
     ]
 
 
