@@ -323,6 +323,21 @@ class Simulator:
         node.timer_at = tv
         heappush(self.heap, Timer(tv, next(self.seq), node, node.generation, deadline))
 
+    def rearm(self, node: SimNode) -> None:
+        """Arm ``node``'s timer from its stack's ``next_deadline`` again, sending nothing:
+        for a stack that was called directly, outside :meth:`input`."""
+        stack = node.stack
+        if stack is None:
+            return
+        deadline = stack.next_deadline()
+        if deadline is None:
+            node.timer_local = node.timer_at = None
+        elif deadline != node.timer_local:
+            tv = deadline if node.exact_clock else (deadline - node.offset) / node.rate
+            node.timer_local = deadline
+            node.timer_at = tv = max(tv, self.now)
+            heappush(self.heap, Timer(tv, next(self.seq), node, node.generation, deadline))
+
     # ------------------------------------------------ application and nodes
     def input(self, node: SimNode, call: Callable[[Any, float], Any]) -> Any:
         """``call(stack, local now)`` on ``node``'s stack, then service it (send what it
