@@ -56,11 +56,21 @@ class VirtualNet:
             "name": "virtual", "run": {"chaos": _FOREVER, "heal": 0.0},
             "stack": {"kind": "flood"}, "trace": {"enabled": False}, "domains": domains,
             "node": [{"id": "placeholder", "domain": next(iter(domains))}]}), nodes=())
-        self.domains = [d.name for d in scenario.domains]
-        self._state = Path(tempfile.mkdtemp(prefix="m2mc-vnet-"))
-        weakref.finalize(self, shutil.rmtree, self._state, True)
-        self.sim = Simulator(scenario, RngStreams(seed), run_id, None, self._state)
-        self._partitions: list[PartitionSpec] = []
+        state = Path(tempfile.mkdtemp(prefix="m2mc-vnet-"))
+        weakref.finalize(self, shutil.rmtree, state, True)
+        self._attach(Simulator(scenario, RngStreams(seed), run_id, None, state))
+
+    @classmethod
+    def around(cls, sim: Simulator) -> VirtualNet:
+        """Drive a simulator made otherwise (a scenario's, :class:`~m2mc.sim.runner.ScenarioRun`)
+        by hand: add outsiders, tap, partition, crash."""
+        net = cls.__new__(cls)
+        net._attach(sim)
+        return net
+
+    def _attach(self, sim: Simulator) -> None:
+        self.sim = sim
+        self.domains = [d.name for d in sim.network.domains]
 
     # ---------------------------------------------------------------- time
     @property
@@ -136,11 +146,9 @@ class VirtualNet:
         :meth:`heal_partitions`; replaces the partitions made before."""
         spec = PartitionSpec("symmetric", tuple(tuple(s) for s in sides), (), (), 1.0, 0.0,
                              self.sim.now, None, tuple(domains))
-        self._partitions = [spec]
-        self.sim.set_partitions(self._partitions)
+        self.sim.set_partitions([spec])
 
     def heal_partitions(self) -> None:
-        self._partitions = []
         self.sim.set_partitions([])
 
     # ---------------------------------------------------------------- outsiders
