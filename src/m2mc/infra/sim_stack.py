@@ -17,8 +17,6 @@ The scenario's one group, with ``order = "total"``, is the group of seeds/001.
   "Infrastructure mode"). Every host and member then seals every frame with it, as
   ``m2mc host --key-file`` and ``Node(infra_key=...)`` do, its counters starting at
   its boot time in virtual microseconds (a restarted node goes on above them);
-* ``outsiders`` (list of member ids, default none): members that do not hold the key
-  (they run unkeyed): what an intruder's computer in a cell does;
 * any :class:`~m2mc.infra.config.InfraConfig` field (``subscribe``,
   ``member_buffer``, ``skip_membership``, ``beacon_interval``, ``member_timeout``, ...).
 
@@ -86,9 +84,6 @@ def check_params(params: Mapping[str, Any]) -> None:
     t.number("join_after", 0.0, low=0.0)
     for name in ("key", "key_file", "passphrase", "suite"):
         t.opt_string(name)
-    outsiders = t.string_list("outsiders", [])
-    if set(outsiders) & set(hosts):
-        raise t.fail("outsiders", "lists a host (only members can be outsiders)")
     t.expect(*_CONFIG_KEYS)
     t.finish()
     infra_config(params)
@@ -314,8 +309,6 @@ def make_stack(ctx: NodeContext) -> HostSimStack | MemberSimStack:
     hosts = [str(h) for h in ctx.params.get("hosts", ())]
     ifaces = ctx.ifaces or {}
     secret = deployment_secret(ctx.params)
-    if ctx.node_id in [str(o) for o in ctx.params.get("outsiders", ())]:
-        secret = None  # an intruder: no key
 
     def wire_at(now: float) -> InfraWire:
         return node_wire(secret, ctx.node_id, cfg, now)
