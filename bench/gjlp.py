@@ -5,9 +5,9 @@ rule (every node answers at once), in the same run.
 
     .venv/bin/python bench/gjlp.py [--sizes 5,10,20,40] [--seeds 3]
 
-``n`` members are in one group on the deterministic in-process network of
-tests/group/harness.py (0.5-3 ms per copy); a newcomer starts (it advertises on
-start) and the GRPS_INFO messages sent in the next 0.5 s are counted. Prints
+``n`` members are in one group on the simulator's virtual network
+(m2mc.sim.testing, 0.5-3 ms per copy); a newcomer starts (it advertises on start)
+and the GRPS_INFO messages sent in the next 0.5 s are counted. Prints
 one JSON object: per size, the mean and max replies per join with suppression,
 and the seed's count. Target: replies per join stay a small constant as n grows.
 """
@@ -16,16 +16,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tests.group.harness import Net
+from collections.abc import Callable
 
 from m2mc.group.codec import HEADER_SIZE, Kind
 from m2mc.group.config import GroupConfig
+from m2mc.group.manager import GroupNode
+from m2mc.sim.testing import CoreStack, VirtualNet
 from m2mc.wire.packet import HEADER_SIZE as M2MP_HEADER
 
 
@@ -37,14 +36,24 @@ def replies_per_join(n: int, backoff: float, seed: int) -> int:
                 and datagram[M2MP_HEADER + 11] == Kind.GRPS_INFO):
             replies.add(datagram[:4])
 
-    net = Net(seed=seed, config=lambda: GroupConfig(adv_reply_backoff=backoff))
+    net = VirtualNet({"lan": {"delay": {"dist": "uniform", "low": 0.0005, "high": 0.003},
+                              "loopback_delay": 0.0001}}, seed=seed)
+    counting: list[Callable[[bytes], None]] = []
+
+    def start(pid: str) -> GroupNode:
+        node = GroupNode(pid, rng=random.Random(f"{seed}/{pid}/{net.now}"),
+                         config=GroupConfig(adv_reply_backoff=backoff))
+        net.add(pid, lambda ctx: CoreStack(node, drain=lambda core: core.events(),
+                                           on_send=lambda d: [count(d) for count in counting]))
+        return node
+
     for i in range(n):
         pid = f"p{i:03d}"
-        net.add(pid)
-        net.do(pid, lambda node: node.join_group("room", net.now, order="sb"))
+        start(pid)
+        net.call(pid, lambda stack, now: stack.core.join_group("room", now, order="sb"))
     net.run(1.0)
-    net.counter = counter
-    newcomer = net.add("zz")
+    counting.append(counter)
+    newcomer = start("zz")
     net.run(0.5)
     if newcomer.group_info("room") is None:
         raise SystemExit(f"n={n} seed={seed}: the newcomer did not discover the group")

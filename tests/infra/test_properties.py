@@ -54,8 +54,10 @@ def test_p1_to_p7_across_a_coordinator_crash(ext: str) -> None:
 @given(seed=st.integers(0, 10_000), ext=st.sampled_from(sorted(EXTENSIONS)),
        loss=st.sampled_from([0.0, 0.1, 0.3]), crash=st.booleans())
 # A 4.1 gateway with no members frees its tables, then wins the election after the
-# crash: it must take back the committed, not yet stable copies other hosts kept.
-@example(seed=658, ext="subscribe", loss=0.3, crash=True)
+# crash: it must take back the committed, not yet stable copies other hosts kept
+# (found as seed 658 on the tests' first network; on the simulator's network seed 26
+# is such a run: without ReplicaLog.backfill it never sequences every send).
+@example(seed=26, ext="subscribe", loss=0.3, crash=True)
 def test_properties_hold_for_random_runs(seed: int, ext: str, loss: float, crash: bool) -> None:
     net = Net(seed=seed, loss=loss, cfg=InfraConfig(**EXTENSIONS[ext]))  # type: ignore[arg-type]
     run_workload(net, members=6, rounds=60, p_move=0.05, crash_at=30 if crash else None)

@@ -19,6 +19,7 @@ from m2mc.infra.host import HostCore, HostIdentity
 from m2mc.infra.ids import Epoch, MemberId
 from m2mc.infra.wire import INFRA_KEY_CONTEXT, SEALED_MAGIC, InfraWire, claimed_sender
 from m2mc.security.auth import GroupAuth
+from m2mc.sim.testing import Arrival
 
 KEY = bytes(range(32))
 OTHER_KEY = bytes(range(1, 33))
@@ -196,21 +197,16 @@ def test_recorded_frames_replayed_are_refused() -> None:
     net = keyed_net()
     up: list[tuple[str, str, bytes]] = []
     down: list[tuple[str, bytes]] = []
-    orig_cell, orig_member = net._host_cell, net._member_cell
 
-    def tap_up(h: str, node: str, data: bytes) -> None:
-        up.append((h, node, data))
-        orig_cell(h, node, data)
+    def tap(frame: Arrival) -> None:  # what reached a gateway's uplink, or a member
+        if frame.node.id in net.hosts and frame.src.id in net.members:
+            up.append((frame.node.id, frame.src.id, frame.data))
+        elif frame.node.id in net.members:
+            down.append((frame.node.id, frame.data))
 
-    def tap_down(h: str, node: str, data: bytes) -> None:
-        down.append((node, data))
-        orig_member(h, node, data)
-
-    net._host_cell = tap_up  # type: ignore[method-assign]
-    net._member_cell = tap_down  # type: ignore[method-assign]
-    net.send("M0", b"once")
-    net.run_until(net.now + 1.0)
-    net._host_cell, net._member_cell = orig_cell, orig_member  # type: ignore[method-assign]
+    with net.tapped(tap):
+        net.send("M0", b"once")
+        net.run_until(net.now + 1.0)
     assert up and down
     delivered = {n: len(log.delivered) for n, log in net.logs.items()}
     for h, node, data in up:
@@ -234,17 +230,14 @@ def test_a_backbone_frame_replayed_to_another_host_is_refused() -> None:
     assert master is not None
     a, b = (h for h in net.host_ids if h != master)
     sent: list[tuple[str, bytes]] = []
-    orig = net._backbone
 
-    def tap(src: str, dst: str, data: bytes) -> None:
-        if src == master:
-            sent.append((dst, data))
-        orig(src, dst, data)
+    def tap(frame: Arrival) -> None:  # what the master's backbone frames brought
+        if frame.src.id == master and frame.node.id in net.hosts:
+            sent.append((frame.node.id, frame.data))
 
-    net._backbone = tap  # type: ignore[method-assign]
-    net.send("M0", b"x")
-    net.run_until(net.now + 0.5)
-    net._backbone = orig  # type: ignore[method-assign]
+    with net.tapped(tap):
+        net.send("M0", b"x")
+        net.run_until(net.now + 0.5)
     for_a = [data for dst, data in sent if dst == a and data[3] > 0]  # sealed for a
     assert for_a
     for data in for_a:

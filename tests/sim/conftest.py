@@ -1,14 +1,23 @@
-"""Helpers for simulator tests: probe stacks that record what the network did."""
+"""Helpers for simulator tests: probe stacks that record what the network did, and
+the ``basic`` stack (basic_stack.py: M2MP and the ordering cores alone)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from m2mc.sim.node import NodeContext, Outgoing, register_stack
+
+HERE = str(Path(__file__).parent)
+if HERE not in sys.path:  # pytest runs with --import-mode=importlib
+    sys.path.insert(0, HERE)
+
+import basic_stack  # noqa: E402, F401  (registers [stack] kind = "basic")
 
 PROBES: dict[str, Any] = {}
 

@@ -1,4 +1,5 @@
-"""The basic stack: real M2MP + ordering cores in the simulator, and the trace it writes."""
+"""The basic stack (tests/sim/basic_stack.py): real M2MP + ordering cores in the
+simulator, and the trace it writes."""
 
 from __future__ import annotations
 
@@ -152,7 +153,8 @@ def test_unknown_stack_parameter_is_named() -> None:
 def _stack(tmp_path: Path) -> Any:
     import random
 
-    from m2mc.sim.basic_stack import BasicStack
+    from basic_stack import BasicStack
+
     from m2mc.sim.node import GroupSpec, NodeContext
     from m2mc.trace.schema import ListSink
 
@@ -168,8 +170,8 @@ def _stack(tmp_path: Path) -> Any:
 @settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_malformed_group_messages_are_counted_never_raised(tmp_path: Path, tail: bytes) -> None:
     import msgpack
+    from basic_stack import group_prefix
 
-    from m2mc.sim.basic_stack import group_prefix
     from m2mc.wire.packet import fragments
 
     stack = _stack(tmp_path)

@@ -42,6 +42,24 @@ def with_value(path: str, value: Any) -> dict[str, Any]:
     return data
 
 
+def test_a_scenario_without_a_stack_runs_the_group_layer(tmp_path: Path) -> None:
+    import json
+
+    from m2mc.sim import run_scenario
+
+    data = base()
+    del data["stack"]
+    assert load_scenario(data).stack_kind == "group"
+    data["groups"] = [{"name": "g", "order": "total", "rate": 10.0, "messages": 20}]
+    result = run_scenario(data, 1, tmp_path)
+    assert json.loads((tmp_path / "run.json").read_text())["stack"] == "group"
+    rows = [json.loads(line) for f in sorted((tmp_path / "trace").glob("*.jsonl"))
+            for line in f.read_text().splitlines()]
+    # total order is the group layer's (MOP), and its repair (NACKs) makes up for the loss
+    assert {r["order"] for r in rows if r["event"] == "deliver"} == {"total"}
+    assert sum(r["event"] == "deliver" for r in rows) >= 2 * result.sent["g"]
+
+
 def test_base_scenario_is_valid_and_parsed() -> None:
     sc = load_scenario(base())
     assert [n.id for n in sc.nodes] == ["n0", "n1", "n2"]

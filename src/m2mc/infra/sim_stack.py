@@ -12,8 +12,20 @@ The scenario's one group, with ``order = "total"``, is the group of seeds/001.
 * ``join_after`` (seconds, default 0): members join this long after their first
   boot (so that the hosts' first election sees no load and a scenario knows which
   host is the first coordinator: the first one listed);
+* ``key`` (hex/base64 text), ``key_file`` (a path, from the working directory) or
+  ``passphrase``, and ``suite``: the deployment key (docs/security.md,
+  "Infrastructure mode"). Every host and member then seals every frame with it, as
+  ``m2mc host --key-file`` and ``Node(infra_key=...)`` do, its counters starting at
+  its boot time in virtual microseconds (a restarted node goes on above them);
 * any :class:`~m2mc.infra.config.InfraConfig` field (``subscribe``,
   ``member_buffer``, ``skip_membership``, ``beacon_interval``, ``member_timeout``, ...).
+
+A node is driven as the asyncio drivers drive it (infra_runtime/host_driver.py,
+member_driver.py): frames go in through the core's wire (``receive_backbone``,
+``receive_cell``, ``MemberCore.receive_frame``, whose origin is the sending node:
+a gateway beacons from its uplink, which is its node id here) and come out sealed
+(``HostCore.drain``, ``MemberCore.drain_frames``, sent to the uplink address the
+beacons named). What a wire refuses is counted in the core's stats.
 
 A host keeps its incarnation number in ``durable_dir``; a member keeps its saved
 state there (``infra-member.sqlite3``, docs/infra.md "Switch-off and power-on"): a
@@ -30,22 +42,27 @@ host; the answer is the host's ``elect`` trace event with ``phase = "admin"``.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from m2mc.core import carry_out
-from m2mc.errors import BufferFullError, ConfigError, DecodeError, UsageError
+from m2mc.errors import BufferFullError, ConfigError, UsageError
 from m2mc.infra import messages as msg
-from m2mc.infra.codec import decode, encode
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.host import ADMIN, HostCore, HostIdentity
-from m2mc.infra.member import Delivered, MemberCore, MoveRequest, Phase
-from m2mc.infra.persist import decode_saved
+from m2mc.infra.member import Delivered, MemberCore, MemberEvent, MoveRequest, Phase, Uplink
+from m2mc.infra.persist import MemberStore, decode_saved
+from m2mc.infra.wire import INFRA_KEY_CONTEXT, InfraWire, sealing_auth
+from m2mc.security.auth import counter_start_at
+from m2mc.security.keys import GroupKey, GroupSecret
 from m2mc.sim.node import NodeContext, Outgoing, register_stack
 from m2mc.sim.schema import Table
 from m2mc.store.infra_member import FILE_NAME, SqliteMemberStore
+from m2mc.trace.schema import NullSink, TraceSink
+
+WireAt = Callable[[float], InfraWire]  # the wire of a node booting at that time
 
 WIRED = "wired"
 RADIO = "radio"
@@ -67,9 +84,31 @@ def check_params(params: Mapping[str, Any]) -> None:
     if not hosts:
         raise t.fail("hosts", "must list at least one host")
     t.number("join_after", 0.0, low=0.0)
+    for name in ("key", "key_file", "passphrase", "suite"):
+        t.opt_string(name)
     t.expect(*_CONFIG_KEYS)
     t.finish()
     infra_config(params)
+    deployment_secret(params)  # a missing key file or a bad key shows at load time
+
+
+def deployment_secret(params: Mapping[str, Any]) -> GroupSecret | None:
+    """The scenario's deployment key, resolved (None: an unkeyed deployment)."""
+    try:
+        source = GroupKey.of(params.get("key"), key_file=params.get("key_file"),
+                             passphrase=params.get("passphrase"), suite=params.get("suite"))
+        return None if source is None else source.resolve(INFRA_KEY_CONTEXT)
+    except ConfigError as exc:
+        raise ConfigError(f"stack: {exc}") from None
+
+
+def node_wire(secret: GroupSecret | None, node: str, cfg: InfraConfig, now: float) -> InfraWire:
+    """The wire of ``node`` booting at ``now``: sealed under ``secret``, or plain."""
+    if secret is None:
+        return InfraWire()
+    return InfraWire(sealing_auth(secret, node, counter_start_at(max(now, 0.0)),
+                                  replay_window=cfg.replay_window,
+                                  max_senders=cfg.max_auth_senders))
 
 
 def _read_int(path: Path, default: int) -> int:
@@ -80,20 +119,18 @@ def _read_int(path: Path, default: int) -> int:
 
 
 class HostSimStack:
-    """A host: gateway of its cell, replica, voter, coordinator when elected."""
+    """A host: gateway of its cell, replica, voter, coordinator when elected.
 
-    def __init__(self, ctx: NodeContext, cfg: InfraConfig, hosts: Sequence[str]) -> None:
-        self.ctx = ctx
-        path = ctx.durable_dir / "incarnation"
-        incarnation = _read_int(path, -1) + 1
-        path.write_text(str(incarnation))
-        cell = (ctx.ifaces or {}).get(RADIO) or ""
-        ident = HostIdentity(ctx.node_id, "127.0.0.1", 7100 + list(hosts).index(ctx.node_id),
-                             cell=cell, uplink=ctx.node_id)
-        self.core = HostCore(ident, cfg, ctx.rng, expected_hosts=len(hosts), trace=ctx.trace,
-                             run_id=ctx.run_id,
-                             group=ctx.groups[0].name if ctx.groups else "infra",
-                             incarnation=incarnation)
+    ``on_admin(client, frame)`` (if given) takes the answers to operators' requests;
+    without it they are only in the trace (the host's ``elect`` events). ``wire_at``
+    (if given) makes the core's wire when it starts (sealing counters begin then)."""
+
+    def __init__(self, core: HostCore, *,
+                 on_admin: Callable[[str, bytes], None] | None = None,
+                 wire_at: WireAt | None = None) -> None:
+        self.core = core
+        self.on_admin = on_admin
+        self.wire_at = wire_at
         self._requests = 0
 
     def app_admin(self, action: str, target: str, now: float) -> None:
@@ -102,6 +139,8 @@ class HostSimStack:
         self.core.admin("schedule", self._requests, op, target, now)
 
     def start(self, now: float) -> None:
+        if self.wire_at is not None:
+            self.core.wire = self.wire_at(now)
         self.core.start(now)
 
     def receive(self, iface: str, src: str, datagram: bytes, now: float) -> None:
@@ -117,8 +156,14 @@ class HostSimStack:
         return self.core.next_deadline()
 
     def datagrams_to_send(self, now: float) -> list[Outgoing]:
-        return [Outgoing(WIRED if s.link == "backbone" else RADIO, s.dest, s.data)
-                for s in self.core.drain(now) if s.link != ADMIN]  # answers: in the trace
+        out: list[Outgoing] = []
+        for s in self.core.drain(now):
+            if s.link == ADMIN:
+                if self.on_admin is not None:
+                    self.on_admin(s.dest or "", s.data)
+            else:
+                out.append(Outgoing(WIRED if s.link == "backbone" else RADIO, s.dest, s.data))
+        return out
 
     def on_attach(self, iface: str, domain: str | None, now: float) -> None:
         return None
@@ -137,41 +182,59 @@ class HostSimStack:
         return None
 
 
-class MemberSimStack:
-    """A mobile member: the seeds/001 group member behind the scenario's group."""
+def make_host(ctx: NodeContext, cfg: InfraConfig, hosts: Sequence[str],
+              wire_at: WireAt) -> HostSimStack:
+    """A scenario's host: its incarnation number goes up at each boot (``durable_dir``)."""
+    path = ctx.durable_dir / "incarnation"
+    incarnation = _read_int(path, -1) + 1
+    path.write_text(str(incarnation))
+    cell = (ctx.ifaces or {}).get(RADIO) or ""
+    ident = HostIdentity(ctx.node_id, "127.0.0.1", 7100 + list(hosts).index(ctx.node_id),
+                         cell=cell, uplink=ctx.node_id)
+    return HostSimStack(HostCore(ident, cfg, ctx.rng, expected_hosts=len(hosts),
+                                 trace=ctx.trace, run_id=ctx.run_id,
+                                 group=ctx.groups[0].name if ctx.groups else "infra",
+                                 incarnation=incarnation), wire_at=wire_at)
 
-    def __init__(self, ctx: NodeContext, cfg: InfraConfig, join_after: float) -> None:
-        self.ctx = ctx
-        self.group = ctx.groups[0].name if ctx.groups else "infra"
-        self.store = SqliteMemberStore(ctx.durable_dir / FILE_NAME)
-        self.core = MemberCore(ctx.node_id, cfg, ctx.rng, group=self.group, trace=ctx.trace,
-                               run_id=ctx.run_id, store=self.store)
-        stored = self.store.load()
-        if stored is not None:  # a restart: power-on from the saved state
-            self.core.restore(decode_saved(stored))
-        self._booted = ctx.durable_dir / "booted"
-        self._join_at: float | None = None
+
+class MemberSimStack:
+    """A mobile member, driven as :class:`~m2mc.infra_runtime.member_driver.MemberDriver`
+    drives one: ``receive_frame`` in, ``drain_frames`` out to the gateway's uplink, then
+    its events. It cannot choose its cell (mobility does), so load-balancing moves and
+    "my host is silent" requests are counted (``moves_ignored``) unless ``on_events``
+    takes the events.
+
+    ``join_after`` (None: never by itself): at start, a member that resumed no
+    membership joins this many seconds later. ``wire_at`` as for a host."""
+
+    def __init__(self, core: MemberCore, *, join_after: float | None = None,
+                 on_events: Callable[[list[MemberEvent]], None] | None = None,
+                 wire_at: WireAt | None = None, store: MemberStore | None = None,
+                 trace: TraceSink | None = None) -> None:
+        self.core = core
+        self.store = store  # where take_save's commits go (None: no data_dir)
+        # where a commit's trace events go once it is durable
+        self.trace: TraceSink = NullSink() if trace is None else trace
+        self.wire_at = wire_at
+        self.group = core.group
         self.join_after = join_after
+        self.on_events = on_events
+        self._join_at: float | None = None
         self.delivered: list[str] = []
         self.moves_ignored = 0
-        self.decode_errors = 0
+
+    @property
+    def decode_errors(self) -> int:
+        return self.core.stats.decode_errors
 
     def start(self, now: float) -> None:
-        if self.ctx.groups:
-            first_boot = not self._booted.exists()
-            self._booted.write_text("1")
-            if self.core.phase in (Phase.IDLE, Phase.LEFT):  # not resumed: join (again)
-                self._join_at = now + (self.join_after if first_boot else 0.0)
+        if self.wire_at is not None:
+            self.core.wire = self.wire_at(now)
+        if self.join_after is not None and self.core.phase in (Phase.IDLE, Phase.LEFT):
+            self._join_at = now + self.join_after  # not resumed: join (again)
 
     def receive(self, iface: str, src: str, datagram: bytes, now: float) -> None:
-        try:
-            m = decode(datagram)
-        except DecodeError:
-            self.decode_errors += 1
-            return
-        if isinstance(m, msg.Beacon | msg.Normals | msg.Transfer | msg.Ack | msg.Move
-                      | msg.NotMember):
-            self.core.receive(m, now)
+        self.core.receive_frame(datagram, now, src)
 
     def on_timer(self, now: float) -> None:
         if self._join_at is not None and now >= self._join_at:
@@ -186,15 +249,23 @@ class MemberSimStack:
         return d
 
     def datagrams_to_send(self, now: float) -> list[Outgoing]:
-        events, frames = self.core.events(), self.core.drain()
+        frames = self.core.drain_frames()
+        events = self.core.events()
         # Nothing leaves before the store holds it: commit, then trace (m2mc.core).
-        carry_out(self.core.take_save(now), self.store.commit, self.ctx.trace)
+        carry_out(self.core.take_save(now), None if self.store is None else self.store.commit,
+                  self.trace)
         for ev in events:
             if isinstance(ev, Delivered):
                 self.delivered.append(ev.mid)
-            elif isinstance(ev, MoveRequest):
+            elif isinstance(ev, MoveRequest) and self.on_events is None:
                 self.moves_ignored += 1
-        return [Outgoing(RADIO, up.host, encode(up.message)) for up in frames]
+        if self.on_events is not None and events:
+            self.on_events(events)
+        return self.outgoing(frames)
+
+    def outgoing(self, frames: list[tuple[Uplink, bytes]]) -> list[Outgoing]:
+        """The frames drained, each to the gateway uplink its beacons named."""
+        return [Outgoing(RADIO, u.addr, data) for u, data in frames if u.addr]
 
     def on_attach(self, iface: str, domain: str | None, now: float) -> None:
         self.core.on_attach(domain, now)
@@ -222,17 +293,42 @@ class MemberSimStack:
                 self.core.leave(now)
 
 
+def make_member(ctx: NodeContext, cfg: InfraConfig, join_after: float,
+                wire_at: WireAt) -> MemberSimStack:
+    """A scenario's member: its saved state in ``durable_dir`` (a restart is a power-on
+    that resumes it); it joins the scenario's group ``join_after`` seconds after its
+    first boot, at once after a later one that resumed nothing."""
+    group = ctx.groups[0].name if ctx.groups else "infra"
+    store = SqliteMemberStore(ctx.durable_dir / FILE_NAME)
+    core = MemberCore(ctx.node_id, cfg, ctx.rng, group=group, trace=ctx.trace,
+                      run_id=ctx.run_id, store=store)
+    stored = store.load()
+    if stored is not None:  # a restart: power-on from the saved state
+        core.restore(decode_saved(stored))
+    joins: float | None = None
+    if ctx.groups:
+        booted = ctx.durable_dir / "booted"
+        joins = 0.0 if booted.exists() else join_after
+        booted.write_text("1")
+    return MemberSimStack(core, join_after=joins, wire_at=wire_at, store=store, trace=ctx.trace)
+
+
 def make_stack(ctx: NodeContext) -> HostSimStack | MemberSimStack:
     cfg = infra_config(ctx.params)
     hosts = [str(h) for h in ctx.params.get("hosts", ())]
     ifaces = ctx.ifaces or {}
+    secret = deployment_secret(ctx.params)
+
+    def wire_at(now: float) -> InfraWire:
+        return node_wire(secret, ctx.node_id, cfg, now)
+
     if WIRED in ifaces:
         if ctx.node_id not in hosts:
             raise ConfigError(f"stack.hosts: host {ctx.node_id!r} is not listed")
-        return HostSimStack(ctx, cfg, hosts)
+        return make_host(ctx, cfg, hosts, wire_at)
     if RADIO not in ifaces:
         raise ConfigError(f"node {ctx.node_id}: an infra node needs a {RADIO!r} interface")
-    return MemberSimStack(ctx, cfg, float(ctx.params.get("join_after", 0.0)))
+    return make_member(ctx, cfg, float(ctx.params.get("join_after", 0.0)), wire_at)
 
 
 register_stack("infra", make_stack, addressed=True, orders=("total",), check_params=check_params)

@@ -34,9 +34,11 @@ from dataclasses import dataclass
 from m2mc.errors import DecodeError
 from m2mc.infra import messages as m
 from m2mc.infra.codec import HEADER_SIZE, MAGIC, Message, decode, decode_body, encode, encode_body
-from m2mc.security.auth import GroupAuth
+from m2mc.security.auth import AuthConfig, GroupAuth
+from m2mc.security.keys import GroupSecret
 
-__all__ = ["INFRA_KEY_CONTEXT", "SEALED_MAGIC", "InfraWire", "WireStats", "claimed_sender"]
+__all__ = ["INFRA_KEY_CONTEXT", "SEALED_MAGIC", "InfraWire", "WireStats", "claimed_sender",
+           "sealing_auth"]
 
 _MAX_RECEIVER = 64
 
@@ -55,6 +57,16 @@ _BY_HOST = (m.Beacon, m.Normals, m.Transfer, m.Ack, m.Move, m.NotMember, m.Statu
 # older one look stale.
 MEMBER_LANE = 1
 _TO_MEMBERS = (m.Beacon, m.Normals, m.Transfer, m.Ack, m.Move, m.NotMember)
+
+
+def sealing_auth(secret: GroupSecret, sender: str, counter_start: int, *,
+                 replay_window: int = 1024, max_senders: int = 4096) -> GroupAuth:
+    """The sealing object of host or member ``sender`` under the resolved deployment key
+    ``secret``, its counters starting at ``counter_start`` (a driver gives the clock in
+    microseconds, so a restarted sender goes on above what it sealed before)."""
+    return GroupAuth(INFRA_KEY_CONTEXT, {secret.key_id: secret.key}, sender,
+                     config=AuthConfig(secret.suite, replay_window, max_senders),
+                     send_key_id=secret.key_id, counter_start=counter_start)
 
 
 def claimed_sender(msg: Message) -> str | None:

@@ -12,8 +12,8 @@ import time
 from typing import Any
 
 from m2mc.errors import ConfigError
-from m2mc.infra.wire import INFRA_KEY_CONTEXT, InfraWire
-from m2mc.security.auth import AuthConfig, GroupAuth, counter_start_at
+from m2mc.infra.wire import INFRA_KEY_CONTEXT, InfraWire, sealing_auth
+from m2mc.security.auth import GroupAuth, counter_start_at
 from m2mc.security.keys import GroupKey, GroupSecret
 
 __all__ = ["DeploymentKey", "deployment_auth", "deployment_wire"]
@@ -42,11 +42,9 @@ def deployment_auth(source: Any, sender: str, counter_start: int | None = None, 
     Its counter starts at ``counter_start``, by default the wall clock in microseconds
     (``counter_start_at(time.time())``), so a restarted process continues above the
     counters it used before and the others' replay windows accept it."""
-    secret = _resolve(source)
     start = counter_start_at(time.time()) if counter_start is None else counter_start
-    return GroupAuth(INFRA_KEY_CONTEXT, {secret.key_id: secret.key}, sender,
-                     config=AuthConfig(secret.suite, replay_window, max_senders),
-                     send_key_id=secret.key_id, counter_start=start)
+    return sealing_auth(_resolve(source), sender, start, replay_window=replay_window,
+                        max_senders=max_senders)
 
 
 def deployment_wire(source: Any | None, sender: str) -> InfraWire:

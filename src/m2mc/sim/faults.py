@@ -24,7 +24,8 @@ def pair_drops(spec: PartitionSpec, index: Mapping[str, int],
         side = [-1] * n_nodes
         for number, members in enumerate(spec.sides):
             for node in members:
-                side[index[node]] = number
+                if node in index:  # a node not there (yet) in a hand-driven run
+                    side[index[node]] = number
         for s in range(n_nodes):
             for d in range(n_nodes):
                 if s != d and side[s] != side[d]:
@@ -32,6 +33,8 @@ def pair_drops(spec: PartitionSpec, index: Mapping[str, int],
         return
     for a in spec.src:
         for b in spec.dst:
+            if a not in index or b not in index:
+                continue
             ia, ib = index[a], index[b]
             if ia == ib:
                 continue

@@ -10,8 +10,9 @@ reordering, from the domain's defaults or a ``[[links]]`` override. Partitions
 cut links (some or all domains). Each sending interface has a transmit queue
 (``capacity``): packets serialise at ``rate`` bytes/s and overflow drops.
 
-Hot path: per packet and receiver, a few ``random()`` calls, one tuple and one
-``heappush``. All per-link parameters are precomputed into :class:`LinkRuntime`.
+Hot path: per packet and receiver, a few ``random()`` calls, one
+:class:`~m2mc.sim.events.Arrival` and one ``heappush``. All per-link parameters are
+precomputed into :class:`LinkRuntime`.
 """
 
 from __future__ import annotations
@@ -22,12 +23,11 @@ from heapq import heappush
 from itertools import count
 from typing import TYPE_CHECKING, Any
 
+from m2mc.sim.events import Arrival, Event
 from m2mc.sim.scenario import DomainSpec, GilbertElliott, LinkParams
 
 if TYPE_CHECKING:
     from m2mc.sim.engine import SimNode
-
-ARRIVE = 0  # event kind: (t, seq, ARRIVE, dst node, dst iface index, data, src node, domain)
 
 DropHook = Callable[["SimNode", "SimNode | None", str, int, "Domain"], None]
 
@@ -75,7 +75,7 @@ class Domain:
 
 
 class Network:
-    def __init__(self, specs: tuple[DomainSpec, ...], rng: random.Random, heap: list[Any],
+    def __init__(self, specs: tuple[DomainSpec, ...], rng: random.Random, heap: list[Event],
                  seq: count[int], counters: dict[str, int], on_drop: DropHook,
                  on_packet_out: Callable[[SimNode, int, str | None, bytes, Domain], None] | None
                  ) -> None:
@@ -143,8 +143,8 @@ class Network:
             queue.append(depart)
         if dest is None:
             if dom.loopback:
-                heappush(self.heap, (depart + dom.loopback_delay, next(self.seq), ARRIVE, node,
-                                     iface, data, node, dom))
+                heappush(self.heap, Arrival(depart + dom.loopback_delay, next(self.seq), node,
+                                            iface, data, node, dom))
             link = dom.link
             if dom.cuts or dom.overrides or dom.fifo or link.burst is not None:
                 send = self._link_send
@@ -169,19 +169,19 @@ class Network:
                 if reorder and rnd() < reorder:
                     delay += rnd() * link.reorder_delay
                     self.counters["reordered"] += 1
-                heappush(heap, (depart + delay, next(seq), ARRIVE, receiver, r_iface, data, node,
-                                dom))
+                heappush(heap, Arrival(depart + delay, next(seq), receiver, r_iface, data, node,
+                                       dom))
                 if dup and rnd() < dup:
                     self.counters["duplicated"] += 1
                     again = depart + (const if const is not None else sample())
-                    heappush(heap, (again, next(seq), ARRIVE, receiver, r_iface, data, node, dom))
+                    heappush(heap, Arrival(again, next(seq), receiver, r_iface, data, node, dom))
             return
         if dest_node is None or dest_node.index not in dom.member_iface:
             self.on_drop(node, dest_node, "no_coverage", len(data), dom)
             return
         if dest_node is node:
-            heappush(self.heap, (depart + dom.loopback_delay, next(self.seq), ARRIVE, node,
-                                 iface, data, node, dom))
+            heappush(self.heap, Arrival(depart + dom.loopback_delay, next(self.seq), node,
+                                        iface, data, node, dom))
             return
         self._link_send(node, dest_node, dom.member_iface[dest_node.index], data, depart, dom)
 
@@ -220,14 +220,14 @@ class Network:
             if arrive < last:
                 arrive = last
             dom.fifo_last[key] = arrive
-        heappush(self.heap, (arrive, next(self.seq), ARRIVE, dst, dst_iface, data, src, dom))
+        heappush(self.heap, Arrival(arrive, next(self.seq), dst, dst_iface, data, src, dom))
         if link.duplicate and rnd() < link.duplicate:
             self.counters["duplicated"] += 1
             again = t + (link.delay_const if link.delay_const is not None else link.delay())
             if dom.fifo:
                 again = max(again, dom.fifo_last[(si, di)])
                 dom.fifo_last[(si, di)] = again
-            heappush(self.heap, (again, next(self.seq), ARRIVE, dst, dst_iface, data, src, dom))
+            heappush(self.heap, Arrival(again, next(self.seq), dst, dst_iface, data, src, dom))
 
 
 class _NoDomain:

@@ -128,7 +128,8 @@ class StackEntry:
 
 
 _REGISTRY: dict[str, StackEntry] = {}
-_BUILTIN_MODULES = {"basic": "m2mc.sim.basic_stack", "flood": "m2mc.sim.flood_stack"}
+_BUILTIN_MODULES = {"flood": "m2mc.sim.flood_stack", "group": "m2mc.sim.group_stack",
+                    "infra": "m2mc.infra.sim_stack"}
 
 
 def register_stack(name: str, factory: Callable[[NodeContext], Any], *,
@@ -152,8 +153,8 @@ def get_stack(name: str) -> StackEntry:
     """The registered stack ``name``.
 
     A name not registered yet is looked for by importing its module, which must
-    call :func:`register_stack`: the built-in ones, then ``m2mc.<name>.sim_stack``
-    (so ``kind = "group"`` imports ``m2mc.group.sim_stack``).
+    call :func:`register_stack`: the built-in ones (``group``, ``infra``, ``flood``),
+    then ``m2mc.<name>.sim_stack``.
     """
     if name not in _REGISTRY and name.isidentifier():
         import importlib

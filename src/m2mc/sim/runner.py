@@ -73,43 +73,93 @@ def run_scenario(scenario: Path | str | Mapping[str, Any], seed: int, out: Path,
     ``trace_packets``/``parquet``/``trace`` override the scenario's ``[trace]``
     settings when not None. Raises ConfigError for a bad scenario.
     """
-    wall = time.perf_counter()
-    spec, drawn = resolve(scenario, seed, swarm)
-    out = Path(out)
-    run_id = f"{spec.run_name or spec.name}-{seed}" + ("-swarm" if swarm else "")
-    trace_dir = out / "trace"
-    _clear_old_traces(trace_dir)
-    tracing = spec.trace.enabled if trace is None else trace
-    traces = TraceDirectory(trace_dir, run_id, enabled=tracing,
-                            parquet=spec.trace.parquet if parquet is None else parquet,
-                            flush_every=spec.trace.flush_every, flush_interval=None)
-    packets = spec.trace.packets if trace_packets is None else trace_packets
-    streams = RngStreams(seed)
-    state_dir = Path(tempfile.mkdtemp(prefix="m2mc-sim-state-", dir=_fast_tmp()))
-    try:
-        sim = Simulator(spec, streams, run_id, traces, state_dir, trace_packets=packets)
-        workload = Workload(sim, streams.get("workload"))
-        sim.start()
-        workload.start()
-        sim.run(spec.end)
-    finally:
-        traces.close()
-        shutil.rmtree(state_dir, ignore_errors=True)
-    counters = sim.summary()
-    sent = workload.summary()
-    write_run_json(out / "run.json", {
-        "run": run_id, "scenario": spec.name, "description": spec.description, "seed": seed,
-        "version": __version__, "driver": "sim", "clock": "virtual", "start": 0.0,
-        "end": spec.end, "phases": {"chaos": [0.0, spec.chaos], "heal": [spec.chaos, spec.end]},
-        "orderings": spec.orderings, "stack": spec.stack_kind, "swarm": swarm, "drawn": drawn,
-        "nodes": [n.id for n in spec.nodes],
-        "groups": {g.group.name: {"order": g.group.order, "members": list(g.members)}
-                   for g in spec.groups},
-        "trace": {"enabled": tracing, "packets": packets, "parquet": traces.parquet},
-        "counters": counters, "sent": sent, "config": _jsonable(spec.raw),
-    })
-    return RunResult(run_id, seed, out, spec.name, drawn, counters, sent,
-                     time.perf_counter() - wall)
+    with ScenarioRun(scenario, seed, out, swarm=swarm, trace_packets=trace_packets,
+                     parquet=parquet, trace=trace) as run:
+        run.run()
+        return run.finish()
+
+
+class ScenarioRun:
+    """One run of a scenario, in steps, for a caller that looks inside meanwhile (a
+    test adding an outsider node, or checking the nodes' state at the end)::
+
+        with ScenarioRun(path, seed, out) as run:   # built and started at t=0
+            run.run(10.0)                          # up to t=10
+            ...                                    # run.sim, run.workload
+            run.run()                              # to the end
+            result = run.finish()                  # run.json written; state removed
+
+    Leaving the block without :meth:`finish` removes the nodes' state and closes the
+    trace files, writing no run.json.
+    """
+
+    def __init__(self, scenario: Path | str | Mapping[str, Any], seed: int, out: Path, *,
+                 swarm: bool = False, trace_packets: bool | None = None,
+                 parquet: bool | None = None, trace: bool | None = None) -> None:
+        self._wall = time.perf_counter()
+        self.spec, self.drawn = resolve(scenario, seed, swarm)
+        spec = self.spec
+        self.seed = seed
+        self.swarm = swarm
+        self.out = Path(out)
+        self.run_id = f"{spec.run_name or spec.name}-{seed}" + ("-swarm" if swarm else "")
+        trace_dir = self.out / "trace"
+        _clear_old_traces(trace_dir)
+        self.tracing = spec.trace.enabled if trace is None else trace
+        self.traces = TraceDirectory(trace_dir, self.run_id, enabled=self.tracing,
+                                     parquet=spec.trace.parquet if parquet is None else parquet,
+                                     flush_every=spec.trace.flush_every, flush_interval=None)
+        self.packets = spec.trace.packets if trace_packets is None else trace_packets
+        streams = RngStreams(seed)
+        self.state_dir = Path(tempfile.mkdtemp(prefix="m2mc-sim-state-", dir=_fast_tmp()))
+        self._closed = False
+        try:
+            self.sim = Simulator(spec, streams, self.run_id, self.traces, self.state_dir,
+                                 trace_packets=self.packets)
+            self.workload = Workload(self.sim, streams.get("workload"))
+            self.sim.start()
+            self.workload.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> ScenarioRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def run(self, until: float | None = None) -> None:
+        """Simulate up to virtual time ``until`` (by default the end of the run)."""
+        self.sim.run(self.spec.end if until is None else min(until, self.spec.end))
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.traces.close()
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    def finish(self) -> RunResult:
+        """Close the trace, remove the nodes' state, write run.json; the result."""
+        self.close()
+        spec, sim = self.spec, self.sim
+        counters = sim.summary()
+        sent = self.workload.summary()
+        write_run_json(self.out / "run.json", {
+            "run": self.run_id, "scenario": spec.name, "description": spec.description,
+            "seed": self.seed, "version": __version__, "driver": "sim", "clock": "virtual",
+            "start": 0.0, "end": spec.end,
+            "phases": {"chaos": [0.0, spec.chaos], "heal": [spec.chaos, spec.end]},
+            "orderings": spec.orderings, "stack": spec.stack_kind, "swarm": self.swarm,
+            "drawn": self.drawn, "nodes": [n.id for n in spec.nodes],
+            "groups": {g.group.name: {"order": g.group.order, "members": list(g.members)}
+                       for g in spec.groups},
+            "trace": {"enabled": self.tracing, "packets": self.packets,
+                      "parquet": self.traces.parquet},
+            "counters": counters, "sent": sent, "config": _jsonable(spec.raw),
+        })
+        return RunResult(self.run_id, self.seed, self.out, spec.name, self.drawn, counters,
+                         sent, time.perf_counter() - self._wall)
 
 
 def _fast_tmp() -> str | None:

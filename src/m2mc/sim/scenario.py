@@ -19,6 +19,7 @@ from m2mc.sim.node import GROUP_ORDERS, GroupSpec
 from m2mc.sim.schema import Table, number_or_range
 
 CELLS = "@cells"  # an iface attached to whichever cell covers the node
+DEFAULT_STACK = "group"  # a scenario without [stack] kind runs the M2MC group layer
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +173,7 @@ class Scenario:
 
     @property
     def stack_kind(self) -> str:
-        return str(self.stack.get("kind", "basic"))
+        return str(self.stack.get("kind", DEFAULT_STACK))
 
     @property
     def end(self) -> float:
@@ -217,8 +218,8 @@ def parse_scenario(data: Mapping[str, Any], default_name: str) -> Scenario:
     run.finish()
 
     stack = top.table("stack")
-    stack_kind = stack.string("kind", "basic")
-    stack_params = dict(stack.data)
+    stack_kind = stack.string("kind", DEFAULT_STACK)
+    stack_params = {"kind": stack_kind, **stack.data}
     stack._seen.update(stack.data)  # the rest is passed to the stack as is
 
     tr = top.table("trace")

@@ -1,10 +1,11 @@
-"""The ``basic`` stack: the real M2MP layer plus one real ordering core per group.
-
-Used until the group layer lands. Per node: one :class:`~m2mc.wire.m2mp.M2MPLayer`
-(fragmentation, redundancy, flow control, reassembly) and, per group, the core
-``m2mc.ordering.make_core(order)``. There is no repair, so network losses show
-in the trace as messages never delivered (and, for causal and FIFO groups, as
-messages held behind a lost one).
+"""The ``basic`` stack (tests only): the real M2MP layer plus one real ordering core
+per group, without the group layer. The simulator's tests use it to see M2MP and
+the ordering cores on their own in a faulty network; scenarios use the ``group``
+stack (the default). Registered by tests/sim/conftest.py. Per node: one
+:class:`~m2mc.wire.m2mp.M2MPLayer` (fragmentation, redundancy, flow control,
+reassembly) and, per group, the core ``m2mc.ordering.make_core(order)``. There is
+no repair, so network losses show in the trace as messages never delivered (and,
+for causal and FIFO groups, as messages held behind a lost one).
 
 Group messages travel as msgpack arrays
 ``[group, pid, seq, parent_pid, parent_seq, vclock | nil, gseq | nil, payload]``;
