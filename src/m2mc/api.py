@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from m2mc.api_message import GroupMessage, ReplyTo, _parent, make_message
 from m2mc.errors import UsageError
+from m2mc.group.backlog import must_wait, room_made
 from m2mc.group.codec import GrpInfo
 from m2mc.group.config import GroupConfig
 from m2mc.group.events import Delivered, DeliveredBatch, GroupEvent
@@ -424,7 +425,7 @@ class Node:
         stack = self._stack
         if stack is None:
             return
-        if self._send_waiters and stack.send_backlog <= stack.config.send_backlog // 2:
+        if self._send_waiters and room_made(stack):
             waiters, self._send_waiters = self._send_waiters, []
             for future in waiters:
                 if not future.done():
@@ -452,6 +453,24 @@ class Node:
                     self.events_dropped += 1
                 self._events.append(event)
         self._wake()
+
+    async def _room_for(self, size: int) -> None:
+        """Wait until the send backlog takes a message of ``size`` bytes
+        (:mod:`m2mc.group.backlog`) and the channel has taken what the driver holds for
+        it beyond ``send_backlog`` datagrams (a unicast socket that refused some)."""
+        stack, driver = self._node(), self._drv()
+        while True:
+            if driver.backlog >= stack.config.send_backlog:
+                await driver.wait_sent()
+            else:
+                driver.poke()
+                if not must_wait(stack, size):
+                    return
+                future = asyncio.get_running_loop().create_future()
+                self._send_waiters.append(future)
+                await future
+            if self._closed:
+                raise UsageError("node closed")
 
     def _inbox(self, gid: str) -> Inbox:
         inbox = self._queues.get(gid)
@@ -545,16 +564,8 @@ class Group:
         if type(data) is not bytes:
             data = data.encode() if isinstance(data, str) else bytes(data)
         parent = reply_to if type(reply_to) is MessageId else _parent(reply_to)
-        limit = stack.config.send_backlog
-        while stack.send_backlog >= limit:
-            node._drv().poke()
-            if stack.send_backlog < limit:
-                break
-            future = asyncio.get_running_loop().create_future()
-            node._send_waiters.append(future)
-            await future
-            if node._closed:
-                raise UsageError("node closed")
+        if must_wait(stack, len(data)) or node._drv().backlog:
+            await node._room_for(len(data))
         # node._clock is the driver's clock (driver.now()), without its three calls.
         mid = stack.send(self.gid, data, node._clock(), parent)
         node._schedule_poke()

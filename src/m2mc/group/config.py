@@ -97,7 +97,12 @@ class GroupConfig:
     max_seq: int = 1 << 40  # sequence numbers at or above this are absurd: dropped
     max_seq_jump: int = 1 << 20  # a seqno this far past a sender's known high-water is absurd
     max_senders: int = 4096  # distinct senders tracked per group (records of more: dropped)
-    send_backlog: int = 4096  # packets queued in M2MP before send() pushes back
+    # Back-pressure on the sender (docs/api.md): send() waits while the packets queued in
+    # M2MP plus the records not packed yet reach send_backlog, or while a message would
+    # take their bytes past send_backlog_bytes (one larger message goes alone); blocked
+    # senders go on once both are down to half.
+    send_backlog: int = 4096
+    send_backlog_bytes: int = 1 << 20
     # ---------------------------------------------------------------- security
     # Control messages (ADV, GRPS_INFO, SYNC_REQ, NACK) are rate-limited per sender
     # (token bucket of control_burst, refilled at control_rate per second) and in total
@@ -125,7 +130,8 @@ class GroupConfig:
                      "status_interval", "sync_timeout", "nack_holdoff", "control_rate",
                      "control_burst", "control_total_rate", "control_total_burst",
                      "replay_window", "max_senders", "order_retry", "max_uncommitted",
-                     "max_epoch_jump", "sequencer_timeout", "memory_log_bytes"):
+                     "max_epoch_jump", "sequencer_timeout", "memory_log_bytes",
+                     "send_backlog", "send_backlog_bytes"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"group config {name} must be > 0, got {getattr(self, name)}")
         if self.nack_holdoff_max < self.nack_holdoff:

@@ -481,6 +481,14 @@ class GroupNode:
             backlog += g.pending_records
         return backlog
 
+    @property
+    def send_backlog_bytes(self) -> int:
+        """Bytes of the packets waiting in M2MP plus the unsent data records."""
+        backlog = self.m2mp.queued_bytes
+        for g in self.groups.values():
+            backlog += g.pending_bytes
+        return backlog
+
     # ================================================================ SansIOStack
     def receive_datagram(self, datagram: bytes, now: float) -> None:
         self.receive_datagrams((datagram,), now)

@@ -57,6 +57,7 @@ def _node_counters(s: Samples, node: Node, stack: GroupNode) -> None:
     s.add("m2mc_groups", len(stack.gjlp.discovered), state="discovered")
     cfg, ncfg = stack.config, node.config
     s.queue("send_backlog", stack.send_backlog, cfg.send_backlog)
+    s.queue("send_backlog_bytes", stack.send_backlog_bytes, cfg.send_backlog_bytes)
     s.queue("app_events", len(node._events), ncfg.max_queued_events)
     s.queue("known_groups", len(stack.gjlp.giit) + len(stack.gjlp.discovered), cfg.max_groups)
     s.queue("partial_bytes", m2mp.partial_bytes, m2mp.config.max_partial_bytes)

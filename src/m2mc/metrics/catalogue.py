@@ -530,6 +530,8 @@ QUEUES: dict[str, str] = {
     "mirs": "ad hoc: per group, sync requests being answered (max_mirs)",
     "send_backlog": "ad hoc: packets queued in M2MP plus unsent records (send_backlog; "
                     "send() waits at it)",
+    "send_backlog_bytes": "ad hoc: bytes of the packets queued in M2MP plus the unsent "
+                          "records (send_backlog_bytes; send() waits at it)",
     "known_groups": "ad hoc: groups joined plus discovered (max_groups; more are not kept)",
     "partial_bytes": "ad hoc: bytes of partly reassembled M2MP messages (max_partial_bytes)",
     "pending_sends": "member: own messages not yet seen sequenced (max_pending_sends)",

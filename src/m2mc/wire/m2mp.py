@@ -35,6 +35,7 @@ from m2mc.wire.packet import (
     MAX_FRAGMENT,
     MAX_FRAGMENT_NUMBER,
     MAX_PACKET,
+    fragment_count,
     fragments,
 )
 from m2mc.wire.reassembly import Abandoned, Reassembler, ReassemblyLimits
@@ -150,6 +151,7 @@ class M2MPLayer:
         self._own: set[int] = set()
         self._own_order: deque[int] = deque()
         self._queue: deque[bytes] = deque()  # encoded packets waiting for flow control
+        self._queued_bytes = 0  # their bytes (headers included): the sender's byte backlog
         # Sent packets whose looped-back copy is awaited, oldest first (at most
         # flow_window): their 8-byte headers, and their flow deadlines alongside.
         self._outstanding: deque[bytes] = deque()
@@ -208,10 +210,13 @@ class M2MPLayer:
         own_order.append(message_id)
         if len(own_order) > self._own_cache:
             self._forget_own()
-        if len(payload) <= MAX_FRAGMENT:  # one packet: skip the generator (small messages)
+        size = len(payload)
+        if size <= MAX_FRAGMENT:  # one packet: skip the generator (small messages)
             self._queue.append(_pack_header(message_id, LAST_FLAG) + payload)
+            self._queued_bytes += size + HEADER_SIZE
         else:
             self._queue.extend(fragments(message_id, payload))
+            self._queued_bytes += size + HEADER_SIZE * fragment_count(size)
         self.stats.messages_out += 1
         return message_id
 
@@ -232,9 +237,11 @@ class M2MPLayer:
             if room >= len(queue):
                 packets = list(queue)
                 queue.clear()
+                self._queued_bytes = 0
             else:
                 popleft = queue.popleft
                 packets = [popleft() for _ in range(room)]
+                self._queued_bytes -= sum(map(len, packets))
             outstanding.extend(map(_header_of, packets))
             self._flow_deadlines.extend(repeat(deadline, len(packets)))
             out = packets if redundancy == 1 else [
@@ -243,6 +250,7 @@ class M2MPLayer:
             out = list(queue) if redundancy == 1 else [
                 p for p in queue for _ in range(redundancy)]
             queue.clear()
+            self._queued_bytes = 0
         self.stats.packets_out += len(out)
         self.stats.bytes_out += sum(map(len, out))
         return out
@@ -263,6 +271,12 @@ class M2MPLayer:
     def queued_packets(self) -> int:
         """Packets held back by flow control (the driver may apply back-pressure on this)."""
         return len(self._queue)
+
+    @property
+    def queued_bytes(self) -> int:
+        """Bytes of the packets held back by flow control, headers included (each packet
+        once, whatever the redundancy): what a sender's byte bound counts."""
+        return self._queued_bytes
 
     def _forget_own(self) -> None:
         own, order = self._own, self._own_order
