@@ -6,7 +6,8 @@ records not packed into a message yet. It is bounded twice:
 
 * in packets (``GroupConfig.send_backlog``, a record counting as one): this keeps
   small messages batched and bounds the per-packet work queued;
-* in bytes (``GroupConfig.send_backlog_bytes``): packet bytes plus record bytes.
+* in bytes (``GroupConfig.send_backlog_bytes``): packet bytes plus record bytes
+  (plus the group messages made since the driver last ran: a stream's chunks).
   A packet count alone let a sender of 64 KiB messages queue 4,096 of them
   (256 MiB) before it waited, since a record counts as one until it is packed
   into its 130 packets.
@@ -35,8 +36,9 @@ __all__ = ["must_wait", "room_made"]
 def must_wait(node: GroupNode, size: int) -> bool:
     """True while a message of ``size`` bytes must wait before ``node.send`` takes it."""
     m2mp = node.m2mp
-    packets = m2mp.queued_packets
-    held = m2mp.queued_bytes
+    out = node._out  # group messages made since the driver last ran (stream chunks)
+    packets = m2mp.queued_packets + len(out)
+    held = m2mp.queued_bytes + (sum(map(len, out)) if out else 0)
     for inst in node.groups.values():  # (a loop: a generator costs more, every send)
         packets += inst.pending_records
         held += inst.pending_bytes
