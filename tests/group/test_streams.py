@@ -110,8 +110,8 @@ def test_lost_chunks_are_fetched_again_from_whoever_holds_them() -> None:
     for pid in "bcd":
         assert body_at(net.nodes[pid], gid, mid) == body
     assert sum(s.stream_nacks_sent for s in stats.values()) > 0
-    assert sum(s.chunks_repaired for s in stats.values()) > 0
-    assert sum(stats[p].chunks_repaired for p in "bcd") > 0  # receivers serve too
+    assert sum(s.stream_chunks_repaired for s in stats.values()) > 0
+    assert sum(stats[p].stream_chunks_repaired for p in "bcd") > 0  # receivers serve too
 
 
 def test_a_reply_to_a_stream_is_delivered_after_its_head() -> None:
@@ -162,7 +162,7 @@ def test_a_late_joiner_gets_the_body_from_a_member_when_the_sender_is_gone() -> 
     late = net.nodes["late"]
     assert mid in net.delivered["late"][gid]  # the head came by MSP, like any message
     assert body_at(late, gid, mid) == body  # and with it the body, from b
-    assert net.nodes["b"].streams.stats.chunks_repaired > 0
+    assert net.nodes["b"].streams.stats.stream_chunks_repaired > 0
 
 
 def test_a_body_evicted_here_is_fetched_again_when_a_reader_wants_it() -> None:
@@ -221,12 +221,12 @@ def test_chunks_of_outsiders_and_streams_past_the_bound_are_refused() -> None:
     inst = node.groups[gid]
     streams = node.streams
     streams.on_body(inst, StreamData("x", "x", 1, 0, CHUNK, bytes(CHUNK)), net.now)
-    assert streams.stats.streams_refused == 1 and not streams.incoming  # not a member
+    assert streams.stats.stream_refused == 1 and not streams.incoming  # not a member
     for seq in (1, 2, 3):
         streams.on_body(inst, StreamData("a", "a", 100 + seq, 0, CHUNK, bytes(CHUNK)), net.now)
-    assert len(streams.incoming) == 2 and streams.stats.streams_refused == 2
+    assert len(streams.incoming) == 2 and streams.stats.stream_refused == 2
     streams.on_body(inst, StreamData("a", "a", 101, 40, CHUNK, bytes(CHUNK)), net.now)
-    assert streams.stats.chunks_refused == 1  # past the window: asked for again later
+    assert streams.stats.stream_chunks_refused == 1  # past the window: asked for again later
     assert max(st_.seen for st_ in streams.incoming.values()) == 41
 
 

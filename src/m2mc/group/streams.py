@@ -69,20 +69,20 @@ class StreamStatus:
 
 @dataclass(slots=True)
 class StreamStats:
-    streams_sent: int = 0
-    streams_received: int = 0  # bodies received whole (and checked)
-    streams_failed: int = 0
-    chunks_sent: int = 0
-    chunks_received: int = 0
-    chunk_duplicates: int = 0
-    chunks_refused: int = 0  # past a stream's window (asked for again later)
-    streams_refused: int = 0  # chunks of new streams past max_streams, or of non-members
+    stream_sent: int = 0  # streamed messages this node sent
+    stream_received: int = 0  # bodies received whole (and checked)
+    stream_failed: int = 0  # bodies that will never be complete here (any reason)
+    stream_chunks_sent: int = 0
+    stream_chunks_received: int = 0
+    stream_chunk_duplicates: int = 0
+    stream_chunks_refused: int = 0  # past a stream's window (asked for again later)
+    stream_refused: int = 0  # chunks of new streams past max_streams, or of non-members
     stream_nacks_sent: int = 0
-    stream_nacks_suppressed: int = 0
-    chunks_repaired: int = 0  # chunks we sent again for others
-    stream_repairs_suppressed: int = 0
+    stream_nacks_suppressed: int = 0  # ours held off: another member asked first
+    stream_chunks_repaired: int = 0  # chunks we sent again for others
+    stream_repairs_suppressed: int = 0  # another member sent them first
     stream_repairs_refused: int = 0  # past max_stream_repairs
-    stream_store_full: int = 0
+    stream_store_full: int = 0  # a body the store could not hold
 
 
 @dataclass(slots=True)
@@ -139,7 +139,7 @@ class GroupStreams:
         inst = node.groups[gid]
         node._flush_group(inst)  # the head leaves before its first chunk
         self.outgoing[(gid, mid.pid, mid.seq)] = _Out(inst.tag, cfg.stream_chunk_bytes)
-        self.stats.streams_sent += 1
+        self.stats.stream_sent += 1
         return mid
 
     def write(self, gid: str, mid: MessageId, data: bytes, now: float) -> None:
@@ -192,7 +192,7 @@ class GroupStreams:
                                             out.size if last else 0,
                                             out.sha.digest() if last else b""))
         out.index += 1
-        self.stats.chunks_sent += 1
+        self.stats.stream_chunks_sent += 1
         if not last:
             self.node._event(StreamUpdate(gid, MessageId(pid, seq), out.size))
 
@@ -209,16 +209,16 @@ class GroupStreams:
         self._overheard(key, body.index)
         if (body.pid == self.node.pid or key in self.failed or key in self.outgoing
                 or self.store.info(key) is not None):
-            stats.chunk_duplicates += 1
+            stats.stream_chunk_duplicates += 1
             return
         st = self.incoming.get(key)
         if st is None:
             membership = inst.row.membership
             if membership.get(body.pid) is None or membership.get(body.sender) is None:
-                stats.streams_refused += 1
+                stats.stream_refused += 1
                 return
             if len(self.incoming) >= self.config.max_streams:
-                stats.streams_refused += 1
+                stats.stream_refused += 1
                 return
             st = self.incoming[key] = _In(inst.tag, body.chunk_bytes, now)
         if body.state == ABORTED:
@@ -231,7 +231,7 @@ class GroupStreams:
             st.chunk = body.chunk_bytes
         index = body.index
         if index < st.next or index in st.have:
-            stats.chunk_duplicates += 1
+            stats.stream_chunk_duplicates += 1
             return
         if body.state == LAST:
             if (st.last not in (-1, index) or st.seen > index + 1
@@ -244,7 +244,7 @@ class GroupStreams:
             return
         st.seen = max(st.seen, index + 1)
         if index >= st.next + self.config.stream_window:
-            stats.chunks_refused += 1  # asked for again once the window moves on
+            stats.stream_chunks_refused += 1  # asked for again once the window moves on
             self._nack_soon(st, now)
             return
         data = body.data
@@ -252,7 +252,7 @@ class GroupStreams:
             stats.stream_store_full += 1
             self._fail(key, "store_full")
             return
-        stats.chunks_received += 1
+        stats.stream_chunks_received += 1
         st.progress = now
         st.holdoff = 0.0
         if index != st.next:
@@ -276,7 +276,7 @@ class GroupStreams:
                 return
             del self.incoming[key]
             self.store.finish(key, BodyInfo(st.size, st.digest, st.chunk))
-            stats.streams_received += 1
+            stats.stream_received += 1
             self._next_waiting(now)
             self.node._event(StreamUpdate(inst.gid, mid, st.size, done=True))
         else:
@@ -294,7 +294,7 @@ class GroupStreams:
         self.failed.move_to_end(key)
         if len(self.failed) > _FAILED_KEPT:
             self.failed.popitem(last=False)
-        self.stats.streams_failed += 1
+        self.stats.stream_failed += 1
         gid, pid, seq = key
         self.node._event(StreamUpdate(gid, MessageId(pid, seq), 0, error=reason))
 
@@ -362,7 +362,7 @@ class GroupStreams:
             return  # not all of it here (a body still arriving): someone else has it
         self.node._send(inst.tag, StreamData(self.node.pid, pid, seq, index, chunk, data, state,
                                              size, digest))
-        self.stats.chunks_repaired += 1
+        self.stats.stream_chunks_repaired += 1
 
     # ============================================================ timers
     def on_timer(self, now: float) -> None:
@@ -487,6 +487,6 @@ class GroupStreams:
     def counters(self) -> dict[str, int]:
         out = {name: getattr(self.stats, name) for name in self.stats.__dataclass_fields__}
         out.update(streams_open=len(self.incoming), streams_sending=len(self.outgoing),
-                   stream_store_bytes=self.store.held_bytes,
+                   streams_waiting=len(self.waiting), stream_store_bytes=self.store.held_bytes,
                    stream_store_evicted=self.store.evicted)
         return out
