@@ -23,9 +23,12 @@ time from the sender's first byte (taken just before the send call, after the
 process started and joined) to the receiver's last; for ``raw``, the bytes that
 arrived over the same span, with the loss beside it. Peak RSS is each child's
 ``ru_maxrss`` (``os.wait4``), in MiB. ``flatness`` is, per system and role, the peak
-RSS at the largest size over that at the smallest (1G over 10M with the defaults):
-1.0 means memory does not grow with the file. Both ends check the SHA-256 (group,
-m2mp). Prints one JSON object.
+RSS at the largest size over that at the smallest (1G over 10M with the defaults)
+that completed: 1.0 means memory does not grow with the file. Both ends check the
+SHA-256 (group, m2mp). M2MP never sends a packet again, so a fragment lost in both
+copies (the receiver fell behind its socket buffer) abandons the message (``gap``):
+that size's entry then says so, with the time until then and the peak RSS. Prints one
+JSON object.
 """
 
 from __future__ import annotations
@@ -104,6 +107,8 @@ def sha256_of(path: Path) -> str:
 class Child:
     """A child process whose peak RSS is read by ``os.wait4`` when it ends."""
 
+    result: dict[str, Any] | None = None  # set once it ended
+
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=env)
@@ -114,7 +119,8 @@ class Child:
         while time.time() < deadline:
             line = pipe.readline().decode(errors="replace")
             if not line:
-                raise RuntimeError(f"child ended before {starts!r}: {self.finish()}")
+                self.result = self.finish()
+                raise RuntimeError(f"child ended before {starts!r}: {self.result}")
             if line.startswith(starts):
                 return line
         raise TimeoutError(starts)
@@ -182,7 +188,10 @@ def run_pair(mode: str, path: Path, size: int, work: Path, url: str,
             receiver.wait_line("stderr", "ready", time.time() + READY_WAIT)
             sender = Child(me("raw-send", url, str(path)), env)
         if mode == "m2mp":  # the listener's line comes when the last piece is in
-            line = receiver.wait_line("stdout", "{", deadline)
+            try:
+                line = receiver.wait_line("stdout", "{", deadline)
+            except RuntimeError:  # it ended without one: the message was abandoned
+                return _abandoned(sender, receiver, time.time())
             end = time.time()
             sent = sender.finish()
             got = receiver.finish()
@@ -217,6 +226,19 @@ def run_pair(mode: str, path: Path, size: int, work: Path, url: str,
         out["exit_status"] = {"sender": sent["rc"], "receiver": got["rc"]}
         out["stderr"] = {"sender": sent["stderr"][-400:], "receiver": got["stderr"][-400:]}
     return out
+
+
+def _abandoned(sender: Child, receiver: Child, end: float) -> dict[str, Any]:
+    """``m2mc listen`` ended without its line: what M2MP does when a packet is lost in
+    every copy (it never sends one again): the figures up to there, and why."""
+    got = receiver.result or receiver.finish()
+    sent = sender.finish()
+    start = float(sent["stderr"].split("start ", 1)[1].split()[0])
+    reason = got["stderr"].strip().splitlines()[-1:] or [f"exit status {got['rc']}"]
+    return {"error": reason[0], "seconds_until_abandoned": round(end - start, 2),
+            "sender_peak_rss_mib": sent["peak_rss_mib"],
+            "receiver_peak_rss_mib": got["peak_rss_mib"],
+            "sender_cpu_s": sent["cpu_s"], "receiver_cpu_s": got["cpu_s"]}
 
 
 def _group_receiver(receiver: Child, deadline: float) -> dict[str, Any]:
