@@ -35,10 +35,19 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from m2mc.api_message import GroupMessage, ReplyTo, _parent, make_message
+from m2mc.api_streams import (
+    Source,
+    StreamError,
+    StreamReader,
+    open_body_store,
+    send_stream,
+    wait_for_update,
+)
 from m2mc.errors import UsageError
+from m2mc.group.backlog import must_wait, room_made
 from m2mc.group.codec import GrpInfo
 from m2mc.group.config import GroupConfig
-from m2mc.group.events import Delivered, DeliveredBatch, GroupEvent
+from m2mc.group.events import Delivered, DeliveredBatch, GroupEvent, StreamUpdate
 from m2mc.group.manager import TRACE_JOURNAL_META, GroupNode
 from m2mc.group.names import check_name
 from m2mc.inbox import Inbox
@@ -59,7 +68,8 @@ if TYPE_CHECKING:
     from m2mc.metrics.server import MetricsServer
     from m2mc.metrics.sink import Samples
 
-__all__ = ["Group", "GroupKey", "GroupMessage", "Node", "NodeConfig", "ReplyTo"]
+__all__ = ["Group", "GroupKey", "GroupMessage", "Node", "NodeConfig", "ReplyTo", "StreamError",
+           "StreamReader"]
 
 KeyArg = GroupKey | str | bytes | None  # a GroupKey, key text (hex/base64) or raw key bytes
 
@@ -148,6 +158,9 @@ class Node:
         self._closed = False
         self.events_dropped = 0
         self.own_dropped = 0  # own messages dropped unread at max_queued_own_bytes
+        # Readers of streamed messages waiting for news of a body, by (gid, pid, seq).
+        self._stream_waiters: dict[tuple[str, str, int], list[asyncio.Future[None]]] = {}
+        self._bodies_close: Callable[[], None] | None = None
 
     # ------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -193,10 +206,12 @@ class Node:
                     journal, store.get_meta(TRACE_JOURNAL_META), pid, cfg.run_id, loop.time(),
                     clean_close)))
         keys = {gid: await _resolve(spec, gid) for gid, spec in cfg.keys.items()}
+        # Streamed messages' bodies beside the log, or in a private temporary directory.
+        bodies, self._bodies_close = open_body_store(cfg.data_dir, cfg.group.stream_store_bytes)
         self._stack = GroupNode(pid, rng=random.Random(os.urandom(16)), config=cfg.group,
                                 m2mp_config=m2mp, store=store, trace=sink, run_id=cfg.run_id,
                                 keys=keys, counter_start=counter_start_at(time.time()),
-                                trace_journal=journal, name=cfg.name)
+                                trace_journal=journal, name=cfg.name, bodies=bodies)
         self._stack.batch_deliveries = True  # _dispatch takes messages by the batch
         packet_trace = None
         if cfg.trace_packets and sink.enabled:
@@ -245,6 +260,13 @@ class Node:
         if self._store is not None:
             self._store.set_meta(_CLEAN_CLOSE_META, "1")
             self._store.close()
+        if self._bodies_close is not None:
+            self._bodies_close()
+        for waiters in self._stream_waiters.values():
+            for future in waiters:
+                if not future.done():
+                    future.set_result(None)
+        self._stream_waiters.clear()
         close = self._trace_close
         if callable(close):
             close()
@@ -426,7 +448,7 @@ class Node:
         stack = self._stack
         if stack is None:
             return
-        if self._send_waiters and stack.send_backlog <= stack.config.send_backlog // 2:
+        if self._send_waiters and room_made(stack):
             waiters, self._send_waiters = self._send_waiters, []
             for future in waiters:
                 if not future.done():
@@ -442,6 +464,13 @@ class Node:
                     inbox = self._inbox(event.gid)
                 if inbox.add(event.messages):
                     self._own_overflow(inbox, event.gid)
+            elif type(event) is StreamUpdate:
+                waiters = self._stream_waiters.pop((event.gid, event.mid.pid, event.mid.seq),
+                                                   [])
+                for future in waiters:
+                    if not future.done():
+                        future.set_result(None)
+                continue
             elif isinstance(event, Delivered):
                 inbox = queues.get(event.gid)
                 if inbox is None:
@@ -454,6 +483,32 @@ class Node:
                     self.events_dropped += 1
                 self._events.append(event)
         self._wake()
+
+    async def _room_for(self, size: int) -> None:
+        """Wait until the send backlog takes a message of ``size`` bytes
+        (:mod:`m2mc.group.backlog`) and the channel has taken what the driver holds for
+        it beyond ``send_backlog`` datagrams (a unicast socket that refused some)."""
+        stack, driver = self._node(), self._drv()
+        while True:
+            if driver.backlog >= stack.config.send_backlog:
+                await driver.wait_sent()
+            else:
+                driver.poke()
+                if not must_wait(stack, size):
+                    return
+                future = asyncio.get_running_loop().create_future()
+                self._send_waiters.append(future)
+                await future
+            if self._closed:
+                raise UsageError("node closed")
+
+    async def _stream_wait(self, key: tuple[str, str, int]) -> None:
+        """Wait for news of the body of ``key`` (a StreamUpdate)."""
+        if self._closed:
+            raise UsageError("node closed")
+        await wait_for_update(self._stream_waiters, key)
+        if self._closed:
+            raise UsageError("node closed")
 
     def _inbox(self, gid: str) -> Inbox:
         inbox = self._queues.get(gid)
@@ -547,20 +602,28 @@ class Group:
         if type(data) is not bytes:
             data = data.encode() if isinstance(data, str) else bytes(data)
         parent = reply_to if type(reply_to) is MessageId else _parent(reply_to)
-        limit = stack.config.send_backlog
-        while stack.send_backlog >= limit:
-            node._drv().poke()
-            if stack.send_backlog < limit:
-                break
-            future = asyncio.get_running_loop().create_future()
-            node._send_waiters.append(future)
-            await future
-            if node._closed:
-                raise UsageError("node closed")
+        if must_wait(stack, len(data)) or node._drv().backlog:
+            await node._room_for(len(data))
         # node._clock is the driver's clock (driver.now()), without its three calls.
         mid = stack.send(self.gid, data, node._clock(), parent)
         node._schedule_poke()
         return mid
+
+    async def send_stream(self, source: Source, *, reply_to: ReplyTo = None,
+                          size: int | None = None) -> MessageId:
+        """Send a message of any size, read from ``source`` (bytes, a binary file, an
+        iterable or async iterable of bytes) in pieces and never held whole; ordered
+        like any message (``reply_to``: its S_b parent). Returns once all of it is
+        queued (back-pressure as ``send``). ``size``: its length, if known, for readers.
+        An exception from the source gives the message up (its readers get
+        ``StreamError('aborted')``) and is raised again. docs/api.md."""
+        return await send_stream(self, source, reply_to, size)
+
+    def stream(self, message: GroupMessage) -> StreamReader:
+        """The body of a streamed message (``message.is_stream``), read as it arrives
+        (``async for piece in group.stream(message)``); fetched from the members that
+        hold it if this node does not."""
+        return StreamReader(self, message)
 
     async def receive(self, timeout: float | None = None) -> GroupMessage:
         """The next message, in the group's order; TimeoutError after ``timeout``."""

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from m2mc.group.fastobj import fast_constructor, slot_twin
+from m2mc.group.stream_codec import STREAM_MAGIC
 from m2mc.ordering import ROOT, Message, MessageId
 
 __all__ = ["GROUP_MESSAGE_TWIN", "GroupMessage", "ReplyTo", "make_message"]
@@ -33,6 +34,12 @@ class GroupMessage:
     @property
     def is_reply(self) -> bool:
         return not self.parent.is_root
+
+    @property
+    def is_stream(self) -> bool:
+        """A message sent with ``send_stream``: its ``data`` is only a descriptor; read
+        its body with ``group.stream(message)`` (docs/api.md)."""
+        return self.data.startswith(STREAM_MAGIC)
 
 
 GroupMessage.__module__ = "m2mc.api"  # where applications import it from

@@ -67,6 +67,10 @@ class M2MPSettings:
     max_send_queue: int = _key(4096, "packets queued before send() waits", low=1)
     max_receive_queue: int = _key(1024, "messages queued for the application", low=1)
     max_inbound_datagrams: int = _key(8192, "datagrams queued between channel and layer", low=1)
+    stream_window: int = _key(512, "early fragments a message read as a stream may hold",
+                              low=1)
+    max_streams: int = _key(32, "messages read as streams at once", low=1)
+    max_stream_buffer: int = _key(4 << 20, "bytes of streamed messages not read yet", low=1)
 
     def layer_config(self) -> M2MPConfig:
         return M2MPConfig(
@@ -74,7 +78,8 @@ class M2MPSettings:
             redundancy=self.redundancy, flow_control=self.flow_control,
             max_partial_messages=self.max_partial_messages,
             max_partial_bytes=self.max_partial_bytes, max_message_bytes=self.max_message_bytes,
-            completed_cache=self.completed_cache, own_id_cache=self.own_id_cache)
+            completed_cache=self.completed_cache, own_id_cache=self.own_id_cache,
+            stream_window=self.stream_window, max_streams=self.max_streams)
 
 
 @dataclass(frozen=True, slots=True)

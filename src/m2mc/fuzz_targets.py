@@ -82,6 +82,7 @@ COVERED: dict[str, str] = {
     "m2mc.security.groupwire:open_frame": "security.groupwire",
     "m2mc.group.codec:split_frame": "group.frame",
     "m2mc.group.codec:decode_body": "group.frame",
+    "m2mc.group.stream_codec:decode_descriptor": "group.stream_head",
     "m2mc.infra.codec:decode": "infra.frame",
     "m2mc.infra.codec:decode_body": "infra.body",
     "m2mc.infra.wire:InfraWire.decode": "infra.sealed",
@@ -399,6 +400,12 @@ def _claimed_sender(codec: Any, frame: bytes) -> str | None:
 # ------------------------------------------------------------------ group layer
 def group_targets() -> list[FuzzTarget]:
     from m2mc.group import codec
+    from m2mc.group.stream_codec import (
+        STREAM_MAGIC,
+        Descriptor,
+        decode_descriptor,
+        encode_descriptor,
+    )
 
     def frame(data: bytes) -> object:
         f = codec.split_frame(data)
@@ -414,7 +421,15 @@ def group_targets() -> list[FuzzTarget]:
                 out.append(header + msgpack.packb(body, use_bin_type=True))
         return out
 
-    return [FuzzTarget("group.frame", frame, seeds), _group_node_target()]
+    def stream_head(data: bytes) -> object:
+        return decode_descriptor(STREAM_MAGIC + data)
+
+    def head_seeds() -> list[bytes]:
+        return [encode_descriptor(Descriptor(16000, size))[len(STREAM_MAGIC):]
+                for size in (None, 0, 1 << 40)]
+
+    return [FuzzTarget("group.frame", frame, seeds),
+            FuzzTarget("group.stream_head", stream_head, head_seeds), _group_node_target()]
 
 
 def _group_node_target() -> FuzzTarget:
@@ -442,7 +457,9 @@ def _group_node_target() -> FuzzTarget:
                       max_pending_repairs=8, max_nack_intervals=4, max_digest_intervals=4,
                       max_status_senders=4, max_unstamped=4, max_held=8, max_sync_messages=8,
                       max_sync_bytes=4000, control_burst=40.0, control_total_burst=80.0,
-                      memory_log_bytes=2000)
+                      memory_log_bytes=2000, stream_chunk_bytes=64, stream_window=4,
+                      max_streams=2, max_streams_waiting=2, max_stream_repairs=4,
+                      stream_store_bytes=4000)
     m2mp = M2MPConfig(message_timeout=1.0, max_partial_messages=8, max_partial_bytes=8192,
                       max_message_bytes=6000, completed_cache=64, own_id_cache=64)
     gids = ("open", "tot", "keyed")
@@ -494,6 +511,7 @@ def _group_node_target() -> FuzzTarget:
             _check_group_node(node, cfg, m2mp)
 
     def seeds() -> list[bytes]:
+        from m2mc.group.stream_codec import LAST, StreamData, StreamNack
         from m2mc.ordering import ROOT, Message, MessageId
 
         def chunk(flags: int, tag: bytes, body: Any) -> bytes:
@@ -510,7 +528,10 @@ def _group_node_target() -> FuzzTarget:
                   codec.Status("p", 3, {}, (codec.MemberEntry("p", 1, True),), None, 0, "Pia"),
                   codec.Order("p", 1, [(1, MessageId("p", 1))]), codec.Leave("p", 2),
                   codec.Gone("p", {"q": [(1, 5)]}, [(1, 3)], [Message(MessageId("q", 2),
-                                                                      ROOT, b"")])]
+                                                                      ROOT, b"")]),
+                  StreamData("p", "p", 5, 0, 64, bytes(64)),
+                  StreamData("p", "p", 5, 2, 64, b"end", LAST, 131, bytes(32)),
+                  StreamNack("p", "me", 1, [(0, 9)])]
         out = []
         for dest in range(3):
             for flags in (0x10 | dest, 0x18 | dest):
@@ -566,6 +587,14 @@ def _check_group_node(node: Any, cfg: Any, m2mp: Any) -> None:
         _check(len(retention._heard_stubs) <= cfg.max_held, "heard stubs")
         _check(node.store.log_bytes(inst.gid) <= cfg.memory_log_bytes + (
             cfg.max_held + cfg.max_unstamped) * (cfg.max_payload + 512), "group log bytes")
+    streams = node.streams  # streamed messages' bodies (docs/group.md section 12)
+    _check(len(streams.incoming) <= cfg.max_streams, "max_streams")
+    _check(len(streams.waiting) <= cfg.max_streams_waiting, "max_streams_waiting")
+    _check(len(streams.repairs) <= cfg.max_stream_repairs, "max_stream_repairs")
+    _check(all(len(st.have) <= cfg.stream_window for st in streams.incoming.values()),
+           "stream_window")
+    _check(streams.store.held_bytes <= cfg.stream_store_bytes, "stream_store_bytes")
+    _check(len(streams.failed) <= 4096, "failed streams kept")
 
 
 def _group_examples(codec: Any, tag: bytes) -> list[bytes]:

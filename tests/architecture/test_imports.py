@@ -62,7 +62,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("m2mc.group", "m2mc.infra"),
     ("m2mc.transport", "m2mc.config"),  # channels (I/O) and the configuration
     ("m2mc.runtime", "m2mc.infra_runtime", "m2mc.sim", "m2mc.metrics"),  # the drivers
-    ("m2mc.api", "m2mc.api_message", "m2mc.inbox"),
+    ("m2mc.api", "m2mc.api_message", "m2mc.api_streams", "m2mc.inbox"),
     ("m2mc_chat", "m2mc_pipeline"),  # applications on top
     ("m2mc.cli", "m2mc.demo", "m2mc.fuzz_targets", "m2mc.wireshark"),  # the command, tools
 )

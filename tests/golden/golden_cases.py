@@ -21,6 +21,7 @@ import msgpack
 from golden_vectors import Fields, Vector, show
 
 from m2mc.group import codec as gc
+from m2mc.group.stream_codec import LAST, StreamData, StreamNack
 from m2mc.infra import codec as ic
 from m2mc.infra import messages as im
 from m2mc.infra.ids import Epoch, MemberId
@@ -251,6 +252,12 @@ def group_bodies() -> list[tuple[str, str, bytes, gc.Body]]:
         ("GONE", "alice evicted bob:1-2 and position 3; one stub (ids retention mode)",
          TAG, gc.Gone("alice", {"bob": [(1, 2)]}, [(3, 3)],
                       [Message(_mid("bob", 1), ROOT, b"", gseq=3)])),
+        ("STREAM", "bob writes chunk 2 (the last: 3 chunks of 16 bytes, 40 in all) of alice's "
+         "stream alice:7, with the body's size and SHA-256",
+         TAG, StreamData("bob", "alice", 7, 2, 16, pattern(8), LAST, 40,
+                         bytes(range(32)))),
+        ("STREAM_NACK", "carol asks for chunks 0-1 and 5 of alice's stream alice:7",
+         TAG, StreamNack("carol", "alice", 7, [(0, 1), (5, 5)])),
         ("ADV", "dave advertises itself (discovery tag)",
          gc.DISCOVERY_TAG, gc.Adv("dave")),
         ("GRPS_INFO", "bob describes an open S_b group and a keyed total-order group",

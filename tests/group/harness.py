@@ -39,7 +39,7 @@ class Net:
                  batch_deliveries: bool = False,
                  counter: Callable[[bytes], None] | None = None) -> None:
         self.seed = seed
-        self.loss = loss
+        self._loss = loss
         self.delay = delay
         self.config = config  # read at each start: a test may change it between restarts
         self.tracing = tracing  # False: the nodes trace nothing (their non-tracing fast paths)
@@ -62,6 +62,16 @@ class Net:
     @property
     def now(self) -> float:
         return self.net.now
+
+    @property
+    def loss(self) -> float:
+        return self._loss
+
+    @loss.setter
+    def loss(self, loss: float) -> None:
+        """A test may make the network lossier (or better) part-way."""
+        self._loss = loss
+        self.net.set_loss(loss)
 
     # ------------------------------------------------------------- nodes
     def add(self, pid: str, store: GroupStore | None = None,

@@ -12,6 +12,9 @@ Commands (each answered on stdout by ``ok <command>`` once done, or
     rename NAME...                   take another display name (the rest of the line)
     send GID COUNT SIZE              COUNT messages of SIZE bytes; every other one replies
                                      to the last message delivered in the group
+    stream GID SIZE                  one streamed message of SIZE bytes (Group.send_stream)
+    bodies GID N                     wait until N streamed messages' bodies of the group
+                                     were read whole (each delivered one is read)
     members GID PID,PID,...          wait until those are members
     wait GID N                       wait until N messages of the group were delivered
     settle GID N                     wait until N messages were delivered or skipped (gone
@@ -49,15 +52,22 @@ async def main(args: argparse.Namespace) -> int:
     groups: dict[str, Group] = {}
     readers: list[asyncio.Task[None]] = []
     skipped: dict[str, int] = {}
+    bodies: dict[str, int] = {}
 
     async def watch(node: Node) -> None:
         async for event in node.events():
             if isinstance(event, MessagesSkipped):
                 skipped[event.gid] = skipped.get(event.gid, 0) + event.count
 
+    async def body(group: Group, message: GroupMessage) -> None:
+        await group.stream(message).read()
+        bodies[group.gid] = bodies.get(group.gid, 0) + 1
+
     async def read(group: Group) -> None:
         async for message in group:
             delivered[group.gid].append(message)
+            if message.is_stream and message.sender != args.pid:
+                readers.append(asyncio.create_task(body(group, message)))
 
     def track(group: Group) -> None:
         if group.gid not in groups:
@@ -101,6 +111,10 @@ async def main(args: argparse.Namespace) -> int:
                             parent = seen[-1] if seen and i % 2 else None
                             text = f"{args.pid} {i} ".encode()
                             await group.send(text.ljust(int(size), b"."), reply_to=parent)
+                    case ["stream", gid, size]:
+                        await groups[gid].send_stream(bytes(range(256)) * (int(size) // 256))
+                    case ["bodies", gid, count]:
+                        await until(lambda g=gid, n=int(count): bodies.get(g, 0) >= n, line)
                     case ["members", gid, pids]:
                         wanted = set(pids.split(","))
                         await until(lambda w=wanted, g=gid: w <= set(groups[g].members), line)

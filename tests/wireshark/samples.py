@@ -95,6 +95,7 @@ _GROUP_VALUES: dict[Any, Callable[[str], Any]] = {
     str: lambda name: f"{name.replace('_', '-')}-x",
     int: lambda name: next(_counter),
     bool: lambda name: False,
+    bytes: lambda name: b"abc",
     list[Message]: lambda name: list(RECORDS),
     codec.Entries: lambda name: list(ENTRIES),
     codec.Digest: lambda name: {"alice": [(1, 3), (5, 5)], "bob": [(2, 2)]},
@@ -109,7 +110,10 @@ _GROUP_VALUES: dict[Any, Callable[[str], Any]] = {
 }
 # A display name of several scripts (UTF-8 of 1 to 3 bytes a character).
 NAME = "Zoë ✓ name"
-_GROUP_OVERRIDES = {"order": "causal", "desc": "a group's description", "name": NAME}
+_GROUP_OVERRIDES = {"order": "causal", "desc": "a group's description", "name": NAME,
+                    # a STREAM chunk: the last of its body (bare: one more to come)
+                    "index": 2, "chunk_bytes": 3, "data": b"abc", "state": 1, "size": 9,
+                    "sha256": bytes(range(32))}
 # GRPS_INFO entries: keyed (never named), open and named (only its current member
 # alice has a name), open and unnamed; bare: none keyed, none named.
 NAMED_INFOS = (
@@ -157,7 +161,8 @@ def group_type_token(cls: type, name: str) -> set[str]:
     hint = typing.get_type_hints(cls)[name]
     if hint is str and name == "name":
         return {"name"}
-    tokens = {str: {"pid", "str"}, int: {"uint"}, bool: {"bool"}, list[Message]: {"records"},
+    tokens = {str: {"pid", "str"}, int: {"uint"}, bool: {"bool"}, bytes: {"bin"},
+              list[Message]: {"records"},
               codec.Entries: {"entries"}, codec.Digest: {"digest"},
               codec.Intervals: {"intervals"}, dict[str, int]: {"summary"},
               tuple[codec.MemberEntry, ...]: {"members"},

@@ -10,9 +10,11 @@ itself in step 2:
    (DATA over several M2MP packets); the total-order group is sequenced (ORDER, ACK);
    everyone sends statuses (STATUS).
 2. c's port is taken off the switch; d joins both groups (JOIN, SYNC_REQ answered by
-   SYNC_RESP) and a and b send more; d takes a name (its next STATUS carries it);
+   SYNC_RESP) and a and b send more, a also a streamed message (its head a DATA
+   record, its body in STREAM chunks); d takes a name (its next STATUS carries it);
    c comes back and NACKs what it missed, answered by REPAIR (and by DECIDED for log
-   positions holding d's membership record).
+   positions holding d's membership record); it asks for the streamed body it missed
+   (STREAM_NACK), sent again by a member that holds it (STREAM).
 3. a leaves the total-order group, whose sequencer it is (HANDOVER, then PREPARE,
    PROMISE and START of the successor), b leaves the S_b group (LEAVE); c sends again.
 4. a and b, whose logs keep at most 12000 bytes a group (``retention_bytes``, in
@@ -54,6 +56,7 @@ GROUP, PORT = "239.255.93.2", 47621
 SB, TOTAL, GONE = "ws-sb", "ws-total", "ws-gone"
 RETENTION = ["--retention-bytes", "12000", "--retention-mode", "ids"]  # a and b
 GONE_EACH, GONE_SIZE = 12, 1000
+STREAM_SIZE = 40000  # three chunks of a streamed message (docs/group.md section 12)
 NAMES = {"a": "Ada ✓", "b": "Bob", "c": "Çelik 李"}  # d: none, then RENAMED
 RENAMED = "Dee"
 
@@ -102,18 +105,21 @@ def run_scenario(lab: Lab, tmp_path: Path) -> tuple[Path, Path, dict[str, Any]]:
             for n in (a, b):
                 n.do(f"send {SB} 4 100")
                 n.do(f"send {TOTAL} 4 100")
+            a.do(f"stream {SB} {STREAM_SIZE}")  # a head (DATA) and its body (STREAM)
             for n in (a, b):
-                n.do(f"wait {SB} 21")
+                n.do(f"wait {SB} 22")
                 n.do(f"wait {TOTAL} 21")
-            d.do(f"wait {SB} 21")  # the history by SYNC_RESP, the rest live
+            d.do(f"wait {SB} 22")  # the history by SYNC_RESP, the rest live
             d.do(f"wait {TOTAL} 8")
             facts["renamed"] = [time.time(), 0.0]  # d's statuses before: unnamed
             d.do(f"rename {RENAMED}")
             facts["renamed"][1] = time.time()  # after: named
             reconnect(lab, lab.hosts[2])
             facts["cut"][1] = time.time()
-            c.do(f"wait {SB} 21")
+            c.do(f"wait {SB} 22")
             c.do(f"wait {TOTAL} 21")
+            for n in (b, c, d):  # c missed the stream: it asks for the body (STREAM_NACK)
+                n.do(f"bodies {SB} 1")
 
             a.do(f"leave {TOTAL}")
             b.do(f"leave {SB}")

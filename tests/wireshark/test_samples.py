@@ -136,6 +136,8 @@ def check_group_field(body: Field, name: str, token: str, value: Any) -> None:
         assert f.show == str(value), where
     elif token == "bool":
         assert f.show == _bool(value), where
+    elif token == "bin":
+        assert (f.value_hex or "") == value.hex(), where
     elif token == "records":
         assert _records(f) == _py_records(value), where
     elif token == "entries":

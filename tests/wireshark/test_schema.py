@@ -205,6 +205,10 @@ NOT_DISSECTED = {
     "m2mc.infra_runtime.net:parse_address": "addresses in messages: shown as strings",
     "m2mc.infra_runtime.node:unpack_body": "the application's payload in a record: bytes",
     "m2mc_chat.codec:decode_body": "the chat's payload in a group record: bytes",
+    "m2mc.group.stream_codec:decode_descriptor": "a streamed message's head is a record "
+                                                 "whose payload (the descriptor) is shown "
+                                                 "as bytes; its body's STREAM kinds are "
+                                                 "dissected",
     "m2mc.infra.persist:decode_saved": "a member's saved state: a local file, never on the "
                                        "wire",
     "m2mc.transport.linkwatch:parse_messages": "the kernel's rtnetlink messages to the "

@@ -16,14 +16,18 @@ import asyncio
 import hashlib
 import json
 import sys
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from m2mc.cli.iface_option import add_iface_argument, config_on_iface
 from m2mc.cli.send import positive_int
 from m2mc.config import Config, add_config_argument, load_config
-from m2mc.runtime.endpoint import M2MPEndpoint
+from m2mc.runtime.endpoint import M2MPEndpoint, MessageAbandonedError
+from m2mc.runtime.stream_io import IncomingMessage
 from m2mc.transport.channel import ChannelClosedError
-from m2mc.wire.m2mp import MessageAbandoned, MessageReceived
+from m2mc.wire.m2mp import MessageReceived
+from m2mc.wire.packet import MAX_FRAGMENT
 
 
 def hex_prefix(text: str) -> bytes:
@@ -68,6 +72,27 @@ def message_json(message: MessageReceived) -> str:
                        "head": payload[:16].hex()})
 
 
+# Messages longer than this are read as streams: hashed piece by piece as they
+# arrive, never held whole (docs/m2mp.md, "Messages in pieces").
+STREAM_THRESHOLD = 64 * 1024
+
+
+async def digest(incoming: IncomingMessage, touch: Callable[[], None]) -> str:
+    """The JSON line of one incoming message, computed as its pieces arrive (``touch``
+    after each: the silence timer counts them). Raises MessageAbandonedError."""
+    sha = hashlib.sha256()
+    size = 0
+    head = b""
+    async for piece in incoming:
+        touch()
+        sha.update(piece)
+        size += len(piece)
+        if len(head) < 16:
+            head = (head + piece[:16])[:16]
+    return json.dumps({"id": incoming.message_id, "len": size, "sha256": sha.hexdigest(),
+                       "head": head.hex()})
+
+
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config, overrides={"m2mp.channel": args.channel})
     config = config_on_iface(config, "m2mp", args.iface)
@@ -84,12 +109,23 @@ def run(args: argparse.Namespace) -> int:
 async def listen(config: Config, prefixes: list[bytes], count: int | None,
                  silence: float | None) -> int:
     received = abandoned = 0
-    async with M2MPEndpoint.from_settings(config.m2mp, filters=prefixes,
-                                          node=config.node_id) as endpoint:
+    settings = config.m2mp
+    base = settings.layer_config()
+    threshold = max(MAX_FRAGMENT, min(STREAM_THRESHOLD, base.max_message_bytes))
+    layer = replace(base, stream_threshold=threshold,
+                    max_message_bytes=max(threshold, base.max_message_bytes))
+    endpoint = M2MPEndpoint.from_settings(settings, node=config.node_id, filters=prefixes,
+                                          config=layer)
+    async with endpoint:
         print(f"m2mc listen: listening on {endpoint.channel.url}", file=sys.stderr, flush=True)
         loop = asyncio.get_running_loop()
         last_event = loop.time()
         silent = False
+        enough = asyncio.Event()
+
+        def touch() -> None:
+            nonlocal last_event
+            last_event = loop.time()
 
         async def silence_guard(seconds: float) -> None:
             # One watchdog instead of a timeout per message (each would cost a task).
@@ -99,26 +135,49 @@ async def listen(config: Config, prefixes: list[bytes], count: int | None,
             silent = True
             await endpoint.close()
 
+        async def read(incoming: IncomingMessage) -> None:
+            # Each message in a task of its own: several senders' messages may
+            # arrive at once, each read as it comes.
+            nonlocal received, abandoned
+            try:
+                line = await digest(incoming, touch)
+            except MessageAbandonedError as exc:
+                abandoned += 1
+                print(f"m2mc listen: message {incoming.message_id} abandoned "
+                      f"({exc.event.reason})", file=sys.stderr, flush=True)
+                return
+            except ChannelClosedError:
+                return
+            if count is not None and received >= count:
+                return
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+            received += 1
+            if count is not None and received >= count:
+                enough.set()
+
         guard = asyncio.ensure_future(silence_guard(silence)) if silence else None
+        readers: set[asyncio.Task[None]] = set()
+
+        async def accept_all() -> None:
+            while True:
+                incoming = await endpoint.accept()
+                touch()
+                task = asyncio.ensure_future(read(incoming))
+                readers.add(task)
+                task.add_done_callback(readers.discard)
+
+        accepting = asyncio.ensure_future(accept_all())
+        done_waiting = asyncio.ensure_future(enough.wait())
         try:
-            while count is None or received < count:
-                try:
-                    event = await endpoint.receive_event()
-                except ChannelClosedError:
-                    if silent:
-                        break
-                    raise
-                last_event = loop.time()
-                if isinstance(event, MessageAbandoned):
-                    abandoned += 1
-                    print(f"m2mc listen: message {event.message_id} abandoned "
-                          f"({event.reason})", file=sys.stderr, flush=True)
-                    continue
-                sys.stdout.write(message_json(event) + "\n")
-                sys.stdout.flush()
-                received += 1
+            await asyncio.wait({accepting, done_waiting}, return_when=asyncio.FIRST_COMPLETED)
+            if accepting.done() and not silent:
+                accepting.result()  # the channel closed under us: raise it
+            if readers and not enough.is_set():
+                await asyncio.wait(readers)  # let messages in progress end (or fail)
         finally:
-            if guard is not None:
-                guard.cancel()
+            for task in (guard, accepting, done_waiting, *readers):
+                if task is not None:
+                    task.cancel()
     short = count is not None and received < count
     return 1 if short or abandoned else 0

@@ -1,7 +1,10 @@
 """``m2mc send [--channel URL] [--redundancy N] [--file PATH]`` (docs/interfaces.md §3).
 
 Sends stdin (or the file) as one M2MP message, then prints one JSON line:
-``{"id": <message id>, "len": <bytes>, "sha256": "<hex>"}``. ``--iface NAME``
+``{"id": <message id>, "len": <bytes>, "sha256": "<hex>"}``. The message is written
+in pieces as it is read (seeds/002 2.2), so a file of any size goes out without
+being held in memory; the receivers abandon it if the input pauses longer than
+their message timeout (``m2mp.message_timeout``) between two pieces. ``--iface NAME``
 puts the channel on that interface (:mod:`m2mc.cli.iface_option`). If the system
 refused every datagram (the interface is down, say), a line on stderr says so
 and the exit status is 1.
@@ -14,7 +17,7 @@ import asyncio
 import hashlib
 import json
 import sys
-from typing import Any
+from typing import Any, BinaryIO
 
 from m2mc.cli.iface_option import add_iface_argument, config_on_iface
 from m2mc.config import Config, add_config_argument, load_config
@@ -52,15 +55,18 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config, overrides={
         "m2mp.channel": args.channel, "m2mp.redundancy": args.redundancy})
     config = config_on_iface(config, "m2mp", args.iface)
-    payload = _read_payload(args.file)
+    source = _open_source(args.file)
     refused: list[int] = []
     try:
-        message_id = asyncio.run(send_message(config, payload, refused))
+        with source:
+            message_id, size, sha256 = asyncio.run(
+                send_stream(config, source, stdin=args.file is None, refused=refused))
     except ChannelClosedError as exc:  # e.g. the daemon went away mid-message
         print(f"m2mc send: error: {exc}", file=sys.stderr)
         return 1
-    print(json.dumps({"id": message_id, "len": len(payload),
-                      "sha256": hashlib.sha256(payload).hexdigest()}), flush=True)
+    except OSError as exc:
+        raise UsageError(f"cannot read {args.file or 'stdin'}: {exc.strerror or exc}") from None
+    print(json.dumps({"id": message_id, "len": size, "sha256": sha256}), flush=True)
     if refused:
         print(f"m2mc send: error: the system refused all {refused[0]} datagrams of the "
               f"message on {config.m2mp.channel} (is the interface up?)", file=sys.stderr)
@@ -76,17 +82,47 @@ async def send_message(config: Config, payload: bytes, refused: list[int] | None
     async with M2MPEndpoint.from_settings(config.m2mp, node=config.node_id) as endpoint:
         message_id = await endpoint.send(payload)
         await endpoint.drain()
-        stats = endpoint.channel.stats
-        if refused is not None and stats.send_errors and not stats.datagrams_out:
-            refused.append(stats.send_errors)
+        _note_refused(endpoint, refused)
         return message_id
 
 
-def _read_payload(path: str | None) -> bytes:
+# Bytes read from the file (or stdin) at a time: the sender holds about this much of
+# the message, plus the endpoint's send queue (m2mp.max_send_queue packets).
+PIECE = 64 * 1024
+
+
+async def send_stream(config: Config, source: BinaryIO, *, stdin: bool = False,
+                      refused: list[int] | None = None) -> tuple[int, int, str]:
+    """Send everything ``source`` holds as one M2MP message, written in pieces as it is
+    read (never held whole); return its ID, length and SHA-256. ``stdin``: read in a
+    thread (a pipe may keep us waiting; the event loop goes on meanwhile)."""
+    sha = hashlib.sha256()
+    size = 0
+    async with M2MPEndpoint.from_settings(config.m2mp, node=config.node_id) as endpoint:
+        async with endpoint.open_message() as out:
+            while True:
+                piece = (await asyncio.to_thread(source.read, PIECE) if stdin
+                         else source.read(PIECE))
+                if not piece:
+                    break
+                sha.update(piece)
+                size += len(piece)
+                await out.write(piece)
+        await endpoint.drain()
+        _note_refused(endpoint, refused)
+        return out.message_id, size, sha.hexdigest()
+
+
+def _note_refused(endpoint: M2MPEndpoint, refused: list[int] | None) -> None:
+    stats = endpoint.channel.stats
+    if refused is not None and stats.send_errors and not stats.datagrams_out:
+        refused.append(stats.send_errors)
+
+
+def _open_source(path: str | None) -> BinaryIO:
     if path is None:
-        return sys.stdin.buffer.read()
+        return sys.stdin.buffer
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        return open(path, "rb")
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None

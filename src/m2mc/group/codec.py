@@ -38,6 +38,7 @@ import msgpack
 
 from m2mc.errors import DecodeError
 from m2mc.group.fastobj import fast_constructor, make_mid, slot_twin
+from m2mc.group.stream_codec import StreamData, StreamNack, stream_from_wire, stream_to_wire
 from m2mc.ordering import ROOT, Message, MessageId
 
 MAGIC = b"MC"
@@ -80,6 +81,8 @@ class Kind(IntEnum):
     START = 14
     DECIDED = 15
     GONE = 16
+    STREAM = 17  # a chunk of a streamed message's body (stream_codec.py)
+    STREAM_NACK = 18
     ADV = 20
     GRPS_INFO = 21
 
@@ -330,14 +333,16 @@ class GrpsInfo:
 
 
 Body = (Data | Repair | Order | Status | Nack | SyncReq | SyncResp | Join | Leave | Handover
-        | Ack | Prepare | Promise | Start | Decided | Gone | Adv | GrpsInfo)
+        | Ack | Prepare | Promise | Start | Decided | Gone | Adv | GrpsInfo | StreamData
+        | StreamNack)
 
 _KIND_OF: dict[type, Kind] = {
     Data: Kind.DATA, Repair: Kind.REPAIR, Order: Kind.ORDER, Status: Kind.STATUS,
     Nack: Kind.NACK, SyncReq: Kind.SYNC_REQ, SyncResp: Kind.SYNC_RESP, Join: Kind.JOIN,
     Leave: Kind.LEAVE, Handover: Kind.HANDOVER, Ack: Kind.ACK, Prepare: Kind.PREPARE,
     Promise: Kind.PROMISE, Start: Kind.START, Decided: Kind.DECIDED, Gone: Kind.GONE,
-    Adv: Kind.ADV, GrpsInfo: Kind.GRPS_INFO,
+    Adv: Kind.ADV, GrpsInfo: Kind.GRPS_INFO, StreamData: Kind.STREAM,
+    StreamNack: Kind.STREAM_NACK,
 }
 
 
@@ -511,6 +516,8 @@ def _to_wire(body: Body) -> list[Any]:
             return [sender]
         case GrpsInfo(sender, groups):
             return [sender, [_grp_info_wire(g) for g in groups]]
+        case StreamData() | StreamNack():
+            return stream_to_wire(body)
     raise TypeError(f"not a group message body: {body!r}")  # pragma: no cover
 
 
@@ -756,6 +763,8 @@ def _from_wire(kind: int, raw: Any, max_seq: int) -> Body:
     if kind == Kind.DECIDED:
         _list(r, 2, 2)
         return Decided(sender, _entries(r[1], max_seq))
+    if kind == Kind.STREAM or kind == Kind.STREAM_NACK:
+        return stream_from_wire(kind == Kind.STREAM, r, max_seq)
     if kind == Kind.ADV:
         _list(r, 1, 1)
         return Adv(sender)

@@ -97,7 +97,27 @@ class GroupConfig:
     max_seq: int = 1 << 40  # sequence numbers at or above this are absurd: dropped
     max_seq_jump: int = 1 << 20  # a seqno this far past a sender's known high-water is absurd
     max_senders: int = 4096  # distinct senders tracked per group (records of more: dropped)
-    send_backlog: int = 4096  # packets queued in M2MP before send() pushes back
+    # Back-pressure on the sender (docs/api.md): send() waits while the packets queued in
+    # M2MP plus the records not packed yet reach send_backlog, or while a message would
+    # take their bytes past send_backlog_bytes (one larger message goes alone); blocked
+    # senders go on once both are down to half.
+    send_backlog: int = 4096
+    send_backlog_bytes: int = 1 << 20
+    # ---------------------------------------------------------------- streams
+    # (docs/group.md section 12) A message of any size sent as a stream: its body goes in
+    # chunks of stream_chunk_bytes beside the ordering; a receiver keeps at most
+    # stream_window early chunks' indexes per stream (the bytes go to its body store),
+    # receives at most max_streams at once, gives one up after stream_timeout without
+    # progress, and keeps bodies (complete or not) up to stream_store_bytes (oldest
+    # complete ones evicted first). At most max_stream_repairs chunks wait to be sent
+    # again for others.
+    stream_chunk_bytes: int = 16_000
+    stream_window: int = 64
+    max_streams: int = 16
+    max_streams_waiting: int = 1024  # bodies to fetch once a slot frees (oldest dropped)
+    stream_timeout: float = 30.0
+    stream_store_bytes: int = 4 << 30
+    max_stream_repairs: int = 256
     # ---------------------------------------------------------------- security
     # Control messages (ADV, GRPS_INFO, SYNC_REQ, NACK) are rate-limited per sender
     # (token bucket of control_burst, refilled at control_rate per second) and in total
@@ -125,11 +145,18 @@ class GroupConfig:
                      "status_interval", "sync_timeout", "nack_holdoff", "control_rate",
                      "control_burst", "control_total_rate", "control_total_burst",
                      "replay_window", "max_senders", "order_retry", "max_uncommitted",
-                     "max_epoch_jump", "sequencer_timeout", "memory_log_bytes"):
+                     "max_epoch_jump", "sequencer_timeout", "memory_log_bytes",
+                     "send_backlog", "send_backlog_bytes", "stream_chunk_bytes",
+                     "stream_window", "max_streams", "max_streams_waiting", "stream_timeout",
+                     "stream_store_bytes",
+                     "max_stream_repairs"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"group config {name} must be > 0, got {getattr(self, name)}")
         if self.nack_holdoff_max < self.nack_holdoff:
             raise ConfigError("group config nack_holdoff_max must be >= nack_holdoff")
+        if self.stream_chunk_bytes > 65536:
+            raise ConfigError("group config stream_chunk_bytes must be at most 65536, got "
+                              f"{self.stream_chunk_bytes}")
         if self.retention_mode not in MODES:
             raise ConfigError(f"group config retention_mode must be one of {', '.join(MODES)}, "
                               f"got {self.retention_mode!r}")

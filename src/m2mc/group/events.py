@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from m2mc.group.codec import GrpInfo
-from m2mc.ordering import Message
+from m2mc.ordering import Message, MessageId
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,5 +109,20 @@ class Reconnected:
     silent_for: float | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class StreamUpdate:
+    """News of a streamed message's body for its readers (docs/group.md section 12):
+    ``available`` bytes from its start are held here; ``done``: all of it, checked;
+    ``error``: it will never be complete (``timeout``, ``aborted``, ``corrupt``,
+    ``malformed``, ``store_full``, ``busy``). The asyncio API consumes these."""
+
+    gid: str
+    mid: MessageId
+    available: int
+    done: bool = False
+    error: str | None = None
+
+
 GroupEvent = (Delivered | DeliveredBatch | GroupDiscovered | GroupCreated | MemberJoined
-              | MemberLeft | MemberNamed | CatchUpProgress | MessagesSkipped | Reconnected)
+              | MemberLeft | MemberNamed | CatchUpProgress | MessagesSkipped | Reconnected
+              | StreamUpdate)

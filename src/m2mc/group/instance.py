@@ -83,6 +83,7 @@ class GroupInstance:
         self.batch_size = 0
         self._full: list[list[Message]] = []  # closed batches waiting to be sent
         self.pending_records = 0
+        self.pending_bytes = 0  # their encoded size (the sender's byte backlog counts it)
         # One batch fills one M2MP packet: 500 bytes less the group header (13) and the
         # body's array headers and sender id.
         self.batch_budget = max(64, min(config.batch_bytes, 481 - len(node.pid.encode())))
@@ -137,6 +138,7 @@ class GroupInstance:
         self.batch.append(message)
         self.batch_size += size
         self.pending_records += 1
+        self.pending_bytes += size
         if self._status_soon is None:
             self._status_soon = now + self.config.status_delay
 
@@ -150,6 +152,7 @@ class GroupInstance:
         if out:
             self._full = []
             self.pending_records = len(self.batch)
+            self.pending_bytes = self.batch_size
         return out
 
     # ------------------------------------------------------------ receiving

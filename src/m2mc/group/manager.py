@@ -72,6 +72,8 @@ from m2mc.group.instance import STATUS_KEEPALIVE, GroupInstance
 from m2mc.group.membership import Membership
 from m2mc.group.names import MemberNames, check_name
 from m2mc.group.reconnect import INTERFACE, MADE_META, SILENCE, Reconnect
+from m2mc.group.stream_codec import is_head
+from m2mc.group.streams import GroupStreams
 from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.security import groupwire  # a module: groupwire imports the group codec
 from m2mc.security.auth import AuthConfig, GroupAuth, overhead
@@ -79,6 +81,7 @@ from m2mc.security.errors import AuthError, KeyRequiredError
 from m2mc.security.keys import GroupSecret
 from m2mc.security.ratelimit import RateLimitConfig, RateLimiter, RateLimitStats
 from m2mc.store import GroupRow, GroupStore, MemoryStore
+from m2mc.store.bodies import BodyStore, MemoryBodyStore
 from m2mc.trace.schema import NullSink, TraceEvent, TraceJournal, TraceSink, detail_json
 from m2mc.wire.m2mp import M2MPConfig, M2MPLayer, MessageAbandoned, MessageReceived
 from m2mc.wire.packet import MAX_FRAGMENT
@@ -112,7 +115,9 @@ _make_delivered = fast_constructor(Delivered)
 _make_batch = fast_constructor(DeliveredBatch)
 _FLAGS_AT = HEADER_SIZE - 1  # offset of the flags byte in a group message
 _TAG_AT = slice(3, 11)  # the group tag, after magic and version
-_RATE_LIMITED = frozenset((int(Kind.NACK), int(Kind.SYNC_REQ), int(Kind.GONE)))  # + discovery
+_RATE_LIMITED = frozenset((int(Kind.NACK), int(Kind.SYNC_REQ), int(Kind.GONE),
+                           int(Kind.STREAM_NACK)))  # + discovery
+_STREAM, _STREAM_NACK = int(Kind.STREAM), int(Kind.STREAM_NACK)
 _VERSION_META = "ver/"  # store meta key prefix: "ver/<gid>" = our last join/leave version
 _DISCOVERY_KINDS = frozenset((int(Kind.ADV), int(Kind.GRPS_INFO)))
 _AUTH_META = "auth/"  # store meta key prefix: "auth/<gid>" = suite of a keyed group, or ""
@@ -129,7 +134,7 @@ class GroupNode:
                  store: GroupStore | None = None, trace: TraceSink | None = None,
                  run_id: str = "", keys: Mapping[str, GroupSecret] | None = None,
                  counter_start: int = 0, trace_journal: TraceJournal | None = None,
-                 name: str = "") -> None:
+                 name: str = "", bodies: BodyStore | None = None) -> None:
         if not pid or len(pid) > 64:
             raise UsageError("a process id must be 1 to 64 characters")
         self.pid = pid
@@ -185,6 +190,9 @@ class GroupNode:
         self.discovery_limits = RateLimitStats()
         self.control_limits = RateLimitStats()  # shared by the groups' limiters
         self.discovery_limiter = RateLimiter(self.limit_config, stats=self.discovery_limits)
+        # Streamed messages' bodies (docs/group.md section 12), kept beside the log.
+        self.streams = GroupStreams(self, bodies if bodies is not None else MemoryBodyStore(
+            min(cfg.stream_store_bytes, cfg.memory_log_bytes)))
 
     # ================================================================ lifecycle
     def start(self, now: float) -> None:
@@ -364,7 +372,14 @@ class GroupNode:
     def send(self, gid: str, payload: bytes, now: float,
              reply_to: MessageId | str | None = None) -> MessageId:
         """receiveMsgfrmAppl: send ``payload`` to the group, in reply to ``reply_to``
-        (the S_b parent; None or ROOT for a message that answers nothing)."""
+        (the S_b parent; None or ROOT for a message that answers nothing). A message of
+        any size goes as a stream instead (``streams``, docs/group.md section 12)."""
+        if payload[:1] == b"\x00" and is_head(payload):
+            raise UsageError("a payload may not start with the stream head's marker")
+        return self._send_data(gid, payload, now, reply_to)
+
+    def _send_data(self, gid: str, payload: bytes, now: float,
+                   reply_to: MessageId | str | None) -> MessageId:
         self._now = now
         inst = self.groups.get(gid)
         if inst is None or inst.lingering_until is not None:
@@ -470,6 +485,7 @@ class GroupNode:
                 out[f"gjlp_{name}"] = value
         rc = self.reconnect.stats
         out.update({name: getattr(rc, name) for name in rc.__dataclass_fields__})
+        out.update(self.streams.counters())
         disc, ctrl = self.discovery_limits, self.control_limits
         out["rate_limited_sender"] = disc.limited + ctrl.limited
         out["rate_limited_total"] = disc.limited_total + ctrl.limited_total
@@ -483,6 +499,14 @@ class GroupNode:
         backlog = self.m2mp.queued_packets
         for g in self.groups.values():  # (a loop: a generator costs more, every send)
             backlog += g.pending_records
+        return backlog
+
+    @property
+    def send_backlog_bytes(self) -> int:
+        """Bytes of the packets waiting in M2MP plus the unsent data records."""
+        backlog = self.m2mp.queued_bytes
+        for g in self.groups.values():
+            backlog += g.pending_bytes
         return backlog
 
     # ================================================================ SansIOStack
@@ -512,6 +536,7 @@ class GroupNode:
             if isinstance(event, MessageAbandoned):
                 self.stats.abandoned += 1
         self.reconnect.run_due(self, now)
+        self.streams.on_timer(now)
         reply = self.gjlp.reply_due(now)
         if reply is not None:
             self._send(DISCOVERY_TAG, reply)
@@ -526,7 +551,7 @@ class GroupNode:
 
     def next_deadline(self) -> float | None:
         best = self.m2mp.next_deadline()
-        for d in (self.gjlp.next_deadline(), self.reconnect.due):
+        for d in (self.gjlp.next_deadline(), self.reconnect.due, self.streams.next_deadline()):
             if d is not None and (best is None or d < best):
                 best = d
         for inst in self.groups.values():
@@ -734,6 +759,9 @@ class GroupNode:
         if now - reconnect.heard_at > reconnect.silence:
             self._heard_again(now)
         reconnect.heard_at = now
+        if kind in (_STREAM, _STREAM_NACK):
+            self.streams.on_body(inst, body, now)  # type: ignore[arg-type]
+            return
         inst.on_body(body, now)
 
     def _on_discovery(self, body: Body, now: float) -> None:
@@ -797,6 +825,8 @@ class GroupNode:
         self._out.append(frame if auth is None else groupwire.seal_frame(auth, frame))
 
     def _delivered(self, gid: str, m: Message) -> None:
+        if m.payload[:1] == b"\x00":  # maybe a stream's head: its body is fetched
+            self.streams.delivered(gid, [m], self._now)
         if self.tracing:
             self._trace("deliver", gid, m)
         if self.record_delivered:
@@ -811,6 +841,9 @@ class GroupNode:
         hot paths of a node that is not tracing. (A tracing node goes message by
         message through :meth:`_delivered`: its trace interleaves each ``deliver``
         with the ``recv`` that caused it.)"""
+        heads = [m for m in messages if m.payload[:1] == b"\x00"]  # (streams.delivered)
+        if heads:
+            self.streams.delivered(gid, heads, self._now)
         if self.record_delivered:
             self.delivered_ids.setdefault(gid, []).extend([m.mid for m in messages])
         events = self._events

@@ -46,6 +46,7 @@ def _node_counters(s: Samples, node: Node, stack: GroupNode) -> None:
     s.stats(cat.RATE_LIMIT, stack.control_limits, limiter="control")
     m2mp = stack.m2mp
     s.stats(cat.M2MP, m2mp.stats)
+    s.stats(cat.STREAM, stack.streams.stats)
     driver = node._driver
     if driver is not None:
         s.stats(cat.CHANNEL, driver.channel.stats)
@@ -57,9 +58,12 @@ def _node_counters(s: Samples, node: Node, stack: GroupNode) -> None:
     s.add("m2mc_groups", len(stack.gjlp.discovered), state="discovered")
     cfg, ncfg = stack.config, node.config
     s.queue("send_backlog", stack.send_backlog, cfg.send_backlog)
+    s.queue("send_backlog_bytes", stack.send_backlog_bytes, cfg.send_backlog_bytes)
     s.queue("app_events", len(node._events), ncfg.max_queued_events)
     s.queue("known_groups", len(stack.gjlp.giit) + len(stack.gjlp.discovered), cfg.max_groups)
     s.queue("partial_bytes", m2mp.partial_bytes, m2mp.config.max_partial_bytes)
+    s.queue("streams_open", len(stack.streams.incoming), cfg.max_streams)
+    s.queue("stream_store", stack.streams.store.held_bytes, stack.streams.store.limit)
 
 
 def _group(s: Samples, node: Node, stack: GroupNode, inst: GroupInstance, group: str) -> None:

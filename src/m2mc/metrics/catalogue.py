@@ -20,6 +20,7 @@ from m2mc.group.reconnect import ReconnectStats
 from m2mc.group.repair import RepairStats
 from m2mc.group.retention import RetentionStats
 from m2mc.group.seqlog import SeqLogStats
+from m2mc.group.streams import StreamStats
 from m2mc.infra.coordinator import CoordStats
 from m2mc.infra.gateway import GatewayStats
 from m2mc.infra.host import HostStats
@@ -259,13 +260,35 @@ _SPECS: list[MetricSpec] = [
     _c("m2mc_m2mp_messages_out_total", "M2MP messages sent"),
     _c("m2mc_m2mp_filtered_out_total", "messages no filter wanted (other applications)"),
     _c("m2mc_m2mp_abandoned_total", "messages given up before complete, by reason: timeout, "
-       "bound, too_large, malformed", "reason",
+       "bound, too_large, malformed, gap (a stream's packet lost for good), overflow (a "
+       "stream's reader fell behind)", "reason",
        alarm="rate(reason=timeout) > 0 for 5m: loss on the medium; bound: reassembly full"),
     _c("m2mc_m2mp_flow_timeouts_total", "packets released after flow_timeout without their "
        "loopback"),
     _c("m2mc_m2mp_loopbacks_missed_total", "packets released early: a later packet's copy "
        "came back first"),
     _c("m2mc_m2mp_filtered_fragments_total", "further packets of filtered messages"),
+    _c("m2mc_m2mp_streams_in_total", "M2MP messages read as streams (stream_threshold)"),
+    _c("m2mc_stream_sent_total", "group messages this node sent as streams"),
+    _c("m2mc_stream_received_total", "streamed messages' bodies received whole and checked"),
+    _c("m2mc_stream_failed_total", "bodies that will never be complete here (timeout, "
+       "aborted, corrupt, malformed, store_full)",
+       alarm="rate > 0: senders gone mid-stream, or a store too small"),
+    _c("m2mc_stream_chunks_sent_total", "chunks of this node's streams sent"),
+    _c("m2mc_stream_chunks_received_total", "chunks of others' streams received"),
+    _c("m2mc_stream_chunk_duplicates_total", "chunks received again (repairs for others)"),
+    _c("m2mc_stream_chunks_refused_total", "chunks past a stream's window (asked for again)"),
+    _c("m2mc_stream_refused_total", "chunks of new streams past max_streams or of "
+       "non-members"),
+    _c("m2mc_stream_nacks_sent_total", "STREAM_NACKs this node sent",
+       alarm="rate high relative to m2mc_stream_chunks_received_total: a lossy medium"),
+    _c("m2mc_stream_nacks_suppressed_total", "STREAM_NACKs held off: another member asked"),
+    _c("m2mc_stream_chunks_repaired_total", "chunks this node sent again for others"),
+    _c("m2mc_stream_repairs_suppressed_total", "chunk repairs left out: another member "
+       "sent them first"),
+    _c("m2mc_stream_repairs_refused_total", "chunks asked for past max_stream_repairs"),
+    _c("m2mc_stream_store_full_total", "bodies the body store could not hold "
+       "(stream_store_bytes)"),
     _c("m2mc_channel_datagrams_in_total", "datagrams the channel received",
        where="node+daemon"),
     _c("m2mc_channel_datagrams_out_total", "datagrams the channel sent", where="node+daemon"),
@@ -487,7 +510,9 @@ RATE_LIMIT = StatsTable(RateLimitStats, "m2mc_rate_limit", {
 })
 M2MP = StatsTable(M2MPStats, "m2mc_m2mp", {
     "abandoned": (Route("m2mc_m2mp_abandoned_total", key="reason",
-                        keys=("timeout", "bound", "too_large", "malformed")),)})
+                        keys=("timeout", "bound", "too_large", "malformed", "gap",
+                              "overflow")),)})
+STREAM = StatsTable(StreamStats, "m2mc")
 CHANNEL = StatsTable(ChannelStats, "m2mc_channel")
 MEMBER = StatsTable(MemberStats, "m2mc_member", {
     "delivered": (Route("m2mc_messages_delivered_total"),),
@@ -510,8 +535,8 @@ ROUTER = StatsTable(RouterStats, "m2mc_daemon")
 DAEMON = StatsTable(DaemonStats, "m2mc_daemon")
 
 TABLES: tuple[StatsTable, ...] = (NODE, GJLP, REPAIR, MSP, RETENTION, RECONNECT, SEQLOG, AUTH,
-                                  RATE_LIMIT, M2MP, CHANNEL, MEMBER, WIRE, HOST, GATEWAY,
-                                  COORDINATOR, ROUTER, DAEMON)
+                                  RATE_LIMIT, M2MP, STREAM, CHANNEL, MEMBER, WIRE, HOST,
+                                  GATEWAY, COORDINATOR, ROUTER, DAEMON)
 AUTH_REFUSALS = _AUTH_REASONS
 """The AuthStats fields that are refusals: their sum is ``m2mc_auth_failures_total``
 of an infrastructure-mode process."""
@@ -530,8 +555,13 @@ QUEUES: dict[str, str] = {
     "mirs": "ad hoc: per group, sync requests being answered (max_mirs)",
     "send_backlog": "ad hoc: packets queued in M2MP plus unsent records (send_backlog; "
                     "send() waits at it)",
+    "send_backlog_bytes": "ad hoc: bytes of the packets queued in M2MP plus the unsent "
+                          "records (send_backlog_bytes; send() waits at it)",
     "known_groups": "ad hoc: groups joined plus discovered (max_groups; more are not kept)",
     "partial_bytes": "ad hoc: bytes of partly reassembled M2MP messages (max_partial_bytes)",
+    "streams_open": "ad hoc: streamed messages' bodies being received (max_streams)",
+    "stream_store": "ad hoc: bytes of bodies in the body store (stream_store_bytes; the "
+                    "oldest complete ones evicted)",
     "pending_sends": "member: own messages not yet seen sequenced (max_pending_sends)",
     "hosts": "host: hosts in the directory (max_hosts)",
     "local": "host: computers heard in the cell (max_local)",

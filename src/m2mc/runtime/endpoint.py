@@ -40,6 +40,7 @@ from m2mc.wire.packet import MAX_FRAGMENT, fragment_count
 
 if TYPE_CHECKING:
     from m2mc.config import M2MPSettings
+    from m2mc.runtime.stream_io import IncomingMessage, OutgoingMessage, StreamInbox
 
 _NONE: list[bytes] = []  # (never appended to)
 # Packets in flight under flow control when the configuration leaves it open
@@ -63,7 +64,8 @@ class M2MPEndpoint:
     def __init__(self, channel: str | Channel, config: M2MPConfig | None = None, *,
                  filters: Iterable[bytes] = (), rng: random.Random | None = None,
                  max_send_queue: int = 4096, max_receive_queue: int = 1024,
-                 max_inbound: int = DEFAULT_MAX_INBOUND, node: str = "-") -> None:
+                 max_inbound: int = DEFAULT_MAX_INBOUND, node: str = "-",
+                 max_stream_buffer: int = 4 << 20) -> None:
         if max_send_queue < 1 or max_receive_queue < 1:
             raise UsageError("max_send_queue and max_receive_queue must be >= 1")
         self._channel = (open_channel(channel, max_inbound=max_inbound)
@@ -92,16 +94,26 @@ class M2MPEndpoint:
         self._error: ChannelClosedError | None = None
         self._loop: asyncio.AbstractEventLoop | None = None  # the driver's, once started
         self.receive_overflow = 0
+        # Messages read in pieces (config.stream_threshold set): accept(), stream_io.py.
+        self._streams: StreamInbox | None = None
+        if self.config.stream_threshold:
+            from m2mc.runtime.stream_io import StreamInbox
+
+            self._streams = StreamInbox(max_stream_buffer, max_receive_queue,
+                                        self._drop_stream)
 
     @classmethod
     def from_settings(cls, settings: M2MPSettings, *, channel: str | Channel | None = None,
                       filters: Iterable[bytes] = (), rng: random.Random | None = None,
-                      node: str = "-") -> M2MPEndpoint:
-        """An endpoint configured by ``load_config().m2mp`` (channel from it unless given)."""
-        return cls(settings.channel if channel is None else channel, settings.layer_config(),
+                      node: str = "-", config: M2MPConfig | None = None) -> M2MPEndpoint:
+        """An endpoint configured by ``load_config().m2mp`` (channel from it unless given;
+        ``config``: the layer's settings, if not ``settings.layer_config()``)."""
+        return cls(settings.channel if channel is None else channel,
+                   settings.layer_config() if config is None else config,
                    filters=filters, rng=rng, max_send_queue=settings.max_send_queue,
                    max_receive_queue=settings.max_receive_queue,
-                   max_inbound=settings.max_inbound_datagrams, node=node)
+                   max_inbound=settings.max_inbound_datagrams, node=node,
+                   max_stream_buffer=settings.max_stream_buffer)
 
     # --------------------------------------------------------------- lifecycle
     @property
@@ -176,9 +188,51 @@ class M2MPEndpoint:
     def _backlog(self) -> int:
         return self._layer.queued_packets + self._link.backlog
 
+    def open_message(self) -> OutgoingMessage:
+        """A message to write in pieces (seeds/002 2.2): ``async with
+        ep.open_message() as out: await out.write(...)``; the same packets as
+        ``send`` of the whole, sent as the pieces come (stream_io.py)."""
+        from m2mc.runtime.stream_io import OutgoingMessage
+
+        loop = self._running()
+        return OutgoingMessage(self, self._layer.open_message(loop.time()))
+
+    async def _queue_piece(self, message_id: int, data: bytes, end: bool) -> None:
+        """Queue a piece of a message being written, with ``send``'s back-pressure."""
+        loop = self._running()
+        layer = self._layer
+        backlog = self._backlog()
+        need = len(data) // MAX_FRAGMENT + 1
+        while backlog and backlog + need > self._max_send_queue:
+            await self._wait_progress(self._progress)
+            backlog = self._backlog()
+        now = loop.time()
+        if end:
+            layer.close_message(message_id, now)
+        else:
+            layer.write_message(message_id, data, now)
+        if not backlog:
+            driver = self._driver
+            driver.flush(now)
+            driver.arm_timer()
+
     # --------------------------------------------------------------- receiving
+    async def accept(self) -> IncomingMessage:
+        """The next incoming message, to read in pieces (stream mode:
+        ``M2MPConfig.stream_threshold`` set); one abandoned part-way raises
+        :class:`MessageAbandonedError` to its reader."""
+        if self._streams is None:
+            raise UsageError("accept() reads messages as streams: set "
+                             "M2MPConfig.stream_threshold (or use receive())")
+        return await self._streams.accept()
+
+    def _drop_stream(self, message_id: int) -> bool:
+        assert self._loop is not None
+        return self._layer.drop_stream(message_id, self._loop.time())
+
     async def receive_event(self) -> M2MPEvent:
         """The next event: a message, or a message abandoned part-way."""
+        self._whole_messages()
         inbox = self._inbox
         while not inbox:
             if self._error is not None:
@@ -194,7 +248,12 @@ class M2MPEndpoint:
         event = await self.receive_event()
         if isinstance(event, MessageAbandoned):
             raise MessageAbandonedError(event)
+        assert isinstance(event, MessageReceived)  # (stream mode has accept() instead)
         return event
+
+    def _whole_messages(self) -> None:
+        if self._streams is not None:
+            raise UsageError("this endpoint reads messages as streams: use accept()")
 
     def __aiter__(self) -> M2MPEndpoint:
         return self
@@ -202,6 +261,7 @@ class M2MPEndpoint:
     async def __anext__(self) -> MessageReceived:
         """Messages until the endpoint closes; abandoned ones are skipped (see ``stats``)."""
         # receive_event() inlined: this runs once per message, and once per wake-up.
+        self._whole_messages()
         inbox = self._inbox
         while True:
             while inbox:
@@ -224,6 +284,12 @@ class M2MPEndpoint:
                      partial_messages=self._layer.partial_messages,
                      partial_bytes=self._layer.partial_bytes,
                      send_backlog=self._backlog())
+        if self._streams is not None:
+            stats.update(streams_open=self._layer.streams_open,
+                         stream_held_bytes=self._layer.stream_held_bytes,
+                         stream_buffered=self._streams.buffered,
+                         stream_overflow=self._streams.overflow,
+                         stream_unaccepted_dropped=self._streams.dropped)
         return stats
 
     # ------------------------------------------------------ adapter (driver.py)
@@ -280,6 +346,13 @@ class M2MPEndpoint:
             self._enqueue(events)
 
     def _enqueue(self, events: list[M2MPEvent]) -> None:
+        streams = self._streams
+        if streams is not None:
+            while events:
+                for event in events:
+                    streams.on_event(event)
+                events = self._layer.events()  # what a dropped stream left (overflow)
+            return
         inbox, bound = self._inbox, self._max_receive_queue
         if len(inbox) + len(events) <= bound:
             inbox.extend(events)
@@ -304,6 +377,8 @@ class M2MPEndpoint:
     def _wake_all(self) -> None:
         self._progress.wake()
         self._drained.wake()
+        if self._streams is not None and self._error is not None:
+            self._streams.close(self._error)
         waiter = self._inbox_waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)

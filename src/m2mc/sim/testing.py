@@ -92,6 +92,15 @@ class VirtualNet:
         """Call ``fn()`` at virtual time ``t`` (now, if ``t`` is past)."""
         self.sim.call_at(max(t, self.sim.now), lambda _: fn(), None)
 
+    def set_loss(self, loss: float, domain: str | None = None) -> None:
+        """From now on, each copy is lost with probability ``loss`` on ``domain`` (every
+        domain if None): a test's network getting worse or better part-way."""
+        if not 0.0 <= loss <= 1.0:
+            raise ValueError(f"loss must be in [0, 1], not {loss}")
+        for d in self.sim.network.domains:
+            if domain is None or d.name == domain:
+                d.link.loss = loss
+
     @property
     def counters(self) -> Mapping[str, int]:
         """The engine's counters (docs/simulator.md: deliveries, drops_<reason>, ...)."""

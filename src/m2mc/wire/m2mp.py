@@ -24,7 +24,7 @@ from __future__ import annotations
 import random
 import struct
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice, repeat
 from operator import itemgetter
@@ -35,9 +35,12 @@ from m2mc.wire.packet import (
     MAX_FRAGMENT,
     MAX_FRAGMENT_NUMBER,
     MAX_PACKET,
+    fragment_count,
     fragments,
 )
 from m2mc.wire.reassembly import Abandoned, Reassembler, ReassemblyLimits
+from m2mc.wire.stream_layer import StreamingLayer
+from m2mc.wire.streams import IncomingStreams, OutgoingFragments, StreamChunk, StreamLimits
 
 
 @dataclass(slots=True)
@@ -56,6 +59,13 @@ class M2MPConfig:
     max_message_bytes: int = 64 * 1024 * 1024
     completed_cache: int = 65536
     own_id_cache: int = 65536
+    # Streams (seeds/002 section 4, m2mc.wire.streams): 0 delivers every message whole.
+    # Otherwise a message whose first stream_threshold bytes are here and is not complete
+    # is read as a stream (StreamChunk events), holding at most stream_window early
+    # fragments, at most max_streams at once.
+    stream_threshold: int = 0
+    stream_window: int = 512
+    max_streams: int = 32
 
     def validate(self) -> None:
         from m2mc.errors import ConfigError
@@ -69,9 +79,13 @@ class M2MPConfig:
         if self.flow_window is not None and self.flow_window < 1:
             raise ConfigError(f"flow_window must be >= 1, got {self.flow_window}")
         for name in ("max_partial_messages", "max_partial_bytes", "max_message_bytes",
-                     "completed_cache", "own_id_cache"):
+                     "completed_cache", "own_id_cache", "stream_window", "max_streams"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.stream_threshold and not (
+                MAX_FRAGMENT <= self.stream_threshold <= self.max_message_bytes):
+            raise ConfigError(f"stream_threshold must be 0 or {MAX_FRAGMENT} to "
+                              f"max_message_bytes, got {self.stream_threshold}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +103,7 @@ class MessageAbandoned:
     bytes: int
 
 
-M2MPEvent = MessageReceived | MessageAbandoned
+M2MPEvent = MessageReceived | MessageAbandoned | StreamChunk
 
 
 @dataclass(slots=True)
@@ -108,6 +122,7 @@ class M2MPStats:
     flow_timeouts: int = 0
     loopbacks_missed: int = 0  # released early: the copy of a later packet came back first
     filtered_fragments: int = 0  # further packets (copies, fragments) of a filtered message
+    streams_in: int = 0  # messages read as streams (each also in messages_in once complete)
 
     def as_dict(self) -> dict[str, object]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -125,8 +140,11 @@ _set_message_id = MessageReceived.__dict__["message_id"].__set__
 _set_payload = MessageReceived.__dict__["payload"].__set__
 
 
-class M2MPLayer:
-    """One instance of the M2MP layer (one per process, or one in the daemon)."""
+class M2MPLayer(StreamingLayer):
+    """One instance of the M2MP layer (one per process, or one in the daemon).
+
+    Messages written and read in pieces: :class:`~m2mc.wire.stream_layer.StreamingLayer`.
+    """
 
     def __init__(self, config: M2MPConfig | None, rng: random.Random) -> None:
         self.config = config or M2MPConfig()
@@ -151,6 +169,7 @@ class M2MPLayer:
         self._own: set[int] = set()
         self._own_order: deque[int] = deque()
         self._queue: deque[bytes] = deque()  # encoded packets waiting for flow control
+        self._queued_bytes = 0  # their bytes (headers included): the sender's byte backlog
         # Sent packets whose looped-back copy is awaited, oldest first (at most
         # flow_window): their 8-byte headers, and their flow deadlines alongside.
         self._outstanding: deque[bytes] = deque()
@@ -167,6 +186,13 @@ class M2MPLayer:
         # their later fragments are counted as filtered, not as duplicates.
         self._filtered_ids: set[int] = set()
         self._filtered_order: deque[int] = deque()
+        # Messages read as streams (None: every message whole) and written in pieces.
+        self._streams = (IncomingStreams(StreamLimits(cfg.message_timeout, cfg.stream_window,
+                                                      cfg.max_streams))
+                         if cfg.stream_threshold else None)
+        self._stream_ids: Mapping[int, object] = (
+            self._streams.streams if self._streams is not None else {})
+        self._outgoing: dict[int, OutgoingFragments] = {}
 
     # ----------------------------------------------------------------- filters
     def add_filter(self, prefix: bytes) -> None:
@@ -209,10 +235,13 @@ class M2MPLayer:
         own_order.append(message_id)
         if len(own_order) > self._own_cache:
             self._forget_own()
-        if len(payload) <= MAX_FRAGMENT:  # one packet: skip the generator (small messages)
+        size = len(payload)
+        if size <= MAX_FRAGMENT:  # one packet: skip the generator (small messages)
             self._queue.append(_pack_header(message_id, LAST_FLAG) + payload)
+            self._queued_bytes += size + HEADER_SIZE
         else:
             self._queue.extend(fragments(message_id, payload))
+            self._queued_bytes += size + HEADER_SIZE * fragment_count(size)
         self.stats.messages_out += 1
         return message_id
 
@@ -233,9 +262,11 @@ class M2MPLayer:
             if room >= len(queue):
                 packets = list(queue)
                 queue.clear()
+                self._queued_bytes = 0
             else:
                 popleft = queue.popleft
                 packets = [popleft() for _ in range(room)]
+                self._queued_bytes -= sum(map(len, packets))
             outstanding.extend(map(_header_of, packets))
             self._flow_deadlines.extend(repeat(deadline, len(packets)))
             out = packets if redundancy == 1 else [
@@ -244,6 +275,7 @@ class M2MPLayer:
             out = list(queue) if redundancy == 1 else [
                 p for p in queue for _ in range(redundancy)]
             queue.clear()
+            self._queued_bytes = 0
         self.stats.packets_out += len(out)
         self.stats.bytes_out += sum(map(len, out))
         return out
@@ -264,6 +296,12 @@ class M2MPLayer:
     def queued_packets(self) -> int:
         """Packets held back by flow control (the driver may apply back-pressure on this)."""
         return len(self._queue)
+
+    @property
+    def queued_bytes(self) -> int:
+        """Bytes of the packets held back by flow control, headers included (each packet
+        once, whatever the redundancy): what a sender's byte bound counts."""
+        return self._queued_bytes
 
     def _forget_own(self) -> None:
         own, order = self._own, self._own_order
@@ -289,7 +327,7 @@ class M2MPLayer:
             # Our own looped-back copies come first on a sender: the copy of the oldest
             # outstanding packet is recognised by its header alone.
             datagrams = self._take_loopbacks(datagrams)
-        done, partial = self._done_ids, self._partial_ids
+        done, partial, streams = self._done_ids, self._partial_ids, self._stream_ids
         remember_done = self._reassembler.remember_done
         expiry = now + self._message_timeout
         accept_all = self._accept_all
@@ -312,7 +350,8 @@ class M2MPLayer:
                     if outstanding:
                         self._release(datagram[:HEADER_SIZE])
                     continue
-                if word == LAST_FLAG and message_id not in done and message_id not in partial:
+                if (word == LAST_FLAG and message_id not in done and message_id not in partial
+                        and message_id not in streams):
                     # A whole message in one packet, new: no reassembly (small messages).
                     remember_done(message_id, expiry)
                     message = datagram[HEADER_SIZE:]
@@ -336,6 +375,8 @@ class M2MPLayer:
             stats.bytes_in += size_in
             stats.looped_back += looped
             stats.messages_in += delivered
+        if self._streams is not None:
+            self._collect_streams(now)
 
     def _take_loopbacks(self, datagrams: Sequence[bytes]) -> Sequence[bytes]:
         """Consume the leading datagrams that are copies of our oldest outstanding packets
@@ -384,6 +425,19 @@ class M2MPLayer:
         reassembler = self._reassembler
         fragment = word & MAX_FRAGMENT_NUMBER
         data = datagram[HEADER_SIZE:]
+        streams = self._streams
+        if streams is not None:
+            if message_id in streams.streams:
+                before = streams.duplicates
+                streams.receive(message_id, fragment, word >= LAST_FLAG, data, now)
+                stats.duplicates += streams.duplicates - before
+                return None
+            if (fragment >= reassembler.contiguous(message_id) + self.config.stream_window
+                    and not reassembler.is_done(message_id, now)):
+                # An early fragment past the window: one before it is lost for good.
+                reassembler.abandon(message_id, "gap", now)
+                self._collect_abandoned()
+                return None
         before = reassembler.duplicates
         message = reassembler.receive_fragment(message_id, fragment, word >= LAST_FLAG, data,
                                                now)
@@ -401,6 +455,9 @@ class M2MPLayer:
                 self._remember_filtered(message_id)
             if reassembler.abandoned:
                 self._collect_abandoned()
+            if (streams is not None and reassembler.contiguous(message_id) * MAX_FRAGMENT
+                    >= self.config.stream_threshold):
+                self._start_stream(message_id, now)
         return message
 
     def _remember_filtered(self, message_id: int) -> None:
@@ -415,6 +472,9 @@ class M2MPLayer:
     def on_timer(self, now: float) -> None:
         self._reassembler.on_timer(now)
         self._collect_abandoned()
+        if self._streams is not None:
+            self._streams.on_timer(now)
+            self._collect_streams(now)
         outstanding, deadlines = self._outstanding, self._flow_deadlines
         while deadlines and deadlines[0] <= now:
             outstanding.popleft()  # its loopback got lost: let the next packet go
@@ -423,6 +483,10 @@ class M2MPLayer:
 
     def next_deadline(self) -> float | None:
         reassembly = self._reassembler.next_deadline()
+        if self._streams is not None:
+            streaming = self._streams.next_deadline()
+            if streaming is not None and (reassembly is None or streaming < reassembly):
+                reassembly = streaming
         flow = self._flow_deadlines[0] if self._flow_deadlines else None
         if reassembly is None:
             return flow

@@ -41,6 +41,7 @@ class _Partial:
     parts: dict[int, bytes] = field(default_factory=dict)
     size: int = 0
     last: int = -1  # fragment number of the last fragment, once seen
+    contiguous: int = 0  # fragments 0 .. contiguous-1 are all here (streams start on it)
 
 
 @dataclass(slots=True)
@@ -196,6 +197,11 @@ class Reassembler:
             self.mark_done(message_id, now)
             return None
         parts[fragment] = data
+        if fragment == partial.contiguous:
+            following = fragment + 1
+            while following in parts:
+                following += 1
+            partial.contiguous = following
         size = len(data)
         partial.size += size
         self._partial_bytes += size
@@ -208,6 +214,19 @@ class Reassembler:
                 self._partial_bytes > limits.max_partial_bytes):
             self._enforce_bounds()
         return None
+
+    def contiguous(self, message_id: int) -> int:
+        """Fragments 0, 1, ... of a partial message that are all here (0 if none)."""
+        partial = self._partial.get(message_id)
+        return partial.contiguous if partial is not None else 0
+
+    def take_partial(self, message_id: int) -> tuple[dict[int, bytes], int]:
+        """Hand a partial message over (to be read as a stream): its fragments by
+        number and its last fragment's number (-1 if not seen yet); it is no longer
+        assembled here."""
+        partial = self._partial.pop(message_id)
+        self._partial_bytes -= partial.size
+        return partial.parts, partial.last
 
     def on_timer(self, now: float) -> None:
         """Abandon every partial message whose next fragment is late."""
@@ -229,6 +248,12 @@ class Reassembler:
         if not self._partial:
             return None
         return next(iter(self._partial.values())).deadline
+
+    def abandon(self, message_id: int, reason: str, now: float) -> None:
+        """Give up ``message_id`` (whether being assembled or not yet seen) and ignore
+        its later fragments."""
+        self._abandon(message_id, reason)
+        self.mark_done(message_id, now)
 
     def take_abandoned(self) -> list[Abandoned]:
         abandoned, self.abandoned = self.abandoned, []

@@ -131,6 +131,8 @@ local GROUP_KINDS = {
     [14] = { "START",     "sender:pid epoch:uint base:uint entries:entries" },
     [15] = { "DECIDED",   "sender:pid entries:entries" },
     [16] = { "GONE",      "sender:pid ranges:digest gseqs:intervals stubs:records" },
+    [17] = { "STREAM",    "sender:pid pid:pid seq:uint index:uint chunk_bytes:uint data:bin state:uint size:uint sha256:bin" },
+    [18] = { "STREAM_NACK", "sender:pid pid:pid seq:uint chunks:intervals" },
     [20] = { "ADV",       "sender:pid" },
     [21] = { "GRPS_INFO", "sender:pid groups:grpinfos" },
 }
@@ -330,7 +332,7 @@ local group_fields = {
 -- Forward's member request ("request", false: no field of its own) is a subtree found
 -- by m2mc_infra.request.tag, m2mc_infra.request being the operators' request number.
 local GROUP_FT = { pid = "string", str = "string", name = "string", uint = "uint64",
-                   bool = "bool" }
+                   bool = "bool", bin = "bytes" }
 local INFRA_FT = { int = "uint64", str = "string", bool = "bool", bytes = "bytes",
                    mid = "string", opt_mid = "string", epoch = "string", opt_epoch = "string",
                    strs = "string", cell = "string", request = false }
@@ -834,6 +836,15 @@ function GR.pid(ctx, tree, node, field)
     end
 end
 GR.str = GR.pid
+
+-- Bytes (a stream chunk's data, its body's SHA-256): their length in the info column.
+function GR.bin(ctx, tree, node, field, name)
+    if expect(ctx, tree, node, "bin", "bytes") then
+        local item = tree:add(field, ctx.tvb(node.boff, node.blen))  -- the bytes themselves
+        item:set_text(label_of(name) .. ": " .. node.blen .. (node.blen == 1 and " byte" or " bytes"))
+        return node.blen .. " bytes"
+    end
+end
 
 function GR.bool(ctx, tree, node, field)
     if expect(ctx, tree, node, "bool", "a boolean") then
