@@ -272,7 +272,7 @@ def _side_by_side(tb: Tables, self_delivery: bool, orders: set[str], tables_at: 
         pending = pool.submit(checks_job)
         t0 = time.monotonic()
         try:
-            m = compute(tb, tables_at, info)
+            m = compute(tb, tables_at, info, parallel=True)
         finally:
             took["metrics"] = time.monotonic() - t0
             results, tallies = pending.result()  # waited for even if the metrics failed
