@@ -107,9 +107,9 @@ def compute(tb: Tables, tables: str | None, info: DataFrame | None = None,
     return _metrics(_summary(d, o, r, t, tables), d, t)
 
 
-# Threads for the parts of compute(parallel=True) besides the caller's (3 queries at a
-# time with the caller's, 4 with the checks beside them: measured on 2 cores, see
-# docs/pipeline.md "Small traces").
+# Threads for the parts of compute(parallel=True) besides the caller's: 3 queries at a
+# time with the caller's, 4 with the checks beside them, on 2 cores (not tuned: the
+# machine was too busy to tell 1 from 3; docs/pipeline.md "Small traces").
 _WORKERS = 2
 
 
