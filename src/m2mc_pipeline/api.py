@@ -251,7 +251,8 @@ def analyze(paths: Sequence[str | Path], out: str | Path, master: str | None = N
 def _side_by_side(tb: Tables, self_delivery: bool, orders: set[str], tables_at: str | None,
                   info: DataFrame | None, pr: Progress
                   ) -> tuple[dict[str, CheckResult], dict[str, int], Metrics]:
-    """The checks in a thread of their own while the metrics run here (small traces).
+    """The checks in a thread of their own while the metrics run here, their independent
+    parts side by side too (compute(parallel=True)); small traces only.
 
     On a small trace every Spark job is mostly latency: the driver planning it, a few
     tiny tasks, the wait for the slowest. One query at a time leaves a core idle most
@@ -272,7 +273,7 @@ def _side_by_side(tb: Tables, self_delivery: bool, orders: set[str], tables_at: 
         pending = pool.submit(checks_job)
         t0 = time.monotonic()
         try:
-            m = compute(tb, tables_at, info)
+            m = compute(tb, tables_at, info, parallel=True)
         finally:
             took["metrics"] = time.monotonic() - t0
             results, tallies = pending.result()  # waited for even if the metrics failed

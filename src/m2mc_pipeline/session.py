@@ -31,6 +31,16 @@ DEFAULT_DRIVER_MEMORY = "4g"
 # serial collector (measured on a 4,656-event trace: analyze 50 s -> 22 s, with no
 # code generation; see docs/pipeline.md, "Small traces").
 QUICK_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# ... and its heap (when the driver may have 2 GiB or more). Planning some forty queries
+# allocates about 3 GB; from the default heap (a 100 MB young generation) that took 25
+# collections, 3 of them full (one for class metadata): 2-3 s of the JVM's CPU time
+# (docs/pipeline.md, "Small traces").
+QUICK_HEAP_OPTIONS = "-Xms1g -Xmn512m -XX:MetaspaceSize=256m"
+_QUICK_HEAP_FROM = 2 << 30  # bytes of driver memory
+# The memory pages of Spark's sorts and hash maps (by default up to 64 MB each, from the
+# driver's memory and cores): on a small trace each sort and aggregation took a fresh
+# 64 MB array, straight into the old generation, and full collections followed.
+QUICK_PAGE_SIZE = "2m"
 
 _LOG4J2 = """\
 rootLogger.level = warn
@@ -71,7 +81,8 @@ def build_conf(master: str | None = None, app_name: str = "m2mc-pipeline",
     """The Spark configuration of a pipeline session (before any JVM starts).
 
     ``quick``: the input is small (load.QUICK_EVENTS); the driver's JVM is then
-    tuned for start-up and latency (QUICK_JVM_OPTIONS).
+    tuned for start-up and latency (QUICK_JVM_OPTIONS; QUICK_HEAP_OPTIONS when the
+    driver has 2 GiB or more; QUICK_PAGE_SIZE). Options given in ``conf`` win.
     """
     master = master or os.environ.get("M2MC_SPARK_MASTER") or DEFAULT_MASTER
     log4j = _log4j_file()
@@ -102,7 +113,22 @@ def build_conf(master: str | None = None, app_name: str = "m2mc-pipeline",
         c.set("spark.default.parallelism", str(max(2, cores)))
     for key, value in (conf or {}).items():
         c.set(key, value)
+    if quick:
+        given = conf or {}
+        memory = _bytes(c.get("spark.driver.memory") or "1g")
+        if "spark.driver.extraJavaOptions" not in given and memory >= _QUICK_HEAP_FROM:
+            c.set("spark.driver.extraJavaOptions", f"{java} {QUICK_HEAP_OPTIONS}")
+        if "spark.buffer.pageSize" not in given:
+            c.set("spark.buffer.pageSize", QUICK_PAGE_SIZE)
     return c
+
+
+def _bytes(size: str) -> int:
+    """A JVM memory size (``4g``, ``4096m``, ``512k``, bytes) in bytes; 0 if unreadable."""
+    text = size.strip().lower().removesuffix("b")
+    scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}.get(text[-1:], 1)
+    digits = text[:-1] if scale != 1 else text
+    return int(digits) * scale if digits.isdigit() else 0
 
 
 def get_session(master: str | None = None, *, app_name: str = "m2mc-pipeline",

@@ -179,14 +179,14 @@ def _repair_traces(T: Any) -> list[Any]:
     return [t, i]
 
 
-def _compute(spark: Any, dirs: list[Any]) -> dict[str, Any]:
+def _compute(spark: Any, dirs: list[Any], parallel: bool = False) -> dict[str, Any]:
     from m2mc_pipeline.load import load
     from m2mc_pipeline.metrics import compute
     from m2mc_pipeline.tables import build
 
     loaded = load(spark, dirs)
     tb = build(loaded.events)
-    m = compute(tb, None)
+    m = compute(tb, None, parallel=parallel)
     summary = dict(m.summary)
     summary["cdf_delay"] = m.cdf_delay
     tb.release()
@@ -199,6 +199,12 @@ def metrics(spark: Any, make_trace: Any, tmp_path_factory: pytest.TempPathFactor
             ) -> dict[str, Any]:
     d = _trace(make_trace).write(tmp_path_factory.mktemp("metrics") / "m")
     return _compute(spark, [d])
+
+
+def test_the_parts_side_by_side_measure_the_same(spark: Any, make_trace: Any, tmp_path: Any,
+                                                metrics: dict[str, Any]) -> None:
+    """compute(parallel=True), the small-trace path, without Parquet tables too."""
+    assert _compute(spark, [_trace(make_trace).write(tmp_path / "m")], parallel=True) == metrics
 
 
 def test_delivery_delay_quantiles(metrics: dict[str, Any]) -> None:

@@ -136,3 +136,31 @@ def test_orderings_side_by_side(analysed: Any) -> None:
     assert set(side[GROUP["name"]]) == set(ORDERS)
     html = (analysed.out / "report.html").read_text()
     assert "Packet figures" in html and "1 of 5 runs" in html  # the infra run
+
+
+def test_the_quick_path_measures_what_the_plain_path_measures(
+        spark: Any, analysed: Any, tmp_path: Path) -> None:
+    """These traces are small: ``analyze`` ran the metrics' parts side by side
+    (compute(parallel=True)). One after the other, the same metrics.json values and
+    the same Parquet tables come out."""
+    from m2mc_pipeline import compare
+    from m2mc_pipeline.load import load
+    from m2mc_pipeline.metrics import compute
+    from m2mc_pipeline.tables import build
+
+    root = analysed.out.parent  # the fixture's simulations, in its order
+    loaded = load(spark, [root / order for order in ORDERS] + [root / "infra"])
+    tb = build(loaded.events)
+    runs = compare.runs(tb.node_rows, tb.orders_by_run(), loaded.scopes)
+    plain = compute(tb, str(tmp_path / "tables"), compare.run_info(spark, runs))
+    tb.release()
+    loaded.events.unpersist()
+    quick = {k: v for k, v in analysed.metrics.items() if k not in ("runs", "self_delivery")}
+    quick["comparison"] = {k: v for k, v in quick["comparison"].items()
+                           if k != "repair_vs_loss"}
+    assert plain.summary == quick
+    for name in ("deliveries", "delay_latency_stats", "osms_occupancy", "repairs",
+                 "catchups", "throughput", "overhead"):
+        def rows(root: Path, table: str = name) -> list[str]:
+            return sorted(map(repr, pq.read_table(root / f"{table}.parquet").to_pylist()))
+        assert rows(tmp_path / "tables") == rows(analysed.out / "tables"), name

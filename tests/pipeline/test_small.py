@@ -16,7 +16,12 @@ import pytest
 
 from m2mc_pipeline import classcache
 from m2mc_pipeline.load import QUICK_EVENTS, _size_shuffles, check_inputs, load
-from m2mc_pipeline.session import QUICK_JVM_OPTIONS, build_conf
+from m2mc_pipeline.session import (
+    QUICK_HEAP_OPTIONS,
+    QUICK_JVM_OPTIONS,
+    QUICK_PAGE_SIZE,
+    build_conf,
+)
 
 
 def test_the_estimate_reads_parquet_footers_and_jsonl_sizes(tmp_path: Path) -> None:
@@ -95,3 +100,20 @@ def test_the_archive_is_kept_only_when_the_jvm_finished_writing_it(tmp_path: Pat
     assert not cache.writing.exists()
     if status == 0:
         assert cache.archive.read_bytes() == b"jsa"
+
+
+def test_the_quick_profile_sizes_the_heap_and_memory_pages_unless_told_otherwise() -> None:
+    quick = build_conf("local[2]", quick=True)
+    assert QUICK_HEAP_OPTIONS in (quick.get("spark.driver.extraJavaOptions") or "")
+    assert quick.get("spark.buffer.pageSize") == QUICK_PAGE_SIZE
+    plain = build_conf("local[2]")
+    assert QUICK_HEAP_OPTIONS not in (plain.get("spark.driver.extraJavaOptions") or "")
+    assert plain.get("spark.buffer.pageSize") is None
+    # A heap of 1 GiB at the start would not fit a 1 GiB driver: the JVM would not start.
+    small = build_conf("local[2]", quick=True, conf={"spark.driver.memory": "1g"})
+    java = small.get("spark.driver.extraJavaOptions") or ""
+    assert QUICK_JVM_OPTIONS in java and QUICK_HEAP_OPTIONS not in java
+    mine = build_conf("local[2]", quick=True, conf={"spark.driver.extraJavaOptions": "-Dx=1",
+                                                    "spark.buffer.pageSize": "16m"})
+    assert mine.get("spark.driver.extraJavaOptions") == "-Dx=1"
+    assert mine.get("spark.buffer.pageSize") == "16m"

@@ -8,6 +8,7 @@ and collected from memory.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,43 +66,88 @@ def _kept(df: DataFrame, tables: str | None, name: str,
 
 
 def compute(tb: Tables, tables: str | None, info: DataFrame | None = None,
-            progress: Any = None) -> Metrics:
+            progress: Any = None, parallel: bool = False) -> Metrics:
     """Every metric; Parquet tables are written under ``tables`` when given.
 
     ``info`` (run, scenario, loss) ties runs to their scenario and loss rate for
     the comparison of orderings and the latency-against-loss view.
+    ``parallel``: run the independent parts in threads of their own (small traces,
+    where each Spark job is mostly fixed latency: planning, scheduling, committing a
+    Parquet file, one thread at a time would leave a core idle most of the time). The
+    values are the same either way: the same queries run, only not one after another.
     """
     def step(name: str) -> None:
         if progress is not None:
             progress.stage(name)
 
-    step("metrics: delivery delay and latency")
-    dl = deliveries(tb)
-    if info is not None:
-        dl = dl.join(F.broadcast(info.select("run", "scenario", "variant", "loss")), "run",
-                     "left")
-    else:
-        dl = (dl.withColumn("scenario", F.lit(None).cast("string"))
-              .withColumn("variant", F.lit(None).cast("string"))
-              .withColumn("loss", F.lit(None).cast("double")))
-    dl = dl.persist(_KEEP)
+    dl = _deliveries(tb, info).persist(_KEEP)
     try:
-        _write(dl, tables, "deliveries")
-        # The comparison of orderings is per scenario and swept parameters (variant).
-        dist = split_levels(_kept(stats_frame(tb.events.sparkSession,
-                                              dl.withColumn("scenario", F.col("variant"))),
-                                  tables, "delay_latency_stats"))
+        if parallel:
+            with ThreadPoolExecutor(_WORKERS, thread_name_prefix="m2mc-metrics") as pool:
+                # Throughput and overhead read the events only: they start at once.
+                traffic = pool.submit(_traffic, tb, tables)
+                _fill(dl, tables, "deliveries", parallel)  # the parts below read it from memory
+                dist = pool.submit(_delay, tb, dl, tables)
+                osms = pool.submit(_osms, dl, tables)
+                repair = _repair(tb, dl, tables)
+                summary = _summary(dist.result(), osms.result(), repair, traffic.result(),
+                                   tables)
+                return _metrics(summary, dist.result(), traffic.result())
+        step("metrics: delivery delay and latency")
+        _fill(dl, tables, "deliveries")
+        d = _delay(tb, dl, tables)
         step("metrics: out-of-sequence store")
-        occ_rows, occ_by_order = _osms(dl, tables)
+        o = _osms(dl, tables)
         step("metrics: repair and catch-up")
-        repair = _repair(tb, dl, tables)
+        r = _repair(tb, dl, tables)
     finally:
         dl.unpersist()
-    summary = _distributions(dist, tables)
-    summary["osms_occupancy"] = {"unit": "messages", "by_order": occ_by_order,
-                                 "by_node": _cap(occ_rows, tables, "osms_occupancy")}
-
     step("metrics: throughput and overhead")
+    t = _traffic(tb, tables)
+    return _metrics(_summary(d, o, r, t, tables), d, t)
+
+
+# Threads for the parts of compute(parallel=True) besides the caller's: 3 queries at a
+# time with the caller's, 4 with the checks beside them, on 2 cores (not tuned: the
+# machine was too busy to tell 1 from 3; docs/pipeline.md "Small traces").
+_WORKERS = 2
+
+
+@dataclass(frozen=True, slots=True)
+class _Traffic:
+    rows: list[dict[str, Any]]
+    width: float
+    by_run: list[dict[str, Any]]
+    overhead: list[dict[str, Any]]
+
+
+def _deliveries(tb: Tables, info: DataFrame | None) -> DataFrame:
+    dl = deliveries(tb)
+    if info is not None:
+        return dl.join(F.broadcast(info.select("run", "scenario", "variant", "loss")), "run",
+                       "left")
+    return (dl.withColumn("scenario", F.lit(None).cast("string"))
+            .withColumn("variant", F.lit(None).cast("string"))
+            .withColumn("loss", F.lit(None).cast("double")))
+
+
+def _fill(dl: DataFrame, tables: str | None, name: str, parallel: bool = False) -> None:
+    """Compute the persisted ``dl`` once, as it is written to Parquet (or, before parts
+    that read it side by side, counted: each would compute it for itself otherwise)."""
+    if tables is not None:
+        _write(dl, tables, name)
+    elif parallel:
+        dl.count()
+
+
+def _delay(tb: Tables, dl: DataFrame, tables: str | None) -> Distributions:
+    # The comparison of orderings is per scenario and swept parameters (variant).
+    return split_levels(_kept(stats_frame(tb.events.sparkSession,
+                                          dl.withColumn("scenario", F.col("variant"))),
+                              tables, "delay_latency_stats"))
+
+
+def _traffic(tb: Tables, tables: str | None) -> _Traffic:
     tp_df, width = throughput(tb.events)
     tp_rows = _kept(tp_df, tables, "throughput", lambda d: records(d, THROUGHPUT_ROWS + 1))
     if len(tp_rows) > THROUGHPUT_ROWS:
@@ -109,11 +155,24 @@ def compute(tb: Tables, tables: str | None, info: DataFrame | None = None,
         by_run = records(throughput_summary(tp_df, width))
     else:
         by_run = _throughput_by_run(tp_rows, width)
-    summary["throughput"] = {"bucket_s": width, "by_run": by_run}
-    summary["overhead"] = {"by_run": _kept(overhead(tb.events), tables, "overhead")}
+    return _Traffic(tp_rows, width, by_run, _kept(overhead(tb.events), tables, "overhead"))
+
+
+def _summary(dist: Distributions, osms: tuple[list[dict[str, Any]], list[dict[str, Any]]],
+             repair: dict[str, Any], traffic: _Traffic, tables: str | None) -> dict[str, Any]:
+    occ_rows, occ_by_order = osms
+    summary = _distributions(dist, tables)
+    summary["osms_occupancy"] = {"unit": "messages", "by_order": occ_by_order,
+                                 "by_node": _cap(occ_rows, tables, "osms_occupancy")}
+    summary["throughput"] = {"bucket_s": traffic.width, "by_run": traffic.by_run}
+    summary["overhead"] = {"by_run": traffic.overhead}
     summary["repair"] = repair
+    return summary
+
+
+def _metrics(summary: dict[str, Any], dist: Distributions, traffic: _Traffic) -> Metrics:
     return Metrics(summary=summary, cdf_delay=dist.cdf_delay, cdf_latency=dist.cdf_latency,
-                   throughput=tp_rows)
+                   throughput=traffic.rows)
 
 
 def _distributions(dist: Distributions, tables: str | None) -> dict[str, Any]:
