@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 from m2mc.group.gjlp import GjlpStats
-from m2mc.group.manager import NodeStats
 from m2mc.group.msp import MspStats
+from m2mc.group.node_stats import NodeStats
 from m2mc.group.reconnect import ReconnectStats
 from m2mc.group.repair import RepairStats
 from m2mc.group.retention import RetentionStats
