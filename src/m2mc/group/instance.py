@@ -60,6 +60,10 @@ STATUS_KEEPALIVE = 10
 
 
 class GroupInstance:
+    """One group at one node. It asks its node only what :class:`NodePort` offers,
+    and what total order adds only of its order strategy (``ordering``,
+    :mod:`m2mc.group.order_strategy`), chosen here once."""
+
     def __init__(self, node: NodePort, row: GiitRow) -> None:
         self.node = node
         self.pid = node.pid
