@@ -19,7 +19,7 @@ Five levels, each for payloads of 100 and 1000 bytes; the first four in one proc
   handed over in memory, the sender's loopback included; the receiver's
   delivered messages per CPU second of both stacks. The keyed run keys the group
   in the real GroupNode (``create_group``/``join_group`` with a
-  :class:`~m2mc.security.keys.GroupSecret`): every message sealed in ``_send``,
+  :class:`~m2mc.security.keys.GroupSecret`): every message sealed in ``send_body``,
   opened in ``_on_message``.
 - ``e2e``: ``m2mc bench throughput`` (separate receiver and sender processes,
   loopback multicast, SQLite log, asyncio API) plainly and with

@@ -128,13 +128,13 @@ def test_every_group_message_of_a_keyed_group_is_sealed() -> None:
     net = keyed_net()
     frames: list[bytes] = []
     node = net.nodes["a"]
-    original = node._send
+    original = node.send_body
 
     def spy(tag: bytes, body: Body) -> None:
         original(tag, body)
         frames.append(node._out[-1])
 
-    node._send = spy  # type: ignore[method-assign]
+    node.send_body = spy  # type: ignore[method-assign]
     net.send("a", GID, b"x")
     net.run(3.0)
     group_frames = [f for f in frames if f[3:11] == TAG]
@@ -468,13 +468,13 @@ def test_a_sealed_batch_still_fits_one_m2mp_packet(pid: str, sizes: list[int],
     node.create_group("g", 0.0, gid=GID, key=GroupSecret(KEY.key, suite))
     node.datagrams_to_send(0.0)
     frames: list[bytes] = []
-    original = node._send
+    original = node.send_body
 
     def spy(tag: bytes, body: Body) -> None:
         original(tag, body)
         frames.append(node._out[-1])
 
-    node._send = spy  # type: ignore[method-assign]
+    node.send_body = spy  # type: ignore[method-assign]
     for i, size in enumerate(sizes):
         node.send(GID, bytes(size), 0.0, MessageId(pid, i) if i else None)
     node.datagrams_to_send(0.0)

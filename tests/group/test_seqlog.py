@@ -1,4 +1,4 @@
-"""The total-order sequencing log (m2mc.group.seqlog) on its own: a Hypothesis state
+"""The total-order sequencing log (m2mc.group.total.seqlog) on its own: a Hypothesis state
 machine runs several replicas over a network that loses, duplicates, reorders and
 partitions their messages, crashes and restarts them from their durable state, and
 checks after every step that no two replicas ever decide different entries at one
@@ -17,7 +17,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from m2mc.group.codec import Body, LogEntry, MemberEntry, Order, Prepare, Promise, Start
 from m2mc.group.config import GroupConfig
-from m2mc.group.seqlog import SeqLog
+from m2mc.group.total.seqlog import SeqLog
 from m2mc.ordering import MessageId
 
 PIDS = ("a", "b", "c", "d", "e")

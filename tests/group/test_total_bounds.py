@@ -76,11 +76,11 @@ def test_a_sequencer_without_a_majority_stops_at_max_uncommitted() -> None:
 
 
 def test_decided_positions_whose_data_is_missing_are_bounded_and_asked_for_again() -> None:
-    from m2mc.group.mop import Mop
+    from m2mc.group.total.mop import TotalMop
     from m2mc.ordering import Message
     from m2mc.store import MemoryStore
 
-    mop = Mop("r", "g", "total", GroupConfig(max_unstamped=4), MemoryStore())
+    mop = TotalMop("r", "g", "total", GroupConfig(max_unstamped=4), MemoryStore())
     mop.log.is_member = lambda pid: True
     mids = [MessageId("s", i) for i in range(1, 11)]
     mop.log.on_decided(list(enumerate(mids, start=1)))  # ten positions, no data yet

@@ -23,6 +23,10 @@ so an authenticated message still matches the group's filter.
 
 Decoders raise :class:`~m2mc.errors.DecodeError` and nothing else; every list,
 string and integer is bounded, so a forged message costs bounded memory.
+
+This module frames, encodes and decodes (the data records' hot path included);
+the message types are in :mod:`m2mc.group.messages` and the bounds with their
+checked readers in :mod:`m2mc.group.wire_bounds`, both re-exported here.
 """
 
 from __future__ import annotations
@@ -31,15 +35,77 @@ import hashlib
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from enum import IntEnum
 from typing import Any, NoReturn
 
 import msgpack
 
 from m2mc.errors import DecodeError
 from m2mc.group.fastobj import fast_constructor, make_mid, slot_twin
+from m2mc.group.messages import (
+    Ack,
+    Adv,
+    Body,
+    Data,
+    Decided,
+    Digest,
+    Entries,
+    Gone,
+    GrpInfo,
+    GrpsInfo,
+    Handover,
+    Intervals,
+    Join,
+    Kind,
+    Leave,
+    LogEntry,
+    LogState,
+    MemberEntry,
+    Nack,
+    Order,
+    Prepare,
+    Promise,
+    Repair,
+    SequencerInfo,
+    Start,
+    Status,
+    SyncReq,
+    SyncResp,
+)
 from m2mc.group.stream_codec import StreamData, StreamNack, stream_from_wire, stream_to_wire
+from m2mc.group.wire_bounds import (
+    MAX_BODY_ELEMENTS,
+    MAX_DESC,
+    MAX_GID,
+    MAX_LIST,
+    MAX_NAME,
+    MAX_PID,
+    MAX_SEQ,
+)
+from m2mc.group.wire_bounds import read_ballot_pid as _ballot_pid
+from m2mc.group.wire_bounds import read_digest as _digest
+from m2mc.group.wire_bounds import read_entries as _entries
+from m2mc.group.wire_bounds import read_int as _int
+from m2mc.group.wire_bounds import read_intervals as _intervals
+from m2mc.group.wire_bounds import read_list as _list
+from m2mc.group.wire_bounds import read_members as _members
+from m2mc.group.wire_bounds import read_name as _name
+from m2mc.group.wire_bounds import read_names as _names
+from m2mc.group.wire_bounds import read_order as _order
+from m2mc.group.wire_bounds import read_pid as _pid
+from m2mc.group.wire_bounds import read_str as _str
+from m2mc.group.wire_bounds import read_vclock as _vclock
 from m2mc.ordering import ROOT, Message, MessageId
+
+__all__ = [  # the message types and bounds are re-exported: the codec is their one address
+    "DISCOVERY_TAG", "FILTER_SIZE", "FLAG_AUTH", "HEADER", "HEADER_SIZE", "MAGIC",
+    "MAX_BODY_ELEMENTS", "MAX_DESC", "MAX_GID", "MAX_LIST", "MAX_NAME", "MAX_PID", "MAX_SEQ",
+    "VERSION", "Ack", "Adv", "Body", "Data", "Decided", "Digest", "Entries", "Frame", "Gone",
+    "GrpInfo", "GrpsInfo", "Handover", "Intervals", "Join", "Kind", "Leave", "LogEntry",
+    "LogState", "MemberEntry", "Nack", "Order", "Prepare", "Promise", "Repair",
+    "SequencerInfo", "Start", "Status", "SyncReq", "SyncResp", "decode_body",
+    "encode", "encode_records_body", "filter_prefix", "group_tag", "record_size",
+    "record_wire", "split_frame",
+]
 
 MAGIC = b"MC"
 VERSION = 1
@@ -48,44 +114,6 @@ HEADER_SIZE = HEADER.size  # 13
 FILTER_SIZE = 11  # magic + version + group tag
 DISCOVERY_TAG = bytes(8)
 FLAG_AUTH = 0x01
-
-MAX_PID = 64
-MAX_NAME = 128  # UTF-8 bytes of a process's display name (32 characters of any script)
-MAX_GID = 128
-MAX_DESC = 1024
-MAX_LIST = 100_000  # any msgpack array in a body
-# Elements of a body (and of a GRPS_INFO group entry). JOIN, STATUS and GRPS_INFO
-# entries may carry more elements than this version knows (a later version's, added
-# at the end): they are ignored, so such an addition stays compatible (docs/group.md).
-MAX_BODY_ELEMENTS = 16
-MAX_SEQ = 1 << 40
-
-Intervals = list[tuple[int, int]]
-Digest = dict[str, Intervals]
-
-
-class Kind(IntEnum):
-    DATA = 1
-    REPAIR = 2
-    ORDER = 3
-    STATUS = 4
-    NACK = 5
-    SYNC_REQ = 6
-    SYNC_RESP = 7
-    JOIN = 8
-    LEAVE = 9
-    HANDOVER = 10
-    ACK = 11
-    PREPARE = 12
-    PROMISE = 13
-    START = 14
-    DECIDED = 15
-    GONE = 16
-    STREAM = 17  # a chunk of a streamed message's body (stream_codec.py)
-    STREAM_NACK = 18
-    ADV = 20
-    GRPS_INFO = 21
-
 
 _KINDS = frozenset(int(k) for k in Kind)
 # The kinds as plain ints for the decoder's tests: comparing with an IntEnum member
@@ -104,237 +132,6 @@ def filter_prefix(tag: bytes) -> bytes:
     """The M2MP message filter that selects one group's messages."""
     return HEADER.pack(MAGIC, VERSION, tag, 0, 0)[:FILTER_SIZE]
 
-
-# ---------------------------------------------------------------- message types
-@dataclass(frozen=True, slots=True)
-class MemberEntry:
-    """One process in a group's membership: ``version`` increases on every join
-    and leave of that process, so the newest word about it wins a merge."""
-
-    pid: str
-    version: int
-    joined: bool
-
-
-@dataclass(frozen=True, slots=True)
-class GrpInfo:
-    """``<gid, desc, cMemList, lMemList>`` (seeds/000 V.A) plus the group's ordering,
-    whether it is keyed (authenticated: joining it takes the group's key) and the
-    display names of its current members (``(pid, name)`` pairs sorted by pid; only
-    members with a name; never for a keyed group: those travel sealed only).
-
-    On the wire ``keyed`` is a fifth element and ``names`` a sixth (a map pid ->
-    name), each written only when needed (``keyed`` as ``false`` before names), so
-    the entries of open unnamed groups stay as they were and older entries decode
-    as open and unnamed."""
-
-    gid: str
-    desc: str
-    order: str
-    members: tuple[MemberEntry, ...]
-    keyed: bool = False
-    names: tuple[tuple[str, str], ...] = ()
-
-    def name_of(self, pid: str) -> str:
-        """The display name of member ``pid`` (``""``: none known)."""
-        for who, name in self.names:
-            if who == pid:
-                return name
-        return ""
-
-
-@dataclass(frozen=True, slots=True)
-class SequencerInfo:
-    """A HANDOVER: the sequencer of ballot ``(epoch, sender)`` asks ``pid`` to take
-    over; ``next_gseq`` is the position after its log."""
-
-    epoch: int
-    pid: str
-    next_gseq: int
-
-
-# An entry of the total-order sequencing log (docs/group.md, "Total order"): a data
-# message's identity, or a membership record (a process enters or leaves the
-# configuration whose majorities commit the log).
-LogEntry = MessageId | MemberEntry
-Entries = list[tuple[int, LogEntry]]  # (position = gseq, entry)
-
-
-@dataclass(frozen=True, slots=True)
-class LogState:
-    """In a STATUS: the sender's promised ballot ``(epoch, leader)``, the ballot its
-    log was last synced to ``(log_epoch, log_leader)`` (``(0, "")``: none) and how
-    far its log goes (``high``)."""
-
-    epoch: int
-    leader: str
-    log_epoch: int
-    log_leader: str
-    high: int
-
-
-@dataclass(frozen=True, slots=True)
-class Data:
-    sender: str
-    records: list[Message]
-
-
-@dataclass(frozen=True, slots=True)
-class Repair:
-    sender: str
-    records: list[Message]
-
-
-@dataclass(frozen=True, slots=True)
-class Order:
-    """The sequencer of ballot ``(epoch, sender)`` proposes ``stamps``; every
-    position up to ``commit`` is committed (the stamps there included)."""
-
-    sender: str
-    epoch: int
-    stamps: Entries
-    commit: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Status:
-    sender: str
-    own_hw: int
-    summary: dict[str, int]  # sender pid -> highest seqno known
-    members: tuple[MemberEntry, ...]
-    sequencer: LogState | None  # total order only
-    max_gseq: int  # total order: the highest position the sender knows committed
-    name: str = ""  # the sender's display name (a seventh element, only when set)
-
-
-@dataclass(frozen=True, slots=True)
-class Nack:
-    sender: str
-    ranges: Digest  # pid -> intervals of missing seqnos
-    gseqs: Intervals  # total order: missing global sequence numbers
-
-
-@dataclass(frozen=True, slots=True)
-class SyncReq:
-    sender: str
-    sync_seqno: int
-    digest: Digest  # what the requester holds: intervals per sender
-
-
-@dataclass(frozen=True, slots=True)
-class SyncResp:
-    sender: str
-    requester: str
-    sync_seqno: int
-    records: list[Message]
-    remaining: int  # messages this responder still has to send after this one
-
-
-@dataclass(frozen=True, slots=True)
-class Join:
-    sender: str
-    version: int
-    order: str
-    desc: str
-    name: str = ""  # the joiner's display name (a fifth element, only when set)
-
-
-@dataclass(frozen=True, slots=True)
-class Leave:
-    sender: str
-    version: int
-
-
-@dataclass(frozen=True, slots=True)
-class Handover:
-    sender: str
-    sequencer: SequencerInfo
-
-
-@dataclass(frozen=True, slots=True)
-class Ack:
-    """The sender holds the log of ballot ``(epoch, leader)`` up to ``high``;
-    ``synced`` False: it has not got that ballot's log yet (send it a START)."""
-
-    sender: str
-    epoch: int
-    leader: str
-    high: int
-    synced: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class Prepare:
-    """A candidate asks for promises for ballot ``(epoch, sender)``; it knows every
-    position up to ``commit`` committed."""
-
-    sender: str
-    epoch: int
-    commit: int
-
-
-@dataclass(frozen=True, slots=True)
-class Promise:
-    """The answer to a Prepare of ``(epoch, candidate)``: the sender's log (synced to
-    ``(log_epoch, log_leader)``, committed up to ``commit``, held up to ``high``) and
-    its entries after ``max(commit, the candidate's commit)``."""
-
-    sender: str
-    epoch: int
-    candidate: str
-    log_epoch: int
-    log_leader: str
-    commit: int
-    high: int
-    entries: Entries
-
-
-@dataclass(frozen=True, slots=True)
-class Start:
-    """The sequencer of ballot ``(epoch, sender)``: its log after ``base`` (every
-    position up to ``base`` is committed)."""
-
-    sender: str
-    epoch: int
-    base: int
-    entries: Entries
-
-
-@dataclass(frozen=True, slots=True)
-class Decided:
-    """Committed log entries (an answer to a NACK of positions)."""
-
-    sender: str
-    entries: Entries
-
-
-@dataclass(frozen=True, slots=True)
-class Gone:
-    """The sender cannot serve these any more: it delivered them but its log evicted
-    (or it skipped) them (docs/group.md section 8). ``ranges``: seqnos per sender;
-    ``gseqs``: total-order positions; ``stubs`` (``ids`` retention mode): some of
-    those messages as identity, parent, position and clock, payload empty."""
-
-    sender: str
-    ranges: Digest
-    gseqs: Intervals
-    stubs: list[Message]
-
-
-@dataclass(frozen=True, slots=True)
-class Adv:
-    sender: str
-
-
-@dataclass(frozen=True, slots=True)
-class GrpsInfo:
-    sender: str
-    groups: tuple[GrpInfo, ...]
-
-
-Body = (Data | Repair | Order | Status | Nack | SyncReq | SyncResp | Join | Leave | Handover
-        | Ack | Prepare | Promise | Start | Decided | Gone | Adv | GrpsInfo | StreamData
-        | StreamNack)
 
 _KIND_OF: dict[type, Kind] = {
     Data: Kind.DATA, Repair: Kind.REPAIR, Order: Kind.ORDER, Status: Kind.STATUS,
@@ -536,44 +333,6 @@ def decode_body(kind: int, body: bytes | memoryview, *, max_seq: int = MAX_SEQ) 
         raise DecodeError(f"malformed group message body: {exc}") from None
 
 
-def _list(value: Any, low: int = 0, high: int = MAX_LIST) -> list[Any]:
-    if type(value) is not list or not low <= len(value) <= high:
-        raise DecodeError("expected a list of the right length")
-    return value
-
-
-def _pid(value: Any) -> str:
-    if type(value) is not str or not value or len(value) > MAX_PID:
-        raise DecodeError("bad process id")
-    return value
-
-
-def _str(value: Any, limit: int) -> str:
-    if type(value) is not str or len(value) > limit:
-        raise DecodeError("bad string")
-    return value
-
-
-def _name(value: Any) -> str:
-    """A display name: a string of at most MAX_NAME bytes in UTF-8."""
-    if type(value) is not str or len(value) > MAX_NAME or len(value.encode()) > MAX_NAME:
-        raise DecodeError("bad display name")
-    return value
-
-
-def _names(raw: Any) -> tuple[tuple[str, str], ...]:
-    """A GrpInfo's names, ``{pid: name}``: as sorted pairs, empty names left out."""
-    if type(raw) is not dict:
-        raise DecodeError("bad member names")
-    return tuple(sorted((_pid(pid), _name(name)) for pid, name in raw.items() if name != ""))
-
-
-def _int(value: Any, low: int, high: int) -> int:
-    if type(value) is not int or not low <= value < high:
-        raise DecodeError("integer out of range")
-    return value
-
-
 def _records(raw: Any, max_seq: int) -> list[Message]:
     """The hot path of every receiver: checks and builds each record as cheaply as
     Python allows (objects built inline through their twins; a parent that is the
@@ -622,71 +381,6 @@ def _records(raw: Any, max_seq: int) -> list[Message]:
         m.__class__ = Message
         append(m)
     return out
-
-
-def _vclock(raw: Any, max_seq: int) -> dict[str, int]:
-    if type(raw) is not dict:
-        raise DecodeError("bad vector clock")
-    return {_pid(k): _int(v, 0, max_seq) for k, v in raw.items()}
-
-
-def _intervals(raw: Any, max_seq: int) -> Intervals:
-    flat = _list(raw)
-    if len(flat) % 2:
-        raise DecodeError("odd interval list")
-    out: Intervals = []
-    for i in range(0, len(flat), 2):
-        lo = _int(flat[i], 1, max_seq)
-        hi = _int(flat[i + 1], lo, max_seq)
-        out.append((lo, hi))
-    return out
-
-
-def _digest(raw: Any, max_seq: int) -> Digest:
-    if type(raw) is not dict:
-        raise DecodeError("bad digest")
-    return {_pid(pid): _intervals(ivs, max_seq) for pid, ivs in raw.items()}
-
-
-def _members(raw: Any, max_seq: int) -> tuple[MemberEntry, ...]:
-    out = []
-    for r in _list(raw):
-        r = _list(r, 3, 3)
-        if type(r[2]) is not bool:
-            raise DecodeError("bad member entry")
-        out.append(MemberEntry(_pid(r[0]), _int(r[1], 0, max_seq), r[2]))
-    return tuple(out)
-
-
-def _entries(raw: Any, max_seq: int) -> Entries:
-    out: Entries = []
-    append = out.append
-    for e in _list(raw):
-        if type(e) is not list:
-            raise DecodeError("bad log entry")
-        if len(e) == 3:
-            append((_int(e[0], 1, max_seq), MessageId(_pid(e[1]), _int(e[2], 1, max_seq))))
-        elif len(e) == 4 and type(e[3]) is bool:
-            append((_int(e[0], 1, max_seq), MemberEntry(_pid(e[1]), _int(e[2], 0, max_seq),
-                                                        e[3])))
-        else:
-            raise DecodeError("bad log entry")
-    return out
-
-
-def _ballot_pid(epoch: int, value: Any) -> str:
-    """The process of a ballot: none (``""``) only with epoch 0."""
-    if epoch == 0 and value == "":
-        return ""
-    return _pid(value)
-
-
-def _order(value: Any) -> str:
-    from m2mc.group.config import ORDERS
-
-    if value not in ORDERS:
-        raise DecodeError(f"unknown order {value!r}")
-    return str(value)
 
 
 def _from_wire(kind: int, raw: Any, max_seq: int) -> Body:

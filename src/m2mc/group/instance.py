@@ -42,23 +42,29 @@ from m2mc.group.codec import (
 )
 from m2mc.group.events import CatchUpProgress, MemberJoined, MemberLeft, MemberNamed
 from m2mc.group.gjlp import MEMBER, GiitRow
-from m2mc.group.mop import DUP, NEW, REFUSED, Mop
+from m2mc.group.mop import DUP, NEW, REFUSED
 from m2mc.group.msp import Msp
+from m2mc.group.order_strategy import NoSequencer, OrderStrategy
 from m2mc.group.repair import Repair as RepairState
 from m2mc.group.retention import GroupRetention, earliest
-from m2mc.ordering import Message, MessageId
+from m2mc.group.total.strategy import TotalOrderStrategy
+from m2mc.ordering import Message
 from m2mc.security.ratelimit import RateLimiter
 from m2mc.trace.schema import detail_json
 
 if TYPE_CHECKING:
-    from m2mc.group.manager import GroupNode
+    from m2mc.group.port import NodePort
 
 STATUS_KEEPALIVE = 10
 """A member sends a status at least every this many ``status_interval``s, suppressed or not."""
 
 
 class GroupInstance:
-    def __init__(self, node: GroupNode, row: GiitRow) -> None:
+    """One group at one node. It asks its node only what :class:`NodePort` offers,
+    and what total order adds only of its order strategy (``ordering``,
+    :mod:`m2mc.group.order_strategy`), chosen here once."""
+
+    def __init__(self, node: NodePort, row: GiitRow) -> None:
         self.node = node
         self.pid = node.pid
         self.gid = row.gid
@@ -67,7 +73,11 @@ class GroupInstance:
         self.order = row.order
         config = node.config
         self.config = config
-        self.mop = Mop(node.pid, row.gid, row.order, config, node.store)
+        self.last_heard: dict[str, float] = {}
+        # The order's strategy, chosen once: total order's sequencing log, or none.
+        self.ordering: OrderStrategy = (TotalOrderStrategy(self) if row.order == "total"
+                                        else NoSequencer(self))
+        self.mop = self.ordering.mop
         self.msp = Msp(node.pid, row.gid, config, node.rng, node.store, self.mop.digest,
                        self._high_waters)
         self.repair = RepairState(node.pid, row.gid, config, node.rng, node.store)
@@ -78,7 +88,6 @@ class GroupInstance:
         self.repair.decided = self.mop.decided_entries
         self.retention = GroupRetention(self)  # GONE answers and skips (retention)
         self.lingering_until: float | None = None
-        self.last_heard: dict[str, float] = {}
         self.batch: list[Message] = []  # the open batch of our data records
         self.batch_size = 0
         self._full: list[list[Message]] = []  # closed batches waiting to be sent
@@ -94,19 +103,12 @@ class GroupInstance:
         self._status_covered = False
         self._status_sent_at = float("-inf")
         self.delivered_count = 0
-        self.linger_limit: float | None = None  # total order: how long a leaver may linger
-        # Total order: a leaver goes on delivering until its departure is ordered (every
-        # message before its removal record), within linger_limit.
-        self.draining = False
-        log = self.mop.log
-        log.last_heard = self.last_heard
-        log.is_member = lambda pid: row.membership.get(pid) is not None
 
     # ------------------------------------------------------------ lifecycle
     def restore(self, now: float) -> None:
         """Rebuild the ordering state from the GrpMsgList (join after leave, restart)."""
         for m in self.mop.restore(self.node.store.load_messages(self.gid)):
-            self._deliver(m, now)
+            self.deliver(m)
         for pid, ivs in self.mop.digest().items():
             if ivs:
                 self.repair.hw[pid] = max(self.repair.hw.get(pid, 0), ivs[-1][1])
@@ -117,8 +119,8 @@ class GroupInstance:
 
     def start_sync(self, now: float, why: str | None = None) -> None:
         """SendSyncReq; ``why``: the node is back in range (the trace says how it knew)."""
-        self.node._send(self.tag, self.msp.request(now))
-        self.node._trace("sync_req", self.gid, detail=detail_json(
+        self.node.send_body(self.tag, self.msp.request(now))
+        self.node.trace("sync_req", self.gid, detail=detail_json(
             sync_seqno=self.msp.sync_seqno, senders=len(self.mop.digest()),
             **({"back": why} if why else {})))
 
@@ -179,17 +181,14 @@ class GroupInstance:
             self.last_heard[sender] = now
         if self.retention.observe(body, now):  # a GONE (NACK, SYNC_REQ: noted, go on)
             return
-        if self.lingering and not self.draining:
+        if self.lingering and not self.ordering.draining:
             if isinstance(body, Nack):
                 self.repair.on_nack(body, now)
             elif isinstance(body, Data | Repair | SyncResp):
                 for m in body.records:
                     self.repair.overheard(m.mid)
-            elif self.order == "total" and isinstance(body, _LOG_KINDS):
-                # A leaver still acknowledges and promises until the configuration
-                # no longer counts it (it delivers nothing any more).
-                self._log_input(body, now)
-                self.mop.log.take_decided()
+            elif isinstance(body, _LOG_KINDS):
+                self.ordering.on_log_lingering(body, now)
             return
         match body:
             case Data(_, records):
@@ -201,23 +200,8 @@ class GroupInstance:
                 self.msp.broadcast(records, now)  # no MIR of ours needs them any more
             case SyncResp():
                 self._sync_resp(body, now)
-            case Order(_, _, stamps):
-                if self.order != "total":
-                    node.stats.wrong_kind += 1
-                    return
-                for _, entry in stamps:
-                    if type(entry) is MessageId and self.repair.plausible(entry.pid, entry.seq):
-                        self.repair.note(entry.pid, entry.seq, now)
-                self._log_input(body, now)
-                self._pump(now)
-            case Ack() | Prepare() | Promise() | Start() | Decided() | Handover():
-                if self.order != "total":
-                    node.stats.wrong_kind += 1
-                    return
-                if isinstance(body, Decided):
-                    self.repair.overheard_decided(body.entries)
-                self._log_input(body, now)
-                self._pump(now)
+            case Order() | Ack() | Prepare() | Promise() | Start() | Decided() | Handover():
+                self.ordering.on_log(body, now)  # (a wrong kind without a sequencer)
             case Status():
                 if self.msp.waiting:
                     self.msp.peer_traffic()
@@ -225,8 +209,7 @@ class GroupInstance:
             case Nack():
                 self.repair.overheard_nack(body, now)
                 self.repair.on_nack(body, now)
-                if self.order == "total" and body.gseqs:
-                    self.mop.log.on_nack_positions(body.gseqs)
+                self.ordering.on_nack(body)
             case SyncReq():
                 self.msp.on_request(body, now)  # refused unless the sender is a member
                 # MSP both ways: what the requester holds and we lack, we ask for at once.
@@ -236,10 +219,10 @@ class GroupInstance:
             case Join(_, version, _, _, name):
                 self.msp.mark(sender, now)  # a (re)join: its catch-up starts from here
                 self._membership([MemberEntry(sender, version, True)], now, (sender, name))
-                self._log_tick(now)
+                self.ordering.tick(now)
             case Leave(_, version):
                 self._membership([MemberEntry(sender, version, False)], now)
-                self._log_tick(now)
+                self.ordering.tick(now)
             case _:
                 node.stats.wrong_kind += 1
 
@@ -252,7 +235,7 @@ class GroupInstance:
         jump = self.config.max_seq_jump
         tracing = node.tracing
         gid = self.gid
-        deliver = node._delivered
+        deliver = node.deliver
         # Not tracing, the whole body's deliveries go to the node at once (in order;
         # nothing else emits an event meanwhile).
         delivered: list[Message] = []
@@ -278,13 +261,13 @@ class GroupInstance:
                 if repair.tries:
                     repair.progress(pid)
                 if tracing:
-                    node._trace("recv", self.gid, m, peer=peer)
+                    node.trace("recv", self.gid, m, peer=peer)
                 if not out or out[0] is not m:
                     repair.suspect(now)
             elif status == DUP:
                 node.stats.duplicates += 1
                 if tracing:
-                    node._trace("dup", self.gid, m, peer=peer)
+                    node.trace("dup", self.gid, m, peer=peer)
             elif status == REFUSED:
                 node.stats.refused += 1
                 repair.suspect(now)
@@ -299,12 +282,13 @@ class GroupInstance:
                     delivered += out
         if delivered:
             self.delivered_count += len(delivered)
-            node._delivered_many(gid, delivered)
+            node.deliver_many(gid, delivered)
         return new
 
-    def _deliver(self, m: Message, now: float) -> None:
+    def deliver(self, m: Message) -> None:
+        """Hand one message to the application (not the receive hot path's way)."""
         self.delivered_count += 1
-        self.node._delivered(self.gid, m)
+        self.node.deliver(self.gid, m)
 
     def _sync_resp(self, resp: SyncResp, now: float) -> None:
         new = self._records(resp.records, resp.sender, now)
@@ -313,7 +297,7 @@ class GroupInstance:
             if self.msp.on_own_response(resp, new, now):
                 c = self.msp.catchup
                 assert c is not None
-                self.node._event(CatchUpProgress(self.gid, c.recovered, c.remaining, c.done))
+                self.node.emit(CatchUpProgress(self.gid, c.recovered, c.remaining, c.done))
                 if c.done:
                     self.repair.suspect(now)
         else:
@@ -325,7 +309,7 @@ class GroupInstance:
         """A ``sync_resp`` event for responses MSP decided not to send (others answered)."""
         held_back = self.msp.stats.responses_suppressed - before
         if held_back:
-            self.node._trace("sync_resp", self.gid, peer=requester,
+            self.node.trace("sync_resp", self.gid, peer=requester,
                              detail=detail_json(suppressed=True, responses=held_back))
 
     def _status(self, st: Status, now: float) -> None:
@@ -342,13 +326,7 @@ class GroupInstance:
             if pid != self.pid:
                 repair.note_high_water(pid, hw, now)
         self._membership(list(st.members), now, (st.sender, st.name))
-        if self.order == "total":
-            log = self.mop.log
-            known = log.known
-            log.on_status(st.sender, st.sequencer, st.max_gseq, now)
-            if log.known > known:
-                repair.suspect(now)
-            self._pump(now)
+        self.ordering.on_status(st, now)
         # Suppression: does this status say everything ours would?
         mine = self._summary()
         if (all(st.summary.get(pid, 0) >= hw for pid, hw in mine.items() if pid != st.sender)
@@ -368,7 +346,7 @@ class GroupInstance:
                    and row.names.said(*said))
         if not changed:
             if renamed and said is not None and row.membership.is_member(said[0]):
-                node._event(MemberNamed(self.gid, said[0], said[1]))
+                node.emit(MemberNamed(self.gid, said[0], said[1]))
             return
         mine = row.membership.get(self.pid)
         if (mine is not None and not mine.joined and row.state == MEMBER
@@ -384,122 +362,27 @@ class GroupInstance:
                 self.msp.mark(e.pid, now)
                 self.msp.admitted(e.pid, now)
                 announced = announced or (said is not None and e.pid == said[0])
-                node._event(MemberJoined(self.gid, e.pid, row.names.get(e.pid)))
+                node.emit(MemberJoined(self.gid, e.pid, row.names.get(e.pid)))
             else:
-                node._event(MemberLeft(self.gid, e.pid))
+                node.emit(MemberLeft(self.gid, e.pid))
         if renamed and not announced and said is not None and row.membership.is_member(said[0]):
-            node._event(MemberNamed(self.gid, said[0], said[1]))
-        node._save_row(row)
+            node.emit(MemberNamed(self.gid, said[0], said[1]))
+        node.save_row(row)
         after = row.membership.current()
         if after != before:
-            node._trace("view", self.gid, detail=detail_json(members=after))
+            node.trace("view", self.gid, detail=detail_json(members=after))
 
-    # ------------------------------------------------------- total order role
-    def _log_input(self, body: object, now: float) -> None:
-        log = self.mop.log
-        match body:
-            case Order():
-                log.on_order(body, now)
-            case Ack():
-                log.on_ack(body, now)
-            case Prepare():
-                log.on_prepare(body, now)
-            case Promise():
-                log.on_promise(body, now)
-            case Start():
-                log.on_start(body, now)
-            case Decided(_, entries):
-                log.on_decided(entries)
-            case Handover():
-                log.on_handover(body, now)
-
-    def _pump(self, now: float) -> None:
-        """Deliver what the sequencing log decided; a new sequencer stamps what waits."""
-        mop = self.mop
-        log = mop.log
-        lead = False
-        if log.elected:
-            for what, ballot, base, high in log.elected:
-                if what == "lead":
-                    lead = True
-                    self.node._trace("elect", self.gid, detail=detail_json(
-                        epoch=ballot[0], sequencer=ballot[1], next_gseq=high + 1, base=base))
-                else:
-                    target = log.handover_target
-                    self.node._trace("elect", self.gid, peer=target, detail=detail_json(
-                        epoch=ballot[0] + 1, sequencer=target, next_gseq=high + 1,
-                        handover=True))
-            log.elected.clear()
-        out = mop.pump()
-        if lead:
-            mop.stamp_waiting()
-            out.extend(mop.pump())
-        for m in out:
-            self._deliver(m, now)
-        if log.known > log.emitted or mop.stamps or log.heard_high > log.high:
-            self.repair.suspect(now)
-        if self.draining:
-            self._check_drained()
-
-    def _check_drained(self) -> None:
-        """A leaver has delivered everything ordered before its removal record."""
-        log = self.mop.log
-        mine = [p for p, e in log.conf.items() if e.pid == self.pid]
-        if mine:
-            last = max(mine)
-            core = self.mop.core
-            if not log.conf[last].joined and getattr(core, "next_gseq", 0) > last:
-                self.draining = False
-
-    def _log_tick(self, now: float) -> None:
-        """The sequencing log's role policy (take-over, hand-over, configuration)."""
-        if self.order != "total" or self.lingering:
-            return
-        membership = self.row.membership
-        current = {pid: e for pid in membership.current()
-                   if (e := membership.get(pid)) is not None}
-        self.mop.log.tick(now, current)
-        self._pump(now)
-
-    def found(self, now: float) -> None:
-        """Start the group's sequencing log (its creator)."""
-        entry = self.row.membership.get(self.pid)
-        assert entry is not None
-        self.mop.log.found(now, entry)
-        self._pump(now)
-
-    def hand_over_for_leave(self, now: float) -> None:
-        """Leaving: the sequencer hands over to the lowest other live member."""
-        log = self.mop.log
-        if self.order != "total" or not log.is_leader:
-            return
-        others = [p for p in log.config_end() if p != self.pid and
-                  now - self.last_heard.get(p, float("-inf")) < self.config.sequencer_timeout]
-        if others:
-            log.hand_over(min(others), now)
-            self._pump(now)
-
+    # -------------------------------------------------------------- leaving
     def start_leave(self, now: float) -> None:
-        """The node left: linger (answer repairs); under total order go on delivering
-        what is ordered before our removal record, and acknowledging, meanwhile."""
+        """The node left: linger (answer repairs); the order may go on delivering
+        what is ordered before our departure, and acknowledging, meanwhile."""
         self.lingering_until = now + self.config.leave_linger
-        if self.order == "total":
-            self.draining = True
-            self.linger_limit = self.lingering_until + 2 * self.config.sequencer_timeout
+        self.ordering.start_leave(now, self.lingering_until)
 
     def linger_over(self, now: float) -> bool:
-        if self.draining:
-            if self.linger_limit is not None and now < self.linger_limit:
-                return False
-            self.draining = False
+        if self.ordering.still_draining(now):
+            return False
         return self.lingering_until is not None and now >= self.lingering_until
-
-    def flush_log(self, now: float) -> None:
-        """Send what the sequencing log has to say; persist it first."""
-        bodies = self.mop.log.flush(now)
-        self.mop.save_log()
-        for body in bodies:
-            self.node._send(self.tag, body)
 
     # --------------------------------------------------------------- status
     def _summary(self, sending: bool = False) -> dict[str, int]:
@@ -519,12 +402,9 @@ class GroupInstance:
         return out
 
     def make_status(self) -> Status:
-        if self.order == "total":
-            log = self.mop.log
-            return Status(self.pid, self.mop.own_seq, self._summary(sending=True),
-                          self.row.membership.entries(), log.state(), log.known, self.node.name)
+        log_state, known = self.ordering.status_log()
         return Status(self.pid, self.mop.own_seq, self._summary(sending=True),
-                      self.row.membership.entries(), None, 0, self.node.name)
+                      self.row.membership.entries(), log_state, known, self.node.name)
 
     def renamed(self, now: float) -> None:
         """Our display name changed: say so in a status soon."""
@@ -538,19 +418,16 @@ class GroupInstance:
     # --------------------------------------------------------------- timers
     def on_timer(self, now: float) -> None:
         node = self.node
-        if self.lingering and not self.draining:
+        ordering = self.ordering
+        if self.lingering and not ordering.draining:
             for_repair = self.repair.repair_due(now)
             if for_repair:
-                node._send_repairs(self, for_repair)
+                node.send_repairs(self, for_repair)
             self._send_decided()
-            if self.order == "total":
-                self.mop.log.on_timer(now)
-                self.mop.log.take_decided()
+            ordering.on_timer_lingering(now)
             return
         mop = self.mop
-        if self.order == "total":
-            mop.log.on_timer(now)
-            self._pump(now)
+        ordering.on_timer(now)
         repair = self.repair
         msp = self.msp
         if msp.retry_due(now):
@@ -566,55 +443,54 @@ class GroupInstance:
             nack = repair.make_nack(
                 repair.needs(mop.digest(), mop.missing(), mop.missing_gseqs(), now), now)
             if nack is not None:
-                node._send(self.tag, nack)
+                node.send_body(self.tag, nack)
                 if node.tracing:  # ranges: what the pipeline's time to repair starts from
-                    node._trace("nack", self.gid, detail=detail_json(
+                    node.trace("nack", self.gid, detail=detail_json(
                         senders=sorted(nack.ranges),
                         intervals=sum(map(len, nack.ranges.values())),
                         gseqs=len(nack.gseqs), ranges=nack.ranges, gseq_ranges=nack.gseqs))
             else:  # others' NACKs (or the data itself) covered what we lacked
-                node._trace("nack", self.gid, detail=detail_json(suppressed=True))
+                node.trace("nack", self.gid, detail=detail_json(suppressed=True))
         for_repair = repair.repair_due(now)
         if for_repair:
-            node._send_repairs(self, for_repair)
+            node.send_repairs(self, for_repair)
             msp.broadcast(for_repair, now)
         self._send_decided()
         self.retention.on_timer(now)
         held_back = msp.stats.responses_suppressed
         for resp in msp.due(now):
-            node._send(self.tag, resp)
-            node._trace("sync_resp", self.gid, peer=resp.requester, detail=detail_json(
+            node.send_body(self.tag, resp)
+            node.trace("sync_resp", self.gid, peer=resp.requester, detail=detail_json(
                 sync_seqno=resp.sync_seqno, messages=len(resp.records), remaining=resp.remaining))
         self._trace_suppressed(held_back, None)
         if self._status_soon is not None and now >= self._status_soon:
             self._status_soon = None
-            node._send(self.tag, self.make_status())
+            node.send_body(self.tag, self.make_status())
             self._status_sent_at = now
         if self._status_at is not None and now >= self._status_at:
             self._status_at = now + self._status_period()
             # A status is also a heartbeat: at least every STATUS_KEEPALIVE intervals
-            # (Node.last_heard), and in a total-order group every sequencer_timeout / 4,
-            # since the configuration (and the sequencer's successor) is chosen among the
-            # members heard lately.
+            # (Node.last_heard), and as often as the order asks (total order: the
+            # configuration is chosen among the members heard lately).
             since = now - self._status_sent_at
-            heartbeat = since >= STATUS_KEEPALIVE * self.config.status_interval or (
-                self.order == "total" and since >= self.config.sequencer_timeout / 4)
+            heartbeat = (since >= STATUS_KEEPALIVE * self.config.status_interval
+                         or since >= ordering.heartbeat)
             covered, self._status_covered = self._status_covered, False
             if covered and not heartbeat:
                 node.stats.status_suppressed += 1
             else:
-                node._send(self.tag, self.make_status())
+                node.send_body(self.tag, self.make_status())
                 self._status_sent_at = now
-            self._log_tick(now)
+            ordering.tick(now)
 
     def _send_decided(self) -> None:
         entries = self.repair.take_decided()
         for i in range(0, len(entries), 64):
-            self.node._send(self.tag, Decided(self.pid, entries[i:i + 64]))
+            self.node.send_body(self.tag, Decided(self.pid, entries[i:i + 64]))
 
     def next_deadline(self) -> float | None:
-        log_deadline = self.mop.log.next_deadline() if self.order == "total" else None
-        if self.lingering and not self.draining:  # only answering repairs until it ends
+        log_deadline = self.ordering.next_deadline()
+        if self.lingering and not self.ordering.draining:  # only answering repairs until it ends
             return earliest(self.repair.repair_deadline, self.lingering_until, log_deadline)
         return earliest(self.repair.next_deadline(), self._status_soon, self.msp.next_deadline(),
                         self._status_at, log_deadline, self.retention.next_deadline())
@@ -622,6 +498,3 @@ class GroupInstance:
 
 _LOG_KINDS = (Order, Ack, Prepare, Promise, Start, Decided, Handover)
 
-
-def _earliest(a: float | None, b: float | None) -> float | None:
-    return b if a is None else a if b is None or a < b else b

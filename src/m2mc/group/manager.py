@@ -14,8 +14,9 @@ The node never commits by itself: the save is the driver's to carry out
 can see it.
 
 Keyed groups (docs/security.md): every message of a group this node holds a
-key for (:meth:`set_key`) is sealed in :meth:`_send`, afresh for each
-transmission, and opened in :meth:`_on_message` before anything else looks at
+key for (:meth:`set_key`) is sealed in ``send_body`` (:mod:`~m2mc.group.node_output`),
+afresh for each transmission, and opened in ``_on_message``
+(:mod:`~m2mc.group.node_receive`) before anything else looks at
 it; a message that fails (no tag, bad tag, replay, a sender other than the one
 that sealed it) is counted and dropped before any state changes. Control
 messages pass a per-sender rate limiter first: ADV and GRPS_INFO the node's discovery
@@ -27,106 +28,56 @@ from the driver.
 
 from __future__ import annotations
 
-import contextlib
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
-from m2mc.core import Save
-from m2mc.errors import BufferFullError, DecodeError, UsageError
+from m2mc.errors import UsageError
 from m2mc.group.codec import (
     DISCOVERY_TAG,
-    FLAG_AUTH,
     HEADER_SIZE,
-    Adv,
-    Body,
-    Data,
     GrpInfo,
     GrpsInfo,
     Join,
-    Kind,
     Leave,
     MemberEntry,
-    Repair,
-    decode_body,
-    encode,
     filter_prefix,
-    record_size,
-    split_frame,
 )
 from m2mc.group.config import ORDERS, GroupConfig
 from m2mc.group.events import (
-    Delivered,
-    DeliveredBatch,
     GroupCreated,
-    GroupDiscovered,
     GroupEvent,
-    MemberJoined,
-    MemberLeft,
-    MemberNamed,
-    Reconnected,
 )
-from m2mc.group.fastobj import fast_constructor
 from m2mc.group.gjlp import LEFT, MEMBER, GiitRow, Gjlp
 from m2mc.group.instance import STATUS_KEEPALIVE, GroupInstance
 from m2mc.group.membership import Membership
 from m2mc.group.names import MemberNames, check_name
-from m2mc.group.reconnect import INTERFACE, MADE_META, SILENCE, Reconnect
+from m2mc.group.node_output import TRACE_JOURNAL_META, view_detail
+from m2mc.group.node_receive import NodeReceive
+from m2mc.group.node_stats import NodeStats
+from m2mc.group.node_stats import group_stats as _group_stats
+from m2mc.group.node_stats import node_stats as _node_stats
+from m2mc.group.reconnect import INTERFACE, MADE_META, Reconnect
 from m2mc.group.stream_codec import is_head
 from m2mc.group.streams import GroupStreams
-from m2mc.ordering import ROOT, Message, MessageId
-from m2mc.security import groupwire  # a module: groupwire imports the group codec
+from m2mc.ordering import ROOT, MessageId
 from m2mc.security.auth import AuthConfig, GroupAuth, overhead
-from m2mc.security.errors import AuthError, KeyRequiredError
+from m2mc.security.errors import KeyRequiredError
 from m2mc.security.keys import GroupSecret
 from m2mc.security.ratelimit import RateLimitConfig, RateLimiter, RateLimitStats
-from m2mc.store import GroupRow, GroupStore, MemoryStore
+from m2mc.store import GroupStore, MemoryStore
 from m2mc.store.bodies import BodyStore, MemoryBodyStore
-from m2mc.trace.schema import NullSink, TraceEvent, TraceJournal, TraceSink, detail_json
+from m2mc.trace.schema import NullSink, TraceEvent, TraceJournal, TraceSink
 from m2mc.wire.m2mp import M2MPConfig, M2MPLayer, MessageAbandoned, MessageReceived
 from m2mc.wire.packet import MAX_FRAGMENT
 
-
-@dataclass(slots=True)
-class NodeStats:
-    """Counters of everything dropped or suppressed (bad input is counted, never fatal)."""
-
-    malformed: int = 0  # undecodable group messages
-    unknown_group: int = 0  # a group tag we are not in
-    wrong_kind: int = 0
-    own_echo: int = 0
-    duplicates: int = 0
-    refused: int = 0
-    malformed_records: int = 0
-    abandoned: int = 0
-    oversized: int = 0
-    status_suppressed: int = 0
-    refuted: int = 0  # news of our own leave (an earlier incarnation's) answered by a rejoin
-    auth_failed: int = 0  # keyed groups: no tag, bad tag, replayed, stale, bad auth header
-    sealed_refused: int = 0  # a sealed message for a group (or discovery) we hold no key for
-    sender_mismatch: int = 0  # a body naming another sender than the one who sealed it
-    rate_limited: int = 0  # control messages over their sender's (or the total) rate
-    sent: int = 0
-    delivered: int = 0
-    extra: dict[str, int] = field(default_factory=dict)
+__all__ = ["TRACE_JOURNAL_META", "GroupNode", "NodeStats"]
 
 
-_make_delivered = fast_constructor(Delivered)
-_make_batch = fast_constructor(DeliveredBatch)
-_FLAGS_AT = HEADER_SIZE - 1  # offset of the flags byte in a group message
-_TAG_AT = slice(3, 11)  # the group tag, after magic and version
-_RATE_LIMITED = frozenset((int(Kind.NACK), int(Kind.SYNC_REQ), int(Kind.GONE),
-                           int(Kind.STREAM_NACK)))  # + discovery
-_STREAM, _STREAM_NACK = int(Kind.STREAM), int(Kind.STREAM_NACK)
 _VERSION_META = "ver/"  # store meta key prefix: "ver/<gid>" = our last join/leave version
-_DISCOVERY_KINDS = frozenset((int(Kind.ADV), int(Kind.GRPS_INFO)))
 _AUTH_META = "auth/"  # store meta key prefix: "auth/<gid>" = suite of a keyed group, or ""
-# Store meta key: the trace lines of the last committed batch (docs/decisions.md, "The
-# trace of a node with a durable log survives kill -9").
-TRACE_JOURNAL_META = "trace/last-batch"
 
 
-class GroupNode:
+class GroupNode(NodeReceive):
     """A process's whole M2MC stack over one M2MP layer (a SansIOStack)."""
 
     def __init__(self, pid: str, *, rng: random.Random, config: GroupConfig | None = None,
@@ -229,24 +180,11 @@ class GroupNode:
         self._now = now
         self._back(now, INTERFACE, None)
 
-    def _back(self, now: float, reason: str, silent_for: float | None) -> None:
-        if self.started and self.reconnect.back(now, reason):
-            self._event(Reconnected(reason, silent_for))
-
-    def _heard_again(self, now: float) -> None:
-        """A message of another process after ``reconnect.silence`` or more of hearing
-        nobody: "back" if we are in a group with others, whose keepalives we missed."""
-        silent_for = self.reconnect.heard(now)
-        if silent_for is not None and any(
-                len(inst.row.membership.current()) > 1 for inst in self.groups.values()
-                if not inst.lingering):
-            self._back(now, SILENCE, silent_for)
-
     # ================================================================ app API
     def advertise(self, now: float) -> None:
         """sendAdvMsg: announce ourselves; every group we may join gets offered."""
         self._now = now
-        self._send(DISCOVERY_TAG, self.gjlp.advertise())
+        self.send_body(DISCOVERY_TAG, self.gjlp.advertise())
 
     def new_group_id(self) -> str:
         """A fresh group id ``<pid>/<n>`` (what :meth:`create_group` uses when given none;
@@ -316,8 +254,8 @@ class GroupNode:
         row.desc, row.order = desc, order
         self.store.set_meta(MADE_META + gid, "1")  # re-announced when we are back in range
         self._join(row, now, creating=True)
-        self._event(GroupCreated(gid, desc, order))
-        self._send(DISCOVERY_TAG, GrpsInfo(self.pid, (row.announcement(),)))
+        self.emit(GroupCreated(gid, desc, order))
+        self.send_body(DISCOVERY_TAG, GrpsInfo(self.pid, (row.announcement(),)))
         self.gjlp.announce_later(gid, now)  # and again, in case that datagram was lost
         return gid
 
@@ -359,14 +297,14 @@ class GroupNode:
         if inst is None or inst.lingering:
             raise UsageError(f"not a member of group {gid!r}")
         row = inst.row
-        inst.hand_over_for_leave(now)
+        inst.ordering.hand_over_for_leave(now)
         self._flush_group(inst)
         self._next_version(row)
         row.state = LEFT
         row.membership.apply(MemberEntry(self.pid, row.my_version, False))
-        self._save_row(row)
-        self._send(inst.tag, Leave(self.pid, row.my_version))
-        self._trace("leave", gid)
+        self.save_row(row)
+        self.send_body(inst.tag, Leave(self.pid, row.my_version))
+        self.trace("leave", gid)
         inst.start_leave(now)
 
     def send(self, gid: str, payload: bytes, now: float,
@@ -388,9 +326,7 @@ class GroupNode:
             raise UsageError(f"payload of {len(payload)} bytes exceeds {self.config.max_payload}")
         if type(payload) is not bytes:
             payload = bytes(payload)
-        if inst.order == "total" and len(inst.mop.unstamped) >= self.config.max_unstamped:
-            raise BufferFullError(f"group {gid!r}: {len(inst.mop.unstamped)} messages wait for "
-                                  "the total order (no majority of the group is reachable)")
+        inst.ordering.check_send(gid)  # (total order: no room while no majority is reachable)
         if reply_to is None:
             parent = ROOT
         elif isinstance(reply_to, str):
@@ -402,17 +338,17 @@ class GroupNode:
         inst.bulk = self.m2mp.queued_packets + inst.pending_records >= self.config.bulk_backlog
         tracing = self.tracing
         if tracing:
-            self._trace("send", gid, message)
+            self.trace("send", gid, message)
         _, out = inst.mop.accept(message)
         if tracing:
-            self._trace("recv", gid, message, peer=self.pid)
+            self.trace("recv", gid, message, peer=self.pid)
         if out:
             inst.delivered_count += len(out)
             if tracing:
                 for m in out:
-                    self._delivered(gid, m)
+                    self.deliver(gid, m)
             else:
-                self._delivered_many(gid, out)
+                self.deliver_many(gid, out)
         inst.queue_data(message, now)
         return message.mid
 
@@ -449,49 +385,10 @@ class GroupNode:
 
     def group_stats(self, gid: str) -> dict[str, int]:
         """Counters of one group's repair, MSP and ordering core (for tests and benches)."""
-        inst = self.groups.get(gid)
-        if inst is None:
-            return {}
-        out: dict[str, int] = {}
-        for stats in ((inst.repair.stats, inst.msp.stats, inst.retention.stats, inst.mop.log.stats)
-                      if inst.order == "total" else
-                      (inst.repair.stats, inst.msp.stats, inst.retention.stats)):
-            for name in stats.__dataclass_fields__:
-                value = getattr(stats, name)
-                if isinstance(value, int):
-                    out[name] = value
-        core = inst.mop.core
-        out.update(held=core.held_count, core_duplicates=core.duplicates, core_refused=core.refused)
-        mop = inst.mop
-        out.update(unstamped=len(mop.unstamped), unstamped_refused=mop.unstamped_refused,
-                   stamps_refused=mop.stamps_refused, mirs=len(inst.msp.mirs),
-                   pending_repairs=inst.repair.pending_repairs,
-                   holdoff_senders=inst.repair.holdoff_senders)
-        out["delivered"] = inst.delivered_count
-        out["members_refused"] = inst.row.membership.refused
-        out["names_refused"] = inst.row.names.refused
-        auth = self._auth_by_tag.get(inst.tag)
-        if auth is not None:
-            out.update({f"auth_{name}": value for name, value in auth.stats.as_dict().items()})
-        return out
+        return _group_stats(self, gid)
 
     def node_stats(self) -> dict[str, int]:
-        out = {name: getattr(self.stats, name) for name in self.stats.__dataclass_fields__
-               if isinstance(getattr(self.stats, name), int)}
-        out["delivered"] = sum(inst.delivered_count for inst in self.groups.values())
-        for name in self.gjlp.stats.__dataclass_fields__:
-            value = getattr(self.gjlp.stats, name)
-            if isinstance(value, int):
-                out[f"gjlp_{name}"] = value
-        rc = self.reconnect.stats
-        out.update({name: getattr(rc, name) for name in rc.__dataclass_fields__})
-        out.update(self.streams.counters())
-        disc, ctrl = self.discovery_limits, self.control_limits
-        out["rate_limited_sender"] = disc.limited + ctrl.limited
-        out["rate_limited_total"] = disc.limited_total + ctrl.limited_total
-        out["rate_limited_discovery"] = disc.limited + disc.limited_total
-        out["rate_limited_control"] = ctrl.limited + ctrl.limited_total
-        return out
+        return _node_stats(self)
 
     @property
     def send_backlog(self) -> int:
@@ -539,7 +436,7 @@ class GroupNode:
         self.streams.on_timer(now)
         reply = self.gjlp.reply_due(now)
         if reply is not None:
-            self._send(DISCOVERY_TAG, reply)
+            self.send_body(DISCOVERY_TAG, reply)
         for gid, inst in list(self.groups.items()):
             deadline = inst.next_deadline()
             if deadline is None or deadline > now:
@@ -570,8 +467,7 @@ class GroupNode:
         for inst in self.groups.values():
             if inst.pending_records:
                 self._flush_group(inst, force=idle)
-            if inst.order == "total":
-                inst.flush_log(now)
+            inst.ordering.flush(now)
         m2mp = self.m2mp
         out = self._out
         if out:
@@ -579,23 +475,6 @@ class GroupNode:
                 m2mp.send(message, now)
             out.clear()
         return m2mp.datagrams_to_send(now)
-
-    def take_save(self, now: float) -> Save[float]:
-        """What the driver must make durable before the datagrams it took leave: the
-        store's writes so far (committed at ``now``, which also runs its age eviction)
-        and the trace events they make true, written after the commit."""
-        events = self._trace_out
-        if not events:
-            return Save(now)
-        self._trace_out = []
-        journal = self._journal
-        if journal is None:
-            return Save(now, trace_events=events)
-        # With a journal the batch's lines go into the same commit, so the next
-        # incarnation can put back what a kill -9 right after the commit cut off.
-        batch = journal.render(events)
-        self.store.set_meta(TRACE_JOURNAL_META, batch)
-        return Save(now, trace_text=batch)
 
     # ================================================================ internals
     def _join(self, row: GiitRow, now: float, creating: bool) -> None:
@@ -609,19 +488,15 @@ class GroupNode:
         row.state = MEMBER
         row.membership.apply(MemberEntry(self.pid, row.my_version, True))
         row.names.said(self.pid, self.name)
-        self._save_row(row)
+        self.save_row(row)
         old = self.groups.get(row.gid)
         if old is not None:  # rejoining while still lingering after a leave
             self._drop_instance(row.gid)
-        self._trace("join", row.gid)
+        self.trace("join", row.gid)
         inst = self._instance(row, now)
-        if row.order == "total":
-            if creating:
-                inst.found(now)
-            else:  # joined by name, nobody else known: the lowest member founds its log
-                inst.mop.log.may_found = row.membership.current() == [self.pid]
-        self._send(inst.tag, Join(self.pid, row.my_version, row.order, row.desc, self.name))
-        self._trace("view", row.gid, detail=_view(row))
+        inst.ordering.joined(now, creating, alone=row.membership.current() == [self.pid])
+        self.send_body(inst.tag, Join(self.pid, row.my_version, row.order, row.desc, self.name))
+        self.trace("view", row.gid, detail=view_detail(row))
         if not creating:
             inst.start_sync(now)
 
@@ -642,9 +517,9 @@ class GroupNode:
         row = inst.row
         self._next_version(row, version)
         row.membership.apply(MemberEntry(self.pid, row.my_version, True))
-        self._save_row(row)
+        self.save_row(row)
         self.stats.refuted += 1
-        self._send(inst.tag, Join(self.pid, row.my_version, row.order, row.desc, self.name))
+        self.send_body(inst.tag, Join(self.pid, row.my_version, row.order, row.desc, self.name))
 
     def _instance(self, row: GiitRow, now: float) -> GroupInstance:
         inst = GroupInstance(self, row)
@@ -677,224 +552,6 @@ class GroupNode:
         self._auth_by_tag.pop(inst.tag, None)
         self.m2mp.remove_filter(filter_prefix(inst.tag))
 
-    def _on_message(self, payload: bytes, now: float) -> None:
-        stats = self.stats
-        if len(payload) > self.config.max_message_bytes:
-            stats.oversized += 1
-            return
-        sealed_by: str | None = None  # the authenticated sender of a keyed group's message
-        by_tag = self._auth_by_tag
-        if len(payload) > _FLAGS_AT and payload[_FLAGS_AT] & FLAG_AUTH:
-            auth = by_tag.get(payload[_TAG_AT])
-            if auth is None:  # an open group of ours, discovery, or a group we are not in
-                if payload[_TAG_AT] in self._by_tag or payload[_TAG_AT] == DISCOVERY_TAG:
-                    stats.sealed_refused += 1
-                else:
-                    stats.unknown_group += 1
-                return
-            try:
-                frame, sealed_by = groupwire.open_frame(auth, payload)
-            except AuthError:
-                stats.auth_failed += 1
-                return
-            except DecodeError:
-                stats.malformed += 1
-                return
-        else:
-            try:
-                frame = split_frame(payload)
-            except DecodeError:
-                stats.malformed += 1
-                return
-            if by_tag and frame.tag in by_tag:  # a keyed group: a message without a tag
-                with contextlib.suppress(AuthError):
-                    by_tag[frame.tag].unauthenticated()  # counts it in the group's stats
-                stats.auth_failed += 1
-                return
-        if frame.tag == DISCOVERY_TAG:
-            if frame.kind not in (Kind.ADV, Kind.GRPS_INFO):
-                stats.wrong_kind += 1
-                return
-            try:
-                body = decode_body(frame.kind, frame.body, max_seq=self.config.max_seq)
-            except DecodeError:
-                stats.malformed += 1
-                return
-            if body.sender == self.pid:  # our own (or a forgery of it): nothing to do
-                stats.own_echo += 1
-                return
-            if not self.discovery_limiter.allow(body.sender, now):
-                stats.rate_limited += 1
-                return
-            if now - self.reconnect.heard_at > self.reconnect.silence:
-                self._heard_again(now)
-            self.reconnect.heard_at = now
-            self._on_discovery(body, now)
-            return
-        inst = self._by_tag.get(frame.tag)
-        if inst is None:
-            stats.unknown_group += 1
-            return
-        kind = frame.kind
-        if kind in _DISCOVERY_KINDS:
-            stats.wrong_kind += 1
-            return
-        try:
-            body = decode_body(kind, frame.body, max_seq=self.config.max_seq)
-        except DecodeError:
-            stats.malformed += 1
-            return
-        if sealed_by is not None and body.sender != sealed_by:
-            stats.sender_mismatch += 1
-            return
-        if body.sender == self.pid:  # our own (or a forgery of it): never processed
-            stats.own_echo += 1
-            return
-        # After authentication (a keyed group's sender is the sealing one), in the
-        # group's own limiter: neither discovery nor another group spends its tokens.
-        if kind in _RATE_LIMITED and not inst.limiter.allow(body.sender, now):
-            stats.rate_limited += 1
-            return
-        reconnect = self.reconnect
-        if now - reconnect.heard_at > reconnect.silence:
-            self._heard_again(now)
-        reconnect.heard_at = now
-        if kind in (_STREAM, _STREAM_NACK):
-            self.streams.on_body(inst, body, now)  # type: ignore[arg-type]
-            return
-        inst.on_body(body, now)
-
-    def _on_discovery(self, body: Body, now: float) -> None:
-        if isinstance(body, Adv):
-            self.reconnect.overheard_adv(now)
-            self.gjlp.on_adv(body, now)
-        elif isinstance(body, GrpsInfo):
-            if body.sender == self.pid:
-                return
-            self.reconnect.overheard_reply()
-            new, changed, renamed = self.gjlp.on_grps_info(body)
-            for info in new:
-                self._event(GroupDiscovered(info))
-            announced: set[tuple[str, str]] = set()
-            for gid, entries in changed:
-                inst = self.groups.get(gid)
-                if inst is not None:  # GJLP merged the entries into the row already
-                    self._save_row(inst.row)
-                    for e in entries:
-                        if e.pid == self.pid:
-                            continue
-                        if e.joined:
-                            announced.add((gid, e.pid))
-                            self._event(MemberJoined(gid, e.pid, inst.row.names.get(e.pid)))
-                        else:
-                            self._event(MemberLeft(gid, e.pid))
-                    self._trace("view", gid, detail=_view(inst.row))
-            for gid, pid in renamed:
-                inst = self.groups.get(gid)
-                if inst is not None and (gid, pid) not in announced:
-                    self._event(MemberNamed(gid, pid, inst.row.names.get(pid)))
-
-    def _flush_group(self, inst: GroupInstance, force: bool = True) -> None:
-        for batch in inst.take_batches(force):
-            self._send(inst.tag, Data(self.pid, batch))
-
-    def _send_repairs(self, inst: GroupInstance, messages: list[Message]) -> None:
-        # One M2MP packet per REPAIR, as a DATA batch: M2MP loses a message whole when
-        # any of its packets is lost, and repairs are what a lossy network needs, so a
-        # lost packet costs only its own records (docs/decisions.md).
-        batch: list[Message] = []
-        size = 0
-        budget = inst.batch_budget
-        for m in messages:
-            if self.tracing:
-                self._trace("retransmit", inst.gid, m)
-            s = record_size(m)
-            if batch and size + s > budget:
-                self._send(inst.tag, Repair(self.pid, batch))
-                batch, size = [], 0
-            batch.append(m)
-            size += s
-        if batch:
-            self._send(inst.tag, Repair(self.pid, batch))
-
-    def _send(self, tag: bytes, body: Body) -> None:
-        frame = encode(tag, body)
-        auth = self._auth_by_tag.get(tag)
-        # A keyed group's message is sealed here, once per transmission: a repair is a
-        # new message with a new counter, never a byte copy receivers would refuse.
-        self._out.append(frame if auth is None else groupwire.seal_frame(auth, frame))
-
-    def _delivered(self, gid: str, m: Message) -> None:
-        if m.payload[:1] == b"\x00":  # maybe a stream's head: its body is fetched
-            self.streams.delivered(gid, [m], self._now)
-        if self.tracing:
-            self._trace("deliver", gid, m)
-        if self.record_delivered:
-            self.delivered_ids.setdefault(gid, []).append(m.mid)
-        if self.batch_deliveries:
-            self._batch(gid, [m])
-        else:
-            self._events.append(_make_delivered(gid, m))
-
-    def _delivered_many(self, gid: str, messages: list[Message]) -> None:
-        """Deliver ``messages`` (a list the caller gives up) of ``gid``, in order: the
-        hot paths of a node that is not tracing. (A tracing node goes message by
-        message through :meth:`_delivered`: its trace interleaves each ``deliver``
-        with the ``recv`` that caused it.)"""
-        heads = [m for m in messages if m.payload[:1] == b"\x00"]  # (streams.delivered)
-        if heads:
-            self.streams.delivered(gid, heads, self._now)
-        if self.record_delivered:
-            self.delivered_ids.setdefault(gid, []).extend([m.mid for m in messages])
-        events = self._events
-        if self.batch_deliveries:
-            if events:  # (_batch, inline: this runs for every message sent)
-                last = events[-1]
-                if type(last) is DeliveredBatch and last.gid == gid:
-                    last.messages.extend(messages)
-                    return
-            events.append(_make_batch(gid, messages))
-        else:
-            events.extend([_make_delivered(gid, m) for m in messages])
-
-    def _batch(self, gid: str, messages: list[Message]) -> None:
-        """Append to the pending DeliveredBatch of ``gid`` if it is the last event (no
-        other event may come between two messages), else start one with ``messages``."""
-        events = self._events
-        if events:
-            last = events[-1]
-            if type(last) is DeliveredBatch and last.gid == gid:
-                last.messages.extend(messages)
-                return
-        events.append(_make_batch(gid, messages))
-
-    def _event(self, event: GroupEvent) -> None:
-        self._events.append(event)
-
-    def _save_row(self, row: GiitRow) -> None:
-        self.store.save_group(GroupRow(row.gid, row.desc, row.order, row.state, row.my_version,
-                                       list(row.membership.entries())))
-
-    def _trace(self, event: str, gid: str | None, m: Message | None = None, *,
-               peer: str | None = None, detail: str | None = None) -> None:
-        if not self.tracing:
-            return
-        order = None
-        if gid is not None:
-            row = self.gjlp.giit.get(gid)
-            order = row.order if row is not None else None
-        if m is not None:
-            vdetail = detail
-            if m.vclock is not None and detail is None and event in ("send", "deliver"):
-                vdetail = detail_json(vclock=dict(sorted(m.vclock.items())))
-            self._trace_out.append(TraceEvent(
-                self.run_id, self.pid, self._now, event, gid, str(m.mid), str(m.parent), order,
-                m.gseq if order == "total" else None, len(m.payload), peer, vdetail))
-        else:
-            self._trace_out.append(TraceEvent(self.run_id, self.pid, self._now, event, gid,
-                                            order=order, peer=peer, detail=detail))
-
-
 def _batch_room(pid: str) -> int:
     """Bytes of data records that fit one M2MP packet in a DATA message of ``pid``:
     the fragment less the group header, the body's 2-array, the sender string and
@@ -902,6 +559,3 @@ def _batch_room(pid: str) -> int:
     size = len(pid.encode())
     return MAX_FRAGMENT - HEADER_SIZE - 1 - (1 if size < 32 else 2) - size - 3
 
-
-def _view(row: GiitRow) -> str:
-    return detail_json(members=row.membership.current())

@@ -129,10 +129,7 @@ class GroupRetention:
     def _not_records(self, gseqs: Intervals) -> Intervals:
         """Positions less the membership records we know at them (those are no
         message: DECIDED answers for them)."""
-        if not gseqs or self.inst.order != "total":
-            return gseqs
-        conf = sorted(p for p in self.inst.mop.log.conf if any(lo <= p <= hi for lo, hi in gseqs))
-        return subtract(gseqs, [(p, p) for p in conf])
+        return self.inst.ordering.records_in(gseqs)
 
     def _queue(self, ranges: Digest, gseqs: Intervals, stubs: list[Message], now: float) -> None:
         if not ranges and not gseqs:
@@ -245,7 +242,7 @@ class GroupRetention:
         """Send our GONE answer when due; skip what is ripe."""
         inst = self.inst
         for body in self.due(now):
-            inst.node._send(inst.tag, body)
+            inst.node.send_body(inst.tag, body)
         if self._check_at is None or now < self._check_at:
             return
         self._check_at = None
@@ -357,10 +354,10 @@ class GroupRetention:
         self._trace(ids, positions, {s.mid: s for s in used}, now)
         # A total-order group passes over positions (one message each, its identity
         # known or not); the identities given up there are those same messages.
-        node._event(MessagesSkipped(self.gid, ids, positions,
+        node.emit(MessagesSkipped(self.gid, ids, positions,
                                     n_pos if inst.order == "total" else n_ids))
         for m in released:
-            inst._deliver(m, now)
+            inst.deliver(m)
 
     def _trace(self, ids: Digest, gseqs: Intervals, stubs: dict[MessageId, Message],
                now: float) -> None:
@@ -370,7 +367,7 @@ class GroupRetention:
         if not node.tracing:
             return
         order = self.inst.order
-        out = node._trace_out
+        out: list[TraceEvent] = []
         for pid in sorted(ids):
             for lo, hi in ids[pid]:
                 for seq in range(lo, hi + 1):
@@ -385,6 +382,7 @@ class GroupRetention:
             out.append(TraceEvent(node.run_id, self.pid, now, "skip", self.gid, None, None,
                                   order, lo, None, None,
                                   detail_json(reason="gone", positions=[lo, hi])))
+        node.record_traces(out)
 
 
 def earliest(*deadlines: float | None) -> float | None:

@@ -160,7 +160,7 @@ class GroupStreams:
         self._chunk(key, out, out.tail, LAST, now)
         del self.outgoing[key]
         self.store.finish(key, BodyInfo(out.size, out.sha.digest(), out.chunk))
-        self.node._event(StreamUpdate(gid, mid, out.size, done=True))
+        self.node.emit(StreamUpdate(gid, mid, out.size, done=True))
 
     def abort(self, gid: str, mid: MessageId, now: float) -> None:
         """Give a stream we send up: its receivers' readers get an error at once."""
@@ -168,7 +168,7 @@ class GroupStreams:
         out = self.outgoing.pop(key, None)
         if out is None:
             return
-        self.node._send(out.tag, StreamData(mid.pid, mid.pid, mid.seq, out.index, out.chunk,
+        self.node.send_body(out.tag, StreamData(mid.pid, mid.pid, mid.seq, out.index, out.chunk,
                                             b"", ABORTED))
         self._fail(key, "aborted")
 
@@ -188,13 +188,13 @@ class GroupStreams:
         out.sha.update(data)
         out.size += len(data)
         last = state == LAST
-        self.node._send(out.tag, StreamData(pid, pid, seq, out.index, out.chunk, data, state,
+        self.node.send_body(out.tag, StreamData(pid, pid, seq, out.index, out.chunk, data, state,
                                             out.size if last else 0,
                                             out.sha.digest() if last else b""))
         out.index += 1
         self.stats.stream_chunks_sent += 1
         if not last:
-            self.node._event(StreamUpdate(gid, MessageId(pid, seq), out.size))
+            self.node.emit(StreamUpdate(gid, MessageId(pid, seq), out.size))
 
     # ========================================================== receiving
     def on_body(self, inst: GroupInstance, body: StreamData | StreamNack, now: float) -> None:
@@ -278,9 +278,9 @@ class GroupStreams:
             self.store.finish(key, BodyInfo(st.size, st.digest, st.chunk))
             stats.stream_received += 1
             self._next_waiting(now)
-            self.node._event(StreamUpdate(inst.gid, mid, st.size, done=True))
+            self.node.emit(StreamUpdate(inst.gid, mid, st.size, done=True))
         else:
-            self.node._event(StreamUpdate(inst.gid, mid, st.next * st.chunk))
+            self.node.emit(StreamUpdate(inst.gid, mid, st.next * st.chunk))
 
     def _nack_soon(self, st: _In, now: float) -> None:
         if st.nack_at is None and now >= st.asked_at + st.holdoff:
@@ -296,7 +296,7 @@ class GroupStreams:
             self.failed.popitem(last=False)
         self.stats.stream_failed += 1
         gid, pid, seq = key
-        self.node._event(StreamUpdate(gid, MessageId(pid, seq), 0, error=reason))
+        self.node.emit(StreamUpdate(gid, MessageId(pid, seq), 0, error=reason))
 
     # ============================================================ repair
     def _on_nack(self, inst: GroupInstance, body: StreamNack, now: float) -> None:
@@ -360,7 +360,7 @@ class GroupStreams:
             state, size, digest = LAST, info.size, info.sha256
         elif len(data) != chunk:
             return  # not all of it here (a body still arriving): someone else has it
-        self.node._send(inst.tag, StreamData(self.node.pid, pid, seq, index, chunk, data, state,
+        self.node.send_body(inst.tag, StreamData(self.node.pid, pid, seq, index, chunk, data, state,
                                              size, digest))
         self.stats.stream_chunks_repaired += 1
 
@@ -403,7 +403,7 @@ class GroupStreams:
         if not ranges:
             return
         _, pid, seq = key
-        self.node._send(st.tag, StreamNack(self.node.pid, pid, seq, ranges))
+        self.node.send_body(st.tag, StreamNack(self.node.pid, pid, seq, ranges))
         self.stats.stream_nacks_sent += 1
         st.asked_at = now
         st.holdoff = min(max(st.holdoff * 2, cfg.nack_holdoff), cfg.nack_holdoff_max)

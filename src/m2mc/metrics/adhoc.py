@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from m2mc import __version__
+from m2mc.group.total.mop import TotalMop
 from m2mc.metrics import catalogue as cat
 from m2mc.metrics.labels import GroupLabels
 from m2mc.metrics.sink import Samples
@@ -86,7 +87,7 @@ def _group(s: Samples, node: Node, stack: GroupNode, inst: GroupInstance, group:
     s.stats(cat.REPAIR, inst.repair.stats, group=group)
     s.stats(cat.MSP, inst.msp.stats, group=group)
     s.stats(cat.RETENTION, inst.retention.stats, group=group)
-    if inst.order == "total":
+    if isinstance(mop, TotalMop):
         s.stats(cat.SEQLOG, mop.log.stats, group=group)
     auth = stack._auth_by_tag.get(inst.tag)
     if auth is not None:

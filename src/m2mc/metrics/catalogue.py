@@ -14,13 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 from m2mc.group.gjlp import GjlpStats
-from m2mc.group.manager import NodeStats
 from m2mc.group.msp import MspStats
+from m2mc.group.node_stats import NodeStats
 from m2mc.group.reconnect import ReconnectStats
 from m2mc.group.repair import RepairStats
 from m2mc.group.retention import RetentionStats
-from m2mc.group.seqlog import SeqLogStats
 from m2mc.group.streams import StreamStats
+from m2mc.group.total.seqlog import SeqLogStats
 from m2mc.infra.coordinator import CoordStats
 from m2mc.infra.gateway import GatewayStats
 from m2mc.infra.host import HostStats

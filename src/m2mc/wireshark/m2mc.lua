@@ -854,7 +854,7 @@ function GR.bool(ctx, tree, node, field)
 end
 
 -- A display name is at most MAX_NAME bytes of valid UTF-8, or the codec refuses the
--- whole message (m2mc.group.codec._name).
+-- whole message (m2mc.group.wire_bounds.read_name).
 local function check_name(ctx, item, node)
     if node.blen > MAX_NAME then
         bad(ctx, item, "a display name has at most " .. MAX_NAME .. " bytes, this one "

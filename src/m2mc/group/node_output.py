@@ -1,0 +1,185 @@
+"""What a group node sends and hands out: :class:`NodeOutput`, a part of
+:class:`~m2mc.group.manager.GroupNode` (it implements the
+:class:`~m2mc.group.port.NodePort` its group instances use).
+
+- Messages: every group message is framed (and, in a keyed group, sealed afresh
+  for each transmission) into the node's outbox, which the driver takes with
+  ``datagrams_to_send``; repairs go one M2MP packet per REPAIR.
+- Deliveries and events: to the application's event list, consecutive
+  deliveries of a group coalesced into one ``DeliveredBatch`` when the owner
+  takes them by the batch.
+- The save: the store's writes and the trace events they make true, which the
+  driver carries out before any datagram leaves (``take_save``); trace events
+  wait in ``_trace_out`` until then.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from m2mc.core import Save
+from m2mc.group.codec import Body, Data, Repair, encode, record_size
+from m2mc.group.events import Delivered, DeliveredBatch, GroupEvent
+from m2mc.group.fastobj import fast_constructor
+from m2mc.group.gjlp import GiitRow, Gjlp
+from m2mc.ordering import Message, MessageId
+from m2mc.security import groupwire  # a module: groupwire imports the group codec
+from m2mc.security.auth import GroupAuth
+from m2mc.store import GroupRow, GroupStore
+from m2mc.trace.schema import TraceEvent, TraceJournal, detail_json
+
+if TYPE_CHECKING:
+    from m2mc.group.instance import GroupInstance
+    from m2mc.group.streams import GroupStreams
+
+_make_delivered = fast_constructor(Delivered)
+_make_batch = fast_constructor(DeliveredBatch)
+# Store meta key: the trace lines of the last committed batch (docs/decisions.md, "The
+# trace of a node with a durable log survives kill -9").
+TRACE_JOURNAL_META = "trace/last-batch"
+
+
+class NodeOutput:
+    """The node's output side (module docstring); its state is the node's."""
+
+    pid: str
+    run_id: str
+    store: GroupStore
+    gjlp: Gjlp
+    tracing: bool
+    record_delivered: bool
+    batch_deliveries: bool
+    delivered_ids: dict[str, list[MessageId]]
+    _now: float
+    _out: list[bytes]
+    _events: list[GroupEvent]
+    _trace_out: list[TraceEvent]
+    _journal: TraceJournal | None
+    _auth_by_tag: dict[bytes, GroupAuth]
+    streams: GroupStreams
+
+    def take_save(self, now: float) -> Save[float]:
+        """What the driver must make durable before the datagrams it took leave: the
+        store's writes so far (committed at ``now``, which also runs its age eviction)
+        and the trace events they make true, written after the commit."""
+        events = self._trace_out
+        if not events:
+            return Save(now)
+        self._trace_out = []
+        journal = self._journal
+        if journal is None:
+            return Save(now, trace_events=events)
+        # With a journal the batch's lines go into the same commit, so the next
+        # incarnation can put back what a kill -9 right after the commit cut off.
+        batch = journal.render(events)
+        self.store.set_meta(TRACE_JOURNAL_META, batch)
+        return Save(now, trace_text=batch)
+
+    def _flush_group(self, inst: GroupInstance, force: bool = True) -> None:
+        for batch in inst.take_batches(force):
+            self.send_body(inst.tag, Data(self.pid, batch))
+
+    def send_repairs(self, inst: GroupInstance, messages: list[Message]) -> None:
+        # One M2MP packet per REPAIR, as a DATA batch: M2MP loses a message whole when
+        # any of its packets is lost, and repairs are what a lossy network needs, so a
+        # lost packet costs only its own records (docs/decisions.md).
+        batch: list[Message] = []
+        size = 0
+        budget = inst.batch_budget
+        for m in messages:
+            if self.tracing:
+                self.trace("retransmit", inst.gid, m)
+            s = record_size(m)
+            if batch and size + s > budget:
+                self.send_body(inst.tag, Repair(self.pid, batch))
+                batch, size = [], 0
+            batch.append(m)
+            size += s
+        if batch:
+            self.send_body(inst.tag, Repair(self.pid, batch))
+
+    def send_body(self, tag: bytes, body: Body) -> None:
+        frame = encode(tag, body)
+        auth = self._auth_by_tag.get(tag)
+        # A keyed group's message is sealed here, once per transmission: a repair is a
+        # new message with a new counter, never a byte copy receivers would refuse.
+        self._out.append(frame if auth is None else groupwire.seal_frame(auth, frame))
+
+    def deliver(self, gid: str, m: Message) -> None:
+        if m.payload[:1] == b"\x00":  # maybe a stream's head: its body is fetched
+            self.streams.delivered(gid, [m], self._now)
+        if self.tracing:
+            self.trace("deliver", gid, m)
+        if self.record_delivered:
+            self.delivered_ids.setdefault(gid, []).append(m.mid)
+        if self.batch_deliveries:
+            self._batch(gid, [m])
+        else:
+            self._events.append(_make_delivered(gid, m))
+
+    def deliver_many(self, gid: str, messages: list[Message]) -> None:
+        """Deliver ``messages`` (a list the caller gives up) of ``gid``, in order: the
+        hot paths of a node that is not tracing. (A tracing node goes message by
+        message through :meth:`deliver`: its trace interleaves each ``deliver``
+        with the ``recv`` that caused it.)"""
+        heads = [m for m in messages if m.payload[:1] == b"\x00"]  # (streams.delivered)
+        if heads:
+            self.streams.delivered(gid, heads, self._now)
+        if self.record_delivered:
+            self.delivered_ids.setdefault(gid, []).extend([m.mid for m in messages])
+        events = self._events
+        if self.batch_deliveries:
+            if events:  # (_batch, inline: this runs for every message sent)
+                last = events[-1]
+                if type(last) is DeliveredBatch and last.gid == gid:
+                    last.messages.extend(messages)
+                    return
+            events.append(_make_batch(gid, messages))
+        else:
+            events.extend([_make_delivered(gid, m) for m in messages])
+
+    def _batch(self, gid: str, messages: list[Message]) -> None:
+        """Append to the pending DeliveredBatch of ``gid`` if it is the last event (no
+        other event may come between two messages), else start one with ``messages``."""
+        events = self._events
+        if events:
+            last = events[-1]
+            if type(last) is DeliveredBatch and last.gid == gid:
+                last.messages.extend(messages)
+                return
+        events.append(_make_batch(gid, messages))
+
+    def emit(self, event: GroupEvent) -> None:
+        self._events.append(event)
+
+    def save_row(self, row: GiitRow) -> None:
+        self.store.save_group(GroupRow(row.gid, row.desc, row.order, row.state, row.my_version,
+                                       list(row.membership.entries())))
+
+    def trace(self, event: str, gid: str | None, m: Message | None = None, *,
+               peer: str | None = None, detail: str | None = None) -> None:
+        if not self.tracing:
+            return
+        order = None
+        if gid is not None:
+            row = self.gjlp.giit.get(gid)
+            order = row.order if row is not None else None
+        if m is not None:
+            vdetail = detail
+            if m.vclock is not None and detail is None and event in ("send", "deliver"):
+                vdetail = detail_json(vclock=dict(sorted(m.vclock.items())))
+            self._trace_out.append(TraceEvent(
+                self.run_id, self.pid, self._now, event, gid, str(m.mid), str(m.parent), order,
+                m.gseq if order == "total" else None, len(m.payload), peer, vdetail))
+        else:
+            self._trace_out.append(TraceEvent(self.run_id, self.pid, self._now, event, gid,
+                                            order=order, peer=peer, detail=detail))
+
+    def record_traces(self, events: list[TraceEvent]) -> None:
+        if self.tracing:
+            self._trace_out.extend(events)
+
+
+def view_detail(row: GiitRow) -> str:
+    """A ``view`` trace event's detail: the group's current members."""
+    return detail_json(members=row.membership.current())

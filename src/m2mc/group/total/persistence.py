@@ -1,0 +1,102 @@
+"""Total order: persistence -- what of the sequencing log goes to the store, and
+how it comes back after a restart (docs/group.md section 5, "Restart").
+
+Rules:
+
+- Durable: the promise (``promised``), the ballot the log is synced to with its
+  base and commit point, the candidacy's and the newest epoch, the log's
+  uncommitted entries (``dumps``: small), and, apart, the decided membership
+  records (``dumps_conf``: written only when one is added). Everything else is
+  volatile and rebuilt from these.
+- Both are written (``save_log``, store meta ``tlog/<gid>`` and
+  ``tlog/<gid>/conf``) only when they changed, and before any datagram leaves:
+  a promise is never forgotten once someone could have seen it.
+- ``restore`` reloads them; positions below the first one not delivered here are
+  not handed out again, the others (committed records and entries) are.
+- A node restarted with its own ballot promised tries to lead again at once
+  (``_resume``, the role policy).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from m2mc.group.messages import LogEntry, MemberEntry
+from m2mc.group.total.replication import Replication
+from m2mc.ordering import MessageId
+from m2mc.store import GroupStore
+
+LOG_META = "tlog/"  # store meta key prefix: "tlog/<gid>" = the sequencing log (JSON)
+CONF_META = "/conf"  # "tlog/<gid>/conf": its decided membership records (JSON)
+
+
+def _entry_json(pos: int, e: LogEntry) -> list[Any]:
+    if isinstance(e, MemberEntry):
+        return [pos, e.pid, e.version, e.joined]
+    return [pos, e.pid, e.seq]
+
+
+def _entry_of(raw: list[Any]) -> tuple[int, LogEntry]:
+    if len(raw) == 4:
+        return int(raw[0]), MemberEntry(str(raw[1]), int(raw[2]), bool(raw[3]))
+    return int(raw[0]), MessageId(str(raw[1]), int(raw[2]))
+
+
+class Persistence(Replication):
+    """The durable state's encoding (module docstring)."""
+
+    def dumps(self) -> str:
+        """The durable state but the membership records (small: the uncommitted log)."""
+        self.dirty = False
+        return json.dumps({
+            "promised": list(self.promised), "ballot": list(self.ballot), "base": self.base,
+            "commit": self.commit_b, "cand": self.cand_epoch, "max": self.max_epoch,
+            "log": [_entry_json(p, e) for p, e in sorted(self.log.items())],
+        }, separators=(",", ":"))
+
+    def dumps_conf(self) -> str:
+        """The decided membership records (written only when one is added)."""
+        self.conf_dirty = False
+        return json.dumps([_entry_json(p, e) for p, e in sorted(self.conf.items())],
+                          separators=(",", ":"))
+
+    def restore(self, blob: str | None, start: int, conf_blob: str | None = None) -> None:
+        """Reload the durable state; positions below ``start`` were delivered here."""
+        if blob:
+            d = json.loads(blob)
+            self.promised = (int(d["promised"][0]), str(d["promised"][1]))
+            self.ballot = (int(d["ballot"][0]), str(d["ballot"][1]))
+            self.base = int(d["base"])
+            self.commit_b = int(d["commit"])
+            self.cand_epoch = int(d["cand"])
+            self.max_epoch = int(d["max"])
+            self.log = dict(_entry_of(r) for r in d["log"])
+        if conf_blob:
+            self.conf = {p: e for p, e in (_entry_of(r) for r in json.loads(conf_blob))
+                         if type(e) is MemberEntry}
+            self._conf_sorted = None
+        self.emitted = max(0, start - 1)
+        self.known = max(self.base, self.commit_b, self.emitted)
+        self.max_ballot = max(self.promised, self.ballot)
+        self._resume = self.promised[1] == self.pid
+        self._mids = {e: p for p, e in self.log.items() if type(e) is MessageId}
+        self._recompute_high()
+        self._acked = self.high
+        for pos, entry in sorted(self.conf.items()):
+            if pos >= start:
+                self._decide(pos, entry)
+        for pos in sorted(p for p in self.log if start <= p <= self.commit_b):
+            self._decide(pos, self.log[pos])
+
+    def save_log(self, store: GroupStore, gid: str) -> None:
+        """Write the sequencing log if it changed (before any datagram leaves)."""
+        if self.dirty:
+            store.set_meta(LOG_META + gid, self.dumps())
+        if self.conf_dirty:
+            store.set_meta(LOG_META + gid + CONF_META, self.dumps_conf())
+
+    def load_log(self, store: GroupStore, gid: str, start: int) -> None:
+        """Reload what :meth:`save_log` wrote; positions below ``start`` were delivered."""
+        self.restore(store.get_meta(LOG_META + gid), start,
+                     store.get_meta(LOG_META + gid + CONF_META))
