@@ -60,7 +60,7 @@ class StreamingLayer:
     def open_message(self, now: float) -> int:
         """Start a message written in pieces (:meth:`write_message`, then
         :meth:`close_message`); return its random message ID. Its packets are those of
-        the whole message (CONTRACTS section 1); receivers abandon it if a piece comes
+        the whole message (interfaces.md section 1); receivers abandon it if a piece comes
         later than their message timeout after the previous one (seeds/002 2.2)."""
         own, getrandbits = self._own, self._rng.getrandbits
         message_id = getrandbits(32)

@@ -1,7 +1,7 @@
 """M2MP messages written and read in pieces (seeds/002 section 4: a message is an
 output stream the sender writes and an input stream the receiver reads).
 
-The wire is exactly that of a whole message (CONTRACTS section 1): fragments of
+The wire is exactly that of a whole message (interfaces.md section 1): fragments of
 500 bytes, the last one shorter or empty, the last flag on it. What changes is who
 holds the bytes.
 
