@@ -37,7 +37,8 @@ class Net:
                  delay: tuple[float, float] = (0.0005, 0.003),
                  config: Callable[[], GroupConfig] = GroupConfig, *, tracing: bool = True,
                  batch_deliveries: bool = False,
-                 counter: Callable[[bytes], None] | None = None) -> None:
+                 counter: Callable[[bytes], None] | None = None,
+                 names: dict[str, str] | None = None) -> None:
         self.seed = seed
         self._loss = loss
         self.delay = delay
@@ -57,7 +58,7 @@ class Net:
         self.datagrams = 0
         self.counter = counter  # sees every datagram sent
         self.keys: dict[str, dict[str, GroupSecret]] = {}  # pid -> gid -> key
-        self.names: dict[str, str] = {}  # pid -> display name (restarts too)
+        self.names: dict[str, str] = dict(names or {})  # pid -> display name (restarts too)
 
     @property
     def now(self) -> float:
