@@ -431,10 +431,6 @@ def record_size(m: Message) -> int:
     return size
 
 
-def encode_records_body(sender: str, records: list[list[Any]]) -> bytes:
-    return _pack([sender, records])
-
-
 def _members_wire(members: tuple[MemberEntry, ...]) -> list[list[Any]]:
     return [[e.pid, e.version, e.joined] for e in members]
 

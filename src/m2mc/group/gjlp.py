@@ -242,8 +242,6 @@ class Gjlp:
                                      REJECTED, Membership(self.config.max_members),
                                      names=MemberNames(self.config.max_members))
 
-    def member_gids(self) -> list[str]:
-        return [gid for gid, row in self.giit.items() if row.state == MEMBER]
 
 
 def _merged(old: GrpInfo, new: GrpInfo, max_members: int) -> GrpInfo:

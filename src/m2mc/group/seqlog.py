@@ -270,10 +270,6 @@ class SeqLog:
                     return
                 self._resend.add(p)
 
-    def config_at(self, pos: int) -> set[str]:
-        """The configuration in force at ``pos``: every membership record before it."""
-        return self._config_before(pos, self.log)
-
     def config_end(self) -> set[str]:
         return self._config_before(max(self.high, self.known, self.emitted) + 1, self.log)
 

@@ -60,7 +60,7 @@ class Message:
 
     ``vclock`` is used by :class:`~m2mc.ordering.causal.CausalOrder` (pid -> count,
     ``vclock[mid.pid] == mid.seq``); ``gseq`` by :class:`~m2mc.ordering.total.TotalOrder`
-    (the global sequence number a :class:`~m2mc.ordering.total.Sequencer` stamped).
+    (the global sequence number the group layer's sequencing log gave it).
     The vclock takes no part in hashing so a message with a dict vclock stays hashable.
     """
 
