@@ -421,10 +421,6 @@ def check_complete(net: Net, nodes: Iterable[str] | None = None) -> None:
         assert not missing, f"{node} missed gseqs {missing[:10]} (of {len(missing)})"
 
 
-def mid_of(r: msg.Record) -> str:
-    return f"{r.mid.node}:{r.app_seq}"
-
-
 def run_workload(net: Net, *, members: int = 9, rounds: int = 150, p_send: float = 0.3,
                  p_move: float = 0.02, crash_at: int | None = None, gaps: bool = True,
                  leave_all: bool = True, retire_at: int | None = None) -> None:

@@ -37,8 +37,9 @@ from typing import Any, NoReturn
 import msgpack
 
 from m2mc.errors import DecodeError
-from m2mc.group.fastobj import fast_constructor, make_mid, slot_twin
+from m2mc.fastobj import fast_constructor
 from m2mc.ordering import ROOT, Message, MessageId
+from m2mc.ordering.ids import make_message, make_mid
 
 MAGIC = b"MC"
 VERSION = 1
@@ -354,14 +355,6 @@ _make_frame: Callable[[bytes, int, int, bytes | memoryview], Frame] = fast_const
 _make_data: Callable[[str, list[Message]], Data] = fast_constructor(Data)
 _make_repair: Callable[[str, list[Message]], Repair] = fast_constructor(Repair)
 _unpack_header = HEADER.unpack_from
-# _records builds its MessageId and Message objects inline through their twins
-# (m2mc.group.fastobj), two calls less per record than make_mid and make_message.
-_mid_twin = slot_twin(MessageId)
-_message_twin = slot_twin(Message)
-if _mid_twin is None or _message_twin is None:  # pragma: no cover - a layout change
-    raise ImportError("the group codec needs MessageId and Message as slots dataclasses")
-_MID_TWIN: type[Any] = _mid_twin
-_MESSAGE_TWIN: type[Any] = _message_twin
 
 
 def split_frame(message: bytes) -> Frame:
@@ -565,12 +558,12 @@ def _int(value: Any, low: int, high: int) -> int:
 
 def _records(raw: Any, max_seq: int) -> list[Message]:
     """The hot path of every receiver: checks and builds each record as cheaply as
-    Python allows (objects built inline through their twins; a parent that is the
+    Python allows (objects built by m2mc.fastobj's constructors; a parent that is the
     previous record of the batch reuses that record's identity object)."""
     out: list[Message] = []
     append = out.append
-    mid_twin = _MID_TWIN
-    message_twin = _MESSAGE_TWIN
+    new_mid = make_mid
+    new_message = make_message
     prev: MessageId = ROOT
     for r in _list(raw):
         if type(r) is not list:
@@ -598,18 +591,8 @@ def _records(raw: Any, max_seq: int) -> list[Message]:
             parent = ROOT
         else:
             raise DecodeError("bad parent seqno")
-        mid = mid_twin()
-        mid.pid = pid
-        mid.seq = seq
-        mid.__class__ = MessageId
-        m = message_twin()
-        m.mid = prev = mid
-        m.parent = parent
-        m.payload = payload
-        m.vclock = vclock
-        m.gseq = gseq
-        m.__class__ = Message
-        append(m)
+        prev = new_mid(pid, seq)
+        append(new_message(prev, parent, payload, vclock, gseq))
     return out
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from m2mc.core import Save
 from m2mc.errors import BufferFullError, DecodeError, UsageError
+from m2mc.fastobj import fast_constructor
 from m2mc.group.codec import (
     DISCOVERY_TAG,
     FLAG_AUTH,
@@ -66,7 +67,6 @@ from m2mc.group.events import (
     MemberNamed,
     Reconnected,
 )
-from m2mc.group.fastobj import fast_constructor
 from m2mc.group.gjlp import LEFT, MEMBER, GiitRow, Gjlp
 from m2mc.group.instance import STATUS_KEEPALIVE, GroupInstance
 from m2mc.group.membership import Membership
@@ -194,7 +194,7 @@ class GroupNode:
         self.started = True
         self.reconnect.started(now)
         for row in self.store.load_groups():
-            giit_row = GiitRow(row.gid, row.desc, row.order, row.state if row.state == MEMBER
+            giit_row = GiitRow(row.gid, row.desc, row.order, MEMBER if row.state == MEMBER
                                else LEFT, Membership(self.config.max_members, row.members),
                                row.my_version, names=MemberNames(self.config.max_members))
             if giit_row.state == MEMBER:  # names are not kept: ours now, others' as heard

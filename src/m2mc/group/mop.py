@@ -18,11 +18,11 @@ from collections.abc import Iterable
 
 from m2mc.group.codec import Entries, MemberEntry
 from m2mc.group.config import GroupConfig
-from m2mc.group.fastobj import make_message, make_mid
 from m2mc.group.seqlog import SeqLog
 from m2mc.group.seqsets import Intervals, contains, normalize
 from m2mc.ordering import ROOT, Message, MessageId, TotalOrder, make_core
 from m2mc.ordering.causal import CausalOrder
+from m2mc.ordering.ids import make_message, make_mid
 from m2mc.store import GroupStore, StoredMessage
 
 NEW = 0
