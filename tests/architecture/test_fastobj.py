@@ -100,6 +100,7 @@ def test_a_named_tuple_builder_and_a_post_init_refusal() -> None:
 
     make = tuple_constructor(Pair)
     assert make((1, "r")) == Pair(1, "r") and type(make((1, "r"))) is Pair
+    assert make((1, "r")).right == "r"
     assert problems(BUILDERS.pop(Pair), [2, "s"]) == []
 
     @dataclasses.dataclass(frozen=True, slots=True)

@@ -51,7 +51,6 @@ class MemberLog:
     moves: list[MoveRequest] = field(default_factory=list)
     sent: dict[str, bytes] = field(default_factory=dict)
     left_process: dict[str, bytes] = field(default_factory=dict)  # NEWs seen on the uplink
-    power_ons: int = 0
 
 
 class Net:
@@ -194,7 +193,6 @@ class Net:
             m.restore(decode_saved(stored))
         self.off.discard(node)
         self.members[node] = m
-        self.logs[node].power_ons += 1
         self.where[node] = cell
         m.on_attach(cell, self.now)
         if join and m.phase in (Phase.IDLE, Phase.LEFT):

@@ -41,7 +41,7 @@ from m2mc.infra import messages as msg
 from m2mc.infra.codec import decode, encode
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.host import ADMIN, HostCore, HostIdentity
-from m2mc.infra.member import Delivered, MemberCore, MoveRequest, Phase
+from m2mc.infra.member import Delivered, MemberCore, Phase
 from m2mc.infra.persist import decode_saved
 from m2mc.sim.node import NodeContext, Outgoing, register_stack
 from m2mc.sim.schema import Table
@@ -153,7 +153,6 @@ class MemberSimStack:
         self._join_at: float | None = None
         self.join_after = join_after
         self.delivered: list[str] = []
-        self.moves_ignored = 0
         self.decode_errors = 0
 
     def start(self, now: float) -> None:
@@ -192,8 +191,7 @@ class MemberSimStack:
         for ev in events:
             if isinstance(ev, Delivered):
                 self.delivered.append(ev.mid)
-            elif isinstance(ev, MoveRequest):
-                self.moves_ignored += 1
+            # A MoveRequest is ignored: this stack stays in its cell.
         return [Outgoing(RADIO, up.host, encode(up.message)) for up in frames]
 
     def on_attach(self, iface: str, domain: str | None, now: float) -> None:
