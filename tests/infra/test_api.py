@@ -114,7 +114,6 @@ def test_every_call_of_a_node_not_running_says_so(mode: str) -> None:
     node = Node(NodeConfig(mode=mode, hosts=tuple(CELLS) if mode == "infra" else ()))
     calls: dict[str, Callable[[], object]] = {
         "pid": lambda: node.pid, "group": lambda: node.group("g"),
-        "members": lambda: node.members("g"), "discovered": node.discovered,
         "last_heard": lambda: node.last_heard("g"), "locked": node.locked,
         "history": lambda: node.history("g"), "stats": node.stats,
         "network_changed": node.network_changed}

@@ -282,7 +282,6 @@ class InfraNode(Node):
         self._drv_infra()
 
     def members(self, gid: str) -> list[str]:
-        self._drv_infra()
         return sorted(self._view) if gid == self.gid else []
 
     def member_names(self, gid: str) -> dict[str, str]:
@@ -297,7 +296,6 @@ class InfraNode(Node):
         self.config.name = name
 
     def discovered(self) -> list[GrpInfo]:
-        self._drv_infra()
         return [GrpInfo(self.gid, self.gid, Order.TOTAL, ())] if self.gid else []
 
     def joined(self) -> list[GrpInfo]:
