@@ -15,10 +15,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from m2mc.errors import M2MCError, UsageError
-
 __all__ = ["GROUP_ORDERS", "GjlpState", "NodeMode", "Order", "PartitionKind", "ReconnectReason",
-           "ViewKind", "parse_order"]
+           "ViewKind"]
 
 
 class Order(StrEnum):
@@ -35,16 +33,6 @@ class Order(StrEnum):
 
 GROUP_ORDERS: tuple[Order, ...] = (Order.SB, Order.CAUSAL, Order.FIFO, Order.TOTAL)
 """The orders a group can have, as the API, the wire and scenario files accept them."""
-
-
-def parse_order(value: str, error: type[M2MCError] = UsageError) -> Order:
-    """``value`` (``"sb"``, ``"causal"``, ``"fifo"``, ``"total"`` or an :class:`Order`)
-    as a group order; ``error`` (UsageError unless the caller says otherwise) for
-    anything else, naming the accepted values."""
-    if value in GROUP_ORDERS:
-        return Order(value)
-    names = ", ".join(GROUP_ORDERS)
-    raise error(f"unknown order {str(value)!r}; expected one of {names}")
 
 
 class GjlpState(StrEnum):
