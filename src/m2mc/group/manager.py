@@ -72,6 +72,7 @@ from m2mc.group.instance import STATUS_KEEPALIVE, GroupInstance
 from m2mc.group.membership import Membership
 from m2mc.group.names import MemberNames, check_name
 from m2mc.group.reconnect import INTERFACE, MADE_META, SILENCE, Reconnect
+from m2mc.kinds import ReconnectReason
 from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.security import groupwire  # a module: groupwire imports the group codec
 from m2mc.security.auth import AuthConfig, GroupAuth, overhead
@@ -221,7 +222,7 @@ class GroupNode:
         self._now = now
         self._back(now, INTERFACE, None)
 
-    def _back(self, now: float, reason: str, silent_for: float | None) -> None:
+    def _back(self, now: float, reason: ReconnectReason, silent_for: float | None) -> None:
         if self.started and self.reconnect.back(now, reason):
             self._event(Reconnected(reason, silent_for))
 
