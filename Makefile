@@ -17,11 +17,13 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/mypy
+	$(VENV)/bin/vulture
 	$(VENV)/bin/pytest -q
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/mypy
+	$(VENV)/bin/vulture
 
 fuzz: $(STAMP)
 	$(VENV)/bin/python bench/fuzz.py --inputs 1000000

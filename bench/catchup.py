@@ -58,9 +58,11 @@ async def member(pid: str, url: str, data: str) -> None:
                                                         "delivered")}), flush=True)
 
         task = asyncio.create_task(report())
-        while True:
-            await group.receive_many()
-        task.cancel()
+        try:
+            while True:  # until the harness kills this process
+                await group.receive_many()
+        finally:
+            task.cancel()
 
 
 async def rejoiner_first(url: str, data: str, warmup: int) -> None:

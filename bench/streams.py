@@ -95,14 +95,6 @@ def make_file(directory: Path, size: int, seed: int) -> Path:
     return path
 
 
-def sha256_of(path: Path) -> str:
-    sha = hashlib.sha256()
-    with path.open("rb") as f:
-        while piece := f.read(1 << 20):
-            sha.update(piece)
-    return sha.hexdigest()
-
-
 # ------------------------------------------------------------------ child processes
 class Child:
     """A child process whose peak RSS is read by ``os.wait4`` when it ends."""

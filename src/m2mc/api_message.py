@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from m2mc.group.fastobj import fast_constructor, slot_twin
+from m2mc.fastobj import fast_constructor
 from m2mc.group.stream_codec import STREAM_MAGIC
 from m2mc.ordering import ROOT, Message, MessageId
 
-__all__ = ["GROUP_MESSAGE_TWIN", "GroupMessage", "ReplyTo", "make_message"]
+__all__ = ["GroupMessage", "ReplyTo", "make_message"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +47,6 @@ GroupMessage.__module__ = "m2mc.api"  # where applications import it from
 ReplyTo = GroupMessage | MessageId | str | None
 make_message: Callable[[str, MessageId, MessageId, bytes, int | None], GroupMessage] = (
     fast_constructor(GroupMessage))
-GROUP_MESSAGE_TWIN = slot_twin(GroupMessage)  # for Inbox.take's inline construction
 
 
 def _parent(reply_to: ReplyTo) -> MessageId:

@@ -29,7 +29,8 @@ from m2mc.ordering import MessageId
 from m2mc.store.bodies import FileBodyStore
 
 if TYPE_CHECKING:
-    from m2mc.api import Group, Node
+    from m2mc.api_adhoc import AdhocGroup as Group
+    from m2mc.api_adhoc import AdhocNode as Node
 
 __all__ = ["READ_PIECE", "StreamError", "StreamReader", "open_body_store", "send_stream"]
 

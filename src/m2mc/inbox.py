@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from m2mc.api_message import GROUP_MESSAGE_TWIN, GroupMessage, make_message
+from m2mc.api_message import GroupMessage, make_message
 from m2mc.ordering import Message
 
 __all__ = ["OWN_OVERHEAD", "Inbox"]
@@ -76,25 +76,18 @@ class Inbox:
     def take(self, gid: str, count: int, out: list[GroupMessage]) -> None:
         """Move the next ``count`` messages to ``out`` as GroupMessages of group ``gid``:
         the per-message cost of every delivery to the application, so the constructor
-        is inline (fastobj's twin of GroupMessage)."""
-        popleft = self.messages.popleft
+        is m2mc.fastobj's."""
         append = out.append
-        twin = GROUP_MESSAGE_TWIN
-        if self.own or twin is None:
+        make = make_message
+        if self.own:
             for _ in range(count):
                 m = self.pop()
-                append(make_message(gid, m.mid, m.parent, m.payload, m.gseq))
+                append(make(gid, m.mid, m.parent, m.payload, m.gseq))
             return
+        popleft = self.messages.popleft
         for _ in range(count):
             m = popleft()
-            g = twin()
-            g.gid = gid
-            g.mid = m.mid
-            g.parent = m.parent
-            g.data = m.payload
-            g.gseq = m.gseq
-            g.__class__ = GroupMessage
-            append(g)
+            append(make(gid, m.mid, m.parent, m.payload, m.gseq))
 
     def _drop_oldest_own(self) -> int:
         """Drop the oldest unread own messages until they count for half of own_limit

@@ -224,10 +224,6 @@ class ThreadTree:
     def unread_mids(self) -> frozenset[str]:
         return frozenset(self._unread)
 
-    def mark_unread(self, mid: str) -> None:
-        if mid in self._messages:
-            self._unread.add(mid)
-
     def mark_read(self, mid: str) -> bool:
         """Clear the unread mark of ``mid``; True if it was unread."""
         if mid in self._unread:

@@ -55,14 +55,16 @@ ADAPTERS_IN_CORES = {
 
 # Lowest first; a package may import from its own layer and the layers below.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("m2mc", "m2mc.errors", "m2mc.log", "m2mc.core", "m2mc.trace"),  # shared by all
+    ("m2mc", "m2mc.errors", "m2mc.log", "m2mc.core", "m2mc.trace", "m2mc.kinds",
+     "m2mc.fastobj"),  # shared by all
     ("m2mc.wire",),
     ("m2mc.ordering",),
     ("m2mc.security", "m2mc.store"),  # what the group and infrastructure cores use
     ("m2mc.group", "m2mc.infra"),
     ("m2mc.transport", "m2mc.config"),  # channels (I/O) and the configuration
     ("m2mc.runtime", "m2mc.infra_runtime", "m2mc.sim", "m2mc.metrics"),  # the drivers
-    ("m2mc.api", "m2mc.api_message", "m2mc.api_streams", "m2mc.inbox"),
+    ("m2mc.api", "m2mc.api_config", "m2mc.api_node", "m2mc.api_adhoc", "m2mc.api_message",
+     "m2mc.api_streams", "m2mc.inbox"),
     ("m2mc_chat", "m2mc_pipeline"),  # applications on top
     ("m2mc.cli", "m2mc.demo", "m2mc.fuzz_targets", "m2mc.wireshark"),  # the command, tools
 )
@@ -82,8 +84,10 @@ KNOWN_LAYER_BREAKS = {
                                                "holds m2mc.infra.persist's records",
     ("m2mc.runtime.sync", "m2mc.api"): "api<->runtime: SyncNode, the synchronous face "
                                        "of the API, lives in runtime",
-    ("m2mc.infra_runtime.node", "m2mc.api"): "api<->infra_runtime: InfraNode is api.Node "
-                                             "in infrastructure mode (Node.__new__ builds it)",
+    ("m2mc.infra_runtime.node", "m2mc.api_node"): "api<->infra_runtime: InfraNode is the "
+                                                  "API's Node in infrastructure mode "
+                                                  "(Node(config) builds it)",
+    ("m2mc.infra_runtime.node", "m2mc.api_config"): "the same: InfraNode takes a NodeConfig",
     ("m2mc.infra_runtime.node", "m2mc.api_message"): "the same: InfraNode hands out the "
                                                      "API's GroupMessage",
     ("m2mc_pipeline.__main__", "m2mc.cli"): "`python -m m2mc_pipeline` runs `m2mc analyze`",

@@ -74,11 +74,6 @@ def senders_by_time(rows: list[dict[str, Any]], nodes: list[str], lo: float,
             and r["node"] in nodes}
 
 
-def deliveries_between(rows: list[dict[str, Any]], node: str, lo: float, hi: float) -> int:
-    return sum(1 for r in rows if r["event"] == "deliver" and r["node"] == node
-               and lo <= r["t"] <= hi)
-
-
 # ------------------------------------------------------------------ partitions
 @pytest.mark.parametrize("seed", SEEDS)
 def test_ten_second_partition_sequencer_in_the_minority(seed: int, tmp_path: Path) -> None:

@@ -60,7 +60,6 @@ class MemberLog:
     moves: list[MoveRequest] = field(default_factory=list)
     sent: dict[str, bytes] = field(default_factory=dict)
     left_process: dict[str, bytes] = field(default_factory=dict)  # NEWs seen on the uplink
-    power_ons: int = 0
 
 
 class Net:
@@ -215,7 +214,6 @@ class Net:
         if stored is not None:
             m.restore(decode_saved(stored))
         self.off.discard(node)
-        self.logs[node].power_ons += 1
         self._start_member(node, m, cell, join)
         return m
 
@@ -370,10 +368,6 @@ def check_complete(net: Net, nodes: Iterable[str] | None = None) -> None:
         got = {d.gseq for d in log.delivered}
         missing = sorted(want - got)
         assert not missing, f"{node} missed gseqs {missing[:10]} (of {len(missing)})"
-
-
-def mid_of(r: msg.Record) -> str:
-    return f"{r.mid.node}:{r.app_seq}"
 
 
 def run_workload(net: Net, *, members: int = 9, rounds: int = 150, p_send: float = 0.3,

@@ -7,14 +7,15 @@ import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from m2mc.api import Node, NodeConfig
+from m2mc.api import AdhocNode, Group, Node, NodeConfig, NodeMode
+from m2mc.api_node import NODE_CALLS
 from m2mc.errors import DecodeError, UsageError
 from m2mc.infra_runtime.host_driver import HostDriver, HostSettings
-from m2mc.infra_runtime.node import pack_body, unpack_body
+from m2mc.infra_runtime.node import InfraNode, pack_body, unpack_body
 from m2mc.ordering import ROOT, MessageId
 
 BASE = 9000 + (os.getpid() % 400) * 2
@@ -58,6 +59,12 @@ async def test_same_api_as_ad_hoc_mode(hosts: list[HostDriver]) -> None:
         assert texts == [("Did you visit Delhi?", False, True), ("Yes", True, True)]
         assert ga.order == "total" and bob.group("chat").gid == "chat"
         assert bob.stats()["delivered"] >= 2
+        # What infrastructure mode cannot do, it says (a UsageError naming why).
+        with pytest.raises(UsageError, match="ad hoc mode only"):
+            gb.last_heard()
+        with pytest.raises(UsageError, match="durable log"):
+            bob.history("chat")
+        assert bob.locked() == [] and bob.joined()[0].gid == "chat"
         await gb.leave()
 
 
@@ -82,7 +89,45 @@ def test_mode_selection_errors() -> None:
         Node(NodeConfig(mode="mesh"))
     with pytest.raises(UsageError, match="hosts"):
         Node(NodeConfig(mode="infra"))
-    assert type(Node(NodeConfig())).__name__ == "Node"
+    assert type(Node(NodeConfig())) is AdhocNode
+    with pytest.raises(UsageError, match="mode 'adhoc'"):
+        AdhocNode(NodeConfig(mode="infra", hosts=tuple(CELLS)))
+    with pytest.raises(UsageError, match="mode 'infra'"):
+        InfraNode(NodeConfig(hosts=tuple(CELLS)))
+
+
+def test_the_constructor_is_the_factory_of_both_modes() -> None:
+    adhoc = Node(NodeConfig(channel="mem://factory"))
+    infra = Node(NodeConfig(mode="infra", hosts=tuple(CELLS)))
+    assert isinstance(adhoc, Node) and type(adhoc) is AdhocNode
+    assert isinstance(infra, Node) and type(infra) is InfraNode
+    assert type(Node(mode="infra", hosts=tuple(CELLS))) is InfraNode  # overrides pick it too
+    assert type(Node(NodeConfig(mode=NodeMode.INFRA, hosts=tuple(CELLS)))) is InfraNode
+    # The explicit factories: one mode each, whatever the configuration said.
+    assert type(Node.adhoc(NodeConfig(mode="infra"), channel="mem://x")) is AdhocNode
+    explicit = Node.infra(NodeConfig(), hosts=tuple(CELLS))
+    assert type(explicit) is InfraNode and explicit.config.mode == "infra"
+
+
+@pytest.mark.parametrize("mode", ["adhoc", "infra"])
+def test_every_call_of_a_node_not_running_says_so(mode: str) -> None:
+    node = Node(NodeConfig(mode=mode, hosts=tuple(CELLS) if mode == "infra" else ()))
+    calls: dict[str, Callable[[], object]] = {
+        "pid": lambda: node.pid, "group": lambda: node.group("g"),
+        "last_heard": lambda: node.last_heard("g"), "locked": node.locked,
+        "history": lambda: node.history("g"), "stats": node.stats,
+        "network_changed": node.network_changed}
+    for name, call in calls.items():
+        with pytest.raises(UsageError):  # never AttributeError or the other mode's error
+            call()
+        assert name in NODE_CALLS
+
+
+def test_a_mode_must_implement_every_call() -> None:
+    with pytest.raises(TypeError, match="must implement"):
+        type("HalfNode", (Node,), {"start": Node.start})
+    with pytest.raises(TypeError, match="must implement"):
+        type("HalfGroup", (Group,), {})
 
 
 def test_reply_parent_travels_in_the_body() -> None:

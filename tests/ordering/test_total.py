@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from m2mc.errors import ConfigError, UsageError
-from m2mc.ordering import ROOT, Message, MessageId, MissingGseqError, Sequencer, TotalOrder
+from m2mc.ordering import Message, MessageId, MissingGseqError, TotalOrder
 
 
 def t(text: str, gseq: int) -> Message:
@@ -18,32 +17,6 @@ def t(text: str, gseq: int) -> Message:
 
 def ids(messages: list[Message]) -> list[str]:
     return [str(x.mid) for x in messages]
-
-
-def test_sequencer_stamps_in_order_idempotently() -> None:
-    s = Sequencer()
-    assert s.next_gseq == 1
-    assert s.stamp(MessageId("A", 1)) == 1
-    assert s.stamp(MessageId("B", 1)) == 2
-    assert s.stamp(MessageId("A", 1)) == 1  # a retransmitted request
-    assert s.next_gseq == 3
-    stamped = s.stamp_message(Message(MessageId("C", 4), payload=b"x"))
-    assert stamped.gseq == 3 and stamped.payload == b"x"
-
-
-def test_sequencer_memory_is_bounded_and_resumable() -> None:
-    s = Sequencer(start=10, memory=2)
-    assert [s.stamp(MessageId("A", i)) for i in (1, 2, 3)] == [10, 11, 12]
-    assert s.stamp(MessageId("A", 3)) == 12
-    assert s.stamp(MessageId("A", 1)) == 13  # forgotten: a new number
-    s.resume(100)
-    assert s.stamp(MessageId("B", 1)) == 100
-    with pytest.raises(UsageError):
-        s.resume(50)
-    with pytest.raises(UsageError):
-        s.stamp(ROOT)
-    with pytest.raises(ConfigError):
-        Sequencer(start=0)
 
 
 def test_total_order_holds_back_until_the_gap_fills() -> None:
@@ -125,12 +98,11 @@ def test_total_order_start_preload_and_skip() -> None:
 def stamped_streams(draw: st.DrawFn) -> list[Message]:
     n = draw(st.integers(1, 30))
     seqs: dict[str, int] = {}
-    s = Sequencer()
     out: list[Message] = []
-    for _ in range(n):
+    for gseq in range(1, n + 1):
         pid = draw(st.sampled_from("ABCD"))
         seqs[pid] = seqs.get(pid, 0) + 1
-        out.append(s.stamp_message(Message(MessageId(pid, seqs[pid]))))
+        out.append(Message(MessageId(pid, seqs[pid]), gseq=gseq))
     return out
 
 

@@ -23,7 +23,7 @@ from m2mc.fuzz_targets import (
 from m2mc.security.fuzzer import MutationalFuzzer, mutate
 
 ROOT = Path(__file__).resolve().parents[2]
-TARGETS, UNAVAILABLE = load_targets()
+TARGETS, _unavailable = load_targets()
 SHORT_RUN = 600
 
 

@@ -36,7 +36,6 @@ from m2mc.sim.schema import Table
 from m2mc.trace.schema import TraceEvent, detail_json
 from m2mc.wire.m2mp import M2MPConfig, M2MPLayer, MessageReceived
 
-PARAMS = ("kind", "redundancy", "flow_control", "message_timeout", "flow_timeout", "max_held")
 _FIELDS = 8
 _MID_CACHE = 4096  # M2MP message id -> (group, mid), to name the mid in dup events
 

@@ -81,17 +81,6 @@ class Child:
                                        f"stderr: {' | '.join(self.stderr[-5:])}")
                 self._changed.wait(min(left, 0.2))
 
-    def wait_stdout_lines(self, count: int, timeout: float) -> list[str]:
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while len(self.stdout) < count:
-                left = deadline - time.monotonic()
-                if left <= 0 or (self.proc.poll() is not None and not self._alive_readers()):
-                    raise TimeoutError(f"{' '.join(self.args[2:])}: {len(self.stdout)} of "
-                                       f"{count} stdout lines")
-                self._changed.wait(min(left, 0.2))
-            return list(self.stdout)
-
     def _alive_readers(self) -> bool:
         return any(reader.is_alive() for reader in self._readers)
 

@@ -26,7 +26,6 @@ from m2mc.config import Config, add_config_argument, load_config
 from m2mc.runtime.endpoint import M2MPEndpoint, MessageAbandonedError
 from m2mc.runtime.stream_io import IncomingMessage
 from m2mc.transport.channel import ChannelClosedError
-from m2mc.wire.m2mp import MessageReceived
 from m2mc.wire.packet import MAX_FRAGMENT
 
 
@@ -65,15 +64,6 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def message_json(message: MessageReceived) -> str:
-    payload = message.payload
-    return json.dumps({"id": message.message_id, "len": len(payload),
-                       "sha256": hashlib.sha256(payload).hexdigest(),
-                       "head": payload[:16].hex()})
-
-
-# Messages longer than this are read as streams: hashed piece by piece as they
-# arrive, never held whole (docs/m2mp.md, "Messages in pieces").
 STREAM_THRESHOLD = 64 * 1024
 
 

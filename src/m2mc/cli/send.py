@@ -74,20 +74,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def send_message(config: Config, payload: bytes, refused: list[int] | None = None) -> int:
-    """Send one message on the configured channel; return once every packet is out.
-
-    When the system refused every datagram (none went out), their number is
-    appended to ``refused``."""
-    async with M2MPEndpoint.from_settings(config.m2mp, node=config.node_id) as endpoint:
-        message_id = await endpoint.send(payload)
-        await endpoint.drain()
-        _note_refused(endpoint, refused)
-        return message_id
-
-
-# Bytes read from the file (or stdin) at a time: the sender holds about this much of
-# the message, plus the endpoint's send queue (m2mp.max_send_queue packets).
 PIECE = 64 * 1024
 
 

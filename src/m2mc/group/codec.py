@@ -40,7 +40,7 @@ from typing import Any, NoReturn
 import msgpack
 
 from m2mc.errors import DecodeError
-from m2mc.group.fastobj import fast_constructor, make_mid, slot_twin
+from m2mc.fastobj import fast_constructor
 from m2mc.group.messages import (
     Ack,
     Adv,
@@ -95,6 +95,7 @@ from m2mc.group.wire_bounds import read_pid as _pid
 from m2mc.group.wire_bounds import read_str as _str
 from m2mc.group.wire_bounds import read_vclock as _vclock
 from m2mc.ordering import ROOT, Message, MessageId
+from m2mc.ordering.ids import make_message, make_mid
 
 __all__ = [  # the message types and bounds are re-exported: the codec is their one address
     "DISCOVERY_TAG", "FILTER_SIZE", "FLAG_AUTH", "HEADER", "HEADER_SIZE", "MAGIC",
@@ -103,7 +104,7 @@ __all__ = [  # the message types and bounds are re-exported: the codec is their 
     "GrpInfo", "GrpsInfo", "Handover", "Intervals", "Join", "Kind", "Leave", "LogEntry",
     "LogState", "MemberEntry", "Nack", "Order", "Prepare", "Promise", "Repair",
     "SequencerInfo", "Start", "Status", "SyncReq", "SyncResp", "decode_body",
-    "encode", "encode_records_body", "filter_prefix", "group_tag", "record_size",
+    "encode", "filter_prefix", "group_tag", "record_size",
     "record_wire", "split_frame",
 ]
 
@@ -156,14 +157,6 @@ _make_frame: Callable[[bytes, int, int, bytes | memoryview], Frame] = fast_const
 _make_data: Callable[[str, list[Message]], Data] = fast_constructor(Data)
 _make_repair: Callable[[str, list[Message]], Repair] = fast_constructor(Repair)
 _unpack_header = HEADER.unpack_from
-# _records builds its MessageId and Message objects inline through their twins
-# (m2mc.group.fastobj), two calls less per record than make_mid and make_message.
-_mid_twin = slot_twin(MessageId)
-_message_twin = slot_twin(Message)
-if _mid_twin is None or _message_twin is None:  # pragma: no cover - a layout change
-    raise ImportError("the group codec needs MessageId and Message as slots dataclasses")
-_MID_TWIN: type[Any] = _mid_twin
-_MESSAGE_TWIN: type[Any] = _message_twin
 
 
 def split_frame(message: bytes) -> Frame:
@@ -231,10 +224,6 @@ def record_size(m: Message) -> int:
     if m.vclock is not None:
         size += 3 + sum(len(k) + 1 + _uint_size(v) for k, v in m.vclock.items())
     return size
-
-
-def encode_records_body(sender: str, records: list[list[Any]]) -> bytes:
-    return _pack([sender, records])
 
 
 def _members_wire(members: tuple[MemberEntry, ...]) -> list[list[Any]]:
@@ -335,12 +324,12 @@ def decode_body(kind: int, body: bytes | memoryview, *, max_seq: int = MAX_SEQ) 
 
 def _records(raw: Any, max_seq: int) -> list[Message]:
     """The hot path of every receiver: checks and builds each record as cheaply as
-    Python allows (objects built inline through their twins; a parent that is the
+    Python allows (objects built by m2mc.fastobj's constructors; a parent that is the
     previous record of the batch reuses that record's identity object)."""
     out: list[Message] = []
     append = out.append
-    mid_twin = _MID_TWIN
-    message_twin = _MESSAGE_TWIN
+    new_mid = make_mid
+    new_message = make_message
     prev: MessageId = ROOT
     for r in _list(raw):
         if type(r) is not list:
@@ -368,18 +357,8 @@ def _records(raw: Any, max_seq: int) -> list[Message]:
             parent = ROOT
         else:
             raise DecodeError("bad parent seqno")
-        mid = mid_twin()
-        mid.pid = pid
-        mid.seq = seq
-        mid.__class__ = MessageId
-        m = message_twin()
-        m.mid = prev = mid
-        m.parent = parent
-        m.payload = payload
-        m.vclock = vclock
-        m.gseq = gseq
-        m.__class__ = Message
-        append(m)
+        prev = new_mid(pid, seq)
+        append(new_message(prev, parent, payload, vclock, gseq))
     return out
 
 

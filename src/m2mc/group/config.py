@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from m2mc.errors import ConfigError
+from m2mc.kinds import GROUP_ORDERS
 from m2mc.store.retention import MODES, RetentionPolicy
 
-ORDERS = ("sb", "causal", "fifo", "total")
+ORDERS = GROUP_ORDERS
 
 
 @dataclass(slots=True)

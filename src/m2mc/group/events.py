@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from m2mc.group.codec import GrpInfo
+from m2mc.kinds import ReconnectReason
 from m2mc.ordering import Message, MessageId
 
 
@@ -105,7 +106,7 @@ class Reconnected:
     It advertises, re-announces the groups it created and catches up every group it
     is in (MSP, with ``CatchUpProgress``); groups new to it come as ``GroupDiscovered``."""
 
-    reason: str
+    reason: ReconnectReason
     silent_for: float | None = None
 
 

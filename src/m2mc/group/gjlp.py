@@ -35,15 +35,16 @@ from m2mc.group.codec import MAX_GID, Adv, GrpInfo, GrpsInfo, MemberEntry
 from m2mc.group.config import GroupConfig
 from m2mc.group.membership import Membership
 from m2mc.group.names import MemberNames
+from m2mc.kinds import GjlpState
 
 REANNOUNCE = (1.0, 3.0)
 """A new group is announced at once and again this many seconds later (each time as a
 suppressible reply): the announcement is one datagram on a lossy medium, and a process
 that lost it would not learn of the group until someone advertised."""
 
-MEMBER = "member"
-REJECTED = "rejected"
-LEFT = "left"
+MEMBER = GjlpState.MEMBER
+REJECTED = GjlpState.REJECTED
+LEFT = GjlpState.LEFT
 
 
 @dataclass(slots=True)
@@ -51,7 +52,7 @@ class GiitRow:
     gid: str
     desc: str
     order: str
-    state: str
+    state: GjlpState
     membership: Membership
     my_version: int = 0
     keyed: bool = False  # this node holds the group's key: its traffic is sealed
@@ -242,8 +243,6 @@ class Gjlp:
                                      REJECTED, Membership(self.config.max_members),
                                      names=MemberNames(self.config.max_members))
 
-    def member_gids(self) -> list[str]:
-        return [gid for gid, row in self.giit.items() if row.state == MEMBER]
 
 
 def _merged(old: GrpInfo, new: GrpInfo, max_members: int) -> GrpInfo:

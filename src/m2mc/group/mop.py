@@ -16,11 +16,11 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
 from m2mc.group.config import GroupConfig
-from m2mc.group.fastobj import make_message, make_mid
 from m2mc.group.messages import Entries
 from m2mc.group.seqsets import Intervals
 from m2mc.ordering import ROOT, Message, MessageId, make_core
 from m2mc.ordering.causal import CausalOrder
+from m2mc.ordering.ids import make_message, make_mid
 from m2mc.store import GroupStore, StoredMessage
 
 NEW = 0

@@ -446,8 +446,6 @@ class Msp:
                     best = m.deadline
         return best
 
-    def mir_size(self) -> int:
-        return sum(count(ivs) for m in self.mirs.values() for ivs in m.missing.values())
 
 
 def _digest_of(records: list[Message]) -> Digest:

@@ -18,9 +18,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from m2mc.core import Save
+from m2mc.fastobj import fast_constructor
 from m2mc.group.codec import Body, Data, Repair, encode, record_size
 from m2mc.group.events import Delivered, DeliveredBatch, GroupEvent
-from m2mc.group.fastobj import fast_constructor
 from m2mc.group.gjlp import GiitRow, Gjlp
 from m2mc.ordering import Message, MessageId
 from m2mc.security import groupwire  # a module: groupwire imports the group codec

@@ -34,6 +34,7 @@ from m2mc.group.events import GroupDiscovered, MemberJoined, MemberLeft, MemberN
 from m2mc.group.node_output import NodeOutput, view_detail
 from m2mc.group.node_stats import NodeStats
 from m2mc.group.reconnect import SILENCE, Reconnect
+from m2mc.kinds import ReconnectReason
 from m2mc.security import groupwire  # a module: groupwire imports the group codec
 from m2mc.security.errors import AuthError
 from m2mc.security.ratelimit import RateLimiter
@@ -60,7 +61,7 @@ class NodeReceive(NodeOutput):
     groups: dict[str, GroupInstance]
     _by_tag: dict[bytes, GroupInstance]
 
-    def _back(self, now: float, reason: str, silent_for: float | None) -> None:
+    def _back(self, now: float, reason: ReconnectReason, silent_for: float | None) -> None:
         if self.started and self.reconnect.back(now, reason):
             self.emit(Reconnected(reason, silent_for))
 

@@ -35,12 +35,13 @@ from typing import TYPE_CHECKING
 
 from m2mc.group.config import GroupConfig
 from m2mc.group.gjlp import MEMBER
+from m2mc.kinds import ReconnectReason
 
 if TYPE_CHECKING:
     from m2mc.group.manager import GroupNode
 
-INTERFACE = "interface"
-SILENCE = "silence"
+INTERFACE = ReconnectReason.INTERFACE
+SILENCE = ReconnectReason.SILENCE
 SILENCE_FACTOR = 3.5
 """Default ``reconnect_silence``: this many times the members' status keepalive. Every member
 sends a status at least once per keepalive (10 to 11 ``status_interval``s), but with status

@@ -162,7 +162,6 @@ def _dec_pair(x: Any) -> tuple[MemberId, int]:
 _ident: Enc = lambda x: x  # noqa: E731
 INT = (_ident, _dec_int)
 STR = (_ident, _dec_str)
-BYTES = (_ident, _dec_bytes)
 BOOL = (_ident, _dec_bool)
 MID = (_enc_mid, _dec_mid)
 OPT_MID = _optional(_enc_mid, _dec_mid)

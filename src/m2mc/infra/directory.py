@@ -83,7 +83,3 @@ class Directory:
 
     def quorum(self, retired: frozenset[str] | None = None) -> int:
         return self.universe(retired) // 2 + 1
-
-    def next_expiry(self) -> float | None:
-        times = [e.heard + self.host_timeout for h, e in self.hosts.items() if h not in self._dead]
-        return min(times) if times else None

@@ -46,6 +46,7 @@ from m2mc.infra.member_moves import check_host, readdress
 from m2mc.infra.persist import MemberCommit, MemberStore, SavedMember
 from m2mc.infra.reliable import ReliableSender
 from m2mc.infra.wire import InfraWire
+from m2mc.kinds import ViewKind
 from m2mc.trace.schema import NullSink, TraceEvent, TraceJournal, TraceSink, detail_json
 
 __all__ = ["Delivered", "Joined", "Left", "MemberCore", "MemberEvent", "MemberStats",
@@ -53,7 +54,8 @@ __all__ = ["Delivered", "Joined", "Left", "MemberCore", "MemberEvent", "MemberSt
 
 _DUMMY = None  # a dummy element of mybuf (4.3): only a sequence number
 _DOWNLINK = (msg.Beacon, msg.Normals, msg.Transfer, msg.Ack, msg.Move, msg.NotMember)
-_VIEW_KIND = {msg.JOINED: "joined", msg.LEFT: "left", msg.EXPELLED: "expelled"}
+_VIEW_KIND = {msg.JOINED: ViewKind.JOINED, msg.LEFT: ViewKind.LEFT,
+              msg.EXPELLED: ViewKind.EXPELLED}
 
 
 class MemberCore:
@@ -115,7 +117,6 @@ class MemberCore:
         self._confirmed = 0  # own NEWs up to this nseq were delivered (sequenced in order)
         self._control_acked: dict[str, float] = {}
         self._leave_requested = False
-        self._left_gseq = 0
 
     # ================================================================ application
     def join(self, now: float) -> MemberId:
@@ -409,7 +410,6 @@ class MemberCore:
                                               expelled=r.kind == msg.EXPELLED, **extra))
             self._power_on = False
             if r.kind == msg.LEFT:
-                self._left_gseq = r.gseq
                 self.phase = Phase.CLOSING
                 self._control.append("leaveok")  # step (iii)
                 self._control_acked.pop("leave", None)

@@ -8,6 +8,7 @@ from enum import Enum
 
 from m2mc.infra import messages as msg
 from m2mc.infra.ids import MemberId
+from m2mc.kinds import ViewKind
 
 
 class Phase(Enum):
@@ -34,7 +35,7 @@ class Delivered:
 @dataclass(frozen=True, slots=True)
 class ViewChange:
     gseq: int
-    kind: str  # "joined" | "left" | "expelled"
+    kind: ViewKind
     member: MemberId
 
 

@@ -66,10 +66,6 @@ class Record:
     prememb: int = 0
     body: bytes = b""
 
-    @property
-    def is_membership(self) -> bool:
-        return self.kind in MEMBERSHIP_KINDS
-
 
 @dataclass(frozen=True, slots=True)
 class CellInfo:

@@ -32,13 +32,12 @@ class _Outstanding:
 class ReliableSender:
     """One outstanding uplink frame; the caller builds frames on demand."""
 
-    __slots__ = ("_next_rseq", "outstanding", "retransmit", "retransmits")
+    __slots__ = ("_next_rseq", "outstanding", "retransmit")
 
     def __init__(self, retransmit: float) -> None:
         self.retransmit = retransmit
         self._next_rseq = 1
         self.outstanding: _Outstanding | None = None
-        self.retransmits = 0
 
     def next_rseq(self) -> int:
         r = self._next_rseq
@@ -69,7 +68,6 @@ class ReliableSender:
             return None
         o.frame = readdress(o.frame)
         o.sent_at = now
-        self.retransmits += 1
         return o.frame
 
     def resend_now(self, now: float,

@@ -52,7 +52,7 @@ from m2mc.errors import BufferFullError, ConfigError, UsageError
 from m2mc.infra import messages as msg
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.host import ADMIN, HostCore, HostIdentity
-from m2mc.infra.member import Delivered, MemberCore, MemberEvent, MoveRequest, Phase, Uplink
+from m2mc.infra.member import Delivered, MemberCore, MemberEvent, Phase, Uplink
 from m2mc.infra.persist import MemberStore, decode_saved
 from m2mc.infra.wire import INFRA_KEY_CONTEXT, InfraWire, sealing_auth
 from m2mc.security.auth import counter_start_at
@@ -201,8 +201,7 @@ class MemberSimStack:
     """A mobile member, driven as :class:`~m2mc.infra_runtime.member_driver.MemberDriver`
     drives one: ``receive_frame`` in, ``drain_frames`` out to the gateway's uplink, then
     its events. It cannot choose its cell (mobility does), so load-balancing moves and
-    "my host is silent" requests are counted (``moves_ignored``) unless ``on_events``
-    takes the events.
+    "my host is silent" requests are ignored unless ``on_events`` takes the events.
 
     ``join_after`` (None: never by itself): at start, a member that resumed no
     membership joins this many seconds later. ``wire_at`` as for a host."""
@@ -221,7 +220,6 @@ class MemberSimStack:
         self.on_events = on_events
         self._join_at: float | None = None
         self.delivered: list[str] = []
-        self.moves_ignored = 0
 
     @property
     def decode_errors(self) -> int:
@@ -257,8 +255,6 @@ class MemberSimStack:
         for ev in events:
             if isinstance(ev, Delivered):
                 self.delivered.append(ev.mid)
-            elif isinstance(ev, MoveRequest) and self.on_events is None:
-                self.moves_ignored += 1
         if self.on_events is not None and events:
             self.on_events(events)
         return self.outgoing(frames)

@@ -237,8 +237,6 @@ class Backbone:
         self._out: dict[tuple[str, int], _FrameProtocol | None] = {p: None for p in peers}
         self._tasks: dict[tuple[str, int], asyncio.Task[None]] = {}
         self._closed = False
-        self.sent_frames = 0
-        self.dropped_frames = 0
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -331,10 +329,8 @@ class Backbone:
     def send(self, addr: tuple[str, int], data: bytes) -> bool:
         proto = self._out.get(addr)
         if proto is None or proto.transport is None or proto.transport.is_closing():
-            self.dropped_frames += 1
             return False
         self._write(proto, data)
-        self.sent_frames += 1
         return True
 
     def broadcast(self, data: bytes) -> None:

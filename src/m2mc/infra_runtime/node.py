@@ -35,15 +35,15 @@ import os
 import secrets
 import struct
 from collections import deque
-from collections.abc import AsyncIterator
 from pathlib import Path
-from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import ClassVar
 
-from m2mc.api_message import _parent
+from m2mc.api_config import KeyArg, NodeConfig
+from m2mc.api_message import GroupMessage, ReplyTo, _parent
+from m2mc.api_node import NOT_RUNNING, Group, Node
 from m2mc.errors import BufferFullError, DecodeError, UsageError
 from m2mc.group.codec import GrpInfo
-from m2mc.group.events import GroupCreated, GroupEvent, MemberJoined, MemberLeft
+from m2mc.group.events import GroupCreated, MemberJoined, MemberLeft
 from m2mc.group.names import check_name
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.member import Delivered, Joined, Left, MemberEvent, Phase, ViewChange
@@ -51,6 +51,7 @@ from m2mc.infra.persist import SavedMember, decode_saved
 from m2mc.infra.wire import InfraWire
 from m2mc.infra_runtime.keying import deployment_auth
 from m2mc.infra_runtime.member_driver import MemberDriver
+from m2mc.kinds import GROUP_ORDERS, NodeMode, Order, ViewKind
 from m2mc.log import node_logger
 from m2mc.ordering import ROOT, MessageId
 from m2mc.runtime.tracing import WallClockSink, incarnation_events, open_trace
@@ -63,11 +64,6 @@ from m2mc.store.infra_member import (
     TRACE_BATCH,
     SqliteMemberStore,
 )
-
-if TYPE_CHECKING:
-    from m2mc.api import GroupMessage, NodeConfig, ReplyTo
-
-from m2mc import api
 
 _PARENT = struct.Struct(">H")
 
@@ -101,18 +97,20 @@ def unpack_body(body: bytes) -> tuple[bytes, MessageId]:
     return body[3 + n:], MessageId.parse(text)  # DecodeError if not "pid:seq"
 
 
-class InfraNode(api.Node):
-    """``Node`` in infrastructure mode (built by ``Node(...)`` when ``mode="infra"``)."""
+class InfraNode(Node):
+    """A :class:`~m2mc.api_node.Node` in infrastructure mode (built by ``Node(config)``
+    when ``config.mode`` is ``"infra"``, or by ``Node.infra(...)``)."""
+
+    mode: ClassVar[NodeMode] = NodeMode.INFRA
 
     def __init__(self, config: NodeConfig | None = None, **overrides: object) -> None:
         super().__init__(config, **overrides)
         cfg = self.config
         if not cfg.hosts:
             raise UsageError("mode='infra' needs hosts=[the cells' udp-multicast:// URLs]")
-        self.infra: InfraConfig = cfg.infra or InfraConfig()
+        self.infra_config: InfraConfig = cfg.infra or InfraConfig()
         self.driver: MemberDriver | None = None
         self.gid: str | None = None
-        self._order = "total"
         self._view: set[str] = set()
         self._queue: deque[GroupMessage] = deque()
         self._pid = ""
@@ -127,7 +125,7 @@ class InfraNode(api.Node):
         cfg = self.config
         loop = asyncio.get_running_loop()
         saved, earlier, clean = self._open_store()
-        infra = self.infra
+        infra = self.infra_config
         wire = InfraWire(None if cfg.infra_key is None else await self._auth(cfg.infra_key))
         sink, self._trace_close = open_trace(cfg.trace_dir, self._pid, cfg.run_id, loop.time,
                                              flush_every=cfg.trace_flush_every)
@@ -209,40 +207,32 @@ class InfraNode(api.Node):
             close()
         self._wake()
 
-    async def __aenter__(self) -> InfraNode:
-        await self.start()
-        return self
-
-    async def __aexit__(self, exc_type: type[BaseException] | None,
-                        exc: BaseException | None, tb: TracebackType | None) -> None:
-        await self.close()
-
     # ---------------------------------------------------------------- groups
     @property
     def pid(self) -> str:
         self._drv_infra()
         return self._pid
 
-    async def create_group(self, desc: str, *, order: str = "total", key: api.KeyArg = None,
+    async def create_group(self, desc: str, *, order: str = Order.TOTAL, key: KeyArg = None,
                            key_file: str | os.PathLike[str] | None = None,
                            passphrase: str | None = None,
                            suite: str | None = None) -> InfraGroup:
         await self._use_key(GroupKey.of(key, key_file=key_file, passphrase=passphrase,
                                         suite=suite))
         group = await self._join(desc, order, 5.0)
-        self._push_event(GroupCreated(desc, desc, "total"))
+        self._push_event(GroupCreated(desc, desc, Order.TOTAL))
         return group
 
     async def join(self, gid: str, *, order: str | None = None, timeout: float = 5.0,
-                   key: api.KeyArg = None, key_file: str | os.PathLike[str] | None = None,
+                   key: KeyArg = None, key_file: str | os.PathLike[str] | None = None,
                    passphrase: str | None = None, suite: str | None = None) -> InfraGroup:
         await self._use_key(GroupKey.of(key, key_file=key_file, passphrase=passphrase,
                                         suite=suite))
-        return await self._join(gid, order or "total", timeout)
+        return await self._join(gid, order or Order.TOTAL, timeout)
 
     async def _auth(self, source: object) -> GroupAuth:
         """The sealing object for ``source``; a key file or scrypt runs off the loop."""
-        infra = self.infra
+        infra = self.infra_config
         return await asyncio.to_thread(deployment_auth, source, self._pid,
                                        replay_window=infra.replay_window,
                                        max_senders=infra.max_auth_senders)
@@ -258,8 +248,9 @@ class InfraNode(api.Node):
 
     async def _join(self, gid: str, order: str, timeout: float) -> InfraGroup:
         d = self._drv_infra()
-        if order not in api_orders():
-            raise UsageError(f"unknown order {order!r}")
+        if order not in GROUP_ORDERS:
+            raise UsageError(f"unknown order {order!r}; expected one of "
+                             f"{', '.join(GROUP_ORDERS)}")
         if self.gid is not None and self.gid != gid and d.core.phase != Phase.LEFT:
             raise UsageError(f"infrastructure mode has one group; already in {self.gid!r}")
         self.gid = gid
@@ -305,10 +296,22 @@ class InfraNode(api.Node):
         self.config.name = name
 
     def discovered(self) -> list[GrpInfo]:
-        return [GrpInfo(self.gid, self.gid, "total", ())] if self.gid else []
+        return [GrpInfo(self.gid, self.gid, Order.TOTAL, ())] if self.gid else []
 
     def joined(self) -> list[GrpInfo]:
         return self.discovered() if self.driver and self.driver.core.is_member else []
+
+    def locked(self) -> list[GrpInfo]:
+        """None: the deployment key is given at start or at join, and a member without
+        it is not in the group at all (no keyed group waits for its key here)."""
+        self._drv_infra()
+        return []
+
+    def last_heard(self, gid: str) -> dict[str, float]:
+        """Not in infrastructure mode: a member hears its hosts, not the other members
+        (their messages come through the hosts' total order)."""
+        raise UsageError("last_heard is ad hoc mode only: an infrastructure member hears its "
+                         "hosts, not the other members")
 
     def history(self, gid: str) -> list[GroupMessage]:
         raise UsageError("history needs the durable log, which infrastructure mode does not keep")
@@ -331,25 +334,11 @@ class InfraNode(api.Node):
         """Whether this deployment's frames are sealed with a key."""
         return self.driver is not None and self.driver.core.wire.keyed
 
-    async def events(self) -> AsyncIterator[GroupEvent]:
-        while True:
-            while not self._events:
-                if self._closed:
-                    return
-                await self._wait(None)
-            yield self._events.popleft()
-
     # -------------------------------------------------------------- internals
     def _drv_infra(self) -> MemberDriver:
         if self.driver is None or self._closed:
-            raise UsageError("node not running: use 'async with Node(...)' or await start()")
+            raise UsageError(NOT_RUNNING)
         return self.driver
-
-    def _push_event(self, ev: GroupEvent) -> None:
-        if len(self._events) >= self.config.max_queued_events:
-            self._events.popleft()
-            self.events_dropped += 1
-        self._events.append(ev)
 
     def _on_events(self, events: list[MemberEvent]) -> None:
         gid = self.gid or ""
@@ -363,10 +352,10 @@ class InfraNode(api.Node):
                 except DecodeError:
                     self.malformed_bodies += 1  # dropped: not a body pack_body made
                     continue
-                self._queue.append(api.GroupMessage(gid, MessageId(ev.sender, ev.app_seq),
+                self._queue.append(GroupMessage(gid, MessageId(ev.sender, ev.app_seq),
                                                     parent, data, ev.gseq))
             elif isinstance(ev, ViewChange):
-                if ev.kind == "joined":
+                if ev.kind == ViewKind.JOINED:
                     self._view.add(ev.member.node)
                     self._push_event(MemberJoined(gid, ev.member.node))
                 else:
@@ -408,16 +397,18 @@ class InfraNode(api.Node):
             d.poke()  # what it delivered and the NACK it made go out
 
 
-class InfraGroup(api.Group):
+class InfraGroup(Group):
+    """The deployment's group, as an infrastructure member's handle."""
+
     node: InfraNode
 
     @property
     def info(self) -> GrpInfo | None:
-        return GrpInfo(self.gid, self.gid, "total", ())
+        return GrpInfo(self.gid, self.gid, Order.TOTAL, ())
 
     @property
     def order(self) -> str:
-        return "total"
+        return Order.TOTAL
 
     @property
     def authenticated(self) -> bool:
@@ -478,10 +469,6 @@ class InfraGroup(api.Group):
         with contextlib.suppress(UsageError):
             d.core.leave(d.now())
         d.service()
-
-
-def api_orders() -> tuple[str, ...]:
-    return ("sb", "causal", "fifo", "total")
 
 
 __all__ = ["InfraGroup", "InfraNode", "pack_body", "unpack_body"]

@@ -1,4 +1,4 @@
-"""What an ad hoc :class:`~m2mc.api.Node` exports: its group layer's counters
+"""What an ad hoc :class:`~m2mc.api_adhoc.AdhocNode` exports: its group layer's counters
 (:class:`~m2mc.group.manager.GroupNode`), each group's repair, MSP, ordering and
 key counters, M2MP's and the channel's, and the depth of every bounded queue.
 
@@ -17,12 +17,12 @@ from m2mc.metrics.labels import GroupLabels
 from m2mc.metrics.sink import Samples
 
 if TYPE_CHECKING:
-    from m2mc.api import Node
+    from m2mc.api_adhoc import AdhocNode
     from m2mc.group.instance import GroupInstance
     from m2mc.group.manager import GroupNode
 
 
-def adhoc_snapshot(node: Node, labels: GroupLabels) -> Samples:
+def adhoc_snapshot(node: AdhocNode, labels: GroupLabels) -> Samples:
     stack = node._stack
     samples = Samples(stack.pid if stack is not None else (node.config.pid or ""))
     samples.add("m2mc_node_info", 1, mode="adhoc", version=__version__)
@@ -35,7 +35,7 @@ def adhoc_snapshot(node: Node, labels: GroupLabels) -> Samples:
     return samples
 
 
-def _node_counters(s: Samples, node: Node, stack: GroupNode) -> None:
+def _node_counters(s: Samples, node: AdhocNode, stack: GroupNode) -> None:
     # NodeStats.delivered is not kept up: the groups count their deliveries.
     delivered = sum(inst.delivered_count for inst in stack.groups.values())
     s.stats(cat.NODE, stack.stats, override={"delivered": delivered})
@@ -67,7 +67,7 @@ def _node_counters(s: Samples, node: Node, stack: GroupNode) -> None:
     s.queue("stream_store", stack.streams.store.held_bytes, stack.streams.store.limit)
 
 
-def _group(s: Samples, node: Node, stack: GroupNode, inst: GroupInstance, group: str) -> None:
+def _group(s: Samples, node: AdhocNode, stack: GroupNode, inst: GroupInstance, group: str) -> None:
     cfg = stack.config
     mop = inst.mop
     core = mop.core

@@ -9,7 +9,7 @@ catalogue, so a name and its labels cannot drift from docs/operations.md.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -84,8 +84,3 @@ class Samples:
 
 def _as_mapping(value: object) -> Mapping[str, int]:
     return value if isinstance(value, Mapping) else {}
-
-
-def metric_names(families: Iterable[Metric]) -> set[str]:
-    """The names as scraped (a counter family ``x`` is scraped as ``x_total``)."""
-    return {f"{f.name}_total" if f.type == "counter" else f.name for f in families}

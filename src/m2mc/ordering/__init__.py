@@ -22,7 +22,7 @@ from m2mc.ordering.fifo import FifoOrder
 from m2mc.ordering.ids import ROOT, Message, MessageId
 from m2mc.ordering.intervals import IntervalList
 from m2mc.ordering.sb import SbOrder
-from m2mc.ordering.total import Sequencer, TotalOrder
+from m2mc.ordering.total import TotalOrder
 
 __all__ = [
     "ORDERS",
@@ -35,7 +35,6 @@ __all__ = [
     "MissingGseqError",
     "OrderingCore",
     "SbOrder",
-    "Sequencer",
     "TotalOrder",
     "make_core",
 ]

@@ -148,10 +148,6 @@ class CoreBase:
             out[pid] = merge_intervals(ol, held) if held else (ol.intervals() if ol else [])
         return out
 
-    def delivered_digest(self) -> dict[str, list[tuple[int, int]]]:
-        """Per sender: intervals of seqnos delivered (held ones left out)."""
-        return {pid: ol.intervals() for pid, ol in sorted(self._delivered.items()) if ol.lows}
-
     def take_ready(self) -> list[Message]:
         """Held messages that :meth:`preload` made deliverable, in delivery order.
 

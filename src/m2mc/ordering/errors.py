@@ -9,4 +9,4 @@ __all__ = ["MissingGseqError"]
 
 class MissingGseqError(UsageError):
     """A message given to :class:`~m2mc.ordering.total.TotalOrder` has no ``gseq``:
-    it must be stamped by the :class:`~m2mc.ordering.total.Sequencer` first."""
+    it must have its place in the total order first."""

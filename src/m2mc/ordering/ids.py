@@ -8,10 +8,11 @@ answers nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from m2mc.errors import DecodeError
+from m2mc.fastobj import fast_constructor
 
 __all__ = ["ROOT", "Message", "MessageId"]
 
@@ -60,7 +61,7 @@ class Message:
 
     ``vclock`` is used by :class:`~m2mc.ordering.causal.CausalOrder` (pid -> count,
     ``vclock[mid.pid] == mid.seq``); ``gseq`` by :class:`~m2mc.ordering.total.TotalOrder`
-    (the global sequence number a :class:`~m2mc.ordering.total.Sequencer` stamped).
+    (the global sequence number the group layer's sequencing log gave it).
     The vclock takes no part in hashing so a message with a dict vclock stays hashable.
     """
 
@@ -69,3 +70,9 @@ class Message:
     payload: bytes = b""
     vclock: Mapping[str, int] | None = field(default=None, hash=False)
     gseq: int | None = None
+
+
+# The hot paths' constructors (m2mc.fastobj): numbering sent messages, decoding records.
+make_mid: Callable[[str, int], MessageId] = fast_constructor(MessageId)
+make_message: Callable[[MessageId, MessageId, bytes, Mapping[str, int] | None, int | None],
+                       Message] = fast_constructor(Message)

@@ -1,9 +1,9 @@
-"""Total order: a sequencer stamps global sequence numbers (``gseq``) and every
+"""Total order: every message carries a global sequence number (``gseq``) and every
 receiver delivers in ``gseq`` order through a hold-back buffer, so every
 receiver delivers the same sequence.
 
-:class:`Sequencer` is the stamping half (run by whichever node the group layer
-makes sequencer); :class:`TotalOrder` the receiving half. Both are pure.
+:class:`TotalOrder` is the receiving half; the numbers come from the group layer's
+sequencing log, committed by majorities (docs/group.md section 5). It is pure.
 
 Duplicates: a ``gseq`` already delivered or held is ignored. A message whose
 identity was already delivered but that arrives under a new ``gseq`` (a
@@ -17,68 +17,17 @@ layer's sequencing log numbers its membership records in the same sequence
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 
-from m2mc.errors import ConfigError, UsageError
+from m2mc.errors import ConfigError
 from m2mc.ordering.base import DEFAULT_MAX_HELD, DEFAULT_MAX_MISSING, CoreBase
 from m2mc.ordering.errors import MissingGseqError
 from m2mc.ordering.ids import Message, MessageId
 
-__all__ = ["Sequencer", "TotalOrder"]
+__all__ = ["TotalOrder"]
 
 # What a slot holds when its gseq carries no message (see TotalOrder.fill).
 _NOTHING = Message(MessageId("", 0))
-
-
-class Sequencer:
-    """Stamps global sequence numbers ``start, start + 1, ...``.
-
-    ``stamp(mid)`` is idempotent for the ``memory`` most recently stamped
-    identities (a retransmitted request gets its old number back); an identity
-    forgotten past that gets a new number, which receivers turn into a no-op.
-    """
-
-    __slots__ = ("_next", "_recent", "memory")
-
-    def __init__(self, start: int = 1, *, memory: int = 65_536) -> None:
-        if start < 1:
-            raise ConfigError(f"sequencer start must be >= 1, got {start}")
-        if memory < 1:
-            raise ConfigError(f"sequencer memory must be >= 1, got {memory}")
-        self._next = start
-        self.memory = memory
-        self._recent: dict[tuple[str, int], int] = {}  # insertion-ordered: oldest first
-
-    @property
-    def next_gseq(self) -> int:
-        """The number the next new identity will get."""
-        return self._next
-
-    def resume(self, next_gseq: int) -> None:
-        """Continue from ``next_gseq`` (a new sequencer taking over); never goes back."""
-        if next_gseq < self._next:
-            raise UsageError(f"sequencer cannot go back from {self._next} to {next_gseq}")
-        self._next = next_gseq
-
-    def stamp(self, mid: MessageId) -> int:
-        if not mid.pid or mid.seq < 1:
-            raise UsageError(f"cannot stamp message id {mid!r}")
-        key = (mid.pid, mid.seq)
-        recent = self._recent
-        gseq = recent.get(key)
-        if gseq is not None:
-            return gseq
-        gseq = self._next
-        self._next = gseq + 1
-        recent[key] = gseq
-        if len(recent) > self.memory:
-            del recent[next(iter(recent))]
-        return gseq
-
-    def stamp_message(self, message: Message) -> Message:
-        """``message`` with its ``gseq`` set."""
-        return dataclasses.replace(message, gseq=self.stamp(message.mid))
 
 
 class TotalOrder(CoreBase):

@@ -51,14 +51,6 @@ class Dist:
         lognorm, mu = rng.lognormvariate, math.log(a)
         return lambda: floor + lognorm(mu, b)
 
-    def describe(self) -> dict[str, float | str]:
-        if self.kind == "constant":
-            return {"dist": "constant", "value": self.a}
-        if self.kind == "uniform":
-            return {"dist": "uniform", "low": self.a, "high": self.b}
-        if self.kind == "exponential":
-            return {"dist": "exponential", "mean": self.a, "min": self.floor}
-        return {"dist": "lognormal", "median": self.a, "sigma": self.b, "min": self.floor}
 
 
 def constant(value: float) -> Dist:

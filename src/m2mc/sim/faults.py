@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from m2mc.kinds import PartitionKind
 from m2mc.sim.scenario import PartitionSpec
 
 # domain index -> src node index -> dst node index -> drop probability
@@ -20,7 +21,7 @@ CutTable = dict[int, dict[int, dict[int, float]]]
 def pair_drops(spec: PartitionSpec, index: Mapping[str, int],
                n_nodes: int) -> Iterable[tuple[int, int, float]]:
     """(src, dst, drop probability) of every directed pair ``spec`` affects."""
-    if spec.kind == "symmetric":
+    if spec.kind == PartitionKind.SYMMETRIC:
         side = [-1] * n_nodes
         for number, members in enumerate(spec.sides):
             for node in members:

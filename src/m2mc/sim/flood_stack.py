@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from m2mc.kinds import Order
 from m2mc.sim.node import NodeContext, register_stack
 from m2mc.trace.schema import TraceEvent
 
@@ -122,7 +123,7 @@ class FloodStack:
                peer: str | None = None) -> None:
         if self.trace.enabled:
             self.trace.emit(TraceEvent("", "", now, event, group=group, mid=mid, parent=parent,
-                                       order="none", bytes=nbytes, peer=peer))
+                                       order=Order.NONE, bytes=nbytes, peer=peer))
 
 
 register_stack("flood", FloodStack)

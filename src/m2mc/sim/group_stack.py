@@ -35,7 +35,6 @@ from m2mc.sim.schema import Table
 from m2mc.store.sqlite import SqliteStore
 from m2mc.wire.m2mp import M2MPConfig
 
-M2MP_KEYS = ("redundancy", "flow_control", "message_timeout", "flow_timeout")
 _GROUP_KEYS = tuple(f.name for f in fields(GroupConfig))
 
 

@@ -88,7 +88,6 @@ class Network:
         self.on_packet_out = on_packet_out
         self.domains = [Domain(i, spec, rng) for i, spec in enumerate(specs)]
         self.by_name = {d.name: d for d in self.domains}
-        self.node_count = 0
 
     # ------------------------------------------------------------ attachment
     def attach(self, node: SimNode, iface: int, domain: Domain | None) -> bool:

@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from m2mc.errors import ConfigError
+from m2mc.kinds import GROUP_ORDERS
 from m2mc.trace.schema import TraceSink
-
-GROUP_ORDERS = ("sb", "causal", "fifo", "total")
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +113,6 @@ class AddressedSimStack(Protocol):
 
 
 NodeFactory = Callable[[NodeContext], SimNodeStack]
-AddressedNodeFactory = Callable[[NodeContext], AddressedSimStack]
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from m2mc.errors import ConfigError
+from m2mc.kinds import GROUP_ORDERS, PartitionKind
 from m2mc.sim.dists import Dist, constant
-from m2mc.sim.node import GROUP_ORDERS, GroupSpec
+from m2mc.sim.node import GroupSpec
 from m2mc.sim.schema import Table, number_or_range
 
 CELLS = "@cells"  # an iface attached to whichever cell covers the node
@@ -40,10 +41,6 @@ class LinkParams:
     duplicate: float = 0.0
     reorder: float = 0.0
     reorder_delay: float = 0.01  # a reordered packet is held up to this much longer
-
-    @property
-    def faulty(self) -> bool:
-        return bool(self.loss or self.burst or self.duplicate or self.reorder)
 
     def healed(self) -> LinkParams:
         return LinkParams(delay=self.delay)
@@ -114,7 +111,7 @@ class GroupWorkload:
 
 @dataclass(frozen=True, slots=True)
 class PartitionSpec:
-    kind: str  # symmetric | one-way | asymmetric
+    kind: PartitionKind
     sides: tuple[tuple[str, ...], ...]  # symmetric
     src: tuple[str, ...]  # one-way / asymmetric: from
     dst: tuple[str, ...]
@@ -504,12 +501,12 @@ def _names(t: Table, key: str, nodes: set[str]) -> tuple[str, ...]:
 
 
 def _partition(t: Table, nodes: set[str], domains: set[str]) -> PartitionSpec:
-    kind = t.string("kind", "symmetric", choices=("symmetric", "one-way", "asymmetric"))
+    kind = PartitionKind(t.string("kind", PartitionKind.SYMMETRIC, choices=tuple(PartitionKind)))
     sides: tuple[tuple[str, ...], ...] = ()
     src: tuple[str, ...] = ()
     dst: tuple[str, ...] = ()
     loss = reverse = 1.0
-    if kind == "symmetric":
+    if kind == PartitionKind.SYMMETRIC:
         raw = t.raw("sides")
         if not isinstance(raw, list) or len(raw) < 1:
             raise t.fail("sides", "must be a list of node lists")
@@ -522,7 +519,7 @@ def _partition(t: Table, nodes: set[str], domains: set[str]) -> PartitionSpec:
         sides = tuple(tuple(side) for side in raw)
     else:
         src, dst = _names(t, "from", nodes), _names(t, "to", nodes)
-        if kind == "one-way":
+        if kind == PartitionKind.ONE_WAY:
             reverse = 0.0
         else:
             loss = t.probability("loss", 1.0)

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from m2mc.core import carry_out
+from m2mc.kinds import PartitionKind
 from m2mc.sim.engine import ArrivalTap, SimError, SimNode, Simulator, StackFactory
 from m2mc.sim.events import Arrival
 from m2mc.sim.node import Outgoing
@@ -155,8 +156,8 @@ class VirtualNet:
     def partition(self, *sides: Sequence[str], domains: Sequence[str] = ()) -> None:
         """Cut the network into ``sides`` (nodes in none form one more side) until
         :meth:`heal_partitions`; replaces the partitions made before."""
-        spec = PartitionSpec("symmetric", tuple(tuple(s) for s in sides), (), (), 1.0, 0.0,
-                             self.sim.now, None, tuple(domains))
+        spec = PartitionSpec(PartitionKind.SYMMETRIC, tuple(tuple(s) for s in sides), (), (),
+                             1.0, 0.0, self.sim.now, None, tuple(domains))
         self.sim.set_partitions([spec])
 
     def heal_partitions(self) -> None:

@@ -37,7 +37,6 @@ class Workload:
         self.sent = [0] * len(sc.groups)
         self.sizes = [g.size.sampler(rng) for g in sc.groups]
         self.by_name = {g.group.name: i for i, g in enumerate(sc.groups)}
-        self.skipped_actions = 0
 
     def start(self) -> None:
         for index, g in enumerate(self.groups):
@@ -51,8 +50,7 @@ class Workload:
     def _create(self, index: int) -> None:
         g = self.groups[index]
         assert g.creator is not None
-        if not self.sim.app_create(self.sim.by_id[g.creator], g.group.name, g.group.order):
-            self.skipped_actions += 1
+        self.sim.app_create(self.sim.by_id[g.creator], g.group.name, g.group.order)
 
     def _schedule(self, index: int, g: GroupWorkload, after: float) -> None:
         if g.rate <= 0 or self.sent[index] >= g.messages:
@@ -84,12 +82,10 @@ class Workload:
     def _action(self, action: ScheduledAction) -> None:
         node = self.sim.by_id[action.node]
         if action.action in ("retire", "readmit"):
-            if not self.sim.app_admin(node, action.action, action.target):
-                self.skipped_actions += 1
+            self.sim.app_admin(node, action.action, action.target)
             return
         join = action.action == "join"
         if not self.sim.app_membership(node, action.group, join):
-            self.skipped_actions += 1
             return
         members = self.members[self.by_name[action.group]]
         if join and action.node not in members:

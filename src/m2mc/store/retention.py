@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from m2mc.errors import ConfigError
-from m2mc.ordering import Message, MessageId
+from m2mc.ordering import Message
 
 __all__ = ["MODES", "RECORD_OVERHEAD", "GoneAnswer", "GoneLog", "RetentionPolicy", "add_gone",
            "intersect", "stored_size"]
@@ -184,8 +184,3 @@ def add_gone(ids: dict[str, Intervals], pid: str, intervals: Intervals) -> None:
         ids[pid] = merged
 
 
-def mids_as_intervals(mids: list[MessageId]) -> dict[str, Intervals]:
-    out: dict[str, Intervals] = {}
-    for mid in mids:
-        out.setdefault(mid.pid, []).append((mid.seq, mid.seq))
-    return {pid: normalize(ivs) for pid, ivs in out.items()}

@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from m2mc.kinds import Order
+
 SCHEMA_VERSION = 1
 
 EVENTS = frozenset({
@@ -20,7 +22,7 @@ EVENTS = frozenset({
     "skip",
 })
 
-ORDERS = frozenset({"sb", "causal", "total", "fifo", "none"})
+ORDERS = frozenset(Order)
 
 # Column order of the schema; writers keep it so files diff cleanly.
 COLUMNS = ("run", "node", "t", "event", "group", "mid", "parent", "order", "gseq", "bytes",

@@ -24,11 +24,12 @@ from __future__ import annotations
 import random
 import struct
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice, repeat
 from operator import itemgetter
 
+from m2mc.fastobj import fast_constructor
 from m2mc.wire.packet import (
     HEADER_SIZE,
     LAST_FLAG,
@@ -132,12 +133,9 @@ _HEADER = struct.Struct(">II")  # message ID, last flag + fragment number (docs/
 _unpack_header = _HEADER.unpack_from
 _pack_header = _HEADER.pack
 _header_of = itemgetter(slice(None, HEADER_SIZE))  # a packet's first 8 bytes, in C
-# MessageReceived built without its __init__ on the receive path: a frozen dataclass's
-# __init__ costs a Python frame and two object.__setattr__ calls per message. The slot
-# descriptors set the fields directly; the result is an ordinary, equal instance.
-_new_event = object.__new__
-_set_message_id = MessageReceived.__dict__["message_id"].__set__
-_set_payload = MessageReceived.__dict__["payload"].__set__
+# MessageReceived built without its __init__ on the receive path (m2mc.fastobj): a frozen
+# dataclass's __init__ costs a Python frame and two object.__setattr__ calls per message.
+_make_received: Callable[[int, bytes], MessageReceived] = fast_constructor(MessageReceived)
 
 
 class M2MPLayer(StreamingLayer):
@@ -362,10 +360,7 @@ class M2MPLayer(StreamingLayer):
                     message = found
                 if accept_all or message.startswith(prefixes):
                     delivered += 1
-                    event = _new_event(MessageReceived)
-                    _set_message_id(event, message_id)
-                    _set_payload(event, message)
-                    append(event)
+                    append(_make_received(message_id, message))
                 else:
                     stats.filtered_out += 1
                     self._remember_filtered(message_id)

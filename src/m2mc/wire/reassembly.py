@@ -130,19 +130,6 @@ class Reassembler:
             self._done_ids = deque(i for i, _ in live)
             self._done_expiries = deque(e for _, e in live)
 
-    def accepts_whole(self, message_id: int, now: float) -> bool:
-        """The fast path of a one-packet message (fragment 0 with the last flag).
-
-        True if ``message_id`` is new (neither completed nor being assembled): it is
-        then remembered as completed and the caller delivers the packet's fragment
-        as the whole message. False sends the caller to :meth:`receive_fragment`.
-        """
-        done = self._done
-        if message_id in done or message_id in self._partial:
-            return False
-        self._remember(message_id, now + self.limits.message_timeout)
-        return True
-
     def receive(self, packet: Packet, now: float) -> bytes | None:
         """Add one packet; return the whole message when it completes, else None."""
         return self.receive_fragment(packet.message_id, packet.fragment, packet.last,

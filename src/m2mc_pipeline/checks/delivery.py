@@ -18,8 +18,6 @@ from pyspark.sql import DataFrame
 from m2mc_pipeline.checks.base import Check
 from m2mc_pipeline.tables import Tables, hashed, node_key
 
-MSG = ["run", "group", "mid"]
-
 
 def unexpected(tb: Tables) -> Check:
     bad = (tb.delivered.join(hashed(tb.sends.select("mk")), "mk", "left_anti")

@@ -47,10 +47,6 @@ def majority(members: set[str]) -> int:
 class Configuration(LogCore):
     """The configuration of majorities over the log (module docstring)."""
 
-    def config_at(self, pos: int) -> set[str]:
-        """The configuration in force at ``pos``: every membership record before it."""
-        return self._config_before(pos, self.log)
-
     def config_end(self) -> set[str]:
         return self._config_before(max(self.high, self.known, self.emitted) + 1, self.log)
 
