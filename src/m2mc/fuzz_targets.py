@@ -98,7 +98,6 @@ EXEMPT: dict[str, str] = {
     "m2mc.api_node:_parse_mode": "the application's NodeConfig.mode (its own code, not outside "
                                  "input)",
     "m2mc.infra_runtime.member_driver:MemberDriver.decode_errors": "a counter, not a decoder",
-    "m2mc.infra.sim_stack:MemberSimStack.decode_errors": "a counter (the core's), not a decoder",
     "m2mc.security.keys:parse_key": "the operator's key text (config or a private key file)",
     "m2mc.metrics.address:parse_metrics_address": "the operator's --metrics flag or config "
                                                   "value (tests/metrics: bad ones exit 2)",
