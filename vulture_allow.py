@@ -20,7 +20,7 @@ wire_targets  # src/m2mc/fuzz_targets.py:182: loaded by name from the fuzz regis
 transport_targets  # src/m2mc/fuzz_targets.py:254: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
 ordering_targets  # src/m2mc/fuzz_targets.py:302: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
 security_targets  # src/m2mc/fuzz_targets.py:315: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
-group_targets  # src/m2mc/fuzz_targets.py:400: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
+targets  # src/m2mc/fuzz_group.py: loaded by name from the fuzz registry ("m2mc.fuzz_group:targets")
 infra_targets  # src/m2mc/fuzz_targets.py:593: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
 chat_targets  # src/m2mc/fuzz_targets.py:707: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
 advertisements_sent  # src/m2mc/group/gjlp.py:76: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)

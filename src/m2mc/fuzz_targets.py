@@ -60,7 +60,7 @@ PROVIDERS: list[str] = [
     "m2mc.fuzz_targets:transport_targets",
     "m2mc.fuzz_targets:ordering_targets",
     "m2mc.fuzz_targets:security_targets",
-    "m2mc.fuzz_targets:group_targets",
+    "m2mc.fuzz_group:targets",
     "m2mc.fuzz_targets:infra_targets",
     "m2mc.infra.fuzzing:targets",
     "m2mc.fuzz_targets:chat_targets",
@@ -150,7 +150,7 @@ def load_targets(names: list[str] | None = None) -> tuple[list[FuzzTarget], list
     return targets, unavailable
 
 
-class _Reader:
+class ByteReader:
     """Consumes fuzz input as small integers and byte strings (never raises)."""
 
     __slots__ = ("data", "pos")
@@ -177,7 +177,7 @@ class _Reader:
         return chunk
 
 
-def _check(ok: bool, what: str) -> None:
+def check_bound(ok: bool, what: str) -> None:
     if not ok:
         raise BoundViolation(what)
 
@@ -203,7 +203,7 @@ def wire_targets() -> list[FuzzTarget]:
                                   max_partial_bytes=4096, max_message_bytes=6000,
                                   completed_cache=16)
         reassembler = Reassembler(limits)
-        reader = _Reader(data)
+        reader = ByteReader(data)
         now = 0.0
         while reader.more():
             now += reader.u8() / 64
@@ -213,19 +213,19 @@ def wire_targets() -> list[FuzzTarget]:
                 continue
             message = reassembler.receive(p, now)
             if message is not None:
-                _check(len(message) <= limits.max_message_bytes + 500, "message too large")
+                check_bound(len(message) <= limits.max_message_bytes + 500, "message too large")
             reassembler.on_timer(now)
             reassembler.take_abandoned()
-            _check(reassembler.partial_messages <= limits.max_partial_messages,
+            check_bound(reassembler.partial_messages <= limits.max_partial_messages,
                    "partial messages over bound")
-            _check(reassembler.partial_bytes <= limits.max_partial_bytes,
+            check_bound(reassembler.partial_bytes <= limits.max_partial_bytes,
                    "partial bytes over bound")
 
     def layer(data: bytes) -> None:
         cfg = M2MPConfig(message_timeout=1.0, max_partial_messages=8, max_partial_bytes=4096,
                          max_message_bytes=6000, completed_cache=16, own_id_cache=8)
         m2mp = M2MPLayer(cfg, random.Random(0))  # the IDs it draws play no part here
-        reader = _Reader(data)
+        reader = ByteReader(data)
         if reader.u8() & 1:
             m2mp.add_filter(b"MC")
         now = 0.0
@@ -234,9 +234,9 @@ def wire_targets() -> list[FuzzTarget]:
             m2mp.receive_datagram(reader.take(reader.u16() % 520), now)
             m2mp.on_timer(now)
             m2mp.events()
-            _check(m2mp.partial_messages <= cfg.max_partial_messages,
+            check_bound(m2mp.partial_messages <= cfg.max_partial_messages,
                    "partial messages over bound")
-            _check(m2mp.partial_bytes <= cfg.max_partial_bytes, "partial bytes over bound")
+            check_bound(m2mp.partial_bytes <= cfg.max_partial_bytes, "partial bytes over bound")
 
     def packet_seeds() -> list[bytes]:
         return list(fragments(7, b"m" * 600))
@@ -261,10 +261,10 @@ def transport_targets() -> list[FuzzTarget]:
 
     def frames(data: bytes) -> None:
         decoder = FrameDecoder()
-        reader = _Reader(data)
+        reader = ByteReader(data)
         while reader.more():
             decoder.feed(reader.take(1 + reader.u8()))
-            _check(decoder.buffered <= MAX_FRAME + 1, "frame decoder buffer over one frame")
+            check_bound(decoder.buffered <= MAX_FRAME + 1, "frame decoder buffer over one frame")
 
     def url(data: bytes) -> object:
         return parse_channel_url(data.decode("utf-8", "surrogateescape"))
@@ -369,20 +369,20 @@ def _groupwire_target() -> FuzzTarget:
         message = data[1:]
         if data[:1] and data[0] & 1 and len(message) >= codec.HEADER_SIZE and not (
                 message[codec.HEADER_SIZE - 1] & codec.FLAG_AUTH):
-            sender = _claimed_sender(codec, message) or "x"
+            sender = claimed_sender(codec, message) or "x"
             message = groupwire.seal_frame(sealer(sender), message)
         try:
             frame, sealed_by = groupwire.open_frame(receiver, message)
             body = codec.decode_body(frame.kind, frame.body)
         finally:
-            _check(len(receiver.replay) <= config.max_senders, "replay table over bound")
+            check_bound(len(receiver.replay) <= config.max_senders, "replay table over bound")
         if sealed_by is not None and body.sender != sealed_by:
             return "sender_mismatch"  # what GroupNode counts and drops
         return body
 
     def seeds() -> list[bytes]:
         tag = codec.group_tag("g")
-        plain = _group_examples(codec, tag)
+        plain = group_examples(codec, tag)
         alice = GroupAuth("g", key, "p", config=config)
         return ([b"\x01" + f for f in plain] + [b"\x00" + groupwire.seal_frame(alice, f)
                                                  for f in plain] + [b"\x00" + f for f in plain])
@@ -390,7 +390,7 @@ def _groupwire_target() -> FuzzTarget:
     return FuzzTarget("security.groupwire", run, seeds)
 
 
-def _claimed_sender(codec: Any, frame: bytes) -> str | None:
+def claimed_sender(codec: Any, frame: bytes) -> str | None:
     """The sender a plain group frame's body names, if it decodes at all."""
     try:
         f = codec.split_frame(frame)
@@ -401,206 +401,7 @@ def _claimed_sender(codec: Any, frame: bytes) -> str | None:
 
 
 # ------------------------------------------------------------------ group layer
-def group_targets() -> list[FuzzTarget]:
-    from m2mc.group import codec
-    from m2mc.group.stream_codec import (
-        STREAM_MAGIC,
-        Descriptor,
-        decode_descriptor,
-        encode_descriptor,
-    )
-
-    def frame(data: bytes) -> object:
-        f = codec.split_frame(data)
-        return codec.decode_body(f.kind, f.body)
-
-    def seeds() -> list[bytes]:
-        tag = codec.group_tag("g")
-        out = _group_examples(codec, tag)
-        for kind in codec.Kind:
-            header = codec.HEADER.pack(codec.MAGIC, codec.VERSION, tag, kind, 0)
-            for body in (["p"], ["p", 1], ["p", 1, {"q": [1, 2]}], ["p", [["p", 1, "", 0, b"x"]]],
-                         ["p", 1, "sb", ""], ["p", "q", 1, [], 0]):
-                out.append(header + msgpack.packb(body, use_bin_type=True))
-        return out
-
-    def stream_head(data: bytes) -> object:
-        return decode_descriptor(STREAM_MAGIC + data)
-
-    def head_seeds() -> list[bytes]:
-        return [encode_descriptor(Descriptor(16000, size))[len(STREAM_MAGIC):]
-                for size in (None, 0, 1 << 40)]
-
-    return [FuzzTarget("group.frame", frame, seeds),
-            FuzzTarget("group.stream_head", stream_head, head_seeds), _group_node_target()]
-
-
-def _group_node_target() -> FuzzTarget:
-    """``group.node``: a stream of group messages fed to a :class:`GroupNode` that is a
-    member of an open S_b group, an open total-order group and a keyed group, with
-    time advancing. Per chunk of input: a flags byte, a 2-byte length, then a kind
-    byte and a msgpack body. Flags: bits 0-1 the destination (open S_b, total,
-    keyed, discovery), bit 2 a raw datagram instead (the chunk as is), bit 3 seal
-    the message with the keyed group's key under the sender its body names (so
-    mutations reach the keyed group's logic), bits 4-7 the time step. The target
-    wraps each message into M2MP fragments. Nothing may raise, and after every
-    chunk every table an outsider fills must be within its bound.
-    """
-    from m2mc.group import codec
-    from m2mc.group.config import GroupConfig
-    from m2mc.group.manager import GroupNode
-    from m2mc.security import groupwire
-    from m2mc.security.auth import AuthConfig, GroupAuth
-    from m2mc.security.keys import GroupSecret
-    from m2mc.wire.m2mp import M2MPConfig
-    from m2mc.wire.packet import fragments
-
-    key = bytes(range(32))
-    cfg = GroupConfig(max_members=4, max_senders=6, max_groups=6, max_mirs=2, max_pssit=4,
-                      max_pending_repairs=8, max_nack_intervals=4, max_digest_intervals=4,
-                      max_status_senders=4, max_unstamped=4, max_held=8, max_sync_messages=8,
-                      max_sync_bytes=4000, control_burst=40.0, control_total_burst=80.0,
-                      memory_log_bytes=2000, stream_chunk_bytes=64, stream_window=4,
-                      max_streams=2, max_streams_waiting=2, max_stream_repairs=4,
-                      stream_store_bytes=4000)
-    m2mp = M2MPConfig(message_timeout=1.0, max_partial_messages=8, max_partial_bytes=8192,
-                      max_message_bytes=6000, completed_cache=64, own_id_cache=64)
-    gids = ("open", "tot", "keyed")
-    tags = [codec.group_tag(g) for g in gids] + [codec.DISCOVERY_TAG]
-    auth_config = AuthConfig(replay_window=64, max_senders=cfg.max_senders)
-
-    def node_for_input() -> GroupNode:
-        node = GroupNode("me", rng=random.Random(1), config=cfg, m2mp_config=m2mp,
-                         keys={"keyed": GroupSecret(key)}, counter_start=1)
-        node.start(0.0)
-        node.create_group("o", 0.0, "sb", gid="open")
-        node.create_group("t", 0.0, "total", gid="tot")
-        node.create_group("k", 0.0, "sb", gid="keyed")
-        node.send("open", b"mine", 0.0)
-        node.datagrams_to_send(0.0)
-        node.events()
-        return node
-
-    def run(data: bytes) -> None:
-        node = node_for_input()
-        senders: dict[str, GroupAuth] = {}
-        now = 0.0
-        reader = _Reader(data)
-        mid = 0
-        while reader.more():
-            flags = reader.u8()
-            chunk = reader.take(reader.u16() % 1200)
-            now += (flags >> 4) / 16
-            if flags & 4:
-                datagrams = [chunk]
-            else:
-                tag = tags[flags & 3]
-                frame = codec.HEADER.pack(codec.MAGIC, codec.VERSION, tag, chunk[:1][0]
-                                          if chunk else 0, 0) + chunk[1:]
-                if flags & 8 and tag == tags[2]:
-                    sender = _claimed_sender(codec, frame) or "x"
-                    auth = senders.get(sender)
-                    if auth is None:
-                        auth = senders[sender] = GroupAuth("keyed", key, sender,
-                                                           config=auth_config)
-                    frame = groupwire.seal_frame(auth, frame)
-                mid += 1
-                datagrams = list(fragments(mid, frame))
-            for datagram in datagrams:
-                node.receive_datagram(datagram, now)
-            node.on_timer(now)
-            node.datagrams_to_send(now)
-            node.events()
-            _check_group_node(node, cfg, m2mp)
-
-    def seeds() -> list[bytes]:
-        from m2mc.group.stream_codec import LAST, StreamData, StreamNack
-        from m2mc.ordering import ROOT, Message, MessageId
-
-        def chunk(flags: int, tag: bytes, body: Any) -> bytes:
-            frame = codec.encode(tag, body)
-            payload = frame[codec.HEADER_SIZE - 2:codec.HEADER_SIZE - 1] + \
-                frame[codec.HEADER_SIZE:]
-            return bytes((flags,)) + len(payload).to_bytes(2, "big") + payload
-
-        rec = [Message(MessageId("p", 1), ROOT, b"hi"), Message(MessageId("p", 3), ROOT, b"x")]
-        bodies = [codec.Join("p", 1, "sb", "d"), codec.Join("n", 1, "sb", "d", "Nina"),
-                  codec.Data("p", rec),
-                  codec.SyncReq("p", 1, {}), codec.Nack("p", {"me": [(1, 1)], "p": [(2, 2)]}, []),
-                  codec.Status("p", 3, {"q": 2}, (codec.MemberEntry("p", 1, True),), None, 0),
-                  codec.Status("p", 3, {}, (codec.MemberEntry("p", 1, True),), None, 0, "Pia"),
-                  codec.Order("p", 1, [(1, MessageId("p", 1))]), codec.Leave("p", 2),
-                  codec.Gone("p", {"q": [(1, 5)]}, [(1, 3)], [Message(MessageId("q", 2),
-                                                                      ROOT, b"")]),
-                  StreamData("p", "p", 5, 0, 64, bytes(64)),
-                  StreamData("p", "p", 5, 2, 64, b"end", LAST, 131, bytes(32)),
-                  StreamNack("p", "me", 1, [(0, 9)])]
-        out = []
-        for dest in range(3):
-            for flags in (0x10 | dest, 0x18 | dest):
-                out.append(b"".join(chunk(flags, tags[dest], b) for b in bodies))
-        out.append(chunk(0x13, tags[3], codec.Adv("p")) + chunk(0x13, tags[3], codec.GrpsInfo(
-            "p", tuple(codec.GrpInfo(f"s{i}", "", "sb", ()) for i in range(8)))))
-        named = (codec.MemberEntry("p", 1, True), codec.MemberEntry("q", 1, True))
-        out.append(chunk(0x13, tags[3], codec.GrpsInfo("p", tuple(
-            codec.GrpInfo(g, "", "sb", named, False, (("p", "Pia"), ("q", "Quinn")))
-            for g in ("open", "keyed", "new")))))
-        return out
-
-    return FuzzTarget("group.node", run, seeds, expected=(), max_len=STREAM_MAX_LEN)
-
-
-def _check_group_node(node: Any, cfg: Any, m2mp: Any) -> None:
-    """Every bound of the group layer an outsider can fill (docs/security.md)."""
-    layer = node.m2mp
-    _check(layer.partial_messages <= m2mp.max_partial_messages, "M2MP partial messages")
-    _check(layer.partial_bytes <= m2mp.max_partial_bytes, "M2MP partial bytes")
-    gjlp = node.gjlp
-    _check(len(gjlp.giit) + len(gjlp.discovered) <= cfg.max_groups, "max_groups")
-    _check(len(node.discovery_limiter) <= cfg.max_senders, "discovery limiter")
-    for auth in node._auths.values():
-        _check(len(auth.replay) <= cfg.max_senders, "replay windows")
-    for info in gjlp.discovered.values():
-        current = {e.pid for e in info.members if e.joined}
-        _check(all(pid in current for pid, _ in info.names), "names of discovered groups")
-    for inst in node.groups.values():
-        _check(len(inst.row.membership) <= cfg.max_members, "max_members")
-        _check(len(inst.row.names) <= cfg.max_members, "member names")
-        repair, msp, mop = inst.repair, inst.msp, inst.mop
-        _check(len(repair.hw) <= cfg.max_senders + cfg.max_members, "max_senders (repair)")
-        _check(repair.pending_repairs <= cfg.max_pending_repairs, "max_pending_repairs")
-        _check(repair.holdoff_senders <= cfg.max_senders, "hold-offs")
-        _check(all(len(e) <= 4 * cfg.max_nack_intervals for e in repair._holdoff.values()),
-               "hold-off ranges")
-        _check(len(repair._gseq_holdoff) <= 4 * cfg.max_nack_intervals, "gseq hold-offs")
-        _check(len(msp.mirs) <= cfg.max_mirs, "max_mirs")
-        _check(len(msp.pssit) <= cfg.max_pssit, "max_pssit")
-        _check(len(msp.marks) <= cfg.max_pssit, "MSP marks")
-        _check(len(msp.series) <= cfg.max_pssit, "MSP series")
-        _check(len(msp.refused) <= cfg.max_mirs, "refused requests kept")
-        _check(len(mop.unstamped) <= cfg.max_unstamped, "max_unstamped")
-        _check(len(mop.stamps) <= cfg.max_unstamped, "early stamps")
-        _check(mop.core.held_count <= cfg.max_held, "max_held")
-        _check(len(inst.last_heard) <= cfg.max_senders, "last heard")
-        _check(len(inst.limiter) <= cfg.max_senders, "group limiter")
-        retention = inst.retention  # gone reports (docs/group.md section 8)
-        _check(len(retention._reports) <= cfg.max_senders + cfg.max_members, "gone reports")
-        _check(all(len(e) <= 4 * cfg.max_nack_intervals for e in retention._reports.values())
-               and len(retention._gseq_reports) <= 4 * cfg.max_nack_intervals, "gone ranges")
-        _check(len(retention._heard_stubs) <= cfg.max_held, "heard stubs")
-        _check(node.store.log_bytes(inst.gid) <= cfg.memory_log_bytes + (
-            cfg.max_held + cfg.max_unstamped) * (cfg.max_payload + 512), "group log bytes")
-    streams = node.streams  # streamed messages' bodies (docs/group.md section 12)
-    _check(len(streams.incoming) <= cfg.max_streams, "max_streams")
-    _check(len(streams.waiting) <= cfg.max_streams_waiting, "max_streams_waiting")
-    _check(len(streams.repairs) <= cfg.max_stream_repairs, "max_stream_repairs")
-    _check(all(len(st.have) <= cfg.stream_window for st in streams.incoming.values()),
-           "stream_window")
-    _check(streams.store.held_bytes <= cfg.stream_store_bytes, "stream_store_bytes")
-    _check(len(streams.failed) <= 4096, "failed streams kept")
-
-
-def _group_examples(codec: Any, tag: bytes) -> list[bytes]:
+def group_examples(codec: Any, tag: bytes) -> list[bytes]:
     """Real group messages to start from (none if the codec's types have moved on)."""
     from m2mc.ordering import ROOT, Message, MessageId
 
@@ -662,12 +463,12 @@ def _saved_member_target() -> FuzzTarget:
         app_seq: object = int(text) if text.isascii() and text.isdigit() else text
         rows: list[tuple[object, object, object]] = []
         for chunk in parts[2].split(b"\x01")[:64] if parts[2] else []:
-            r = _Reader(chunk)
+            r = ByteReader(chunk)
             rows.append((r.u16() - 2, r.u16() - 2, r.take(len(chunk))))
         saved = decode_saved(StoredMember("m1", app_seq, parts[1].decode("utf-8", "replace"),
                                           tuple(rows)))
         used = [a for a, _, _ in rows if isinstance(a, int) and a >= 1]
-        _check(not used or saved.app_seq >= max(used) or bool(saved.problem)
+        check_bound(not used or saved.app_seq >= max(used) or bool(saved.problem)
                or saved.app_seq >= max(i.app_seq for i in saved.pending),
                "saved numbering below a pending message's id")
         return saved
@@ -700,16 +501,16 @@ def _infra_runtime_targets() -> list[FuzzTarget]:
 
     def stream(data: bytes) -> None:
         reader = FrameReader(max_frame)
-        r = _Reader(data)
+        r = ByteReader(data)
         while r.more():
             frames = reader.feed(r.take(1 + r.u8()))
-            _check(reader.buffered <= max_frame + 3, "backbone stream buffer over one frame")
-            _check(all(len(f) <= max_frame for f in frames), "backbone frame over its bound")
+            check_bound(reader.buffered <= max_frame + 3, "backbone stream buffer over one frame")
+            check_bound(all(len(f) <= max_frame for f in frames), "backbone frame over its bound")
             if reader.closed:
-                _check(reader.buffered == 0 and reader.feed(b"\x00" * 8) == [],
+                check_bound(reader.buffered == 0 and reader.feed(b"\x00" * 8) == [],
                        "a closed backbone stream still reads")
             elif reader.peer is not None:
-                _check(0 < len(reader.peer.encode()) <= MAX_PEER_NAME, "host name over bound")
+                check_bound(0 < len(reader.peer.encode()) <= MAX_PEER_NAME, "host name over bound")
 
     def frame(data: bytes) -> bytes:
         return len(data).to_bytes(4, "big") + data

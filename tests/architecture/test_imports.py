@@ -66,7 +66,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("m2mc.api", "m2mc.api_config", "m2mc.api_node", "m2mc.api_adhoc", "m2mc.api_message",
      "m2mc.api_streams", "m2mc.inbox"),
     ("m2mc_chat", "m2mc_pipeline"),  # applications on top
-    ("m2mc.cli", "m2mc.demo", "m2mc.fuzz_targets", "m2mc.wireshark"),  # the command, tools
+    ("m2mc.cli", "m2mc.demo", "m2mc.fuzz_targets", "m2mc.fuzz_group", "m2mc.wireshark"),  # tools
 )
 
 # (importing module, imported package): why, until the cycle is broken.
