@@ -17,12 +17,15 @@ chosen hosts, ``partition`` drops frames between hosts on different sides,
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,6 +109,11 @@ class Lab:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+        # Whatever the spawned processes started in turn (a shell's background job, a
+        # command a page's block runs) is still in the namespace: a deleted namespace
+        # lives on while a process is in it, so every one of them is killed first.
+        for netns in self._created:
+            kill_everything_in(netns)
         for netns in reversed(self._created):
             subprocess.run(["ip", "netns", "del", netns], capture_output=True, check=False)
         self._created.clear()
@@ -185,6 +193,22 @@ def _ip(*args: str) -> None:
     subprocess.run(["ip", *args], capture_output=True, text=True, check=True)
 
 
+def kill_everything_in(netns: str) -> None:
+    """SIGKILL every process inside ``netns`` (``ip netns pids``) and wait until none is."""
+    deadline = time.monotonic() + 10
+    while True:
+        listing = subprocess.run(["ip", "netns", "pids", netns], capture_output=True,
+                                 text=True, check=False).stdout.split()
+        if not listing:
+            return
+        for pid in listing:
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int(pid), signal.SIGKILL)
+        if time.monotonic() > deadline:
+            raise AssertionError(f"processes in {netns} survive SIGKILL: {listing}")
+        time.sleep(0.05)  # a poll: the kernel reaps them
+
+
 def remove_stale_labs() -> None:
     """Delete namespaces left by labs whose test process died without cleaning up."""
     listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
@@ -193,6 +217,7 @@ def remove_stale_labs() -> None:
         name = line.split()[0] if line.split() else ""
         match = _NAME.match(name)
         if match and not Path(f"/proc/{match.group(1)}").exists():
+            kill_everything_in(name)
             subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
 
 
