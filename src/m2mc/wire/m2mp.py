@@ -426,6 +426,10 @@ class M2MPLayer(StreamingLayer):
                 before = streams.duplicates
                 streams.receive(message_id, fragment, word >= LAST_FLAG, data, now)
                 stats.duplicates += streams.duplicates - before
+                if streams.finished or streams.abandoned:
+                    # Marked done at once, not at the end of the batch: a later copy in
+                    # this batch would otherwise start the message again at offset 0.
+                    self._collect_streams(now)
                 return None
             if (fragment >= reassembler.contiguous(message_id) + self.config.stream_window
                     and not reassembler.is_done(message_id, now)):
