@@ -38,7 +38,9 @@ class NodeConfig:
     trace_flush_every: int = 8192  # 1 writes each event at once (survives kill -9)
     trace_packets: bool = False  # also packet_in/packet_out rows, one per datagram
     group: GroupConfig = field(default_factory=GroupConfig)
-    m2mp: M2MPConfig = field(default_factory=M2MPConfig)
+    # M2MP under a group node sends each packet once: the group layer repairs what is
+    # lost (NACK, docs/group.md section 7), as in the simulator (docs/decisions.md).
+    m2mp: M2MPConfig = field(default_factory=lambda: M2MPConfig(redundancy=1))
     max_queued_messages: int = 100_000  # per group, others' messages delivered, not yet read
     # The node's own messages, handed back to the application too (seeds/000 III.B.4) unless
     # deliver_own is off. They never pause the node; unread, they take at most

@@ -46,6 +46,16 @@ class StoreMatchesModel(RuleBasedStateMachine):
         self.model.put(gid, m, delivered)
         self.known.append((gid, m.mid))
 
+    @rule(gid=GIDS, senders=st.lists(st.tuples(PIDS, SEQS, st.binary(max_size=20),
+                                               st.booleans()), max_size=6))
+    def put_delivered(self, gid: str, senders: list[tuple[str, int, bytes, bool]]) -> None:
+        """A receiver's batch, stored in one call (one or several senders)."""
+        batch = [message(pid, seq, payload, causal) for pid, seq, payload, causal in senders]
+        self.db.put_delivered(gid, batch)
+        for m in batch:
+            self.model.put(gid, m, True)
+            self.known.append((gid, m.mid))
+
     @precondition(lambda self: self.known)
     @rule(i=st.integers(0, 10_000))
     def mark_delivered(self, i: int) -> None:

@@ -57,7 +57,7 @@ from m2mc.group.node_stats import NodeStats
 from m2mc.group.node_stats import group_stats as _group_stats
 from m2mc.group.node_stats import node_stats as _node_stats
 from m2mc.group.reconnect import INTERFACE, MADE_META, Reconnect
-from m2mc.group.stream_codec import is_head
+from m2mc.group.stream_codec import STREAM_MAGIC
 from m2mc.group.streams import GroupStreams
 from m2mc.ordering import ROOT, MessageId
 from m2mc.security.auth import AuthConfig, GroupAuth, overhead
@@ -312,7 +312,7 @@ class GroupNode(NodeReceive):
         """receiveMsgfrmAppl: send ``payload`` to the group, in reply to ``reply_to``
         (the S_b parent; None or ROOT for a message that answers nothing). A message of
         any size goes as a stream instead (``streams``, docs/group.md section 12)."""
-        if payload[:1] == b"\x00" and is_head(payload):
+        if payload.startswith(STREAM_MAGIC):
             raise UsageError("a payload may not start with the stream head's marker")
         return self._send_data(gid, payload, now, reply_to)
 

@@ -12,7 +12,7 @@ refused), for the statistics and the fuzzer's bound checks.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 
 from m2mc.group.config import GroupConfig
@@ -31,7 +31,7 @@ _NONE: Mapping[MessageId, object] = MappingProxyType({})
 
 
 class Mop:
-    __slots__ = ("config", "core", "gid", "order", "own_seq", "pid", "store")
+    __slots__ = ("_receive_run", "config", "core", "gid", "order", "own_seq", "pid", "store")
 
     # Total order's buffers and counters as a group without a sequencer has them.
     unstamped: Mapping[MessageId, Message] = _NONE  # type: ignore[assignment]
@@ -48,6 +48,9 @@ class Mop:
         self.store = store
         self.core = make_core(order, max_held=config.max_held)
         self.own_seq = store.high_water(gid, pid)
+        # A core's batch fast path (SbOrder.receive_run), if it has one.
+        self._receive_run: Callable[[Sequence[Message]], int] | None = getattr(
+            self.core, "receive_run", None)
 
     # ------------------------------------------------------------- restart
     def restore(self, stored: Iterable[StoredMessage]) -> list[Message]:
@@ -137,6 +140,19 @@ class Mop:
         if persist:
             self._persist(message, out)
         return NEW, out
+
+    def accept_run(self, messages: Sequence[Message]) -> int:
+        """:meth:`accept` for the leading messages that the core delivers at once as a
+        run (one sender's next ones, in order, nothing held: the receive hot path);
+        they are stored as delivered. Returns how many; the rest go to ``accept``."""
+        run = self._receive_run
+        if run is None:
+            return 0
+        count = run(messages)
+        if count:
+            self.store.put_delivered(self.gid, messages if count == len(messages)
+                                     else messages[:count])
+        return count
 
     def _persist(self, message: Message, out: list[Message]) -> None:
         store = self.store

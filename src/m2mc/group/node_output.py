@@ -22,6 +22,7 @@ from m2mc.fastobj import fast_constructor
 from m2mc.group.codec import Body, Data, Repair, encode, record_size
 from m2mc.group.events import Delivered, DeliveredBatch, GroupEvent
 from m2mc.group.gjlp import GiitRow, Gjlp
+from m2mc.group.stream_codec import STREAM_MAGIC
 from m2mc.ordering import Message, MessageId
 from m2mc.security import groupwire  # a module: groupwire imports the group codec
 from m2mc.security.auth import GroupAuth
@@ -106,7 +107,7 @@ class NodeOutput:
         self._out.append(frame if auth is None else groupwire.seal_frame(auth, frame))
 
     def deliver(self, gid: str, m: Message) -> None:
-        if m.payload[:1] == b"\x00":  # maybe a stream's head: its body is fetched
+        if m.payload.startswith(STREAM_MAGIC):  # a stream's head: its body is fetched
             self.streams.delivered(gid, [m], self._now)
         if self.tracing:
             self.trace("deliver", gid, m)
@@ -122,9 +123,13 @@ class NodeOutput:
         hot paths of a node that is not tracing. (A tracing node goes message by
         message through :meth:`deliver`: its trace interleaves each ``deliver``
         with the ``recv`` that caused it.)"""
-        heads = [m for m in messages if m.payload[:1] == b"\x00"]  # (streams.delivered)
-        if heads:
-            self.streams.delivered(gid, heads, self._now)
+        if len(messages) == 1:  # (a sender's own message, every send: no list built)
+            if messages[0].payload.startswith(STREAM_MAGIC):
+                self.streams.delivered(gid, messages[:], self._now)
+        else:
+            heads = [m for m in messages if m.payload.startswith(STREAM_MAGIC)]
+            if heads:  # (streams.delivered fetches their bodies)
+                self.streams.delivered(gid, heads, self._now)
         if self.record_delivered:
             self.delivered_ids.setdefault(gid, []).extend([m.mid for m in messages])
         events = self._events

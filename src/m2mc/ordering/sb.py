@@ -110,6 +110,38 @@ class SbOrder(CoreBase):
                     self._release(children, out)
         return out
 
+    def receive_run(self, messages: Sequence[Message]) -> int:
+        """:meth:`receive` for the leading messages of a batch that are one sender's
+        next messages in a row, each answering the root or that sender's previous
+        message, while nothing is held: they are delivered in order, as ``receive``
+        would deliver them one by one, and their count is returned. The caller hands
+        the rest (from that index on) to ``receive``. A receiver's common case: a
+        sender's batch of records, arriving in order."""
+        if self._held_count or self._ready or not messages:
+            return 0
+        pid = messages[0].mid.pid
+        ol = self._delivered.get(pid)
+        if ol is None or not ol.highs:
+            return 0
+        highs = ol.highs
+        expect = highs[-1] + 1
+        count = 0
+        for message in messages:
+            mid = message.mid
+            if mid.seq != expect or mid.pid != pid:
+                break
+            parent = message.parent
+            if parent.pid:
+                if parent.seq != expect - 1 or parent.pid != pid:
+                    break
+            elif parent.seq:
+                break
+            expect += 1
+            count += 1
+        if count:
+            highs[-1] = expect - 1
+        return count
+
     def missing(self) -> list[MessageId]:
         """Parents that held messages wait for and that are not held themselves."""
         out: list[MessageId] = []

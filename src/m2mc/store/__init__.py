@@ -35,6 +35,8 @@ from m2mc.store.retention import (
 )
 
 if TYPE_CHECKING:  # the group package imports this module: no cycle at run time
+    from collections.abc import Sequence
+
     from m2mc.group.codec import MemberEntry
 
 __all__ = ["GoneAnswer", "GoneLog", "GroupRow", "GroupStore", "MemoryStore", "RetentionPolicy",
@@ -67,6 +69,10 @@ class GroupStore(Protocol):
     def put(self, gid: str, message: Message, delivered: bool) -> None:
         """Add a message to the group's GrpMsgList, or replace it: its delivered flag
         and gseq are then those of this put. It keeps its place in the write order."""
+        ...
+
+    def put_delivered(self, gid: str, messages: Sequence[Message]) -> None:
+        """``put(gid, m, True)`` for each of ``messages``, in order (a receiver's batch)."""
         ...
 
     def mark_delivered(self, gid: str, mid: MessageId) -> None: ...
@@ -167,6 +173,10 @@ class MemoryStore:
     def save_group(self, row: GroupRow) -> None:
         self._groups[row.gid] = GroupRow(row.gid, row.desc, row.order, row.state,
                                          row.my_version, list(row.members))
+
+    def put_delivered(self, gid: str, messages: Sequence[Message]) -> None:
+        for message in messages:
+            self.put(gid, message, True)
 
     def put(self, gid: str, message: Message, delivered: bool) -> None:
         mid = message.mid

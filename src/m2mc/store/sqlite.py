@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgpack
@@ -152,6 +152,35 @@ class SqliteStore(SqliteRetention):
         # The chunk record (see _Record), built inline: every message sent or received.
         records[seq] = [n, seq, parent.pid, parent.seq, message.payload, gseq,
                         None if vclock is None else dict(vclock), delivered]
+
+    def put_delivered(self, gid: str, messages: Sequence[Message]) -> None:
+        """``put(gid, m, True)`` for each message (a receiver's in-order batch)."""
+        by_pid = self._pending.get(gid)
+        if by_pid is None:
+            by_pid = self._pending[gid] = {}
+        records: dict[int, _Record] | None = None
+        records_of = ""
+        for message in messages:
+            mid = message.mid
+            if records is None or mid.pid != records_of:
+                records_of = mid.pid
+                records = by_pid.get(records_of)
+                if records is None:
+                    records = by_pid[records_of] = {}
+            seq = mid.seq
+            earlier = records.get(seq)
+            if earlier is None:
+                self._written += 1
+                n = self._written
+            else:
+                n = earlier[0]
+            gseq = message.gseq
+            if gseq is not None:
+                self._pending_gseqs = True
+            parent = message.parent
+            vclock = message.vclock
+            records[seq] = [n, seq, parent.pid, parent.seq, message.payload, gseq,
+                            None if vclock is None else dict(vclock), True]
 
     def _pending_record(self, gid: str, mid: MessageId) -> _Record | None:
         by_pid = self._pending.get(gid)
