@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from m2mc.api_config import KeyArg, NodeConfig
-from m2mc.api_message import GroupMessage, ReplyTo, _parent, make_message
+from m2mc.api_message import GroupMessage, ReplyTo, _parent
 from m2mc.api_node import NOT_RUNNING, Group, Node
 from m2mc.api_streams import (
     Source,
@@ -81,7 +81,8 @@ class AdhocNode(Node):
             from m2mc.store.sqlite import SqliteStore
 
             # The wall clock stamps the log's writes: message ages survive a restart.
-            store = SqliteStore(Path(cfg.data_dir) / "m2mc.sqlite3", clock=time.time)
+            store = SqliteStore(Path(cfg.data_dir) / "m2mc.sqlite3", clock=time.time,
+                                checkpoint_thread=True)
         else:
             store = MemoryStore()
         pid = cfg.pid or store.get_meta("pid") or f"n{secrets.token_hex(4)}"
@@ -480,10 +481,10 @@ class AdhocGroup(Group):
         while True:
             inbox = node._queues.get(self.gid)
             if inbox:
-                m = inbox.pop()
+                message = inbox.pop(self.gid)
                 if inbox.others() <= node.config.max_queued_messages // 2:
                     node._drv().resume()
-                return make_message(self.gid, m.mid, m.parent, m.payload, m.gseq)
+                return message
             if node._closed:
                 raise UsageError("node closed")
             left = None if end is None else end - loop.time()

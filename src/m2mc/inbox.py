@@ -10,21 +10,32 @@ keeps the node's *own* messages apart in its accounting:
 * the node's own messages never pause it (a publisher that never reads must not stop
   its node, docs/decisions.md). With ``deliver_own`` off they are not queued at all;
   with it on they are bounded on their own by ``max_queued_own_bytes``: past it the
-  oldest unread own messages are dropped (counted), down to half the bound.
+  oldest unread own messages are dropped (counted) until the rest fit (down to half
+  the bound when others' messages are older than them: :meth:`Inbox._drop_oldest_own`).
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 
 from m2mc.api_message import GroupMessage, make_message
-from m2mc.ordering import Message
+from m2mc.ordering import ROOT, Message
+from m2mc.ordering.ids import make_mid
 
 __all__ = ["OWN_OVERHEAD", "Inbox"]
 
 # What an unread own message counts for against max_queued_own_bytes besides its
 # payload: about what its Message, MessageId and bytes objects take in memory.
 OWN_OVERHEAD = 128
+
+# An own message as the inbox keeps it: (seq, parent pid, parent seq, payload, gseq).
+# A publisher that never reads keeps up to max_queued_own_bytes of them (73,000 of 100
+# bytes by default): as Message objects the garbage collector traversed all of them,
+# and their pairs of objects, in every full collection (15 to 30 ms each, measured
+# 2026-11-26, the p99 latency of bench/peers.py); a tuple of numbers and bytes is
+# left out of collections once it has survived one.
+_Own = tuple[int, str, int, bytes, "int | None"]
 
 
 class Inbox:
@@ -38,7 +49,7 @@ class Inbox:
         self.pid = pid
         self.deliver_own = deliver_own
         self.own_limit = own_limit  # bytes (payload + OWN_OVERHEAD each) of unread own ones
-        self.messages: deque[Message] = deque()
+        self.messages: deque[Message | _Own] = deque()
         self.own = 0  # own messages among ``messages``
         self.own_bytes = 0  # what they count for against own_limit
         self.own_dropped = 0  # own messages dropped unread at own_limit
@@ -61,17 +72,22 @@ class Inbox:
         if not self.deliver_own:
             self.messages.extend([m for m in batch if m.mid.pid != pid])
             return 0
-        self.messages.extend(batch)
+        if len(mine) == len(batch):
+            self.messages.extend([(m.mid.seq, m.parent.pid, m.parent.seq, m.payload, m.gseq)
+                                  for m in batch])
+        else:
+            self.messages.extend([(m.mid.seq, m.parent.pid, m.parent.seq, m.payload, m.gseq)
+                                  if m.mid.pid == pid else m for m in batch])
         self.own += len(mine)
         self.own_bytes += sum([len(m.payload) for m in mine]) + OWN_OVERHEAD * len(mine)
         return self._drop_oldest_own() if self.own_bytes > self.own_limit else 0
 
-    def pop(self) -> Message:
+    def pop(self, gid: str) -> GroupMessage:
+        """The next message, as the application gets it."""
         m = self.messages.popleft()
-        if self.own and m.mid.pid == self.pid:
-            self.own -= 1
-            self.own_bytes -= len(m.payload) + OWN_OVERHEAD
-        return m
+        if isinstance(m, tuple):
+            return self._own_message(gid, m)
+        return make_message(gid, m.mid, m.parent, m.payload, m.gseq)
 
     def take(self, gid: str, count: int, out: list[GroupMessage]) -> None:
         """Move the next ``count`` messages to ``out`` as GroupMessages of group ``gid``:
@@ -79,30 +95,59 @@ class Inbox:
         is m2mc.fastobj's."""
         append = out.append
         make = make_message
-        if self.own:
-            for _ in range(count):
-                m = self.pop()
-                append(make(gid, m.mid, m.parent, m.payload, m.gseq))
-            return
         popleft = self.messages.popleft
+        if self.own:
+            own_message = self._own_message
+            for _ in range(count):
+                m = popleft()
+                if isinstance(m, tuple):
+                    append(own_message(gid, m))
+                else:
+                    append(make(gid, m.mid, m.parent, m.payload, m.gseq))
+            return
+        others: Callable[[], Message] = popleft  # type: ignore[assignment]  # (no own queued)
         for _ in range(count):
-            m = popleft()
+            m = others()
             append(make(gid, m.mid, m.parent, m.payload, m.gseq))
 
+    def _own_message(self, gid: str, m: _Own) -> GroupMessage:
+        seq, ppid, pseq, payload, gseq = m
+        self.own -= 1
+        self.own_bytes -= len(payload) + OWN_OVERHEAD
+        return make_message(gid, make_mid(self.pid, seq),
+                            make_mid(ppid, pseq) if ppid else ROOT, payload, gseq)
+
     def _drop_oldest_own(self) -> int:
-        """Drop the oldest unread own messages until they count for half of own_limit
-        (so this pass over the queue comes once per half a bound of own messages)."""
-        pid = self.pid
+        """Drop the oldest unread own messages until they fit ``own_limit`` again.
+        The usual case, a publisher that never reads (its oldest unread messages are
+        its own), costs only the messages dropped, a few at a time; otherwise one pass
+        over the queue drops them down to half the bound (so that pass comes once per
+        half a bound of own messages)."""
+        messages = self.messages
+        dropped = 0
+        while self.own_bytes > self.own_limit and messages and isinstance(messages[0], tuple):
+            m = messages.popleft()
+            assert isinstance(m, tuple)  # (checked above)
+            self.own -= 1
+            self.own_bytes -= len(m[3]) + OWN_OVERHEAD
+            dropped += 1
+        if self.own_bytes > self.own_limit:
+            dropped += self._drop_own_anywhere()
+        self.own_dropped += dropped
+        return dropped
+
+    def _drop_own_anywhere(self) -> int:
+        """One pass over the queue: the oldest own messages go until the rest count for
+        half of ``own_limit``."""
         target = self.own_limit // 2
-        kept: deque[Message] = deque()
+        kept: deque[Message | _Own] = deque()
         dropped = 0
         for m in self.messages:
-            if self.own_bytes > target and m.mid.pid == pid:
+            if self.own_bytes > target and isinstance(m, tuple):
                 self.own -= 1
-                self.own_bytes -= len(m.payload) + OWN_OVERHEAD
+                self.own_bytes -= len(m[3]) + OWN_OVERHEAD
                 dropped += 1
                 continue
             kept.append(m)
         self.messages = kept
-        self.own_dropped += dropped
         return dropped

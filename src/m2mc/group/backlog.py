@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from m2mc.wire.packet import HEADER_SIZE, fragment_count
+from m2mc.wire.packet import HEADER_SIZE, MAX_FRAGMENT
 
 if TYPE_CHECKING:
     from m2mc.group.manager import GroupNode
@@ -37,16 +37,20 @@ def must_wait(node: GroupNode, size: int) -> bool:
     """True while a message of ``size`` bytes must wait before ``node.send`` takes it."""
     m2mp = node.m2mp
     out = node._out  # group messages made since the driver last ran (stream chunks)
-    packets = m2mp.queued_packets + len(out)
-    held = m2mp.queued_bytes + (sum(map(len, out)) if out else 0)
+    packets = m2mp.queued_packets
+    held = m2mp.queued_bytes
+    if out:
+        packets += len(out)
+        held += sum(map(len, out))
     for inst in node.groups.values():  # (a loop: a generator costs more, every send)
         packets += inst.pending_records
         held += inst.pending_bytes
     if not packets:
         return False
     config = node.config
-    return (packets >= config.send_backlog
-            or held + size + HEADER_SIZE * fragment_count(size) > config.send_backlog_bytes)
+    # (fragment_count inline: this runs for every message sent)
+    return (packets >= config.send_backlog or held + size + HEADER_SIZE * (
+        -(-size // MAX_FRAGMENT) or 1) > config.send_backlog_bytes)
 
 
 def room_made(node: GroupNode) -> bool:

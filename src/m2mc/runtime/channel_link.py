@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     from m2mc.runtime.driver import Driver
 
 MAX_PER_TURN = 4096  # datagrams taken in before yielding to the event loop
+# ...or this much time: the owner gets the turn's events (deliveries) only when it ends,
+# so a receiver catching up on a full socket buffer must not sit on them for 100 ms.
+MAX_TURN_SECONDS = 0.004
 MAX_HELD_BACK = 8192  # datagrams kept while the owner is paused (sink mode); more are dropped
 
 ReadOn = Callable[[Channel, int], list[bytes]]
@@ -217,6 +220,7 @@ class ChannelLink:
         clock = driver.loop.time
         trace = self._packet_trace
         taken = 0
+        started = clock()
         while True:
             now = clock()
             if trace is not None:
@@ -225,7 +229,7 @@ class ChannelLink:
             receive(batch, now)
             taken += len(batch)
             sent = flush(now)
-            if taken >= MAX_PER_TURN or paused():
+            if taken >= MAX_PER_TURN or paused() or clock() - started >= MAX_TURN_SECONDS:
                 break
             batch = read_on(channel, sent)
             if not batch:

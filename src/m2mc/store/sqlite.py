@@ -39,6 +39,7 @@ from m2mc.errors import ConfigError
 from m2mc.group.codec import MemberEntry
 from m2mc.ordering import Message, MessageId
 from m2mc.store import GroupRow, StoredMessage
+from m2mc.store.checkpointer import Checkpointer
 from m2mc.store.chunks import CHUNK_SPAN, Pending, Record, chunk_rows, message_of
 from m2mc.store.sqlite_retention import SqliteRetention
 
@@ -77,15 +78,19 @@ class SqliteStore(SqliteRetention):
     so ages survive a restart; without it, the ``now`` given to :meth:`commit`."""
 
     def __init__(self, path: str | Path, *, wal_autocheckpoint: int = 8192,
-                 clock: Callable[[], float] | None = None) -> None:
+                 clock: Callable[[], float] | None = None,
+                 checkpoint_thread: bool = False) -> None:
         self.path = Path(path)
+        self._checkpointer: Checkpointer | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(str(self.path))
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             # A checkpoint (WAL copied into the database, with an fsync) stalls the
-            # node for tens of milliseconds: do it every 32 MiB of log, not every 4.
+            # node for tens of milliseconds: every 32 MiB of log, not every 4; with
+            # checkpoint_thread (a real node) a thread copies the log as it grows
+            # (m2mc.store.checkpointer), so this one finds next to nothing left to do.
             self._db.execute(f"PRAGMA wal_autocheckpoint={wal_autocheckpoint}")
             self._db.executescript(_SCHEMA)
             self._written = self._last_write_number()
@@ -98,6 +103,8 @@ class SqliteStore(SqliteRetention):
             self._db.commit()
         except (sqlite3.Error, OSError, ValueError) as exc:
             raise ConfigError(f"cannot open the message store {self.path}: {exc}") from None
+        if checkpoint_thread:
+            self._checkpointer = Checkpointer(self.path)
         # Writes since the last flush; later writes replace earlier ones.
         self._pending: _Pending = {}
         self._pending_gseqs = False  # some pending record has a gseq (indexed in late)
@@ -264,11 +271,15 @@ class SqliteStore(SqliteRetention):
         self._flush()
         self._retain(now)
         self._db.commit()
+        if self._checkpointer is not None:
+            self._checkpointer.committed()
 
     def close(self) -> None:
         try:
             self.commit()
         finally:
+            if self._checkpointer is not None:  # (closed first: ours is the last
+                self._checkpointer.close()  # connection, whose close checkpoints)
             self._db.close()
 
     # ------------------------------------------------------------------- reads

@@ -1,0 +1,75 @@
+"""A node's SQLite log is checkpointed on a thread of its own (m2mc.store.checkpointer)
+as it grows: the log stays bounded, and nothing committed is lost on the way or at
+close."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from m2mc.ordering import ROOT, Message, MessageId
+from m2mc.store.checkpointer import Checkpointer
+from m2mc.store.sqlite import SqliteStore
+
+
+def messages(pid: str, first: int, count: int) -> list[Message]:
+    return [Message(MessageId(pid, seq), ROOT, b"x" * 200) for seq in range(first, first + count)]
+
+
+def wal_pages(path: Path) -> int:
+    wal = path.with_name(path.name + "-wal")
+    return wal.stat().st_size // 4096 if wal.exists() else 0
+
+
+def test_the_thread_checkpoints_and_the_log_stays_bounded(tmp_path: Path) -> None:
+    path = tmp_path / "log.sqlite3"
+    store = SqliteStore(path, checkpoint_thread=True, wal_autocheckpoint=200)
+    checkpointer = store._checkpointer
+    assert checkpointer is not None
+    seq = 1
+    most = 0
+    for _ in range(3 * checkpointer.every_commits):
+        store.put_delivered("g", messages("a", seq, 20))
+        seq += 20
+        store.commit()
+        most = max(most, wal_pages(path))
+    assert checkpointer.wait_for(3, timeout=60)  # one per every_commits commits
+    # 768 commits wrote about 3,000 pages of log; it was started over past 200 pages
+    # (plus what one commit adds), never kept whole.
+    assert most < 220
+    store.close()
+    reopened = SqliteStore(path)
+    assert reopened.high_water("g", "a") == seq - 1
+    assert len(reopened.load_messages("g")) == seq - 1
+    reopened.close()
+
+
+def test_close_stops_the_thread_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    path = tmp_path / "log.sqlite3"
+    store = SqliteStore(path, checkpoint_thread=True)
+    store.put_delivered("g", messages("a", 1, 5))
+    store.close()
+    assert store._checkpointer is not None and not store._checkpointer._thread.is_alive()
+    assert not path.with_name(path.name + "-wal").exists()  # the last close checkpointed
+    db = sqlite3.connect(str(path))
+    assert db.execute("SELECT count(*) FROM chunks").fetchone() == (1,)
+    db.close()
+
+
+def test_a_checkpoint_that_fails_is_counted_and_the_thread_goes_on(tmp_path: Path) -> None:
+    path = tmp_path / "not-a-database"
+    path.write_bytes(b"this is not SQLite" * 300)
+    checkpointer = Checkpointer(path, every_commits=1)
+    checkpointer.committed()
+    assert checkpointer.wait_for(1, timeout=60)
+    checkpointer.committed()
+    assert checkpointer.wait_for(2, timeout=60)
+    assert checkpointer.errors == 2
+    checkpointer.close()
+
+
+def test_every_commits_must_be_positive(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        Checkpointer(tmp_path / "x", every_commits=0)
