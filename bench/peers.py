@@ -24,7 +24,11 @@ One sender process and ``--receivers`` receiver processes of each system move
 * ``raw``: ``sendto`` of each message as datagrams (65,000 bytes of a message at
   most per datagram, so 64 KiB is two) on loopback multicast, ``recv`` counting
   the messages whose every datagram arrived; nothing is repaired, the loss is
-  reported.
+  reported;
+* ``raw508``: the same in datagrams of at most 508 bytes, M2MP's packet size
+  (interfaces.md section 1: 131 datagrams for 64 KiB): what Python and the kernel
+  do at the packet size m2mc's wire allows, where ``raw`` and JGroups send 64 KB
+  datagrams that the IP layer fragments.
 
 Throughput: a receiver's rate is the messages it delivered divided by the time
 from the sender's first send to its last delivery (one clock for every process:
@@ -33,7 +37,8 @@ checked at the start); the slowest receiver counts. MB/s are 10^6 payload bytes
 per second. An m2mc or JGroups trial counts only if every receiver delivered
 every message. The systems take turns in every trial (the first one rotates) so
 they see the same machine load; each figure is the median of the trials, with
-their range, and ``ratio_m2mc_jgroups``/``ratio_m2mc_raw`` divide the medians.
+their range, and ``ratio_m2mc_jgroups``/``ratio_m2mc_raw``/``ratio_m2mc_raw508``
+divide the medians.
 
 Latency under load: for each size the sender of m2mc and of JGroups is paced at
 half of that system's own best median rate above (or, without a complete trial at
@@ -79,7 +84,8 @@ JAVA_SOURCE = HERE / "jgroups" / "PeersJGroups.java"
 PYTHON = sys.executable
 IN_NAMESPACE = "PEERS_BENCH_NETNS"
 IDLE = 20.0  # a receiver that delivers nothing for this long gives up (trial void)
-SYSTEMS = ("m2mc", "jgroups", "raw")
+SYSTEMS = ("m2mc", "jgroups", "raw", "raw508")
+RAW = ("raw", "raw508")  # nothing repaired: their trials count whatever arrived
 NETNS_SETUP = ('ip link set lo up || exit 3; ip route add 224.0.0.0/4 dev lo 2>/dev/null; '
                'exec "$@"')
 
@@ -211,9 +217,10 @@ def commands(system: str, size: int, count: int, rate: float, receivers: int,
                 for _ in range(receivers)]
         send = [*java, "send", str(count), str(size), str(receivers + 1), str(rate)]
     else:
-        recv = [[*roles, "raw-recv", group, str(port), str(count), str(size), "3.0", str(cap)]
-                for _ in range(receivers)]
-        send = [*roles, "raw-send", group, str(port), str(count), str(size)]
+        datagram = ["508"] if system == "raw508" else []
+        recv = [[*roles, "raw-recv", group, str(port), str(count), str(size), "3.0", str(cap),
+                 *datagram] for _ in range(receivers)]
+        send = [*roles, "raw-send", group, str(port), str(count), str(size), *datagram]
     return recv, send
 
 
@@ -260,7 +267,7 @@ def summarize(system: str, size: int, count: int, sent: dict[str, Any],
         "send_seconds": round((sent["end"] - start) / 1e9, 3) if "end" in sent else None}
     if sent.get("members") is not None:
         out["sender_saw_members"] = sent["members"]
-    if system == "raw":
+    if system in RAW:
         out["loss_max"] = round(1 - min(got) / count, 4)
     if rate > 0:
         lat = [r["latency_ns"] for r in results if r and "latency_ns" in r]
@@ -315,7 +322,7 @@ def throughput(args: argparse.Namespace, systems: list[str],
             row: dict[str, Any] = {"size": size, "count": count}
             for system in SYSTEMS:
                 if system in runs:
-                    row[system] = median_range(runs[system], "msgs_per_s", system != "raw")
+                    row[system] = median_range(runs[system], "msgs_per_s", system not in RAW)
                     if row[system]["msgs_per_s"] is not None:
                         row[system]["mb_per_s"] = round(row[system]["msgs_per_s"] * size / 1e6, 2)
                 else:
@@ -323,10 +330,12 @@ def throughput(args: argparse.Namespace, systems: list[str],
                                    "error": ctx["jgroups"].get("error", "not run (--systems)")}
             row["ratio_m2mc_jgroups"] = ratio(row["m2mc"]["msgs_per_s"],
                                               row["jgroups"]["msgs_per_s"])
-            row["ratio_m2mc_raw"] = ratio(row["m2mc"]["msgs_per_s"], row["raw"]["msgs_per_s"])
-            if "raw" in runs:
-                losses = [t["loss_max"] for t in runs["raw"] if "loss_max" in t]
-                row["raw"]["loss_max"] = max(losses) if losses else None
+            for raw in RAW:
+                row[f"ratio_m2mc_{raw}"] = ratio(row["m2mc"]["msgs_per_s"],
+                                                 row[raw]["msgs_per_s"])
+                if raw in runs:
+                    losses = [t["loss_max"] for t in runs[raw] if "loss_max" in t]
+                    row[raw]["loss_max"] = max(losses) if losses else None
             rows.append(row)
     return rows
 
@@ -336,7 +345,7 @@ def latency(args: argparse.Namespace, systems: list[str], rows: list[dict[str, A
     out = []
     for size in args.sizes:
         row: dict[str, Any] = {"size": size, "seconds": args.latency_seconds}
-        paced = [s for s in systems if s != "raw"]
+        paced = [s for s in systems if s not in RAW]
         rates: dict[str, float] = {}
         rate_from: dict[str, str] = {}
         for system in paced:
@@ -395,7 +404,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--trials", type=int, default=3, help="alternating trials (3)")
     parser.add_argument("--receivers", type=int, default=3, help="receiver processes (3)")
     parser.add_argument("--systems", default=",".join(SYSTEMS),
-                        help="which of m2mc,jgroups,raw to run (all)")
+                        help="which of m2mc,jgroups,raw,raw508 to run (all)")
     parser.add_argument("--latency-seconds", type=float, default=10.0,
                         help="length of each paced latency run (10)")
     parser.add_argument("--latency-trials", type=int, default=3,

@@ -2,8 +2,8 @@
 
     python bench/peers_roles.py m2mc-recv URL COUNT IDLE CAP WARMUP DATA_DIR MAX_PAYLOAD
     python bench/peers_roles.py m2mc-send URL COUNT SIZE MEMBERS RATE DATA_DIR MAX_PAYLOAD
-    python bench/peers_roles.py raw-recv GROUP PORT COUNT SIZE IDLE CAP
-    python bench/peers_roles.py raw-send GROUP PORT COUNT SIZE
+    python bench/peers_roles.py raw-recv GROUP PORT COUNT SIZE IDLE CAP [DATAGRAM]
+    python bench/peers_roles.py raw-send GROUP PORT COUNT SIZE [DATAGRAM]
 
 m2mc is used exactly as an application would: a ``Node`` with ``data_dir`` (the
 durable log), the S_b group joined by name, receivers reading with
@@ -35,6 +35,7 @@ STAMP = struct.Struct(">qI")  # send time (monotonic ns), message number
 RAW_HEAD = struct.Struct(">IH")  # message number, part
 RAW_END = 0xFFFFFFFF
 RAW_PART = 65_000  # bytes of a message per datagram (a UDP datagram holds 65,507)
+M2MP_PACKET = 508  # raw508: datagrams no larger than an M2MP packet (interfaces.md section 1)
 GROUP = "peers"
 
 
@@ -154,17 +155,20 @@ def _raw_socket(group: str, port: int) -> socket.socket:
     return sock
 
 
-def _parts(size: int) -> int:
-    return max(1, math.ceil(size / RAW_PART))
+def _parts(size: int, datagram: int = RAW_PART) -> int:
+    """Datagrams of one message: each carries the 6-byte head and at most
+    ``datagram`` bytes in all (RAW_PART: of the message only, as before raw508)."""
+    room = datagram if datagram == RAW_PART else datagram - RAW_HEAD.size
+    return max(1, math.ceil(size / room))
 
 
 def raw_receiver(group: str, port: int, count: int, size: int, idle: float,
-                 cap: float) -> None:
+                 cap: float, datagram: int = RAW_PART) -> None:
     """Count messages whose every datagram arrived; losses are not repaired."""
     sock = _raw_socket(group, port)
     sock.settimeout(4 * idle)
     print("ready", file=sys.stderr, flush=True)
-    parts = _parts(size)
+    parts = _parts(size, datagram)
     seen = bytearray(count)
     received = first = last = 0
     recv = sock.recv
@@ -191,10 +195,12 @@ def raw_receiver(group: str, port: int, count: int, size: int, idle: float,
     _wait_stdin_closed()
 
 
-def raw_sender(group: str, port: int, count: int, size: int) -> None:
+def raw_sender(group: str, port: int, count: int, size: int, datagram: int = RAW_PART) -> None:
     sock = _raw_socket(group, port)
-    parts = _parts(size)
+    parts = _parts(size, datagram)
     chunk = max(RAW_HEAD.size, size // parts)
+    if datagram != RAW_PART:  # raw508: the head inside the datagram's bytes
+        chunk = min(datagram, RAW_HEAD.size + -(-size // parts))
     body = os.urandom(chunk - RAW_HEAD.size)
     dest = (group, port)
     sendto = sock.sendto
@@ -222,9 +228,10 @@ def main(argv: list[str]) -> int:
                                 float(rest[4]), rest[5], int(rest[6])))
     elif role == "raw-recv":
         raw_receiver(rest[0], int(rest[1]), int(rest[2]), int(rest[3]), float(rest[4]),
-                     float(rest[5]))
+                     float(rest[5]), int(rest[6]) if len(rest) > 6 else RAW_PART)
     elif role == "raw-send":
-        raw_sender(rest[0], int(rest[1]), int(rest[2]), int(rest[3]))
+        raw_sender(rest[0], int(rest[1]), int(rest[2]), int(rest[3]),
+                   int(rest[4]) if len(rest) > 4 else RAW_PART)
     else:
         print(f"unknown role {role}", file=sys.stderr)
         return 2
