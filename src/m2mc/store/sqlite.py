@@ -137,31 +137,13 @@ class SqliteStore(SqliteRetention):
 
     # ------------------------------------------------------------------ writes
     def put(self, gid: str, message: Message, delivered: bool) -> None:
-        mid = message.mid
-        by_pid = self._pending.get(gid)
-        if by_pid is None:
-            by_pid = self._pending[gid] = {}
-        records = by_pid.get(mid.pid)
-        if records is None:
-            records = by_pid[mid.pid] = {}
-        seq = mid.seq
-        earlier = records.get(seq)
-        if earlier is None:
-            self._written += 1
-            n = self._written
-        else:
-            n = earlier[0]
-        gseq = message.gseq
-        if gseq is not None:
-            self._pending_gseqs = True
-        parent = message.parent
-        vclock = message.vclock
-        # The chunk record (see _Record), built inline: every message sent or received.
-        records[seq] = [n, seq, parent.pid, parent.seq, message.payload, gseq,
-                        None if vclock is None else dict(vclock), delivered]
+        self._put(gid, (message,), delivered)
 
     def put_delivered(self, gid: str, messages: Sequence[Message]) -> None:
         """``put(gid, m, True)`` for each message (a receiver's in-order batch)."""
+        self._put(gid, messages, True)
+
+    def _put(self, gid: str, messages: Sequence[Message], delivered: bool) -> None:
         by_pid = self._pending.get(gid)
         if by_pid is None:
             by_pid = self._pending[gid] = {}
@@ -186,8 +168,9 @@ class SqliteStore(SqliteRetention):
                 self._pending_gseqs = True
             parent = message.parent
             vclock = message.vclock
+            # The chunk record (see _Record), built inline: every message sent or received.
             records[seq] = [n, seq, parent.pid, parent.seq, message.payload, gseq,
-                            None if vclock is None else dict(vclock), True]
+                            None if vclock is None else dict(vclock), delivered]
 
     def _pending_record(self, gid: str, mid: MessageId) -> _Record | None:
         by_pid = self._pending.get(gid)
