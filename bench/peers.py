@@ -86,6 +86,7 @@ IN_NAMESPACE = "PEERS_BENCH_NETNS"
 IDLE = 20.0  # a receiver that delivers nothing for this long gives up (trial void)
 SYSTEMS = ("m2mc", "jgroups", "raw", "raw508")
 RAW = ("raw", "raw508")  # nothing repaired: their trials count whatever arrived
+M2MP_PACKET = 508  # raw508's largest datagram: an M2MP packet's (interfaces.md section 1)
 NETNS_SETUP = ('ip link set lo up || exit 3; ip route add 224.0.0.0/4 dev lo 2>/dev/null; '
                'exec "$@"')
 
@@ -217,7 +218,7 @@ def commands(system: str, size: int, count: int, rate: float, receivers: int,
                 for _ in range(receivers)]
         send = [*java, "send", str(count), str(size), str(receivers + 1), str(rate)]
     else:
-        datagram = ["508"] if system == "raw508" else []
+        datagram = [str(M2MP_PACKET)] if system == "raw508" else []
         recv = [[*roles, "raw-recv", group, str(port), str(count), str(size), "3.0", str(cap),
                  *datagram] for _ in range(receivers)]
         send = [*roles, "raw-send", group, str(port), str(count), str(size), *datagram]

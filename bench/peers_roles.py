@@ -35,7 +35,6 @@ STAMP = struct.Struct(">qI")  # send time (monotonic ns), message number
 RAW_HEAD = struct.Struct(">IH")  # message number, part
 RAW_END = 0xFFFFFFFF
 RAW_PART = 65_000  # bytes of a message per datagram (a UDP datagram holds 65,507)
-M2MP_PACKET = 508  # raw508: datagrams no larger than an M2MP packet (interfaces.md section 1)
 GROUP = "peers"
 
 
