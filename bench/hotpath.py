@@ -1,0 +1,129 @@
+"""CPU per message of the group layer's send and receive paths, in one process.
+
+Two :class:`~m2mc.group.manager.GroupNode` cores, each with its SQLite log, join an
+S_b group over a direct hand-off of datagrams (no sockets, no event loop). The
+sender sends ``--count`` messages of ``--size`` bytes, taking its datagrams and
+committing every 256 sends as the driver would; the receiver takes them in
+batches of 32 and commits after each. Reported: CPU microseconds per message on
+each side, next to the reference measured in the same run, msgpack encoding and
+decoding the same records (what the wire format alone costs), and their ratio.
+This is the part of bench/peers.py's per-message cost that is the group layer's
+own Python (docs/group.md section 11): the rest is sockets, asyncio and the kernel.
+
+    PYTHONPATH=src python bench/hotpath.py [--count 100000] [--size 100] [--trials 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+from m2mc.group.manager import GroupNode
+from m2mc.store.sqlite import SqliteStore
+from m2mc.wire.m2mp import M2MPConfig
+
+GID = "bench"
+
+
+def node(pid: str, directory: Path) -> GroupNode:
+    n = GroupNode(pid, rng=random.Random(pid), store=SqliteStore(directory / f"{pid}.db"),
+                  m2mp_config=M2MPConfig(redundancy=1, flow_control=False))
+    n.batch_deliveries = True  # as under the API
+    return n
+
+
+def joined(directory: Path) -> tuple[GroupNode, GroupNode]:
+    sender, receiver = node("S", directory), node("R", directory)
+    now = 1.0
+    for n in (sender, receiver):
+        n.start(now)
+        n.join_group(GID, now, order="sb")
+    for _ in range(50):  # discovery, joins, sync: until both see both
+        now += 0.05
+        for a, b in ((sender, receiver), (receiver, sender)):
+            a.on_timer(now)
+            out = a.datagrams_to_send(now)
+            a.take_save(now)
+            a.store.commit(now)
+            b.receive_datagrams(out, now)
+            b.events()
+    if sorted(sender.members(GID)) != ["R", "S"] or sorted(receiver.members(GID)) != ["R", "S"]:
+        raise SystemExit("the two nodes did not join each other's group")
+    return sender, receiver
+
+
+def trial(count: int, size: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory(prefix="hotpath-") as tmp:
+        sender, receiver = joined(Path(tmp))
+        payload = os.urandom(size)
+        now = 10.0
+        datagrams: list[bytes] = []
+        t0 = time.process_time()
+        for i in range(count):
+            sender.send(GID, payload, now)
+            if i % 256 == 255:
+                datagrams += sender.datagrams_to_send(now)
+                sender.take_save(now)
+                sender.store.commit(now)
+                sender.events()
+        datagrams += sender.datagrams_to_send(now)
+        sender.take_save(now)
+        sender.store.commit(now)
+        t1 = time.process_time()
+        delivered = 0
+        for i in range(0, len(datagrams), 32):
+            receiver.receive_datagrams(datagrams[i:i + 32], now)
+            for event in receiver.events():
+                delivered += len(getattr(event, "messages", ()))
+            receiver.take_save(now)
+            receiver.store.commit(now)
+        t2 = time.process_time()
+        if delivered != count:
+            raise SystemExit(f"the receiver delivered {delivered} of {count}")
+        # Reference: the records' wire encoding and decoding alone, in batches of 8.
+        records = [["S", seq, "", 0, payload] for seq in range(1, count + 1)]
+        t3 = time.process_time()
+        packed = [msgpack.packb(records[i:i + 8]) for i in range(0, count, 8)]
+        for blob in packed:
+            msgpack.unpackb(blob)
+        t4 = time.process_time()
+        for n in (sender, receiver):
+            n.store.close()
+        return {"send_us": (t1 - t0) * 1e6 / count, "receive_us": (t2 - t1) * 1e6 / count,
+                "msgpack_us": (t4 - t3) * 1e6 / count, "datagrams": len(datagrams)}
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--count", type=int, default=100_000)
+    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--trials", type=int, default=3)
+    args = parser.parse_args(argv)
+    if args.count < 1 or args.trials < 1 or not 0 <= args.size <= 60_000:
+        parser.error("count and trials >= 1, size 0..60000")
+    runs = [trial(args.count, args.size) for _ in range(args.trials)]
+    out: dict[str, Any] = {"bench": "hotpath", "count": args.count, "size": args.size,
+                           "trials": args.trials, "python": sys.version.split()[0],
+                           "datagrams": runs[0]["datagrams"]}
+    for key in ("send_us", "receive_us", "msgpack_us"):
+        values = [r[key] for r in runs]
+        out[key] = round(statistics.median(values), 3)
+        out[f"{key}_range"] = [round(min(values), 3), round(max(values), 3)]
+    out["send_vs_msgpack"] = round(out["send_us"] / out["msgpack_us"], 2)
+    out["receive_vs_msgpack"] = round(out["receive_us"] / out["msgpack_us"], 2)
+    print(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
