@@ -12,16 +12,13 @@ refused and counted, and changes nothing."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 from infra_harness import check_hosts_collected
-from trace_check import Verdict, load, verify
+from trace_check import Verdict, analyze_seeds_valid, load, verify
 
 from m2mc.errors import ConfigError
 from m2mc.infra import messages as m
@@ -31,7 +28,7 @@ from m2mc.infra.ids import MemberId
 from m2mc.infra.member import MemberCore
 from m2mc.infra.wire import INFRA_KEY_CONTEXT, InfraWire
 from m2mc.security.auth import GroupAuth
-from m2mc.sim import load_scenario, run_scenario
+from m2mc.sim import load_scenario
 from m2mc.sim.runner import ScenarioRun
 from m2mc.sim.testing import Arrival, VirtualNet
 
@@ -100,20 +97,7 @@ def test_keyed_deployment_is_clean(seed: int, tmp_path: Path) -> None:
 def test_m2mc_analyze_finds_seeds_1_to_5_valid(tmp_path: Path) -> None:
     """``m2mc analyze`` (the Spark pipeline) over the runs of seeds 1-5 at once."""
     pytest.importorskip("pyspark")
-    dirs = []
-    for seed in range(1, 6):
-        run_scenario(SCENARIO, seed, tmp_path / f"s{seed}")
-        dirs.append(str(tmp_path / f"s{seed}"))
-    out = tmp_path / "analysis"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    done = subprocess.run([sys.executable, "-m", "m2mc.cli", "analyze", *dirs, "--out", str(out),
-                           "--quiet", "--master", "local[1]",
-                           "--conf", "spark.sql.shuffle.partitions=2"],
-                          capture_output=True, text=True, env=env, timeout=1500, check=False)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    report = json.loads((out / "verify.json").read_text())
-    assert report["valid"] is True, report
-    assert all(c["violations"] == 0 for c in report["checks"].values()), report
+    analyze_seeds_valid(SCENARIO, range(1, 6), tmp_path, timeout=1500)
 
 
 def test_an_outsider_without_the_key_is_refused_and_counted(tmp_path: Path) -> None:

@@ -7,13 +7,10 @@ trace; docs/interfaces.md §5 by ``m2mc analyze`` over seeds 1-20)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from trace_check import verify
+from trace_check import analyze_seeds_valid, verify
 
 from m2mc.sim import run_scenario
 
@@ -68,17 +65,4 @@ def test_infra_power_scenario_every_seed(seed: int, tmp_path: Path) -> None:
 def test_m2mc_analyze_finds_every_seed_valid(tmp_path: Path) -> None:
     """``m2mc analyze`` (the Spark pipeline) over the runs of seeds 1-20 at once."""
     pytest.importorskip("pyspark")
-    dirs = []
-    for seed in range(1, 21):
-        run_scenario(SCENARIO, seed, tmp_path / f"s{seed}")
-        dirs.append(str(tmp_path / f"s{seed}"))
-    out = tmp_path / "analysis"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    done = subprocess.run([sys.executable, "-m", "m2mc.cli", "analyze", *dirs, "--out", str(out),
-                           "--quiet", "--master", "local[1]",
-                           "--conf", "spark.sql.shuffle.partitions=2"],
-                          capture_output=True, text=True, env=env, timeout=1800, check=False)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    report = json.loads((out / "verify.json").read_text())
-    assert report["valid"] is True, report
-    assert all(c["violations"] == 0 for c in report["checks"].values()), report
+    analyze_seeds_valid(SCENARIO, range(1, 21), tmp_path, timeout=1800)

@@ -4,6 +4,9 @@ unexpected, duplicated, lost, total_order), for tests and the evidence script.""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,3 +89,24 @@ def verify(trace_dir: Path) -> Verdict:
             if any(a <= t_send <= b for a, b in spans) and mid not in got.get(node, set()):
                 v.problems.append(f"lost: {node} never delivered {mid} (sent {t_send:.3f})")
     return v
+
+
+def analyze_seeds_valid(scenario: Path, seeds: range, tmp_path: Path, timeout: float) -> None:
+    """Simulate ``scenario`` on ``seeds`` and run ``m2mc analyze`` (the Spark pipeline)
+    over all the runs at once: it must exit 0 and say VALID with no violation."""
+    from m2mc.sim import run_scenario
+
+    dirs = []
+    for seed in seeds:
+        run_scenario(scenario, seed, tmp_path / f"s{seed}")
+        dirs.append(str(tmp_path / f"s{seed}"))
+    out = tmp_path / "analysis"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-m", "m2mc.cli", "analyze", *dirs, "--out", str(out),
+                           "--quiet", "--master", "local[1]",
+                           "--conf", "spark.sql.shuffle.partitions=2"],
+                          capture_output=True, text=True, env=env, timeout=timeout, check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    report = json.loads((out / "verify.json").read_text())
+    assert report["valid"] is True, report
+    assert all(c["violations"] == 0 for c in report["checks"].values()), report
