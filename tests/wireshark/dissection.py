@@ -73,6 +73,18 @@ class Packet:
     def protos(self, name: str) -> list[Field]:
         return self.tree.direct(name)
 
+    def m2mp_packets(self) -> list[tuple[Field, list[Field]]]:
+        """Each M2MP packet of the frame with our protocols decoded from it, in order: a
+        frame the sender's kernel had not cut yet (UDP segmentation offload) holds
+        several packets back to back (m2mc.lua, dissect_m2mp)."""
+        out: list[tuple[Field, list[Field]]] = []
+        for child in self.tree.children:
+            if child.name == "m2mp":
+                out.append((child, []))
+            elif out and child.name in OURS:
+                out[-1][1].append(child)
+        return out
+
 
 def _field(element: ET.Element) -> Field:
     node = Field(element.get("name", ""), element.get("show", ""),

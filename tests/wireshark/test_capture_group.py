@@ -152,12 +152,13 @@ def group_messages(packets: list[Packet]) -> list[dict[str, Any]]:
     """Every group message the dissector decoded (redundant copies left out)."""
     out = []
     for p in packets:
-        for m2mp in p.protos("m2mp"):
+        for m2mp, decoded in p.m2mp_packets():
             if m2mp.first("m2mp.copy_of"):
                 continue
-            for proto in p.protos("m2mc"):
-                out.append(message_facts(proto, p.tree.value("ip.src") or "",
-                                         float(p.tree.value("frame.time_epoch") or 0)))
+            for proto in decoded:
+                if proto.name == "m2mc":
+                    out.append(message_facts(proto, p.tree.value("ip.src") or "",
+                                             float(p.tree.value("frame.time_epoch") or 0)))
     return out
 
 
@@ -212,7 +213,8 @@ def test_every_group_kind_captured_decoded_and_matching_the_traces(lab: Lab,
     messages = group_messages(packets)
     kinds = Counter(m["kind"] for m in messages)
     print(json.dumps({"packets": len(packets), "messages": len(messages),
-                      "multi_packet": sum(1 for p in packets if p.tree.first("m2mp.fragments")),
+                      "multi_packet": sum(1 for p in packets for m2mp, _ in p.m2mp_packets()
+                                          if m2mp.first("m2mp.fragments")),
                       "kinds": dict(sorted(kinds.items()))}))
     rows = trace_rows(trace)
     groups = {row["group"] for row in rows if row["group"]}

@@ -3,7 +3,9 @@ captured on the switch and decoded by tshark with the dissector.
 
 A one-packet and a ten-packet message: every datagram is an M2MP packet with no fault;
 the message ids, lengths and SHA-256 the dissector reassembles are the ones send and
-listen printed; each packet went out twice (redundancy 2).
+listen printed; each packet went out twice (redundancy 2). The sender's kernel joins
+runs of full packets (UDP segmentation offload) and the bridge forwards them joined,
+so a frame may hold several packets: the dissector takes them apart.
 """
 
 from __future__ import annotations
@@ -53,17 +55,19 @@ def test_send_and_listen_captured_and_decoded(lab: Lab, tmp_path: Path) -> None:
     copies: Counter[tuple[int, int]] = Counter()
     messages = {}
     for p in packets:
-        [m2mp] = p.protos("m2mp")
-        msgid = int(m2mp.value("m2mp.msgid") or "", 16)
-        copies[msgid, int(m2mp.value("m2mp.fragment") or -1)] += 1
-        if m2mp.value("m2mp.message_len") and not m2mp.first("m2mp.copy_of"):
-            whole = m2mp.first("m2mp.message") or m2mp.first("m2mp.payload")
-            assert whole is not None
-            messages[msgid] = bytes.fromhex(whole.value_hex)
+        for m2mp in p.protos("m2mp"):
+            msgid = int(m2mp.value("m2mp.msgid") or "", 16)
+            copies[msgid, int(m2mp.value("m2mp.fragment") or -1)] += 1
+            if m2mp.value("m2mp.message_len") and not m2mp.first("m2mp.copy_of"):
+                whole = m2mp.first("m2mp.message") or m2mp.first("m2mp.payload")
+                assert whole is not None
+                messages[msgid] = bytes.fromhex(whole.value_hex)
     for info, payload in zip(sent, payloads, strict=True):
         assert hashlib.sha256(messages[info["id"]]).hexdigest() == info["sha256"]
         assert len(messages[info["id"]]) == info["len"] == len(payload)
         fragments = -(-len(payload) // 500)
         assert [copies[info["id"], f] for f in range(fragments)] == [2] * fragments
-    assert sum(copies.values()) == len(packets) == 2 * (1 + 10)
-    print(json.dumps({"packets": len(packets), "messages": {m["id"]: m["len"] for m in sent}}))
+    assert sum(copies.values()) == 2 * (1 + 10)
+    assert len(packets) <= 2 * (1 + 10)
+    print(json.dumps({"frames": len(packets), "packets": sum(copies.values()),
+                      "messages": {m["id"]: m["len"] for m in sent}}))

@@ -22,7 +22,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dissection import Field, Packet, dissect, needs_tshark, undecoded_frames, which
+from dissection import (
+    Field,
+    Packet,
+    dissect,
+    info_columns,
+    needs_tshark,
+    undecoded_frames,
+    which,
+)
 from pcapgen import PcapWriter
 from samples import group_bodies, infra_messages, infra_schema, lua_fields, lua_table
 
@@ -573,3 +581,43 @@ def test_group_names_from_the_preference_and_learned_from_later_announcements(
     packets = dissect(path, options=[f"m2mc.group_names:x, {given} ,y"])
     assert [p.tree.value("m2mc.group") for p in packets] == [later, given, None, "(discovery)"]
     assert packets[3].tree.value("m2mc.grp.tag") == codec.group_tag(later).hex()
+
+
+def test_a_segmented_frame_is_taken_apart_packet_by_packet(tmp_path: Path) -> None:
+    """A capture on the sending host (or on loopback, or a bridge) may hold a run of
+    packets the kernel had not cut yet (UDP segmentation offload): 508-byte packets
+    back to back, the last possibly shorter. Each is decoded as if it came alone."""
+    rng = random.Random(11)
+    big = bytes(rng.getrandbits(8) for _ in range(3100))  # 7 packets, the last 108 bytes
+    packets = [bytes(p) for p in fragments(0xA11CE, big)]
+    group = codec.encode(codec.group_tag(GROUP_NAME), codec.Leave("alice", 1))
+    [lone] = [bytes(p) for p in fragments(0xB0B, group)]
+    path = tmp_path / "segmented.pcap"
+    with PcapWriter(path) as pcap:
+        # redundancy 2 as m2mc send gives it, joined as the channel joins (the full
+        # packets and the one after them): the last packet's second copy comes alone
+        run = [p for p in packets for _ in range(2)]
+        joined = pcap.udp(SENDER, CELL, b"".join(run[:13]))
+        rest = pcap.udp(SENDER, CELL, run[13])
+        alone = pcap.udp(SENDER, CELL, lone)
+    options = ["m2mp.udp_ports:47017"]
+    frames = {p.number: p for p in dissect(path, options=options)}
+    assert [(n, p.problems) for n, p in frames.items() if p.problems] == []
+    first = frames[joined].m2mp_packets()
+    assert [int(m.value("m2mp.fragment") or -1) for m, _ in first] == [
+        f for f in range(7) for _ in range(2)][:13]
+    assert [bool(m.first("m2mp.copy_of")) for m, _ in first] == [False, True] * 6 + [False]
+    done = first[12][0]  # the last fragment's first copy completes the message
+    assert done.value("m2mp.message_len") == "3100"
+    whole = done.first("m2mp.message")
+    assert whole is not None and bytes.fromhex(whole.value_hex) == big
+    assert {m.value("m2mp.reassembled_in") for m, _ in first[:12]
+            if not m.first("m2mp.copy_of")} == {str(joined)}
+    [(copy, _)] = frames[rest].m2mp_packets()
+    assert copy.value("m2mp.copy_of") == str(joined)
+    [(_, decoded)] = frames[alone].m2mp_packets()
+    assert [p.name for p in decoded] == ["m2mc"]
+    assert decoded[0].value("m2mc.kind") == str(int(codec.Kind.LEAVE))
+    info = info_columns(path, options=options)
+    assert info[joined].startswith("[13 packets, segmented] M2MP id 0x000a11ce fragment 0")
+    assert not info[rest].startswith("[") and not info[alone].startswith("[")

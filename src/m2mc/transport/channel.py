@@ -145,7 +145,10 @@ class Channel(abc.ABC):
         return [inbox.popleft() for _ in range(limit)]
 
     def poll(self, limit: int = 1) -> list[bytes]:
-        """Up to ``limit`` datagrams the OS already holds (``[]`` if none); never waits.
+        """Datagrams the OS already holds, ``limit`` of them if there are that many
+        (``[]`` if none); never waits. A read may bring several at once (UDP
+        segmentation offload, transport/offload.py), so a batch can pass ``limit`` by
+        at most 63.
 
         Lets a driver pick up looped-back copies in the same turn it sent the packets
         (on loopback multicast a copy is there when ``sendto`` returns), instead

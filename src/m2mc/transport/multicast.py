@@ -10,6 +10,10 @@ keeps datagrams of other groups on the same port out.
 name on Linux the socket joins and sends by interface index, so it keeps working
 when the interface's address changes, and it opens on an interface that is not
 ready yet (down, no link, no address) with a warning.
+
+Where the kernel has UDP segmentation offload (``offload=1``, the default) a run
+of full packets goes out in one system call and a read may return several
+datagrams at once (:mod:`m2mc.transport.offload`); the datagrams are the same.
 """
 
 from __future__ import annotations
@@ -26,6 +30,15 @@ from m2mc.errors import ConfigError
 from m2mc.transport.channel import DEFAULT_MAX_INBOUND, RECV_SIZE, Channel, ChannelClosedError
 from m2mc.transport.iface import describe_interfaces, resolve_interface
 from m2mc.transport.linkwatch import LinkWatcher, rejoin_group, watch_interface
+from m2mc.transport.offload import (
+    GRO_ANCILLARY,
+    GRO_READ_SIZE,
+    disable_gso,
+    enable_gro,
+    enable_gso,
+    run_end,
+    split_segments,
+)
 from m2mc.transport.url import MulticastSpec, format_channel_url
 
 log = logging.getLogger("m2mc.transport.multicast")
@@ -89,6 +102,8 @@ class MulticastChannel(Channel):
         self._fionread = array.array("i", [0])
         self._fd = -1
         self._watcher: LinkWatcher | None = None
+        self.gso = False  # runs of full packets go out joined (transport/offload.py)
+        self.gro = False  # reads may return several datagrams
 
     @property
     def loops_back(self) -> bool:
@@ -98,6 +113,9 @@ class MulticastChannel(Channel):
         self._loop = asyncio.get_running_loop()
         self._sock = open_multicast_socket(self.spec)
         self._fd = self._sock.fileno()
+        if self.spec.offload:
+            self.gso = enable_gso(self._sock)
+            self.gro = enable_gro(self._sock)
         self._loop.add_reader(self._fd, self._on_readable)
 
     def watch_link(self, on_up: Callable[[], None]) -> bool:
@@ -138,6 +156,8 @@ class MulticastChannel(Channel):
         sock = self._sock
         if sock is None:
             return []
+        if self.gro:
+            return self._poll_segments(sock, limit)
         recv = sock.recv
         batch: list[bytes] = []
         try:
@@ -152,6 +172,23 @@ class MulticastChannel(Channel):
         self.stats.datagrams_in += len(batch)
         return batch
 
+    def _poll_segments(self, sock: socket.socket, limit: int) -> list[bytes]:
+        # poll() with GRO on: one read may bring several datagrams.
+        recvmsg = sock.recvmsg
+        batch: list[bytes] = []
+        append = batch.append
+        try:
+            while len(batch) < limit:
+                data, ancillary, _flags, _address = recvmsg(GRO_READ_SIZE, GRO_ANCILLARY)
+                if ancillary:
+                    split_segments(data, ancillary, append, RECV_SIZE)
+                else:  # cut as recv(RECV_SIZE) would (offload.split_segments)
+                    append(data if len(data) <= RECV_SIZE else data[:RECV_SIZE])
+        except OSError:
+            pass
+        self.stats.datagrams_in += len(batch)
+        return batch
+
     def set_sink(self, sink: Callable[[list[bytes]], None] | None) -> bool:
         return self._install_sink(sink)
 
@@ -159,22 +196,15 @@ class MulticastChannel(Channel):
         sock = self._sock
         if sock is None:
             return
+        if self.gro:
+            self._read_segments(sock)
+            return
         recv = sock.recv
         try:
             batch = [recv(RECV_SIZE)]
         except OSError:
             return  # nothing after all (or an ICMP error surfaced on the socket)
-        # With flow control, packets often arrive one per wake-up. Asking the kernel
-        # whether another waits is cheaper than a read that fails (and raises).
-        more = True
-        if _FIONREAD is not None:
-            waiting = self._fionread
-            try:
-                fcntl.ioctl(self._fd, _FIONREAD, waiting, True)
-                more = waiting[0] > 0
-            except OSError:
-                pass
-        if more:
+        if self._more_waiting():
             append = batch.append
             try:
                 for _ in range(_READ_BATCH - 1):
@@ -183,6 +213,49 @@ class MulticastChannel(Channel):
                 pass  # BlockingIOError: all read
         sink = self._sink
         if sink is not None:  # _deliver_many's common case, without the extra call
+            self.stats.datagrams_in += len(batch)
+            sink(batch)
+        else:
+            self._deliver_many(batch)
+
+    def _more_waiting(self) -> bool:
+        # With flow control, packets often arrive one per wake-up. Asking the kernel
+        # whether another waits is cheaper than a read that fails (and raises).
+        if _FIONREAD is None:
+            return True
+        waiting = self._fionread
+        try:
+            fcntl.ioctl(self._fd, _FIONREAD, waiting, True)
+        except OSError:
+            return True
+        return waiting[0] > 0
+
+    def _read_segments(self, sock: socket.socket) -> None:
+        # _on_readable with GRO on: recvmsg for the segment size; up to _READ_BATCH
+        # datagrams (a read that brings several may pass it by up to 63).
+        recvmsg = sock.recvmsg
+        batch: list[bytes] = []
+        append = batch.append
+        try:
+            data, ancillary, _flags, _address = recvmsg(GRO_READ_SIZE, GRO_ANCILLARY)
+        except OSError:
+            return  # nothing after all (or an ICMP error surfaced on the socket)
+        if ancillary:
+            split_segments(data, ancillary, append, RECV_SIZE)
+        else:  # cut as recv(RECV_SIZE) would (offload.split_segments)
+            append(data if len(data) <= RECV_SIZE else data[:RECV_SIZE])
+        if self._more_waiting():
+            try:
+                while len(batch) < _READ_BATCH:
+                    data, ancillary, _flags, _address = recvmsg(GRO_READ_SIZE, GRO_ANCILLARY)
+                    if ancillary:
+                        split_segments(data, ancillary, append, RECV_SIZE)
+                    else:  # cut as recv(RECV_SIZE) would (offload.split_segments)
+                        append(data if len(data) <= RECV_SIZE else data[:RECV_SIZE])
+            except OSError:
+                pass  # BlockingIOError: all read
+        sink = self._sink
+        if sink is not None:
             self.stats.datagrams_in += len(batch)
             sink(batch)
         else:
@@ -203,10 +276,49 @@ class MulticastChannel(Channel):
         return True
 
     def send_many_nowait(self, datagrams: list[bytes]) -> int:
-        # The sender's per-packet path: one tight loop of sendto, no call per datagram.
         sock = self._sock
         if sock is None:
             raise ChannelClosedError(f"channel {self.url} is closed")
+        if not self.gso or len(datagrams) == 1:
+            return self._send_each(sock, datagrams)
+        # Each run of full packets (plus the one after) in one sendto; the kernel cuts it.
+        sendto, destination, stats = sock.sendto, self._destination, self.stats
+        sent = 0
+        total = len(datagrams)
+        while sent < total:
+            end = run_end(datagrams, sent)
+            count = end - sent
+            try:
+                sendto(datagrams[sent] if count == 1 else b"".join(datagrams[sent:end]),
+                       destination)
+            except (BlockingIOError, InterruptedError):
+                break  # nothing of the run went (a UDP send is all or nothing)
+            except OSError as exc:
+                if count == 1:
+                    stats.send_errors += 1
+                    sent = end
+                    continue
+                # The join or the route? Send the run one datagram at a time to find out.
+                errors = stats.send_errors
+                went = self._send_each(sock, datagrams[sent:end])
+                if went == count and stats.send_errors == errors:
+                    # One by one they all went: this route cannot segment (a device
+                    # without checksum offload, IPsec); stop joining on this socket.
+                    self.gso = False
+                    disable_gso(sock)
+                    log.info("%s: the kernel refused a segmented send (%s); one datagram "
+                             "per send from now on", self.url, exc.strerror or exc)
+                    return sent + went + self._send_each(sock, datagrams[end:])
+                sent += went
+                if went < count:
+                    break  # the socket is full: the caller keeps the rest
+                continue
+            stats.datagrams_out += count
+            sent = end
+        return sent
+
+    def _send_each(self, sock: socket.socket, datagrams: list[bytes]) -> int:
+        # The sender's per-packet path: one tight loop of sendto, no call per datagram.
         sendto, destination, stats = sock.sendto, self._destination, self.stats
         sent = 0
         for datagram in datagrams:

@@ -35,6 +35,9 @@ class MulticastSpec:
     iface: str = "127.0.0.1"
     ttl: int = 1
     rcvbuf: int = DEFAULT_RCVBUF
+    # UDP segmentation offload where the kernel has it (transport/offload.py): several
+    # packets per system call; the datagrams on the wire are the same.
+    offload: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,8 +232,9 @@ def _multicast(netloc: str, query: dict[str, str]) -> MulticastSpec:
     iface = _iface(query.pop("iface", "127.0.0.1"))
     ttl = _take_int(query, "ttl", 1, 0, 255)
     rcvbuf = _take_int(query, "rcvbuf", DEFAULT_RCVBUF, 1024, 1 << 30)
+    offload = _take_int(query, "offload", 1, 0, 1) == 1
     _no_query(query)
-    return MulticastSpec(group, port, iface, ttl, rcvbuf)
+    return MulticastSpec(group, port, iface, ttl, rcvbuf, offload)
 
 
 def _udp(netloc: str, query: dict[str, str]) -> UdpSpec:
@@ -257,7 +261,8 @@ def channel_on_iface(url: str, iface: str) -> str:
     iface = parse_iface(iface)
     if iface == spec.iface:
         return url
-    return format_channel_url(MulticastSpec(spec.group, spec.port, iface, spec.ttl, spec.rcvbuf))
+    return format_channel_url(MulticastSpec(spec.group, spec.port, iface, spec.ttl, spec.rcvbuf,
+                                            spec.offload))
 
 
 def open_channel(url: str | ChannelSpec, *, max_inbound: int = DEFAULT_MAX_INBOUND) -> Channel:
@@ -289,6 +294,7 @@ def format_channel_url(spec: ChannelSpec) -> str:
     """The canonical URL of a spec (parse_channel_url(format_channel_url(s)) == s)."""
     if isinstance(spec, MulticastSpec):
         extra = "" if spec.rcvbuf == DEFAULT_RCVBUF else f"&rcvbuf={spec.rcvbuf}"
+        extra += "" if spec.offload else "&offload=0"
         return f"udp-multicast://{spec.group}:{spec.port}?iface={spec.iface}&ttl={spec.ttl}{extra}"
     if isinstance(spec, UdpSpec):
         peers = ",".join(f"{h}:{p}" for h, p in spec.peers)

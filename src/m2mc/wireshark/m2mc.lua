@@ -1749,7 +1749,8 @@ local function dissect_message(mtvb, pinfo, tree)
     return nil
 end
 
-local function dissect_m2mp(tvb, pinfo, tree)
+-- One packet; ``slot`` tells the packets of one frame apart (see dissect_m2mp).
+local function dissect_packet(tvb, pinfo, tree, slot)
     local n = tvb:len()
     pinfo.cols.protocol = "M2MP"
     local t = tree:add(p_m2mp, tvb())
@@ -1769,11 +1770,11 @@ local function dissect_m2mp(tvb, pinfo, tree)
           n - M2MP_HEADER):set_generated()
     if n > M2MP_HEADER then t:add(F.payload, tvb(M2MP_HEADER, n - M2MP_HEADER)) end
     local key = message_key(pinfo, msgid)
-    local note = m2mp_state.frames[pinfo.number]
+    local note = m2mp_state.frames[slot]
     if not pinfo.visited or not note then
         note = m2mp_track(tvb, pinfo, key, frag, last)
         if frag == 0 and looks_like_group(tvb, M2MP_HEADER) then m2mp_state.group_keys[key] = true end
-        m2mp_state.frames[pinfo.number] = note
+        m2mp_state.frames[slot] = note
     end
     local head = string.format("M2MP id 0x%08x", msgid)
     t:set_text(string.format("M2MP packet, message 0x%08x, fragment %d%s", msgid, frag,
@@ -1812,11 +1813,33 @@ local function dissect_m2mp(tvb, pinfo, tree)
     return n
 end
 
+-- A frame longer than one packet, captured where the sender's kernel had not cut it yet
+-- (UDP segmentation offload: on loopback, on a bridge, before a network card that cuts
+-- it): packets of 508 bytes back to back, the last possibly shorter (docs/m2mp.md).
+local function dissect_m2mp(tvb, pinfo, tree)
+    local n = tvb:len()
+    local full = M2MP_HEADER + M2MP_MAX_FRAGMENT
+    if n <= full then return dissect_packet(tvb, pinfo, tree, pinfo.number) end
+    local infos = {}
+    local count = 0
+    for off = 0, n - 1, full do
+        local size = math.min(full, n - off)
+        count = count + 1
+        dissect_packet(tvb(off, size):tvb(), pinfo, tree, pinfo.number .. "/" .. count)
+        infos[#infos + 1] = tostring(pinfo.cols.info)
+    end
+    pinfo.cols.info = "[" .. count .. " packets, segmented] " .. table.concat(infos, "; ")
+    return n
+end
+
 p_m2mp.dissector = dissect_m2mp
 
 -- The heuristic: a packet whose fragment 0 starts a group message (magic, version,
 -- a known kind, known flags), or a later fragment of such a message.
-local function heur_m2mp(tvb, pinfo, tree)
+local function heur_m2mp(whole, pinfo, tree)
+    -- A segmented frame (see dissect_m2mp) is judged by its first packet.
+    local tvb = whole:len() > M2MP_HEADER + M2MP_MAX_FRAGMENT
+        and whole(0, M2MP_HEADER + M2MP_MAX_FRAGMENT):tvb() or whole
     local n = tvb:len()
     if n < M2MP_HEADER or n > M2MP_HEADER + M2MP_MAX_FRAGMENT then return false end
     local word = tvb(4, 4):uint()
@@ -1828,7 +1851,7 @@ local function heur_m2mp(tvb, pinfo, tree)
     elseif not m2mp_state.group_keys[message_key(pinfo, tvb(0, 4):uint())] then
         return false
     end
-    dissect_m2mp(tvb, pinfo, tree)
+    dissect_m2mp(whole, pinfo, tree)
     return true
 end
 
