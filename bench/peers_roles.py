@@ -52,6 +52,11 @@ def latency_summary(values: list[int]) -> dict[str, int]:
             "max": values[-1] if values else 0}
 
 
+def nonzero(counters: dict[str, int]) -> dict[str, int]:
+    """A node's counters that moved (losses, repairs, flow timeouts...), for the record."""
+    return {name: value for name, value in sorted(counters.items()) if value}
+
+
 def _wait_stdin_closed() -> None:
     while sys.stdin.buffer.read(256):
         pass
@@ -102,7 +107,8 @@ async def m2mc_receiver(url: str, count: int, idle: float, cap: float, warmup: i
             last = now
             first = first or now
         out: dict[str, Any] = {"received": received, "first": first, "last": last,
-                               "cpu_s": round(time.process_time(), 2)}
+                               "cpu_s": round(time.process_time(), 2),
+                               "counters": nonzero(node.stats())}
         if latencies:
             out["latency_ns"] = latency_summary(latencies.tolist())
         print(json.dumps(out), flush=True)
@@ -139,7 +145,8 @@ async def m2mc_sender(url: str, count: int, size: int, members: int, rate: float
         end = time.monotonic_ns()
         print(json.dumps({"start": start, "end": end, "members": seen,
                           "own_dropped": node.own_dropped,
-                          "cpu_s": round(time.process_time(), 2)}), flush=True)
+                          "cpu_s": round(time.process_time(), 2),
+                          "counters": nonzero(node.stats())}), flush=True)
         await asyncio.get_running_loop().run_in_executor(None, _wait_stdin_closed)
 
 

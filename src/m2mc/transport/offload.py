@@ -99,10 +99,9 @@ def split_segments(data: bytes, ancillary: list[tuple[int, int, bytes]],
     if size <= 0 or length <= size:
         append(data if length <= keep else data[:keep])
         return 1
-    view = memoryview(data)
     piece = min(size, keep)
     count = 0
     for offset in range(0, length, size):
-        append(bytes(view[offset:offset + piece]))
+        append(data[offset:offset + piece])  # (slicing bytes: half a memoryview's cost)
         count += 1
     return count
