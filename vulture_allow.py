@@ -261,6 +261,10 @@ _.lose  # tests/group/test_seqlog.py:204: Hypothesis' RuleBasedStateMachine runs
 _.deliver_all  # tests/group/test_seqlog.py:209: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
 _.time_passes  # tests/group/test_seqlog.py:216: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
 _.one_entry_per_position  # tests/group/test_seqlog.py:240: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
+_.never_more_than_a_window_ahead_of_the_readers  # tests/group/test_window.py:162: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
+_.in_flight_is_what_the_slowest_active_reader_lacks  # tests/group/test_window.py:168: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
+_.blocked_has_a_way_out  # tests/group/test_window.py:176: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
+_.exactly_the_model  # tests/group/test_window.py:190: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
 _.teardown  # tests/group/test_seqlog.py:244: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
 TestSeqLog  # tests/group/test_seqlog.py:260: pytest collects it (Machine.TestCase)
 _.reopen  # tests/group/test_store.py:70: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown

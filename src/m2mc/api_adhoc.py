@@ -131,6 +131,8 @@ class AdhocNode(Node):
                                    paused=self._app_full, packet_trace=packet_trace,
                                    commit=store.commit, trace=sink, journal=journal)
         await self._driver.start()
+        if channel.receive_buffer:  # the send window fits what a receiver's socket holds
+            self._stack.fit_window(channel.receive_buffer)
         self._clock = self._driver.loop.time
         self._stack.start(self._driver.now())
         self._driver.poke()

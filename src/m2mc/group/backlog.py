@@ -19,6 +19,9 @@ byte bound goes when the backlog is empty. So the node never holds more than
 and frame headers, a few dozen bytes), or one message alone if it is larger.
 Blocked senders are woken once both counts are down to half their bound, so a
 sender wakes once per half a bound, not once per packet.
+
+A message also waits while a group's receivers are a window behind
+(:mod:`m2mc.group.window`): what the node has sent, not what it holds.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ def must_wait(node: GroupNode, size: int) -> bool:
         packets += len(out)
         held += sum(map(len, out))
     for inst in node.groups.values():  # (a loop: a generator costs more, every send)
+        if inst.window.blocked:
+            return True  # receivers are a window behind (group/window.py)
         packets += inst.pending_records
         held += inst.pending_bytes
     if not packets:
@@ -56,5 +61,8 @@ def must_wait(node: GroupNode, size: int) -> bool:
 def room_made(node: GroupNode) -> bool:
     """True once the backlog is down to half of both bounds: wake blocked senders."""
     config = node.config
+    for inst in node.groups.values():
+        if inst.window.blocked:
+            return False
     return (node.send_backlog <= config.send_backlog // 2
             and node.send_backlog_bytes <= config.send_backlog_bytes // 2)

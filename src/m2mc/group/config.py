@@ -104,6 +104,14 @@ class GroupConfig:
     # senders go on once both are down to half.
     send_backlog: int = 4096
     send_backlog_bytes: int = 1 << 20
+    # Receiver-paced flow control (group/window.py): Group.send also waits while
+    # send_window_bytes of our data are not acknowledged by every member that
+    # acknowledged within send_window_wait; members send a status per quarter window
+    # of data read. 0: no window. A node on a socket lowers it to half of what its
+    # socket buffer holds (GroupNode.fit_window): the 4 MiB the channel asks for
+    # hold 8 MiB in the kernel's count, Linux's default buffer 416 KiB.
+    send_window_bytes: int = 4 << 20
+    send_window_wait: float = 0.5
     # ---------------------------------------------------------------- streams
     # (docs/group.md section 12) A message of any size sent as a stream: its body goes in
     # chunks of stream_chunk_bytes beside the ordering; a receiver keeps at most
@@ -149,7 +157,7 @@ class GroupConfig:
                      "max_epoch_jump", "sequencer_timeout", "memory_log_bytes",
                      "send_backlog", "send_backlog_bytes", "stream_chunk_bytes",
                      "stream_window", "max_streams", "max_streams_waiting", "stream_timeout",
-                     "stream_store_bytes",
+                     "stream_store_bytes", "send_window_wait",
                      "max_stream_repairs"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"group config {name} must be > 0, got {getattr(self, name)}")

@@ -48,6 +48,7 @@ from m2mc.group.order_strategy import NoSequencer, OrderStrategy
 from m2mc.group.repair import Repair as RepairState
 from m2mc.group.retention import GroupRetention, earliest
 from m2mc.group.total.strategy import TotalOrderStrategy
+from m2mc.group.window import Credit, SendWindow
 from m2mc.ordering import Message
 from m2mc.security.ratelimit import RateLimiter
 from m2mc.trace.schema import detail_json
@@ -87,6 +88,9 @@ class GroupInstance:
         self.limiter = RateLimiter(node.limit_config, stats=node.control_limits)
         self.repair.decided = self.mop.decided_entries
         self.retention = GroupRetention(self)  # GONE answers and skips (retention)
+        # Receiver-paced flow control (group/window.py): our sends, their statuses.
+        self.window = SendWindow(node.window_bytes, config.send_window_wait, config.max_members)
+        self.credit = Credit(node.window_bytes)
         self.lingering_until: float | None = None
         self.batch: list[Message] = []  # the open batch of our data records
         self.batch_size = 0
@@ -170,7 +174,10 @@ class GroupInstance:
                 last_heard[sender] = now
             if self.msp.waiting:
                 self.msp.peer_traffic()
-            self._records(body.records, sender, now)
+            records = body.records
+            self._records(records, sender, now)
+            if self.credit.read(sum([len(m.payload) for m in records])):
+                self._status_soon = now  # how far we read, for the senders' windows
             return
         node = self.node
         sender = getattr(body, "sender", "")
@@ -195,6 +202,8 @@ class GroupInstance:
                 if self.msp.waiting:
                     self.msp.peer_traffic()
                 self._records(records, sender, now)
+                if self.credit.read(sum([len(m.payload) for m in records])):
+                    self._status_soon = now
             case Repair(_, records):
                 self._records(records, sender, now)
                 self.msp.broadcast(records, now)  # no MIR of ours needs them any more
@@ -327,6 +336,8 @@ class GroupInstance:
                              detail=detail_json(suppressed=True, responses=held_back))
 
     def _status(self, st: Status, now: float) -> None:
+        if self.window.limit and self.row.membership.is_member(st.sender):
+            self.window.acked(st.sender, st.summary.get(self.pid, 0), now)
         repair = self.repair
         repair.note_high_water(st.sender, st.own_hw, now)
         # At most max_status_senders high-waters (what a status we send carries), in
@@ -378,6 +389,7 @@ class GroupInstance:
                 announced = announced or (said is not None and e.pid == said[0])
                 node.emit(MemberJoined(self.gid, e.pid, row.names.get(e.pid)))
             else:
+                self.window.forget(e.pid, now)
                 node.emit(MemberLeft(self.gid, e.pid))
         if renamed and not announced and said is not None and row.membership.is_member(said[0]):
             node.emit(MemberNamed(self.gid, said[0], said[1]))
@@ -416,6 +428,7 @@ class GroupInstance:
         return out
 
     def make_status(self) -> Status:
+        self.credit.status_sent()
         log_state, known = self.ordering.status_log()
         return Status(self.pid, self.mop.own_seq, self._summary(sending=True),
                       self.row.membership.entries(), log_state, known, self.node.name)
@@ -442,6 +455,7 @@ class GroupInstance:
             return
         mop = self.mop
         ordering.on_timer(now)
+        self.window.on_timer(now)
         repair = self.repair
         msp = self.msp
         if msp.retry_due(now):
@@ -507,7 +521,8 @@ class GroupInstance:
         if self.lingering and not self.ordering.draining:  # only answering repairs until it ends
             return earliest(self.repair.repair_deadline, self.lingering_until, log_deadline)
         return earliest(self.repair.next_deadline(), self._status_soon, self.msp.next_deadline(),
-                        self._status_at, log_deadline, self.retention.next_deadline())
+                        self._status_at, log_deadline, self.retention.next_deadline(),
+                        self.window.deadline())
 
 
 _LOG_KINDS = (Order, Ack, Prepare, Promise, Start, Decided, Handover)

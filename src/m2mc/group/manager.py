@@ -94,6 +94,7 @@ class GroupNode(NodeReceive):
         self.rng = rng
         self.config = config or GroupConfig()
         self.config.validate()
+        self.window_bytes = self.config.send_window_bytes  # (fit_window may lower it)
         self.m2mp = m2mp or M2MPLayer(m2mp_config, rng=random.Random(rng.getrandbits(64)))
         self.m2mp.add_filter(filter_prefix(DISCOVERY_TAG))
         self.store: GroupStore = store if store is not None else MemoryStore()
@@ -334,6 +335,7 @@ class GroupNode(NodeReceive):
         else:
             parent = reply_to
         message = inst.mop.next_message(payload, parent)
+        inst.window.sent(message.mid.seq, len(payload), now)
         self.stats.sent += 1
         inst.bulk = self.m2mp.queued_packets + inst.pending_records >= self.config.bulk_backlog
         tracing = self.tracing
@@ -389,6 +391,17 @@ class GroupNode(NodeReceive):
 
     def node_stats(self) -> dict[str, int]:
         return _node_stats(self)
+
+    def fit_window(self, receive_buffer: int) -> None:
+        """The channel's socket buffer holds ``receive_buffer`` bytes, in the kernel's
+        count (overheads included): keep each group's send window to half of it, so
+        that a window of packets fits a receiver whose buffer is like ours
+        (group/window.py; a host at Linux's default buffer gets a window of 208 KiB,
+        one that grants the 4 MiB the channel asks for 4 MiB)."""
+        self.window_bytes = min(self.config.send_window_bytes, max(0, receive_buffer) // 2)
+        for inst in self.groups.values():
+            inst.window.limit = self.window_bytes
+            inst.credit.every = self.window_bytes // 4
 
     @property
     def send_backlog(self) -> int:

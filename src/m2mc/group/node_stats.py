@@ -46,7 +46,7 @@ def group_stats(node: GroupNode, gid: str) -> dict[str, int]:
         return {}
     out: dict[str, int] = {}
     tables: tuple[DataclassInstance, ...] = (inst.repair.stats, inst.msp.stats,
-                                             inst.retention.stats,
+                                             inst.retention.stats, inst.window.stats,
                                              *inst.ordering.stats_tables())
     for stats in tables:
         for name in stats.__dataclass_fields__:

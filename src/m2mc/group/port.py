@@ -41,6 +41,7 @@ class NodePort(Protocol):
     tracing: bool  # trace events are recorded (else trace() is a no-op)
     limit_config: RateLimitConfig  # each group's control-message limiter
     control_limits: RateLimitStats  # ... counting into these, shared by the groups
+    window_bytes: int  # each group's send window (group/window.py), fitted to the channel
 
     def send_body(self, tag: bytes, body: Body) -> None:
         """Send ``body`` to the group of ``tag`` (sealed if the group is keyed)."""

@@ -167,6 +167,12 @@ class Channel(abc.ABC):
         """
         return False
 
+    @property
+    def receive_buffer(self) -> int | None:
+        """Bytes the OS holds for us before it drops (the socket's receive buffer, in
+        the kernel's count); None where no such buffer applies or before opening."""
+        return None
+
     def watch_link(self, on_up: Callable[[], None]) -> bool:
         """Ask to be called (from the event loop) each time the network interface this
         channel uses comes back: up again, or its address back (docs/group.md section 4,

@@ -118,6 +118,11 @@ class MulticastChannel(Channel):
             self.gro = enable_gro(self._sock)
         self._loop.add_reader(self._fd, self._on_readable)
 
+    @property
+    def receive_buffer(self) -> int | None:
+        sock = self._sock
+        return None if sock is None else sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+
     def watch_link(self, on_up: Callable[[], None]) -> bool:
         # Rejoin the group on the interface first (linkwatch.py), then tell the owner.
         if self._loop is None or self._sock is None:

@@ -38,6 +38,11 @@ class UdpChannel(Channel):
         host, port = self._sock.getsockname()
         return str(host), int(port)
 
+    @property
+    def receive_buffer(self) -> int | None:
+        sock = self._sock
+        return None if sock is None else sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+
     async def _open(self) -> None:
         self._loop = asyncio.get_running_loop()
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)

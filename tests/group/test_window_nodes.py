@@ -1,0 +1,162 @@
+"""Receiver-paced flow control between group nodes (group/window.py), sans-IO.
+
+A sender and two members on a perfect medium; one member's statuses are withheld
+for a while, as if its acknowledgements were slow or lost. The sender, driven as
+``Group.send`` drives it (it sends only while ``backlog.must_wait`` allows), stops
+a window ahead of that member, goes on as soon as the member speaks again, and a
+member silent for ``send_window_wait`` is left out instead of stalling it.
+"""
+
+from __future__ import annotations
+
+import random
+
+from m2mc.group import backlog
+from m2mc.group.config import GroupConfig
+from m2mc.group.manager import GroupNode
+from m2mc.wire.m2mp import M2MPConfig
+
+GID = "window"
+WINDOW = 64 * 1024
+SIZE = 4000
+WAIT = 0.5
+
+
+def make(pid: str) -> GroupNode:
+    node = GroupNode(pid, rng=random.Random(pid),
+                     config=GroupConfig(send_window_bytes=WINDOW, send_window_wait=WAIT),
+                     m2mp_config=M2MPConfig(redundancy=1, flow_control=False))
+    node.batch_deliveries = True
+    return node
+
+
+class Medium:
+    """Every node hears every other at once; ``mute`` nodes' output is held back."""
+
+    def __init__(self, nodes: list[GroupNode]) -> None:
+        self.nodes = nodes
+        self.mute: set[str] = set()
+        self.held: dict[str, list[bytes]] = {n.pid: [] for n in nodes}
+        self.now = 1.0
+
+    def step(self, dt: float = 0.001) -> None:
+        self.now += dt
+        for node in self.nodes:
+            node.on_timer(self.now)
+        for node in self.nodes:
+            out = node.datagrams_to_send(self.now)
+            node.take_save(self.now)
+            node.store.commit(self.now)
+            if node.pid in self.mute:
+                self.held[node.pid] += out
+                continue
+            out = self.held[node.pid] + out
+            self.held[node.pid] = []
+            for other in self.nodes:
+                if other is not node and out:
+                    other.receive_datagrams(out, self.now)
+        for node in self.nodes:
+            node.events()
+
+
+def joined() -> tuple[Medium, GroupNode, GroupNode, GroupNode]:
+    s, a, b = make("s"), make("a"), make("b")
+    medium = Medium([s, a, b])
+    for node in medium.nodes:
+        node.start(medium.now)
+        node.join_group(GID, medium.now, order="sb")
+    for _ in range(200):
+        medium.step(0.05)
+        if all(sorted(n.members(GID)) == ["a", "b", "s"] for n in medium.nodes):
+            break
+    assert all(sorted(n.members(GID)) == ["a", "b", "s"] for n in medium.nodes)
+    return medium, s, a, b
+
+
+def sends_until_blocked(medium: Medium, s: GroupNode, limit: int = 10_000) -> int:
+    sent = 0
+    while not backlog.must_wait(s, SIZE) and sent < limit:
+        s.send(GID, bytes(SIZE), medium.now)
+        sent += 1
+        medium.step()
+    return sent
+
+
+def test_the_sender_waits_a_window_ahead_of_a_slow_member_then_goes_on() -> None:
+    medium, s, a, b = joined()
+    window = s.groups[GID].window
+    # Both members read and acknowledge (a status per quarter window): nothing waits.
+    assert sends_until_blocked(medium, s, limit=200) == 200
+    assert not window.blocked
+    medium.mute.add("b")  # b reads on, but its statuses are held back
+    sent = sends_until_blocked(medium, s)
+    assert window.blocked and backlog.must_wait(s, SIZE) and not backlog.room_made(s)
+    assert sent <= WINDOW // SIZE + 1  # at most a window past b's last status
+    for _ in range(10):
+        medium.step(0.01)
+    assert window.blocked  # a status of a alone makes no room
+    medium.mute.clear()  # b's statuses arrive: it had read everything
+    medium.step()
+    assert not window.blocked and backlog.room_made(s)
+    delivered = b.groups[GID].delivered_count
+    assert delivered == a.groups[GID].delivered_count >= 200 + sent
+
+
+def test_a_silent_member_holds_the_sender_for_the_wait_only() -> None:
+    medium, s, _a, _b = joined()
+    window = s.groups[GID].window
+    sends_until_blocked(medium, s, limit=200)
+    medium.mute.add("b")  # b is gone (crashed, out of range): not a word from it
+    sends_until_blocked(medium, s)
+    blocked_at = medium.now
+    assert window.blocked
+    while window.blocked:
+        medium.step(0.01)
+        assert medium.now < blocked_at + WAIT + 0.1
+    assert s.group_stats(GID)["window_laggards"] == 1
+    assert sends_until_blocked(medium, s, limit=50) == 50  # a alone paces it now
+
+
+def test_statuses_come_once_per_quarter_window_of_data() -> None:
+    medium, s, a, _b = joined()
+    count = 0
+    real = a.groups[GID].make_status
+
+    def counting() -> object:
+        nonlocal count
+        count += 1
+        return real()
+
+    a.groups[GID].make_status = counting  # type: ignore[method-assign]
+    messages = 4 * WINDOW // SIZE  # four windows of data
+    for _ in range(messages):
+        s.send(GID, bytes(SIZE), medium.now)
+        medium.step(0.0001)  # too soon for periodic statuses
+    # A status once a quarter window (16 KiB) has been read since the last one: every
+    # fifth 4,000-byte message here, so 12 or 13 for 256,000 bytes.
+    quarter = WINDOW // 4
+    total = messages * SIZE
+    assert total // (quarter + SIZE) <= count <= -(-total // quarter)
+
+
+async def test_a_node_fits_its_window_to_its_socket_buffer() -> None:
+    """Half of what the socket holds (the kernel's count): a receiver whose buffer is
+    like ours takes a window without dropping; a host at Linux's default buffer gets
+    a small window, one with the 4 MiB the channel asks for a larger one."""
+    import socket
+
+    from m2mc.api import Node, NodeConfig
+    from m2mc.cli.demo import random_multicast_url
+
+    url = random_multicast_url(random.Random())
+    async with Node(NodeConfig(channel=url)) as node:
+        stack = node._stack
+        assert stack is not None
+        sock = node._driver.channel._sock  # type: ignore[union-attr, attr-defined]
+        held = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+        assert stack.window_bytes == min(GroupConfig().send_window_bytes, held // 2)
+        group = await node.create_group("fitted")
+        assert stack.groups[group.gid].window.limit == stack.window_bytes
+    async with Node(NodeConfig(channel="mem://fit-window")) as node:
+        assert node._stack is not None
+        assert node._stack.window_bytes == GroupConfig().send_window_bytes  # no buffer
