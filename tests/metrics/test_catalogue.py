@@ -49,7 +49,8 @@ async def test_a_scrape_of_an_ad_hoc_node_has_a_metric_for_every_counter() -> No
         await group.receive(timeout=10)
         assert alice.metrics_address is not None
         got = await asyncio.to_thread(scrape, alice.metrics_address)
-    assert unexported(got, "node", (cat.NODE, cat.GJLP, cat.REPAIR, cat.MSP, cat.SEQLOG,
+    assert unexported(got, "node", (cat.NODE, cat.GJLP, cat.REPAIR, cat.WINDOW, cat.MSP,
+                                    cat.SEQLOG,
                                     cat.AUTH, cat.RATE_LIMIT, cat.M2MP, cat.CHANNEL)) == []
     assert got.value("m2mc_m2mp_abandoned_total", reason="timeout") == 0  # there from start
 

@@ -85,6 +85,7 @@ def _group(s: Samples, node: AdhocNode, stack: GroupNode, inst: GroupInstance, g
     s.add("m2mc_group_members_refused_total", inst.row.membership.refused, group=group)
     s.add("m2mc_group_holdoff_senders", inst.repair.holdoff_senders, group=group)
     s.stats(cat.REPAIR, inst.repair.stats, group=group)
+    s.stats(cat.WINDOW, inst.window.stats, group=group)
     s.stats(cat.MSP, inst.msp.stats, group=group)
     s.stats(cat.RETENTION, inst.retention.stats, group=group)
     if isinstance(mop, TotalMop):

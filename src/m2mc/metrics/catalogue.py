@@ -21,6 +21,7 @@ from m2mc.group.repair import RepairStats
 from m2mc.group.retention import RetentionStats
 from m2mc.group.streams import StreamStats
 from m2mc.group.total.seqlog import SeqLogStats
+from m2mc.group.window import WindowStats
 from m2mc.infra.coordinator import CoordStats
 from m2mc.infra.gateway import GatewayStats
 from m2mc.infra.host import HostStats
@@ -152,6 +153,11 @@ _SPECS: list[MetricSpec] = [
        "past max_status_senders", "group"),
     _c("m2mc_group_repair_holder_nacks_total", "NACKs made at once because a member's sync "
        "request named messages this node lacked (catching up both ways)", "group"),
+    _c("m2mc_group_window_blocks_total", "times this node's send window filled and sends "
+       "waited for the members to read (receiver-paced flow control)", "group",
+       alarm="rate high: a member reads slower than this node sends"),
+    _c("m2mc_group_window_laggards_total", "members the send window stopped waiting for: "
+       "no acknowledgement for send_window_wait", "group"),
     _c("m2mc_group_msp_requests_sent_total", "MSP sync requests sent (catching up after a "
        "join or restart)", "group"),
     _c("m2mc_group_msp_requests_answered_total", "MSP sync requests received and answered",
@@ -492,6 +498,7 @@ NODE = StatsTable(NodeStats, "m2mc", {
 })
 GJLP = StatsTable(GjlpStats, "m2mc_discovery")
 REPAIR = StatsTable(RepairStats, "m2mc_group_repair")
+WINDOW = StatsTable(WindowStats, "m2mc_group")
 MSP = StatsTable(MspStats, "m2mc_group_msp")
 RETENTION = StatsTable(RetentionStats, "m2mc_group", {
     "skipped": (Route("m2mc_group_messages_skipped_total"),),
@@ -534,9 +541,9 @@ COORDINATOR = StatsTable(CoordStats, "m2mc_coordinator")
 ROUTER = StatsTable(RouterStats, "m2mc_daemon")
 DAEMON = StatsTable(DaemonStats, "m2mc_daemon")
 
-TABLES: tuple[StatsTable, ...] = (NODE, GJLP, REPAIR, MSP, RETENTION, RECONNECT, SEQLOG, AUTH,
-                                  RATE_LIMIT, M2MP, STREAM, CHANNEL, MEMBER, WIRE, HOST,
-                                  GATEWAY, COORDINATOR, ROUTER, DAEMON)
+TABLES: tuple[StatsTable, ...] = (NODE, GJLP, REPAIR, WINDOW, MSP, RETENTION, RECONNECT,
+                                  SEQLOG, AUTH, RATE_LIMIT, M2MP, STREAM, CHANNEL, MEMBER,
+                                  WIRE, HOST, GATEWAY, COORDINATOR, ROUTER, DAEMON)
 AUTH_REFUSALS = _AUTH_REASONS
 """The AuthStats fields that are refusals: their sum is ``m2mc_auth_failures_total``
 of an infrastructure-mode process."""
