@@ -160,3 +160,16 @@ async def test_a_node_fits_its_window_to_its_socket_buffer() -> None:
     async with Node(NodeConfig(channel="mem://fit-window")) as node:
         assert node._stack is not None
         assert node._stack.window_bytes == GroupConfig().send_window_bytes  # no buffer
+
+
+def test_leaving_a_group_whose_window_is_full_holds_no_other_send() -> None:
+    """The send window is checked node-wide (as the backlog): a group left while its
+    window was full must not hold sends to the node's other groups while it lingers."""
+    medium, s, _a, _b = joined()
+    sends_until_blocked(medium, s, limit=200)
+    medium.mute.add("b")
+    sends_until_blocked(medium, s)
+    assert backlog.must_wait(s, SIZE)
+    s.leave_group(GID, medium.now)
+    assert s.groups[GID].lingering_until is not None  # still there, answering repairs
+    assert not backlog.must_wait(s, SIZE)

@@ -404,6 +404,7 @@ class GroupInstance:
         what is ordered before our departure, and acknowledging, meanwhile."""
         self.lingering_until = now + self.config.leave_linger
         self.ordering.start_leave(now, self.lingering_until)
+        self.window.close()  # we send nothing more here: never hold other groups' sends
 
     def linger_over(self, now: float) -> bool:
         if self.ordering.still_draining(now):

@@ -112,6 +112,15 @@ class SendWindow:
             self._left_out.discard(member)
             self._settle(now)
 
+    def close(self) -> None:
+        """No more sends (the group was left): nothing to wait for, ever."""
+        self.limit = 0
+        self.blocked = False
+        self._acks.clear()
+        self._moved.clear()
+        self._left_out.clear()
+        del self._sent_upto[:]
+
     def deadline(self) -> float | None:
         """While blocked: when the slowest active member becomes a laggard."""
         if not self.blocked:
