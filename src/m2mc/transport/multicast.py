@@ -179,18 +179,8 @@ class MulticastChannel(Channel):
 
     def _poll_segments(self, sock: socket.socket, limit: int) -> list[bytes]:
         # poll() with GRO on: one read may bring several datagrams.
-        recvmsg = sock.recvmsg
         batch: list[bytes] = []
-        append = batch.append
-        try:
-            while len(batch) < limit:
-                data, ancillary, _flags, _address = recvmsg(GRO_READ_SIZE, GRO_ANCILLARY)
-                if ancillary:
-                    split_segments(data, ancillary, append, RECV_SIZE)
-                else:  # cut as recv(RECV_SIZE) would (offload.split_segments)
-                    append(data if len(data) <= RECV_SIZE else data[:RECV_SIZE])
-        except OSError:
-            pass
+        _read_gro(sock, batch, limit)
         self.stats.datagrams_in += len(batch)
         return batch
 
@@ -236,29 +226,14 @@ class MulticastChannel(Channel):
         return waiting[0] > 0
 
     def _read_segments(self, sock: socket.socket) -> None:
-        # _on_readable with GRO on: recvmsg for the segment size; up to _READ_BATCH
-        # datagrams (a read that brings several may pass it by up to 63).
-        recvmsg = sock.recvmsg
+        # _on_readable with GRO on: up to _READ_BATCH datagrams (a read that brings
+        # several may pass it by up to 63).
         batch: list[bytes] = []
-        append = batch.append
-        try:
-            data, ancillary, _flags, _address = recvmsg(GRO_READ_SIZE, GRO_ANCILLARY)
-        except OSError:
+        _read_gro(sock, batch, 1)
+        if not batch:
             return  # nothing after all (or an ICMP error surfaced on the socket)
-        if ancillary:
-            split_segments(data, ancillary, append, RECV_SIZE)
-        else:  # cut as recv(RECV_SIZE) would (offload.split_segments)
-            append(data if len(data) <= RECV_SIZE else data[:RECV_SIZE])
         if self._more_waiting():
-            try:
-                while len(batch) < _READ_BATCH:
-                    data, ancillary, _flags, _address = recvmsg(GRO_READ_SIZE, GRO_ANCILLARY)
-                    if ancillary:
-                        split_segments(data, ancillary, append, RECV_SIZE)
-                    else:  # cut as recv(RECV_SIZE) would (offload.split_segments)
-                        append(data if len(data) <= RECV_SIZE else data[:RECV_SIZE])
-            except OSError:
-                pass  # BlockingIOError: all read
+            _read_gro(sock, batch, _READ_BATCH)
         sink = self._sink
         if sink is not None:
             self.stats.datagrams_in += len(batch)
@@ -349,3 +324,18 @@ class MulticastChannel(Channel):
             self.stats.send_errors += 1
             return
         self.stats.datagrams_out += 1
+
+
+def _read_gro(sock: socket.socket, batch: list[bytes], limit: int) -> None:
+    """Read into ``batch`` until it holds ``limit`` datagrams or the socket is empty
+    (GRO on: each ``recvmsg`` may bring several, cut apart by their segment size)."""
+    recvmsg, append = sock.recvmsg, batch.append
+    try:
+        while len(batch) < limit:
+            data, ancillary, _flags, _address = recvmsg(GRO_READ_SIZE, GRO_ANCILLARY)
+            if ancillary:
+                split_segments(data, ancillary, append, RECV_SIZE)
+            else:  # cut as recv(RECV_SIZE) would (offload.split_segments)
+                append(data if len(data) <= RECV_SIZE else data[:RECV_SIZE])
+    except OSError:
+        pass  # BlockingIOError: all read (or an ICMP error surfaced on the socket)
