@@ -191,6 +191,11 @@ class M2MPLayer(StreamingLayer):
         self._stream_ids: Mapping[int, object] = (
             self._streams.streams if self._streams is not None else {})
         self._outgoing: dict[int, OutgoingFragments] = {}
+        # Runs (receive_datagrams) stop before the fragment number at which the slow
+        # path must act: a message too large, or one to read as a stream from here on.
+        self._run_end = cfg.max_message_bytes // MAX_FRAGMENT + 1
+        if cfg.stream_threshold:
+            self._run_end = min(self._run_end, -(-cfg.stream_threshold // MAX_FRAGMENT))
 
     # ----------------------------------------------------------------- filters
     def add_filter(self, prefix: bytes) -> None:
@@ -316,7 +321,10 @@ class M2MPLayer(StreamingLayer):
 
         The per-packet hot path of every driver: the header is read in place (no
         Packet object), a one-packet message skips reassembly, and the busiest
-        counters are kept in locals for the batch.
+        counters are kept in locals for the batch. A run of one message's fragments
+        in order (what a large message is, read many packets per system call) is
+        collected in a list and handed to the reassembler at once (``Reassembler.add_run``,
+        ``complete_run``), bounded by the batch.
         """
         stats = self.stats
         own = self._own
@@ -326,13 +334,23 @@ class M2MPLayer(StreamingLayer):
             # outstanding packet is recognised by its header alone.
             datagrams = self._take_loopbacks(datagrams)
         done, partial, streams = self._done_ids, self._partial_ids, self._stream_ids
-        remember_done = self._reassembler.remember_done
+        reassembler = self._reassembler
+        remember_done = reassembler.remember_done
         expiry = now + self._message_timeout
         accept_all = self._accept_all
         prefixes = self._prefixes
         append = self._events.append
         unpack = _unpack_header
         size_in = looped = delivered = 0
+        # The open run: its message ID (-1: none), packets, the positions in it after
+        # which a redundant copy came, its first fragment number, the word its next
+        # packet must carry, and the fragment number it must stop before (where the
+        # slow path would have to do more than add: a bound, a stream to begin).
+        run_id = -1
+        run: list[bytes] = []
+        copies: list[int] = []
+        run_first = run_next = run_stop = 0
+        run_end = self._run_end
         try:
             for datagram in datagrams:
                 size = len(datagram)
@@ -341,6 +359,34 @@ class M2MPLayer(StreamingLayer):
                     stats.malformed += 1  # the only way a datagram can fail to be a packet
                     continue
                 message_id, word = unpack(datagram)
+                if message_id == run_id:
+                    if word == run_next:
+                        run.append(datagram)
+                        run_next += 1
+                        if run_next < run_stop:
+                            continue
+                        # At a bound, the packets after this one take the slow path.
+                        self._end_run(run_id, run_first, run, copies, now)
+                        run_id = -1
+                        continue
+                    if word == run_next | LAST_FLAG:
+                        run.append(datagram)
+                        found = reassembler.complete_run(run_id, run_first, run, HEADER_SIZE,
+                                                         now)
+                        run_id = -1
+                        if found is None:
+                            self._feed(message_id, run, copies, now)
+                            continue
+                        if copies:
+                            self._count_copies(message_id, len(copies))
+                        delivered += 1  # its fragment 0 matched a filter when the run began
+                        append(_make_received(message_id, found))
+                        continue
+                    if word == run_next - 1:  # a redundant copy of the packet just taken
+                        copies.append(len(run) - 1)
+                        continue
+                    self._end_run(run_id, run_first, run, copies, now)  # else: slow path
+                    run_id = -1
                 if message_id in own:
                     # Our own looped-back packet: releases flow control (seeds/002
                     # section 5), never delivered to ourselves (seeds/002 2.3).
@@ -354,6 +400,24 @@ class M2MPLayer(StreamingLayer):
                     remember_done(message_id, expiry)
                     message = datagram[HEADER_SIZE:]
                 else:
+                    if run_id == -1 and word + 1 < run_end and (
+                            (word == 0 and message_id not in done and message_id not in partial
+                             and message_id not in streams
+                             and (accept_all or datagram.startswith(prefixes, HEADER_SIZE)))
+                            or (word and message_id in partial)):
+                        # The first packet of a message wanted here, or the next one of
+                        # a message assembled in order so far: a run may begin.
+                        run_stop = reassembler.run_stop(message_id, word, run_end)
+                        if run_stop > word + 1:
+                            run_id, run_first, run_next = message_id, word, word + 1
+                            run = [datagram]
+                            copies = []
+                            continue
+                    if run_id != -1:
+                        # The reassembler sees every change in arrival order, as it
+                        # would without runs (which partial is idlest, bounds).
+                        self._end_run(run_id, run_first, run, copies, now)
+                        run_id = -1
                     found = self._receive_fragment(message_id, word, datagram, now)
                     if found is None:
                         continue
@@ -364,6 +428,8 @@ class M2MPLayer(StreamingLayer):
                 else:
                     stats.filtered_out += 1
                     self._remember_filtered(message_id)
+            if run_id != -1:
+                self._end_run(run_id, run_first, run, copies, now)
         finally:
             # A bug raising mid-batch would leave packets_in counting the whole batch.
             stats.packets_in += len(datagrams)
@@ -372,6 +438,46 @@ class M2MPLayer(StreamingLayer):
             stats.messages_in += delivered
         if self._streams is not None:
             self._collect_streams(now)
+
+    def _end_run(self, message_id: int, first: int, run: list[bytes], copies: list[int],
+                 now: float) -> None:
+        """Hand an unfinished run to the reassembler (which gives nothing up for it: it
+        refuses a run that would pass a bound), then do what the slow path does after
+        a fragment: read the message as a stream if its prefix reached the threshold."""
+        if not self._reassembler.add_run(message_id, first, run, HEADER_SIZE, now):
+            self._feed(message_id, run, copies, now)
+            return
+        if copies:
+            self._count_copies(message_id, len(copies))
+        if (self._streams is not None and self._reassembler.contiguous(message_id)
+                * MAX_FRAGMENT >= self.config.stream_threshold):
+            self._start_stream(message_id, now)
+
+    def _count_copies(self, message_id: int, count: int) -> None:
+        """Redundant copies a run skipped, counted as the slow path counts them."""
+        if message_id in self._filtered_ids:  # an ID reused after a filtered message's
+            self.stats.filtered_fragments += count
+        else:
+            self.stats.duplicates += count
+
+    def _feed(self, message_id: int, run: list[bytes], copies: list[int], now: float) -> None:
+        """A run the reassembler would not take whole (a bound would give something up):
+        its packets and their copies through the slow path in arrival order, as if no
+        run had been."""
+        accept_all, prefixes = self._accept_all, self._prefixes
+        again = set(copies)
+        for index, datagram in enumerate(run):
+            _, word = _unpack_header(datagram)
+            for _ in range(1 + copies.count(index) if index in again else 1):
+                found = self._receive_fragment(message_id, word, datagram, now)
+                if found is None:
+                    continue
+                if accept_all or found.startswith(prefixes):
+                    self.stats.messages_in += 1
+                    self._events.append(_make_received(message_id, found))
+                else:
+                    self.stats.filtered_out += 1
+                    self._remember_filtered(message_id)
 
     def _take_loopbacks(self, datagrams: Sequence[bytes]) -> Sequence[bytes]:
         """Consume the leading datagrams that are copies of our oldest outstanding packets

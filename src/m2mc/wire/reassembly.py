@@ -202,6 +202,96 @@ class Reassembler:
             self._enforce_bounds()
         return None
 
+    # ------------------------------------------------ in-order runs (the layer's fast path)
+    def run_stop(self, message_id: int, first: int, stop: int) -> int:
+        """The fragment number (at most ``stop``) before which a run of ``message_id``
+        beginning at fragment ``first`` can be taken whole by :meth:`add_run` and
+        :meth:`complete_run`: as long as these tables are not changed meanwhile, its
+        fragments would only be added (each at most MAX_FRAGMENT bytes), no bound
+        passed. At most ``first`` (no run) if the message is done, or partial when
+        ``first`` is 0, or not assembled in order up to ``first`` otherwise."""
+        limits = self.limits
+        if first == 0:
+            if (message_id in self._partial or message_id in self._done
+                    or len(self._partial) >= limits.max_partial_messages):
+                return 0
+        else:
+            partial = self._partial.get(message_id)
+            if (partial is None or partial.last != -1 or partial.contiguous != first
+                    or len(partial.parts) != first):
+                return 0
+        room = (limits.max_partial_bytes - self._partial_bytes) // MAX_FRAGMENT
+        return min(stop, first + room)
+
+    def add_run(self, message_id: int, first: int, packets: list[bytes], skip: int,
+                now: float) -> bool:
+        """Add fragments ``first``, ``first`` + 1, ... (none of them the last) at once.
+
+        ``packets`` are whole packets whose first ``skip`` bytes are a header. ``first``
+        is 0 for a message neither done nor partial, else the message must
+        :meth:`continues` from ``first``. The result is exactly what as many calls of
+        :meth:`receive_fragment` would leave. If those calls would have had to do
+        more than add (the message is no longer as expected, or a bound would be
+        passed and something given up), nothing is done and False is returned: the
+        caller then makes those calls itself.
+        """
+        partial = self._run_base(message_id, first, sum(map(len, packets)) - skip * len(packets))
+        if partial is None:
+            return False
+        partial.deadline = now + self.limits.message_timeout
+        if first == 0:
+            self._partial[message_id] = partial
+        else:
+            self._partial.move_to_end(message_id)
+        parts = partial.parts
+        size = 0
+        for number, packet in enumerate(packets, first):
+            data = packet[skip:]
+            parts[number] = data
+            size += len(data)
+        partial.contiguous = first + len(packets)
+        partial.size += size
+        self._partial_bytes += size
+        return True
+
+    def complete_run(self, message_id: int, first: int, packets: list[bytes], skip: int,
+                     now: float) -> bytes | None:
+        """The whole message, from fragments ``first`` .. the last (the final item of
+        ``packets``) and the ones before ``first`` already here. None, with nothing
+        done, whenever :meth:`add_run` would return False."""
+        before_last = sum(map(len, packets)) - len(packets[-1]) - skip * (len(packets) - 1)
+        partial = self._run_base(message_id, first, before_last)
+        if partial is None:
+            return None
+        if first == 0:
+            message = b"".join([packet[skip:] for packet in packets])
+        else:
+            parts = partial.parts
+            message = b"".join([*map(parts.__getitem__, range(first)),
+                                *[packet[skip:] for packet in packets]])
+            del self._partial[message_id]
+            self._partial_bytes -= partial.size
+        self._remember(message_id, now + self.limits.message_timeout)
+        return message
+
+    def _run_base(self, message_id: int, first: int, adding: int) -> _Partial | None:
+        """For a run adding ``adding`` bytes: the partial message it continues (a new,
+        empty one, not yet registered, if ``first`` is 0), or None if the run cannot be
+        taken whole (see :meth:`add_run`)."""
+        limits = self.limits
+        if self._partial_bytes + adding > limits.max_partial_bytes:
+            return None
+        if first == 0:
+            if (message_id in self._partial or message_id in self._done
+                    or len(self._partial) >= limits.max_partial_messages):
+                return None
+            return _Partial(deadline=0.0)
+        partial = self._partial.get(message_id)
+        if (partial is None or partial.last != -1 or partial.contiguous != first
+                or len(partial.parts) != first):
+            return None
+        return partial
+
     def contiguous(self, message_id: int) -> int:
         """Fragments 0, 1, ... of a partial message that are all here (0 if none)."""
         partial = self._partial.get(message_id)

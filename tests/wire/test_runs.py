@@ -1,0 +1,180 @@
+"""Runs: a message's fragments arriving in order are collected and handed to the
+reassembler at once (M2MPLayer.receive_datagrams, Reassembler.add_run/complete_run).
+
+A run is only a faster way to reach the same state: whatever the traffic (losses,
+copies, reordering, interleaved messages, filters, bounds, streams, timeouts) and
+however it is cut into batches, a layer with runs gives the same events, counters
+and tables as one that takes every packet through the per-fragment path.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from m2mc.wire.m2mp import M2MPConfig, M2MPLayer, MessageReceived
+from m2mc.wire.packet import HEADER_SIZE, MAX_FRAGMENT, fragments
+from m2mc.wire.reassembly import Reassembler, ReassemblyLimits
+from m2mc.wire.streams import StreamChunk
+
+
+def layer(config: M2MPConfig, runs: bool = True) -> M2MPLayer:
+    m2mp = M2MPLayer(config, random.Random(7))
+    m2mp.add_filter(b"\x01")
+    if not runs:
+        m2mp._run_end = 0  # no fragment number is below it: no run ever begins
+    return m2mp
+
+
+def deliver(m2mp: M2MPLayer, datagrams: list[bytes], batch: int) -> list[bytes]:
+    for i in range(0, len(datagrams), batch):
+        m2mp.receive_datagrams(datagrams[i:i + batch], 1.0)
+    return [e.payload for e in m2mp.events() if isinstance(e, MessageReceived)]
+
+
+# ------------------------------------------------------------------ what a user sees
+def test_a_64_kib_message_read_64_packets_at_a_time_arrives_whole() -> None:
+    payloads = [b"\x01" + os.urandom(65_535) for _ in range(3)]
+    packets = [p for i, payload in enumerate(payloads) for p in fragments(10 + i, payload)]
+    m2mp = layer(M2MPConfig())
+    assert deliver(m2mp, packets, 64) == payloads
+    assert m2mp.partial_messages == 0 and m2mp.partial_bytes == 0
+    assert m2mp.stats.messages_in == 3 and m2mp.stats.duplicates == 0
+
+
+def test_redundant_copies_are_counted_once_each_and_the_message_arrives_once() -> None:
+    payload = b"\x01" + os.urandom(5_000)
+    packets = [p for p in fragments(5, payload) for _ in range(2)]
+    m2mp = layer(M2MPConfig())
+    assert deliver(m2mp, packets, 64) == [payload]
+    assert m2mp.stats.duplicates == len(packets) // 2
+
+
+def test_a_lost_packet_that_comes_late_still_completes_the_message() -> None:
+    payload = b"\x01" + os.urandom(10 * MAX_FRAGMENT)
+    packets = list(fragments(5, payload))
+    late = packets.pop(4)
+    m2mp = layer(M2MPConfig())
+    assert deliver(m2mp, packets, 64) == []
+    assert m2mp.partial_messages == 1
+    assert deliver(m2mp, [late], 1) == [payload]
+    assert m2mp.partial_messages == 0
+
+
+def test_a_message_past_max_message_bytes_is_still_refused() -> None:
+    m2mp = layer(M2MPConfig(max_message_bytes=4 * MAX_FRAGMENT))
+    assert deliver(m2mp, list(fragments(5, b"\x01" + bytes(10 * MAX_FRAGMENT))), 64) == []
+    assert m2mp.stats.abandoned == {"too_large": 1}
+    assert m2mp.partial_messages == 0
+
+
+def test_a_message_past_the_stream_threshold_is_still_read_as_a_stream() -> None:
+    payload = b"\x01" + os.urandom(20 * MAX_FRAGMENT)
+    m2mp = layer(M2MPConfig(stream_threshold=4 * MAX_FRAGMENT))
+    packets = list(fragments(5, payload))
+    for i in range(0, len(packets), 64):
+        m2mp.receive_datagrams(packets[i:i + 64], 1.0)
+    chunks = [e for e in m2mp.events() if isinstance(e, StreamChunk)]
+    assert m2mp.stats.streams_in == 1 and chunks[-1].end
+    assert b"".join(c.data for c in chunks) == payload
+    assert chunks[0].offset == 0 and len(chunks[0].data) == 4 * MAX_FRAGMENT
+
+
+# ------------------------------------------------------------------- reassembler
+def test_add_run_refuses_what_would_pass_a_bound_and_changes_nothing() -> None:
+    r = Reassembler(ReassemblyLimits(max_partial_bytes=3 * MAX_FRAGMENT))
+    packets = list(fragments(1, bytes(10 * MAX_FRAGMENT)))
+    assert not r.add_run(1, 0, packets[:4], HEADER_SIZE, 0.0)
+    assert r.partial_messages == 0 and r.partial_bytes == 0
+    assert r.add_run(1, 0, packets[:3], HEADER_SIZE, 0.0)
+    assert r.partial_bytes == 3 * MAX_FRAGMENT and r.run_stop(1, 3, 99) == 3
+    assert r.complete_run(1, 3, packets[3:], HEADER_SIZE, 0.0) is None  # 7 more: too many
+
+
+def test_a_run_that_does_not_continue_the_partial_message_is_refused() -> None:
+    r = Reassembler()
+    packets = list(fragments(1, bytes(6 * MAX_FRAGMENT)))
+    r.receive_fragment(1, 0, False, packets[0][HEADER_SIZE:], 0.0)
+    r.receive_fragment(1, 3, False, packets[3][HEADER_SIZE:], 0.0)  # ahead of the run
+    assert r.run_stop(1, 1, 99) == 0
+    assert not r.add_run(1, 1, packets[1:3], HEADER_SIZE, 0.0)
+    assert r.complete_run(1, 1, packets[1:], HEADER_SIZE, 0.0) is None
+    assert not r.add_run(2, 4, packets[4:5], HEADER_SIZE, 0.0)  # not even begun
+
+
+# ------------------------------------------------------------ same as without runs
+@st.composite
+def traffic(draw: st.DrawFn) -> list[bytes]:
+    """Mostly in-order fragments, as large messages arrive, then spoiled a little."""
+    datagrams: list[bytes] = []
+    for i in range(draw(st.integers(1, 6))):
+        head = draw(st.sampled_from([b"\x01", b"\x02"]))  # \x02: filtered out
+        size = draw(st.integers(0, 14 * MAX_FRAGMENT))
+        copies = draw(st.integers(1, 2))
+        packets = [p for p in fragments(100 + i % 4, head + bytes(size)) for _ in range(copies)]
+        if draw(st.booleans()) and datagrams:  # interleaved with what came before
+            merged: list[bytes] = []
+            for a, b in zip(datagrams, packets, strict=False):
+                merged += [a, b]
+            shorter = min(len(datagrams), len(packets))
+            datagrams = merged + datagrams[shorter:] + packets[shorter:]
+        else:
+            datagrams += packets
+    for _ in range(draw(st.integers(0, 4))):  # losses
+        if datagrams:
+            datagrams.pop(draw(st.integers(0, len(datagrams) - 1)))
+    for _ in range(draw(st.integers(0, 3))):  # neighbours swapped
+        if len(datagrams) > 1:
+            k = draw(st.integers(0, len(datagrams) - 2))
+            datagrams[k], datagrams[k + 1] = datagrams[k + 1], datagrams[k]
+    for _ in range(draw(st.integers(0, 2))):  # junk, and a copy of an earlier packet
+        if datagrams:
+            k = draw(st.integers(0, len(datagrams)))
+            datagrams.insert(k, draw(st.sampled_from([b"xx", datagrams[k - 1]])))
+    return datagrams
+
+
+configs = st.builds(
+    M2MPConfig,
+    max_partial_messages=st.sampled_from([1, 2, 1024]),
+    max_partial_bytes=st.sampled_from([4 * MAX_FRAGMENT, 9 * MAX_FRAGMENT, 1 << 24]),
+    max_message_bytes=st.sampled_from([6 * MAX_FRAGMENT, 1 << 26]),
+    stream_threshold=st.sampled_from([0, 0, 3 * MAX_FRAGMENT, 5 * MAX_FRAGMENT]),
+    completed_cache=st.sampled_from([2, 65536]),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(config=configs, datagrams=traffic(),
+       own=st.lists(st.integers(0, 3 * MAX_FRAGMENT), max_size=2),
+       where=st.randoms(use_true_random=False),
+       cuts=st.lists(st.integers(1, 40), min_size=1, max_size=40),
+       waits=st.lists(st.sampled_from([0.0, 0.0, 2.0, 6.0]), min_size=1, max_size=40))
+def test_runs_leave_exactly_what_the_per_fragment_path_leaves(
+        config: M2MPConfig, datagrams: list[bytes], own: list[int], where: random.Random,
+        cuts: list[int], waits: list[float]) -> None:
+    fast, plain = layer(config), layer(config, runs=False)
+    for size in own:  # our own messages' looped-back copies, somewhere in the traffic
+        for m2mp in (fast, plain):
+            m2mp.send(b"\x01" + bytes(size), 0.0)
+        sent = fast.datagrams_to_send(0.0)
+        assert sent == plain.datagrams_to_send(0.0)  # same seed, same IDs
+        at = where.randrange(len(datagrams) + 1)
+        datagrams = datagrams[:at] + sent + datagrams[at:]
+    now, start, k = 1.0, 0, 0
+    while start < len(datagrams):
+        cut = cuts[k % len(cuts)]
+        now += waits[k % len(waits)]
+        k += 1
+        for m2mp in (fast, plain):
+            m2mp.on_timer(now)
+            m2mp.receive_datagrams(datagrams[start:start + cut], now)
+        start += cut
+        assert fast.events() == plain.events()
+        assert fast.stats == plain.stats
+        assert (fast.partial_messages, fast.partial_bytes) == (
+            plain.partial_messages, plain.partial_bytes)
+        assert fast.next_deadline() == plain.next_deadline()
