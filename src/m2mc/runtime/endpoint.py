@@ -46,7 +46,7 @@ _NONE: list[bytes] = []  # (never appended to)
 # Packets in flight under flow control when the configuration leaves it open
 # (M2MPConfig.flow_window=None): a sender runs at most this far ahead of its own
 # receive path instead of stopping after every packet (docs/decisions.md).
-DEFAULT_FLOW_WINDOW = 32
+DEFAULT_FLOW_WINDOW = 64
 
 
 class MessageAbandonedError(M2MCError):
