@@ -8,13 +8,20 @@ of 40,000 messages/s, and every message sent or delivered in that time waited wi
 (the p99 latency of bench/peers.py).
 
 Here a thread runs a ``PASSIVE`` checkpoint on a connection of its own every
-``every_commits`` commits: SQLite lets it copy the log while the node goes on
-appending to it, and Python's sqlite3 releases the GIL while SQLite works, so the
-node's thread does not wait for the disk. The committing connection keeps its
+``every_commits`` commits or ``every_bytes`` bytes of rows written, whichever comes
+first: SQLite lets it copy the log while the node goes on appending to it, and
+Python's sqlite3 releases the GIL while SQLite works, so the node's thread does not
+wait for the disk. The committing connection keeps its
 automatic checkpoint: a log that is always being appended to is never copied to its
 end by a concurrent checkpoint, and only a checkpoint between two commits lets the
 next one start the log over, which bounds its size. That one now finds the log
 copied but for its last pages, so it is short.
+
+Bytes as well as commits: with 64 KiB messages, about one per commit, 256 commits
+are 16 MiB of log, copied and synced at once; the node's own writes waited behind
+such syncs, and the p99 latency of bench/peers.py at 64 KiB was 65 to 94 ms. Woken
+every 512 KiB it is 5 to 10 ms (docs/decisions.md, "The durable log is
+checkpointed by a thread of its own").
 
 Nothing about durability changes: a commit is durable in the log whether or not a
 checkpoint has copied it yet, and a log left behind by a crash is replayed when the
@@ -35,16 +42,22 @@ _log = logging.getLogger(__name__)
 
 class Checkpointer:
     """One thread that checkpoints ``path``'s log when :meth:`committed` has been
-    called ``every_commits`` times since the last checkpoint. :meth:`close` stops it."""
+    called ``every_commits`` times, or told of ``every_bytes`` bytes written, since
+    the thread was last woken. :meth:`close` stops it."""
 
-    def __init__(self, path: Path, every_commits: int = 256) -> None:
+    def __init__(self, path: Path, every_commits: int = 256,
+                 every_bytes: int = 1 << 19) -> None:
         if every_commits < 1:
             raise ValueError(f"every_commits must be >= 1, got {every_commits}")
+        if every_bytes < 1:
+            raise ValueError(f"every_bytes must be >= 1, got {every_bytes}")
         self.path = path
         self.every_commits = every_commits
+        self.every_bytes = every_bytes
         self.checkpoints = 0  # checkpoints run (read by tests and stats)
         self.errors = 0
         self._since = 0  # commits since the thread was last woken
+        self._since_bytes = 0  # and bytes written by them
         self._wake = threading.Condition()
         self._wanted = 0  # checkpoints asked for (the thread catches up to it)
         self._done = 0  # the value of _wanted when the thread last started one
@@ -53,11 +66,13 @@ class Checkpointer:
                                         daemon=True)
         self._thread.start()
 
-    def committed(self) -> None:
-        """Called after each commit of the store's own connection (its hot path)."""
+    def committed(self, written: int = 0) -> None:
+        """Called after each commit of the store's own connection (its hot path), with
+        about how many bytes it wrote."""
         self._since += 1
-        if self._since >= self.every_commits:
-            self._since = 0
+        self._since_bytes += written
+        if self._since >= self.every_commits or self._since_bytes >= self.every_bytes:
+            self._since = self._since_bytes = 0
             self.request()
 
     def request(self) -> None:

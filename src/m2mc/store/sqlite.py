@@ -82,6 +82,7 @@ class SqliteStore(SqliteRetention):
                  checkpoint_thread: bool = False) -> None:
         self.path = Path(path)
         self._checkpointer: Checkpointer | None = None
+        self._written_bytes = 0  # chunk bytes written since the last commit
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(str(self.path))
@@ -218,11 +219,10 @@ class SqliteStore(SqliteRetention):
                     db.executemany("DELETE FROM late WHERE gid = ? AND pid = ? AND seq = ?",
                                    replaced)
                     late_keys.difference_update(replaced)
-            if self._bytes is None:
-                db.executemany(_INSERT_CHUNK, chunk_rows(pending, self._time()))
-            else:  # a bytes bound: each group's total is kept up to date
-                rows = list(chunk_rows(pending, self._time()))
-                db.executemany(_INSERT_CHUNK, rows)
+            rows = list(chunk_rows(pending, self._time()))
+            db.executemany(_INSERT_CHUNK, rows)
+            self._written_bytes += sum([len(row[4]) for row in rows])  # (checkpoints)
+            if self._bytes is not None:  # a bytes bound: each group's total kept up to date
                 for row in rows:
                     self._account(row[0], len(row[4]))
             if self._written > self._reserved:
@@ -255,7 +255,8 @@ class SqliteStore(SqliteRetention):
         self._retain(now)
         self._db.commit()
         if self._checkpointer is not None:
-            self._checkpointer.committed()
+            self._checkpointer.committed(self._written_bytes)
+        self._written_bytes = 0
 
     def close(self) -> None:
         try:
