@@ -25,11 +25,17 @@ import random
 import struct
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from itertools import islice, repeat
 from operator import itemgetter
 
 from m2mc.fastobj import fast_constructor
+from m2mc.wire.m2mp_types import (
+    M2MPConfig,
+    M2MPEvent,
+    M2MPStats,
+    MessageAbandoned,
+    MessageReceived,
+)
 from m2mc.wire.packet import (
     HEADER_SIZE,
     LAST_FLAG,
@@ -41,93 +47,10 @@ from m2mc.wire.packet import (
 )
 from m2mc.wire.reassembly import Abandoned, Reassembler, ReassemblyLimits
 from m2mc.wire.stream_layer import StreamingLayer
-from m2mc.wire.streams import IncomingStreams, OutgoingFragments, StreamChunk, StreamLimits
+from m2mc.wire.streams import IncomingStreams, OutgoingFragments, StreamLimits
 
-
-@dataclass(slots=True)
-class M2MPConfig:
-    """M2MP settings; the seed's property names are given where one exists."""
-
-    message_timeout: float = 5.0  # edu.rit.m2mp.messagetimeout (ms there, seconds here)
-    flow_timeout: float = 0.1  # edu.rit.m2mp.flowtimeout
-    redundancy: int = 2  # edu.rit.m2mp.redundancy
-    flow_control: bool = True
-    # Packets whose looped-back copy may be awaited at once. 1 is the seed's stop-and-wait;
-    # None leaves it to the driver: this layer alone uses 1, M2MPEndpoint a small window.
-    flow_window: int | None = None
-    max_partial_messages: int = 1024
-    max_partial_bytes: int = 16 * 1024 * 1024
-    max_message_bytes: int = 64 * 1024 * 1024
-    completed_cache: int = 65536
-    own_id_cache: int = 65536
-    # Streams (seeds/002 section 4, m2mc.wire.streams): 0 delivers every message whole.
-    # Otherwise a message whose first stream_threshold bytes are here and is not complete
-    # is read as a stream (StreamChunk events), holding at most stream_window early
-    # fragments, at most max_streams at once.
-    stream_threshold: int = 0
-    stream_window: int = 512
-    max_streams: int = 32
-
-    def validate(self) -> None:
-        from m2mc.errors import ConfigError
-
-        if self.message_timeout <= 0:
-            raise ConfigError(f"message_timeout must be > 0, got {self.message_timeout}")
-        if self.flow_timeout <= 0:
-            raise ConfigError(f"flow_timeout must be > 0, got {self.flow_timeout}")
-        if self.redundancy < 1:
-            raise ConfigError(f"redundancy must be >= 1, got {self.redundancy}")
-        if self.flow_window is not None and self.flow_window < 1:
-            raise ConfigError(f"flow_window must be >= 1, got {self.flow_window}")
-        for name in ("max_partial_messages", "max_partial_bytes", "max_message_bytes",
-                     "completed_cache", "own_id_cache", "stream_window", "max_streams"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.stream_threshold and not (
-                MAX_FRAGMENT <= self.stream_threshold <= self.max_message_bytes):
-            raise ConfigError(f"stream_threshold must be 0 or {MAX_FRAGMENT} to "
-                              f"max_message_bytes, got {self.stream_threshold}")
-
-
-@dataclass(frozen=True, slots=True)
-class MessageReceived:
-    message_id: int
-    payload: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class MessageAbandoned:
-    """A message that matched (or may have matched) a filter was given up (seeds/002 2.3)."""
-
-    message_id: int
-    reason: str
-    bytes: int
-
-
-M2MPEvent = MessageReceived | MessageAbandoned | StreamChunk
-
-
-@dataclass(slots=True)
-class M2MPStats:
-    packets_in: int = 0
-    packets_out: int = 0
-    bytes_in: int = 0
-    bytes_out: int = 0
-    malformed: int = 0
-    duplicates: int = 0
-    looped_back: int = 0
-    messages_in: int = 0
-    messages_out: int = 0
-    filtered_out: int = 0
-    abandoned: dict[str, int] = field(default_factory=dict)
-    flow_timeouts: int = 0
-    loopbacks_missed: int = 0  # released early: the copy of a later packet came back first
-    filtered_fragments: int = 0  # further packets (copies, fragments) of a filtered message
-    streams_in: int = 0  # messages read as streams (each also in messages_in once complete)
-
-    def as_dict(self) -> dict[str, object]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
-
+__all__ = ["M2MPConfig", "M2MPEvent", "M2MPLayer", "M2MPStats", "MessageAbandoned",
+           "MessageReceived"]
 
 _HEADER = struct.Struct(">II")  # message ID, last flag + fragment number (docs/interfaces.md §1)
 _unpack_header = _HEADER.unpack_from

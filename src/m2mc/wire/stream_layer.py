@@ -17,13 +17,13 @@ from collections import deque
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from m2mc.wire.m2mp_types import M2MPConfig, M2MPEvent, M2MPStats, MessageAbandoned
 from m2mc.wire.packet import MAX_FRAGMENT
 from m2mc.wire.streams import IncomingStreams, OutgoingFragments
 
 if TYPE_CHECKING:
     import random
 
-    from m2mc.wire.m2mp import M2MPConfig, M2MPEvent, M2MPStats
     from m2mc.wire.reassembly import Reassembler
 
 __all__ = ["StreamingLayer"]
@@ -132,8 +132,6 @@ class StreamingLayer:
 
     def _collect_streams(self, now: float) -> None:
         """Events of the streams: their new bytes, their ends and abandonments."""
-        from m2mc.wire.m2mp import MessageAbandoned  # (m2mp imports this module)
-
         streams = self._streams
         assert streams is not None
         if streams.abandoned or streams.finished or streams.has_output:
