@@ -298,7 +298,7 @@ class M2MPLayer(StreamingLayer):
                                                          now)
                         run_id = -1
                         if found is None:
-                            self._feed(message_id, run, copies, now)
+                            self._replay_run(message_id, run, copies, now)
                             continue
                         if copies:
                             self._count_copies(message_id, len(copies))
@@ -368,7 +368,7 @@ class M2MPLayer(StreamingLayer):
         refuses a run that would pass a bound), then do what the slow path does after
         a fragment: read the message as a stream if its prefix reached the threshold."""
         if not self._reassembler.add_run(message_id, first, run, HEADER_SIZE, now):
-            self._feed(message_id, run, copies, now)
+            self._replay_run(message_id, run, copies, now)
             return
         if copies:
             self._count_copies(message_id, len(copies))
@@ -383,7 +383,8 @@ class M2MPLayer(StreamingLayer):
         else:
             self.stats.duplicates += count
 
-    def _feed(self, message_id: int, run: list[bytes], copies: list[int], now: float) -> None:
+    def _replay_run(self, message_id: int, run: list[bytes], copies: list[int],
+                    now: float) -> None:
         """A run the reassembler would not take whole (a bound would give something up):
         its packets and their copies through the slow path in arrival order, as if no
         run had been."""
