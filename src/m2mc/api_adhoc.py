@@ -38,6 +38,7 @@ from m2mc.kinds import NodeMode, Order
 from m2mc.log import node_logger
 from m2mc.ordering import MessageId
 from m2mc.runtime.endpoint import DEFAULT_FLOW_WINDOW
+from m2mc.runtime.gc_freeze import freeze_startup_objects
 from m2mc.runtime.stack import StackDriver
 from m2mc.runtime.tracing import WallClockSink, incarnation_events, open_trace
 from m2mc.security.auth import counter_start_at
@@ -142,6 +143,8 @@ class AdhocNode(Node):
 
             labels = GroupLabels()
             await self._serve_metrics(lambda: adhoc_snapshot(self, labels), pid)
+        if cfg.freeze_gc:
+            freeze_startup_objects()
 
     async def close(self) -> None:
         if self._closed:
