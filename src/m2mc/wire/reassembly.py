@@ -210,17 +210,9 @@ class Reassembler:
         fragments would only be added (each at most MAX_FRAGMENT bytes), no bound
         passed. At most ``first`` (no run) if the message is done, or partial when
         ``first`` is 0, or not assembled in order up to ``first`` otherwise."""
-        limits = self.limits
-        if first == 0:
-            if (message_id in self._partial or message_id in self._done
-                    or len(self._partial) >= limits.max_partial_messages):
-                return 0
-        else:
-            partial = self._partial.get(message_id)
-            if (partial is None or partial.last != -1 or partial.contiguous != first
-                    or len(partial.parts) != first):
-                return 0
-        room = (limits.max_partial_bytes - self._partial_bytes) // MAX_FRAGMENT
+        if self._run_base(message_id, first, 0) is None:
+            return 0
+        room = (self.limits.max_partial_bytes - self._partial_bytes) // MAX_FRAGMENT
         return min(stop, first + room)
 
     def add_run(self, message_id: int, first: int, packets: list[bytes], skip: int,
@@ -228,12 +220,12 @@ class Reassembler:
         """Add fragments ``first``, ``first`` + 1, ... (none of them the last) at once.
 
         ``packets`` are whole packets whose first ``skip`` bytes are a header. ``first``
-        is 0 for a message neither done nor partial, else the message must
-        :meth:`continues` from ``first``. The result is exactly what as many calls of
-        :meth:`receive_fragment` would leave. If those calls would have had to do
-        more than add (the message is no longer as expected, or a bound would be
-        passed and something given up), nothing is done and False is returned: the
-        caller then makes those calls itself.
+        is 0 for a message neither done nor partial, else the message must have
+        exactly fragments 0 .. ``first`` - 1 here (see :meth:`run_stop`). The result
+        is exactly what as many calls of :meth:`receive_fragment` would leave. If
+        those calls would have had to do more than add (the message is no longer as
+        expected, or a bound would be passed and something given up), nothing is
+        done and False is returned: the caller then makes those calls itself.
         """
         partial = self._run_base(message_id, first, sum(map(len, packets)) - skip * len(packets))
         if partial is None:
