@@ -143,8 +143,10 @@ class AdhocNode(Node):
 
             labels = GroupLabels()
             await self._serve_metrics(lambda: adhoc_snapshot(self, labels), pid)
-        if cfg.freeze_gc:
-            freeze_startup_objects()
+        if cfg.freeze_gc and (frozen := freeze_startup_objects()):
+            node_logger("m2mc.api", pid).debug(
+                "%d start-up objects frozen out of the collector's full passes (freeze_gc)",
+                frozen)
 
     async def close(self) -> None:
         if self._closed:

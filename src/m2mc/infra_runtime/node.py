@@ -153,8 +153,10 @@ class InfraNode(Node):
             from m2mc.metrics.infra import member_snapshot
 
             await self._serve_metrics(lambda: member_snapshot(self), self._pid)
-        if cfg.freeze_gc:
-            freeze_startup_objects()
+        if cfg.freeze_gc and (frozen := freeze_startup_objects()):
+            node_logger("m2mc.infra.member", self._pid).debug(
+                "%d start-up objects frozen out of the collector's full passes (freeze_gc)",
+                frozen)
 
     def _open_store(self) -> tuple[SavedMember | None, bool, bool]:
         """Set the pid; the saved state if any, whether an earlier incarnation used this

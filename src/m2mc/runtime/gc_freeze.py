@@ -22,16 +22,17 @@ __all__ = ["freeze_startup_objects", "frozen"]
 _frozen = False
 
 
-def freeze_startup_objects() -> bool:
-    """Collect, then freeze what the process holds now, once per process; True the
-    first time (later calls do nothing: what a later node makes stays collectable)."""
+def freeze_startup_objects() -> int:
+    """Collect, then freeze what the process holds now, once per process; the number
+    of objects frozen the first time, 0 later (later calls do nothing: what a later
+    node makes stays collectable)."""
     global _frozen
     if _frozen:
-        return False
+        return 0
     _frozen = True
     gc.collect()
     gc.freeze()
-    return True
+    return gc.get_freeze_count()
 
 
 def frozen() -> bool:
