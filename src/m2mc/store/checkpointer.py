@@ -11,10 +11,10 @@ Here a thread runs a ``PASSIVE`` checkpoint on a connection of its own every
 ``every_commits`` commits or ``every_bytes`` bytes of rows written, whichever comes
 first: SQLite lets it copy the log while the node goes on appending to it, and
 Python's sqlite3 releases the GIL while SQLite works, so the node's thread does not
-wait for the disk. The committing connection keeps its
-automatic checkpoint: a log that is always being appended to is never copied to its
-end by a concurrent checkpoint, and only a checkpoint between two commits lets the
-next one start the log over, which bounds its size. That one now finds the log
+wait for the disk. The committing connection keeps its automatic checkpoint: a log
+that is always being appended to is never copied to its end by a concurrent
+checkpoint, and only a checkpoint between two commits lets the next one start the
+log over, which bounds its size. That one now finds the log
 copied but for its last pages, so it is short.
 
 Bytes as well as commits: with 64 KiB messages, about one per commit, 256 commits

@@ -227,7 +227,8 @@ class Reassembler:
         expected, or a bound would be passed and something given up), nothing is
         done and False is returned: the caller then makes those calls itself.
         """
-        partial = self._run_base(message_id, first, sum(map(len, packets)) - skip * len(packets))
+        size = sum(map(len, packets)) - skip * len(packets)
+        partial = self._run_base(message_id, first, size)
         if partial is None:
             return False
         partial.deadline = now + self.limits.message_timeout
@@ -236,11 +237,8 @@ class Reassembler:
         else:
             self._partial.move_to_end(message_id)
         parts = partial.parts
-        size = 0
         for number, packet in enumerate(packets, first):
-            data = packet[skip:]
-            parts[number] = data
-            size += len(data)
+            parts[number] = packet[skip:]
         partial.contiguous = first + len(packets)
         partial.size += size
         self._partial_bytes += size
