@@ -48,6 +48,7 @@ __all__ = ["CHUNK_SPAN", "WRITE_NUMBER_BLOCK", "SqliteStore"]
 _WRITTEN = "store/write_number"  # meta key: at or above every write number given out
 WRITE_NUMBER_BLOCK = 1 << 16  # write numbers reserved by each update of that mark
 PAGE_SIZE = 16384  # the page size of a new store file (docs/decisions.md, "Store page size")
+AUTOCHECKPOINT_BYTES = 32 << 20  # of log, at most, before a commit checkpoints it itself
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -78,7 +79,7 @@ class SqliteStore(SqliteRetention):
     ``clock``: a wall clock (``time.time``) to stamp writes with for the age bound,
     so ages survive a restart; without it, the ``now`` given to :meth:`commit`."""
 
-    def __init__(self, path: str | Path, *, wal_autocheckpoint: int = 2048,
+    def __init__(self, path: str | Path, *, wal_autocheckpoint: int | None = None,
                  clock: Callable[[], float] | None = None,
                  checkpoint_thread: bool = False) -> None:
         self.path = Path(path)
@@ -98,6 +99,10 @@ class SqliteStore(SqliteRetention):
             # node for tens of milliseconds: every 32 MiB of log, not every 4; with
             # checkpoint_thread (a real node) a thread copies the log as it grows
             # (m2mc.store.checkpointer), so this one finds next to nothing left to do.
+            # In pages of the file's own size (an older file keeps 4 KiB ones).
+            if wal_autocheckpoint is None:
+                page = self._db.execute("PRAGMA page_size").fetchone()[0]
+                wal_autocheckpoint = AUTOCHECKPOINT_BYTES // page
             self._db.execute(f"PRAGMA wal_autocheckpoint={wal_autocheckpoint}")
             self._db.executescript(_SCHEMA)
             self._written = self._last_write_number()
