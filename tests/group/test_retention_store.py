@@ -14,6 +14,7 @@ from m2mc.group.config import GroupConfig
 from m2mc.group.manager import GroupNode
 from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.store import GroupStore, MemoryStore, RetentionPolicy
+from m2mc.store.payload_files import LARGE_PAYLOAD
 from m2mc.store.retention import stored_size
 from m2mc.store.sqlite import SqliteStore
 
@@ -27,7 +28,7 @@ def msg(pid: str, seq: int, payload: bytes = b"x" * 100, gseq: int | None = None
     return Message(MessageId(pid, seq), parent, payload, vclock, gseq)
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "sqlite-payload-files"])
 def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
     opened: list[GroupStore] = []
 
@@ -35,8 +36,9 @@ def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
         store: GroupStore
         if request.param == "memory":
             store = MemoryStore(policy)
-        else:
-            store = SqliteStore(tmp_path / "log.db")
+        else:  # (with every payload beside the log, in payload files)
+            large = 1 if request.param == "sqlite-payload-files" else LARGE_PAYLOAD
+            store = SqliteStore(tmp_path / "log.db", large_payload=large)
             store.set_retention(policy)
         opened.append(store)
         return store

@@ -110,6 +110,25 @@ TestStoreMatchesModel.settings = settings(max_examples=40, stateful_step_count=4
                                           suppress_health_check=[HealthCheck.too_slow])
 
 
+class PayloadFilesMatchModel(StoreMatchesModel):
+    """The same with payloads of 10 bytes or more kept in payload files beside the log
+    (m2mc.store.payload_files): some of each kind, in the same chunks."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.db.close()
+        self.db = SqliteStore(self.dir / "log.db", large_payload=10)
+
+    @rule()
+    def reopen(self) -> None:
+        self.db.close()
+        self.db = SqliteStore(self.dir / "log.db", large_payload=10)
+
+
+TestPayloadFilesMatchModel = PayloadFilesMatchModel.TestCase
+TestPayloadFilesMatchModel.settings = TestStoreMatchesModel.settings
+
+
 def test_a_file_of_the_row_per_message_layout_is_converted(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     db = sqlite3.connect(path)

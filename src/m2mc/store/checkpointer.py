@@ -23,6 +23,12 @@ such syncs, and the p99 latency of bench/peers.py at 64 KiB was 65 to 94 ms. Wok
 every 512 KiB it is 5 to 10 ms (docs/decisions.md, "The durable log is
 checkpointed by a thread of its own").
 
+``before``, if given, runs on the thread before each checkpoint: the store syncs
+its payload files there (m2mc.store.payload_files), so they are on the disk no
+later than the log rows that refer to them; ``after`` runs after each one, where
+the store deletes the payload files that a now durable commit stopped referring
+to. An error in either counts as a failed checkpoint.
+
 Nothing about durability changes: a commit is durable in the log whether or not a
 checkpoint has copied it yet, and a log left behind by a crash is replayed when the
 file is next opened.
@@ -33,6 +39,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["Checkpointer"]
@@ -46,12 +53,16 @@ class Checkpointer:
     the thread was last woken. :meth:`close` stops it."""
 
     def __init__(self, path: Path, every_commits: int = 256,
-                 every_bytes: int = 1 << 19) -> None:
+                 every_bytes: int = 1 << 19,
+                 before: Callable[[], None] | None = None,
+                 after: Callable[[], None] | None = None) -> None:
         if every_commits < 1:
             raise ValueError(f"every_commits must be >= 1, got {every_commits}")
         if every_bytes < 1:
             raise ValueError(f"every_bytes must be >= 1, got {every_bytes}")
         self.path = path
+        self._before = before  # run on the thread before each checkpoint
+        self._after = after  # and after each one that succeeded
         self.every_commits = every_commits
         self.every_bytes = every_bytes
         self.checkpoints = 0  # checkpoints run (read by tests and stats)
@@ -109,8 +120,12 @@ class Checkpointer:
                         return
                     self._done = self._wanted
                 try:
+                    if self._before is not None:
+                        self._before()
                     db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                except sqlite3.Error as exc:
+                    if self._after is not None:
+                        self._after()
+                except (sqlite3.Error, OSError) as exc:
                     self.errors += 1
                     if self.errors == 1:
                         _log.warning("checkpoint of %s failed: %s", self.path, exc)

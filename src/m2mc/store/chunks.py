@@ -38,17 +38,39 @@ def message_of(pid: str, r: Record, late: tuple[int | None, int | None] | None =
                     vclock, gseq), bool(delivered))
 
 
-def chunk_rows(pending: Pending, t: float | None
-               ) -> Iterator[tuple[str, str, int, int, bytes, float | None]]:
+ChunkRow = tuple[str, str, int, int, bytes, float | None, int | None, int | None]
+
+
+def chunk_rows(pending: Pending, t: float | None, references: bool = False
+               ) -> Iterator[ChunkRow]:
     """Rows for the chunks table: per group and sender, runs of at most CHUNK_SPAN
-    seqnos, stamped ``t``."""
+    seqnos, stamped ``t``. ``references``: some payloads may be references to
+    payload files (each row then says what it refers to: :func:`referenced`)."""
     pack = msgpack.packb
     for gid, by_pid in pending.items():
         for pid, by_seq in by_pid.items():
             records = list(by_seq.values())
             records.sort(key=SEQ_OF)
             for run in runs(records):
-                yield gid, pid, run[0][1], run[-1][1], pack(run, use_bin_type=True), t
+                ext, seg = referenced(run) if references else (None, None)
+                yield gid, pid, run[0][1], run[-1][1], pack(run, use_bin_type=True), t, ext, seg
+
+
+def referenced(records: list[Record]) -> tuple[int | None, int | None]:
+    """The bytes that ``records`` keep in payload files (m2mc.store.payload_files),
+    and the lowest segment they refer to (segment 0: none, a payload known lost);
+    (None, None) when they refer to none."""
+    ext = 0
+    seg: int | None = None
+    found = False
+    for r in records:
+        ref = r[4]
+        if type(ref) is list:
+            found = True
+            ext += ref[2]
+            if ref[0] > 0 and (seg is None or ref[0] < seg):
+                seg = ref[0]
+    return (ext, seg) if found else (None, None)
 
 
 def runs(records: list[Record]) -> Iterator[list[Record]]:

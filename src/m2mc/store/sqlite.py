@@ -32,6 +32,7 @@ import json
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import msgpack
 
@@ -41,6 +42,7 @@ from m2mc.ordering import Message, MessageId
 from m2mc.store import GroupRow, StoredMessage
 from m2mc.store.checkpointer import Checkpointer
 from m2mc.store.chunks import CHUNK_SPAN, Pending, Record, chunk_rows, message_of
+from m2mc.store.payload_files import LARGE_PAYLOAD, PayloadFiles, is_reference
 from m2mc.store.sqlite_retention import SqliteRetention
 
 __all__ = ["CHUNK_SPAN", "WRITE_NUMBER_BLOCK", "SqliteStore"]
@@ -57,7 +59,7 @@ CREATE TABLE IF NOT EXISTS groups (
     my_version INTEGER NOT NULL, members TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS chunks (
     gid TEXT NOT NULL, pid TEXT NOT NULL, lo INTEGER NOT NULL, hi INTEGER NOT NULL,
-    data BLOB NOT NULL, t REAL);
+    data BLOB NOT NULL, t REAL, ext INTEGER, seg INTEGER);
 CREATE INDEX IF NOT EXISTS chunks_by_seq ON chunks (gid, pid, lo);
 CREATE TABLE IF NOT EXISTS late (
     gid TEXT NOT NULL, pid TEXT NOT NULL, seq INTEGER NOT NULL,
@@ -70,21 +72,33 @@ CREATE INDEX IF NOT EXISTS late_by_gseq ON late (gid, gseq) WHERE gseq IS NOT NU
 _Record = Record
 _Key = tuple[str, str, int]
 _Pending = Pending
-_INSERT_CHUNK = "INSERT INTO chunks (gid, pid, lo, hi, data, t) VALUES (?, ?, ?, ?, ?, ?)"
+_INSERT_CHUNK = ("INSERT INTO chunks (gid, pid, lo, hi, data, t, ext, seg) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+# ext: the bytes of the row's payloads kept in payload files; seg: the lowest segment
+# it refers to (both NULL for a row of inline payloads only, the common case).
+_PAYLOAD_COLUMNS = (("ext", "INTEGER"), ("seg", "INTEGER"))
+_BY_SEGMENT = "CREATE INDEX IF NOT EXISTS chunks_by_seg ON chunks (seg) WHERE seg IS NOT NULL"
 
 
 class SqliteStore(SqliteRetention):
     """GrpMsgList, GIIT rows and counters in ``path`` (created if absent).
 
     ``clock``: a wall clock (``time.time``) to stamp writes with for the age bound,
-    so ages survive a restart; without it, the ``now`` given to :meth:`commit`."""
+    so ages survive a restart; without it, the ``now`` given to :meth:`commit`.
+    ``large_payload``: payloads of this many bytes or more are kept in payload
+    files beside the log (m2mc.store.payload_files)."""
 
     def __init__(self, path: str | Path, *, wal_autocheckpoint: int | None = None,
                  clock: Callable[[], float] | None = None,
-                 checkpoint_thread: bool = False) -> None:
+                 checkpoint_thread: bool = False,
+                 large_payload: int = LARGE_PAYLOAD) -> None:
         self.path = Path(path)
         self._checkpointer: Checkpointer | None = None
         self._written_bytes = 0  # chunk bytes written since the last commit
+        self._large = max(1, large_payload)
+        self._payloads: PayloadFiles | None = None  # opened when first needed
+        self._pending_refs = False  # some pending record's payload is in a payload file
+        self._defer_sync = checkpoint_thread
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(str(self.path))
@@ -105,6 +119,7 @@ class SqliteStore(SqliteRetention):
                 wal_autocheckpoint = AUTOCHECKPOINT_BYTES // page
             self._db.execute(f"PRAGMA wal_autocheckpoint={wal_autocheckpoint}")
             self._db.executescript(_SCHEMA)
+            self._add_payload_columns()
             self._written = self._last_write_number()
             self._reserved = self._written  # the mark in meta
             # Messages with a row in ``late`` (few: held ones, stamped ones), so a new
@@ -116,12 +131,59 @@ class SqliteStore(SqliteRetention):
         except (sqlite3.Error, OSError, ValueError) as exc:
             raise ConfigError(f"cannot open the message store {self.path}: {exc}") from None
         if checkpoint_thread:
-            self._checkpointer = Checkpointer(self.path)
+            self._checkpointer = Checkpointer(self.path, before=self._sync_payloads,
+                                              after=self._remove_payload_files)
         # Writes since the last flush; later writes replace earlier ones.
         self._pending: _Pending = {}
         self._pending_gseqs = False  # some pending record has a gseq (indexed in late)
         self._late_delivered: list[_Key] = []
         self._late_gseqs: list[tuple[str, str, int, int]] = []
+
+    def _add_payload_columns(self) -> None:
+        """A file of an earlier version has no ``ext``/``seg`` columns: add them."""
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(chunks)")}
+        for name, kind in _PAYLOAD_COLUMNS:
+            if name not in columns:
+                self._db.execute(f"ALTER TABLE chunks ADD COLUMN {name} {kind}")
+        self._db.execute(_BY_SEGMENT)
+
+    def _files(self) -> PayloadFiles:
+        """The payload files beside the log (the directory made when first needed)."""
+        files = self._payloads
+        if files is None:
+            files = self._payloads = PayloadFiles(self._payload_directory(),
+                                                  defer_sync=self._defer_sync)
+        return files
+
+    def _payload_directory(self) -> Path:
+        return self.path.with_name(self.path.name + "-payloads")
+
+    def _sync_payloads(self) -> None:
+        """Before each checkpoint (on the checkpoint thread): the payload files are
+        made durable no later than the rows that refer to them."""
+        files = self._payloads
+        if files is not None:
+            files.sync()
+
+    def _remove_payload_files(self) -> None:
+        """After each checkpoint (on its thread): the segments that a now durable
+        commit stopped referring to are deleted."""
+        files = self._payloads
+        if files is not None:
+            files.remove_scheduled()
+
+    def _resolved(self, r: _Record) -> _Record | None:
+        """``r`` with its payload read back from the payload files if it is there;
+        None if it cannot be (m2mc.store.payload_files: treated as not stored)."""
+        ref = r[4]
+        if not is_reference(ref):
+            return r
+        payload = self._files().read(ref)
+        if payload is None:
+            return None
+        r = list(r)
+        r[4] = payload
+        return r
 
     def _last_write_number(self) -> int:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (_WRITTEN,)).fetchone()
@@ -180,8 +242,12 @@ class SqliteStore(SqliteRetention):
                 self._pending_gseqs = True
             parent = message.parent
             vclock = message.vclock
+            payload: Any = message.payload
+            if len(payload) >= self._large:  # written now, before the commit that refers to it
+                payload = self._files().write(payload)
+                self._pending_refs = True
             # The chunk record (see _Record), built inline: every message sent or received.
-            records[seq] = [n, seq, parent.pid, parent.seq, message.payload, gseq,
+            records[seq] = [n, seq, parent.pid, parent.seq, payload, gseq,
                             None if vclock is None else dict(vclock), delivered]
 
     def _pending_record(self, gid: str, mid: MessageId) -> _Record | None:
@@ -230,12 +296,15 @@ class SqliteStore(SqliteRetention):
                     db.executemany("DELETE FROM late WHERE gid = ? AND pid = ? AND seq = ?",
                                    replaced)
                     late_keys.difference_update(replaced)
-            rows = list(chunk_rows(pending, self._time()))
+            references, self._pending_refs = self._pending_refs, False
+            rows = list(chunk_rows(pending, self._time(), references))
             db.executemany(_INSERT_CHUNK, rows)
             self._written_bytes += sum([len(row[4]) for row in rows])  # (checkpoints)
+            if references:  # (the checkpoint thread syncs the payload files too)
+                self._written_bytes += sum([row[6] or 0 for row in rows])
             if self._bytes is not None:  # a bytes bound: each group's total kept up to date
                 for row in rows:
-                    self._account(row[0], len(row[4]))
+                    self._account(row[0], len(row[4]) + (row[6] or 0))
             if self._written > self._reserved:
                 self._reserved = self._written + WRITE_NUMBER_BLOCK
                 db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
@@ -265,6 +334,8 @@ class SqliteStore(SqliteRetention):
         self._flush()
         self._retain(now)
         self._db.commit()
+        if self._reclaim_due:
+            self._reclaim_payload_files()
         if self._checkpointer is not None:
             self._checkpointer.committed(self._written_bytes)
         self._written_bytes = 0
@@ -275,7 +346,12 @@ class SqliteStore(SqliteRetention):
         finally:
             if self._checkpointer is not None:  # (closed first: ours is the last
                 self._checkpointer.close()  # connection, whose close checkpoints)
+            files = self._payloads
+            if files is not None:
+                files.close()  # (synced before the last checkpoint, the close's)
             self._db.close()
+            if files is not None and self._checkpointer is not None:
+                files.remove_scheduled()  # what waited for a checkpoint
 
     # ------------------------------------------------------------------- reads
     def load_groups(self) -> list[GroupRow]:
@@ -319,7 +395,9 @@ class SqliteStore(SqliteRetention):
         if not seqs:
             return []
         late = self._late(gid, pid, seqs[0], seqs[-1])
-        return [message_of(pid, found[seq], late.get(seq))[0] for seq in seqs]
+        resolved = self._resolved
+        return [message_of(pid, r, late.get(seq))[0] for seq in seqs
+                if (r := resolved(found[seq])) is not None]
 
     def gseq_range(self, gid: str, lo: int, hi: int, limit: int) -> list[Message]:
         self._flush()
@@ -348,7 +426,10 @@ class SqliteStore(SqliteRetention):
                 first.setdefault(key, r[0])
         out = []
         for key in sorted(latest, key=first.__getitem__):
-            message, delivered = message_of(key[0], latest[key], late.get(key))
+            r = self._resolved(latest[key])
+            if r is None:
+                continue
+            message, delivered = message_of(key[0], r, late.get(key))
             out.append(StoredMessage(message, delivered))
         return out
 

@@ -24,11 +24,13 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable
+from pathlib import Path
 
 import msgpack
 
 from m2mc.ordering import Message
-from m2mc.store.chunks import CHUNK_SPAN, Record, message_of, runs
+from m2mc.store.chunks import CHUNK_SPAN, Record, message_of, referenced, runs
+from m2mc.store.payload_files import PayloadFiles, is_reference
 from m2mc.store.retention import (
     GoneAnswer,
     GoneLog,
@@ -48,6 +50,9 @@ CREATE TABLE IF NOT EXISTS gone (
     PRIMARY KEY (gid, pid)) WITHOUT ROWID;
 """
 SCAN_ROWS = 256  # chunk rows read per step of an eviction pass
+_ROW_BYTES = "LENGTH(data) + COALESCE(ext, 0)"  # a chunk row's size, its payload files' included
+_INSERT_ROW = ("INSERT INTO chunks (gid, pid, lo, hi, data, t, ext, seg) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
 HELD_LIMIT = 100_000  # positions looked at per interval of a gone answer
 _FLOOR = ""  # the gone table's row of a group's gseq floor (a pid is never empty)
 _Key = tuple[str, str, int]
@@ -58,6 +63,13 @@ class SqliteRetention:
 
     _db: sqlite3.Connection
     _late_keys: set[_Key]
+    _payloads: PayloadFiles | None
+
+    def _files(self) -> PayloadFiles:
+        raise NotImplementedError
+
+    def _payload_directory(self) -> Path:
+        raise NotImplementedError
 
     def _late(self, gid: str, pid: str, lo: int, hi: int
               ) -> dict[int, tuple[int | None, int | None]]:
@@ -73,6 +85,7 @@ class SqliteRetention:
         if "t" not in columns:  # a file of an earlier version: its rows have no time
             db.execute("ALTER TABLE chunks ADD COLUMN t REAL")
         self._clock = clock
+        self._reclaim_due = False  # a pass ran: see which payload segments may go
         self._now: float | None = None
         self._opened_at: float | None = clock() if clock is not None else None
         self._gone: dict[str, GoneLog] = {}
@@ -103,7 +116,7 @@ class SqliteRetention:
             self._bytes = None
             return
         self._bytes = {gid: int(n) for gid, n in self._db.execute(
-            "SELECT gid, SUM(LENGTH(data)) FROM chunks GROUP BY gid")}
+            f"SELECT gid, SUM({_ROW_BYTES}) FROM chunks GROUP BY gid")}
         self._over.update(gid for gid, n in self._bytes.items() if n > self._bound)
 
     def _time(self) -> float | None:
@@ -150,12 +163,12 @@ class SqliteRetention:
         last = self._db.execute("SELECT MAX(rowid) FROM chunks").fetchone()[0] or 0
         while True:
             rows = self._db.execute(
-                "SELECT rowid, gid, pid, lo, hi, data, t FROM chunks WHERE rowid > ? "
+                "SELECT rowid, gid, pid, lo, hi, data, t, ext FROM chunks WHERE rowid > ? "
                 "AND rowid <= ? ORDER BY rowid LIMIT ?", (cursor, last, SCAN_ROWS)).fetchall()
             if not rows:
                 break
             done = False
-            for rowid, gid, pid, lo, hi, data, t in rows:
+            for rowid, gid, pid, lo, hi, data, t, ext in rows:
                 cursor = rowid
                 when = t if t is not None else opened
                 aged = cutoff is not None and (when is None or when < cutoff)
@@ -165,7 +178,7 @@ class SqliteRetention:
                         done = True  # rows come in the order written: the rest is younger
                         break
                     continue
-                freed = self._evict_row(rowid, gid, pid, lo, hi, bytes(data), now, touched)
+                freed = self._evict_row(rowid, gid, pid, lo, hi, bytes(data), ext, now, touched)
                 if gid in need:
                     need[gid] -= freed
             if done:
@@ -180,14 +193,16 @@ class SqliteRetention:
                 self._trim_stubs(gid, touched)
         for gid in touched:
             self._save_gone(gid)
+        self._reclaim_due = True  # (after the commit: commit())
 
     def _evict_row(self, rowid: int, gid: str, pid: str, lo: int, hi: int, data: bytes,
-                   now: float, touched: set[str]) -> int:
+                   ext: int | None, now: float, touched: set[str]) -> int:
         """Evict the delivered records of one chunk row; returns the bytes freed."""
         late = self._late(gid, pid, lo, hi)
         keep: list[Record] = []
         evicted: list[Record] = []
-        for r in msgpack.unpackb(data):
+        records = msgpack.unpackb(data)
+        for r in records:
             noted = late.get(r[1])
             if noted is not None:
                 if noted[0] is not None:
@@ -198,15 +213,16 @@ class SqliteRetention:
         db = self._db
         db.execute("DELETE FROM chunks WHERE rowid = ?", (rowid,))
         if not evicted:  # held messages only: moved to the young end, not read every pass
-            db.execute("INSERT INTO chunks (gid, pid, lo, hi, data, t) VALUES (?, ?, ?, ?, ?, ?)",
-                       (gid, pid, lo, hi, data, now))
-            return 0
-        freed = len(data)
+            if ext is None:
+                db.execute(_INSERT_ROW, (gid, pid, lo, hi, data, now, None, None))
+                return 0
+            freed = len(data) + ext - self._rewrite_row(gid, pid, keep, now)  # (copied)
+            if self._bytes is not None:
+                self._bytes[gid] = self._bytes.get(gid, 0) - freed
+            return freed
+        freed = len(data) + (ext or 0)
         if keep:  # held ones stay, as a new row: their age counts from now
-            kept = msgpack.packb(keep, use_bin_type=True)
-            db.execute("INSERT INTO chunks (gid, pid, lo, hi, data, t) VALUES (?, ?, ?, ?, ?, ?)",
-                       (gid, pid, keep[0][1], keep[-1][1], kept, now))
-            freed -= len(kept)
+            freed -= self._rewrite_row(gid, pid, keep, now)
         keys = [(gid, pid, r[1]) for r in evicted if (gid, pid, r[1]) in self._late_keys]
         if keys:
             db.executemany("DELETE FROM late WHERE gid = ? AND pid = ? AND seq = ?", keys)
@@ -226,6 +242,35 @@ class SqliteRetention:
             self._bytes[gid] = self._bytes.get(gid, 0) - freed
         self.evicted += len(evicted)
         return freed
+
+    def _rewrite_row(self, gid: str, pid: str, records: list[Record], now: float) -> int:
+        """Write ``records`` (held ones) as a new row stamped ``now``, their payloads
+        in payload files copied to the current segment so that older segments can go
+        (one that cannot be read back stays a reference to nothing, in segment 0);
+        returns the row's bytes."""
+        if any(is_reference(r[4]) for r in records):
+            files = self._files()
+            for r in records:
+                if is_reference(r[4]):
+                    payload = files.read(r[4])
+                    r[4] = [0, 0, r[4][2], 0] if payload is None else files.write(payload)
+        ext, seg = referenced(records)
+        data = msgpack.packb(records, use_bin_type=True)
+        self._db.execute(_INSERT_ROW, (gid, pid, records[0][1], records[-1][1], data, now,
+                                       ext, seg))
+        return len(data) + (ext or 0)
+
+    def _reclaim_payload_files(self) -> None:
+        """The payload segments no row refers to any more may go (called after the
+        commit of a retention pass; m2mc.store.payload_files says when they do)."""
+        self._reclaim_due = False
+        files = self._payloads
+        if files is None:
+            if not self._payload_directory().exists():
+                return  # no payload was ever large enough
+            files = self._files()
+        row = self._db.execute("SELECT MIN(seg) FROM chunks WHERE seg IS NOT NULL").fetchone()
+        files.remove_below(row[0] if row and row[0] is not None else files.current)
 
     def _write_stubs(self, gid: str, pid: str, stubs: list[Record]) -> None:
         stubs.sort(key=lambda r: r[1])
@@ -339,6 +384,6 @@ class SqliteRetention:
 
     def log_bytes(self, gid: str) -> int:
         self._flush()
-        row = self._db.execute("SELECT SUM(LENGTH(data)) FROM chunks WHERE gid = ?",
+        row = self._db.execute(f"SELECT SUM({_ROW_BYTES}) FROM chunks WHERE gid = ?",
                                (gid,)).fetchone()
         return int(row[0]) if row and row[0] is not None else 0
