@@ -6,7 +6,10 @@ A driver (asyncio runtime or simulator) owns the clock and the channel. It calls
 ``datagrams_to_send`` returns. The stack never blocks, sleeps or reads a clock.
 A stack may also have ``receive_datagrams(datagrams, now)``, the same as
 ``receive_datagram`` for each in order; the asyncio driver then hands it each
-batch it reads at once.
+batch it reads at once. One with ``takes_blocks = True`` as well (the M2MP layer
+and the group node) may be handed :class:`~m2mc.transport.offload.Segments` in a
+batch: several datagrams of one read, kept joined, each to be taken as its
+datagrams in order.
 
 A stack with durable state (:class:`DurableStack`: the group node with its log,
 an infrastructure member with its saved state) never commits anything itself.

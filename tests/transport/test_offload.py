@@ -30,6 +30,7 @@ from m2mc.transport.offload import (
     split_segments,
 )
 from m2mc.transport.url import MulticastSpec, format_channel_url, open_channel, parse_channel_url
+from m2mc.wire.segments import Segments, segment_count, split_blocks
 
 DEADLINE = 5.0
 
@@ -70,6 +71,20 @@ def test_a_joined_run_read_back_with_its_segment_size_is_the_run(lengths: list[i
         if len(run) > 1 and len(run[-1]) == 0:
             run = run[:-1]  # an empty last segment adds nothing to the joined bytes
         assert got == run
+
+
+@given(sizes)
+def test_with_blocks_a_read_of_full_packets_stays_joined(lengths: list[int]) -> None:
+    datagrams = [bytes([i % 251]) * max(n, 1) for i, n in enumerate(lengths)]
+    for run in runs(datagrams):
+        got: list[bytes] = []
+        ancillary = [(SOL_UDP, UDP_GRO, struct.pack("=i", SEGMENT))] if len(run) > 1 else []
+        assert split_segments(b"".join(run), ancillary, got.append, blocks=True) == len(run)
+        if len(run) > 1:
+            assert got == [b"".join(run)] and type(got[0]) is Segments
+            assert split_blocks(got) == run
+        else:
+            assert got == run and type(got[0]) is bytes
 
 
 def test_a_read_without_a_segment_size_is_one_datagram() -> None:
@@ -120,6 +135,32 @@ async def test_joined_sends_arrive_as_the_packets_sent(mcast_url: str) -> None:
         assert sender.stats.datagrams_out == len(datagrams)
         assert await read(receiver, len(datagrams)) == datagrams
         assert await read(sender, len(datagrams)) == datagrams  # its loopback copies too
+        assert receiver.stats.datagrams_in == len(datagrams)
+
+
+async def test_a_sink_that_takes_blocks_gets_the_packets_joined_and_in_order(
+        mcast_url: str) -> None:
+    """A sink that took ``offer_blocks`` (the M2MP layer's) gets each read's full
+    packets as one Segments; taken apart they are the packets sent, and the
+    channel counts packets, not reads."""
+    datagrams = packets_of(5, 9000)
+    got: list[bytes] = []
+    arrived = asyncio.Event()
+
+    def sink(batch: list[bytes]) -> None:
+        got.extend(batch)
+        if sum(segment_count(d) if type(d) is Segments else 1 for d in got) >= len(datagrams):
+            arrived.set()
+
+    async with open_channel(mcast_url) as sender, open_channel(mcast_url) as receiver:
+        assert isinstance(sender, MulticastChannel) and isinstance(receiver, MulticastChannel)
+        if not (sender.gso and receiver.gro):
+            pytest.skip("this kernel has no UDP segmentation offload")
+        assert receiver.set_sink(sink) and receiver.offer_blocks()
+        assert sender.send_many_nowait(datagrams) == len(datagrams)
+        await asyncio.wait_for(arrived.wait(), DEADLINE)
+        assert any(type(d) is Segments for d in got)
+        assert split_blocks(got) == datagrams
         assert receiver.stats.datagrams_in == len(datagrams)
 
 

@@ -12,12 +12,16 @@ from __future__ import annotations
 import os
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from m2mc.wire import m2mp as m2mp_module
+from m2mc.wire import run_end as run_end_module
 from m2mc.wire.m2mp import M2MPConfig, M2MPLayer, MessageReceived
-from m2mc.wire.packet import HEADER_SIZE, MAX_FRAGMENT, fragments
+from m2mc.wire.packet import HEADER_SIZE, MAX_FRAGMENT, MAX_PACKET, fragments
 from m2mc.wire.reassembly import Reassembler, ReassemblyLimits
+from m2mc.wire.segments import Segments
 from m2mc.wire.streams import StreamChunk
 
 
@@ -43,6 +47,35 @@ def test_a_64_kib_message_read_64_packets_at_a_time_arrives_whole() -> None:
     assert deliver(m2mp, packets, 64) == payloads
     assert m2mp.partial_messages == 0 and m2mp.partial_bytes == 0
     assert m2mp.stats.messages_in == 3 and m2mp.stats.duplicates == 0
+
+
+def test_64_kib_messages_read_as_segments_arrive_whole_without_being_cut_apart(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a reader with UDP receive offload gets (wire/segments.py): each read's
+    packets joined. In order, they are taken as they are."""
+    def never(block: bytes) -> list[bytes]:
+        raise AssertionError("cut apart")
+
+    monkeypatch.setattr(m2mp_module, "split_block", never)
+    monkeypatch.setattr(run_end_module, "split_block", never)
+    payloads = [b"\x01" + os.urandom(65_535) for _ in range(3)]
+    packets = [p for i, payload in enumerate(payloads) for p in fragments(10 + i, payload)]
+    m2mp = layer(M2MPConfig())
+    for batch in (packets[:70], packets[70:300], packets[300:]):
+        m2mp.receive_datagrams(gro(batch, [64]), 1.0)
+    assert [e.payload for e in m2mp.events() if isinstance(e, MessageReceived)] == payloads
+    assert m2mp.stats.packets_in == len(packets) and m2mp.stats.messages_in == 3
+    assert m2mp.partial_messages == 0 and m2mp.partial_bytes == 0
+
+
+def test_segments_that_are_not_one_message_in_order_are_taken_one_by_one() -> None:
+    payload = b"\x01" + os.urandom(5_000)
+    packets = [p for p in fragments(5, payload) for _ in range(2)]  # each sent twice
+    m2mp = layer(M2MPConfig())
+    m2mp.receive_datagrams(gro(packets, [64]), 1.0)
+    assert [e.payload for e in m2mp.events() if isinstance(e, MessageReceived)] == [payload]
+    assert m2mp.stats.duplicates == len(packets) // 2
+    assert m2mp.stats.packets_in == len(packets)
 
 
 def test_redundant_copies_are_counted_once_each_and_the_message_arrives_once() -> None:
@@ -147,21 +180,47 @@ configs = st.builds(
 )
 
 
+def gro(batch: list[bytes], sizes: list[int]) -> list[bytes]:
+    """``batch`` as a reader with UDP receive offload may get it (wire/segments.py):
+    full packets in a row, and the shorter one after them, joined as Segments of at
+    most the drawn sizes."""
+    out: list[bytes] = []
+    i = k = 0
+    while i < len(batch):
+        most = sizes[k % len(sizes)]
+        k += 1
+        j = i
+        while j < len(batch) and j - i < most and len(batch[j]) == MAX_PACKET:
+            j += 1
+        if i < j < len(batch) and j - i < most and len(batch[j]) < MAX_PACKET:
+            j += 1
+        if j - i >= 2:
+            out.append(Segments(b"".join(batch[i:j])))
+            i = j
+        else:
+            out.append(batch[i])
+            i += 1
+    return out
+
+
 @settings(max_examples=500, deadline=None)
 @given(config=configs, datagrams=traffic(),
        own=st.lists(st.integers(0, 3 * MAX_FRAGMENT), max_size=2),
        where=st.randoms(use_true_random=False),
        cuts=st.lists(st.integers(1, 40), min_size=1, max_size=40),
-       waits=st.lists(st.sampled_from([0.0, 0.0, 2.0, 6.0]), min_size=1, max_size=40))
+       waits=st.lists(st.sampled_from([0.0, 0.0, 2.0, 6.0]), min_size=1, max_size=40),
+       joins=st.lists(st.integers(1, 70), min_size=1, max_size=10))
 def test_runs_leave_exactly_what_the_per_fragment_path_leaves(
         config: M2MPConfig, datagrams: list[bytes], own: list[int], where: random.Random,
-        cuts: list[int], waits: list[float]) -> None:
-    fast, plain = layer(config), layer(config, runs=False)
+        cuts: list[int], waits: list[float], joins: list[int]) -> None:
+    """And so does a layer given the same batches with packets joined as a reader with
+    UDP receive offload gets them (Segments)."""
+    fast, plain, joined = layer(config), layer(config, runs=False), layer(config)
     for size in own:  # our own messages' looped-back copies, somewhere in the traffic
-        for m2mp in (fast, plain):
+        for m2mp in (fast, plain, joined):
             m2mp.send(b"\x01" + bytes(size), 0.0)
         sent = fast.datagrams_to_send(0.0)
-        assert sent == plain.datagrams_to_send(0.0)  # same seed, same IDs
+        assert sent == plain.datagrams_to_send(0.0) == joined.datagrams_to_send(0.0)
         at = where.randrange(len(datagrams) + 1)
         datagrams = datagrams[:at] + sent + datagrams[at:]
     now, start, k = 1.0, 0, 0
@@ -169,12 +228,16 @@ def test_runs_leave_exactly_what_the_per_fragment_path_leaves(
         cut = cuts[k % len(cuts)]
         now += waits[k % len(waits)]
         k += 1
-        for m2mp in (fast, plain):
+        batch = datagrams[start:start + cut]
+        for m2mp in (fast, plain, joined):
             m2mp.on_timer(now)
-            m2mp.receive_datagrams(datagrams[start:start + cut], now)
+            m2mp.receive_datagrams(gro(batch, joins) if m2mp is joined else batch, now)
         start += cut
-        assert fast.events() == plain.events()
-        assert fast.stats == plain.stats
-        assert (fast.partial_messages, fast.partial_bytes) == (
-            plain.partial_messages, plain.partial_bytes)
-        assert fast.next_deadline() == plain.next_deadline()
+        expected = plain.events()
+        assert fast.events() == expected
+        assert joined.events() == expected
+        for m2mp in (fast, joined):
+            assert m2mp.stats == plain.stats
+            assert (m2mp.partial_messages, m2mp.partial_bytes) == (
+                plain.partial_messages, plain.partial_bytes)
+            assert m2mp.next_deadline() == plain.next_deadline()

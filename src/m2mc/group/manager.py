@@ -80,6 +80,8 @@ _AUTH_META = "auth/"  # store meta key prefix: "auth/<gid>" = suite of a keyed g
 class GroupNode(NodeReceive):
     """A process's whole M2MC stack over one M2MP layer (a SansIOStack)."""
 
+    takes_blocks = True  # receive_datagrams hands wire.segments.Segments to M2MP (m2mc.core)
+
     def __init__(self, pid: str, *, rng: random.Random, config: GroupConfig | None = None,
                  m2mp: M2MPLayer | None = None, m2mp_config: M2MPConfig | None = None,
                  store: GroupStore | None = None, trace: TraceSink | None = None,

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from m2mc.runtime.driver import Waiters
 from m2mc.transport.channel import Channel, ChannelClosedError
+from m2mc.wire.segments import split_blocks
 
 if TYPE_CHECKING:
     from m2mc.runtime.driver import Driver
@@ -79,8 +80,12 @@ class ChannelLink:
                  read_on: ReadOn = read_burst, paused: Callable[[], bool] | None = None,
                  packet_trace: PacketTrace | None = None,
                  on_drained: Callable[[], None] | None = None,
-                 on_lost: Callable[[ChannelClosedError], None] | None = None) -> None:
+                 on_lost: Callable[[ChannelClosedError], None] | None = None,
+                 blocks: bool = False) -> None:
         self.channel = channel
+        # ``receive`` takes offload.Segments (the M2MP layer): offered to the channel
+        # unless every datagram is traced one by one.
+        self._blocks = blocks and packet_trace is None
         self._receive = receive
         self._read_on = read_on
         self._paused = paused or _never
@@ -108,6 +113,8 @@ class ChannelLink:
         # switch per wake-up; the others are read by a task.
         if not self.channel.set_sink(self._on_datagrams):
             self._reader = driver.loop.create_task(self._read_loop())
+        elif self._blocks:
+            self.channel.offer_blocks()
 
     def watch_link(self, on_up: Callable[[], None]) -> bool:
         """Be told when the channel's interface comes back (Channel.watch_link)."""
@@ -185,7 +192,9 @@ class ChannelLink:
     def _on_datagrams(self, batch: list[bytes]) -> None:
         """Sink mode: called by the channel's reader callback."""
         if self._paused():
-            # The channel's own bound is bypassed in sink mode: keep ours.
+            # The channel's own bound is bypassed in sink mode: keep ours, in datagrams.
+            if self._blocks:
+                batch = split_blocks(batch)
             room = MAX_HELD_BACK - len(self._held_back)
             if len(batch) > room:
                 self.dropped_paused += len(batch) - max(room, 0)

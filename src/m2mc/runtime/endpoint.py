@@ -85,7 +85,7 @@ class M2MPEndpoint:
         self._log = node_logger("m2mc.runtime.endpoint", node)
         self._link = ChannelLink(self._channel, self._layer.receive_datagrams,
                                  read_on=read_copies, on_drained=self._on_drained,
-                                 on_lost=self._on_lost)
+                                 on_lost=self._on_lost, blocks=self._layer.takes_blocks)
         self._driver = Driver(self._layer, self, on_output=self._take_events)
         self._inbox: deque[M2MPEvent] = deque()
         self._inbox_waiter: asyncio.Future[None] | None = None

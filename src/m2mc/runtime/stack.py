@@ -37,7 +37,8 @@ class StackDriver:
         self.stack = stack
         self.channel = channel
         self.link = ChannelLink(channel, _receiver(stack), paused=paused,
-                                packet_trace=packet_trace)
+                                packet_trace=packet_trace,
+                                blocks=getattr(stack, "takes_blocks", False) is True)
         # The adapter's output step is the stack's and the link's own: no call between
         # (this runs after every batch and every API call).
         self.take_output: Callable[[float], list[bytes]] = stack.datagrams_to_send

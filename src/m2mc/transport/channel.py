@@ -167,6 +167,12 @@ class Channel(abc.ABC):
         """
         return False
 
+    def offer_blocks(self) -> bool:
+        """Let this channel hand the sink :class:`~m2mc.transport.offload.Segments`
+        (several datagrams of one read, kept joined) where it reads such; the sink
+        must take them (the M2MP layer does). False where it never does."""
+        return False
+
     @property
     def receive_buffer(self) -> int | None:
         """Bytes the OS holds for us before it drops (the socket's receive buffer, in

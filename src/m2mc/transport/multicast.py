@@ -104,6 +104,7 @@ class MulticastChannel(Channel):
         self._watcher: LinkWatcher | None = None
         self.gso = False  # runs of full packets go out joined (transport/offload.py)
         self.gro = False  # reads may return several datagrams
+        self._blocks = False  # the sink takes offload.Segments (offer_blocks)
 
     @property
     def loops_back(self) -> bool:
@@ -117,6 +118,10 @@ class MulticastChannel(Channel):
             self.gso = enable_gso(self._sock)
             self.gro = enable_gro(self._sock)
         self._loop.add_reader(self._fd, self._on_readable)
+
+    def offer_blocks(self) -> bool:
+        self._blocks = True
+        return True
 
     @property
     def receive_buffer(self) -> int | None:
@@ -180,8 +185,7 @@ class MulticastChannel(Channel):
     def _poll_segments(self, sock: socket.socket, limit: int) -> list[bytes]:
         # poll() with GRO on: one read may bring several datagrams.
         batch: list[bytes] = []
-        _read_gro(sock, batch, limit)
-        self.stats.datagrams_in += len(batch)
+        self.stats.datagrams_in += _read_gro(sock, batch, limit, self._blocks)
         return batch
 
     def set_sink(self, sink: Callable[[list[bytes]], None] | None) -> bool:
@@ -229,14 +233,15 @@ class MulticastChannel(Channel):
         # _on_readable with GRO on: up to _READ_BATCH datagrams (a read that brings
         # several may pass it by up to 63).
         batch: list[bytes] = []
-        _read_gro(sock, batch, 1)
+        blocks = self._blocks and self._sink is not None
+        count = _read_gro(sock, batch, 1, blocks)
         if not batch:
             return  # nothing after all (or an ICMP error surfaced on the socket)
         if self._more_waiting():
-            _read_gro(sock, batch, _READ_BATCH)
+            count += _read_gro(sock, batch, _READ_BATCH - count, blocks)
         sink = self._sink
         if sink is not None:
-            self.stats.datagrams_in += len(batch)
+            self.stats.datagrams_in += count
             sink(batch)
         else:
             self._deliver_many(batch)
@@ -326,16 +331,20 @@ class MulticastChannel(Channel):
         self.stats.datagrams_out += 1
 
 
-def _read_gro(sock: socket.socket, batch: list[bytes], limit: int) -> None:
-    """Read into ``batch`` until it holds ``limit`` datagrams or the socket is empty
-    (GRO on: each ``recvmsg`` may bring several, cut apart by their segment size)."""
+def _read_gro(sock: socket.socket, batch: list[bytes], limit: int, blocks: bool = False) -> int:
+    """Read into ``batch`` until ``limit`` datagrams were read or the socket is empty
+    (GRO on: each ``recvmsg`` may bring several, cut apart by their segment size, or
+    kept joined as offload.Segments with ``blocks``); return how many were read."""
     recvmsg, append = sock.recvmsg, batch.append
+    count = 0
     try:
-        while len(batch) < limit:
+        while count < limit:
             data, ancillary, _flags, _address = recvmsg(GRO_READ_SIZE, GRO_ANCILLARY)
             if ancillary:
-                split_segments(data, ancillary, append, RECV_SIZE)
+                count += split_segments(data, ancillary, append, RECV_SIZE, blocks)
             else:  # cut as recv(RECV_SIZE) would (offload.split_segments)
                 append(data if len(data) <= RECV_SIZE else data[:RECV_SIZE])
+                count += 1
     except OSError:
         pass  # BlockingIOError: all read (or an ICMP error surfaced on the socket)
+    return count

@@ -29,6 +29,8 @@ import struct
 import sys
 from collections.abc import Callable, Sequence
 
+from m2mc.wire.segments import Segments
+
 SEGMENT = 508  # the M2MP packet size: the only segment size we send with
 MAX_SEGMENTS = 64  # per send (the kernel's UDP_MAX_SEGMENTS since 4.18; newer ones allow more)
 GRO_READ_SIZE = 65535  # a read with GRO on may return up to a whole IP datagram's worth
@@ -85,12 +87,15 @@ def run_end(datagrams: Sequence[bytes], start: int) -> int:
 
 
 def split_segments(data: bytes, ancillary: list[tuple[int, int, bytes]],
-                   append: Callable[[bytes], None], keep: int = 4096) -> int:
+                   append: Callable[[bytes], None], keep: int = 4096,
+                   blocks: bool = False) -> int:
     """Append the datagrams of one GRO read (``recvmsg``'s data and ancillary data)
     and return how many. Without a segment size it is one datagram. Each is cut to
     ``keep`` bytes, as a plain read of that size cuts a datagram: anything over 508
     bytes is no M2MP packet (the layer above counts it malformed), and what a channel
-    holds stays bounded by its count of datagrams, whatever senders send."""
+    holds stays bounded by its count of datagrams, whatever senders send.
+    ``blocks``: datagrams of :data:`SEGMENT` bytes are appended as one
+    :class:`Segments` rather than one by one."""
     size = 0
     for level, kind, value in ancillary:
         if level == SOL_UDP and kind == UDP_GRO and len(value) >= _INT.size:
@@ -99,6 +104,9 @@ def split_segments(data: bytes, ancillary: list[tuple[int, int, bytes]],
     if size <= 0 or length <= size:
         append(data if length <= keep else data[:keep])
         return 1
+    if blocks and size == SEGMENT:
+        append(Segments(data))
+        return -(-length // size)
     piece = min(size, keep)
     count = 0
     for offset in range(0, length, size):

@@ -24,11 +24,10 @@ from __future__ import annotations
 import random
 import struct
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from itertools import islice, repeat
 from operator import itemgetter
 
-from m2mc.fastobj import fast_constructor
 from m2mc.wire.m2mp_types import (
     M2MPConfig,
     M2MPEvent,
@@ -46,6 +45,8 @@ from m2mc.wire.packet import (
     fragments,
 )
 from m2mc.wire.reassembly import Abandoned, Reassembler, ReassemblyLimits
+from m2mc.wire.run_end import RunEnd, make_received
+from m2mc.wire.segments import Segments, consecutive, split_block
 from m2mc.wire.stream_layer import StreamingLayer
 from m2mc.wire.streams import IncomingStreams, OutgoingFragments, StreamLimits
 
@@ -58,14 +59,15 @@ _pack_header = _HEADER.pack
 _header_of = itemgetter(slice(None, HEADER_SIZE))  # a packet's first 8 bytes, in C
 # MessageReceived built without its __init__ on the receive path (m2mc.fastobj): a frozen
 # dataclass's __init__ costs a Python frame and two object.__setattr__ calls per message.
-_make_received: Callable[[int, bytes], MessageReceived] = fast_constructor(MessageReceived)
 
 
-class M2MPLayer(StreamingLayer):
+class M2MPLayer(StreamingLayer, RunEnd):
     """One instance of the M2MP layer (one per process, or one in the daemon).
 
     Messages written and read in pieces: :class:`~m2mc.wire.stream_layer.StreamingLayer`.
     """
+
+    takes_blocks = True  # receive_datagrams takes wire.segments.Segments (m2mc.core)
 
     def __init__(self, config: M2MPConfig | None, rng: random.Random) -> None:
         self.config = config or M2MPConfig()
@@ -247,8 +249,15 @@ class M2MPLayer(StreamingLayer):
         counters are kept in locals for the batch. A run of one message's fragments
         in order (what a large message is, read many packets per system call) is
         collected in a list and handed to the reassembler at once (``Reassembler.add_run``,
-        ``complete_run``), bounded by the batch.
+        ``complete_run``), bounded by the batch. A :class:`~m2mc.wire.segments.Segments`
+        (``takes_blocks``) is its packets in order: a run takes it whole when they
+        are the run's next fragments, else they go one by one.
         """
+        self._receive_batch(datagrams, now)
+        if self._streams is not None:
+            self._collect_streams(now)
+
+    def _receive_batch(self, datagrams: Sequence[bytes], now: float) -> None:
         stats = self.stats
         own = self._own
         outstanding = self._outstanding
@@ -274,12 +283,67 @@ class M2MPLayer(StreamingLayer):
         copies: list[int] = []
         run_first = run_next = run_stop = 0
         run_end = self._run_end
+        extra = 0  # packets in Segments past the one each counts as
         try:
             for datagram in datagrams:
                 size = len(datagram)
                 size_in += size
                 if size < HEADER_SIZE or size > MAX_PACKET:
-                    stats.malformed += 1  # the only way a datagram can fail to be a packet
+                    if type(datagram) is not Segments:
+                        stats.malformed += 1  # the only way a datagram can fail to be a packet
+                        continue
+                    # Packets of one read, kept joined: the next fragments of a run (as
+                    # the loop below takes them one by one), or else one by one.
+                    message_id, word = unpack(datagram)
+                    count = -(-size // MAX_PACKET)
+                    last = consecutive(datagram, count, message_id, word)
+                    body = count - last  # fragments before the last
+                    if last >= 0 and message_id not in own:
+                        if run_id != message_id or run_next != word:
+                            if run_id != -1:
+                                self._end_run(run_id, run_first, run, copies, now)
+                                run_id = -1
+                            if word + 1 < run_end and (
+                                    (word == 0 and message_id not in done
+                                     and message_id not in partial and message_id not in streams
+                                     and (accept_all or datagram.startswith(
+                                         prefixes, HEADER_SIZE, MAX_PACKET)))
+                                    or (word and message_id in partial)):
+                                stop = reassembler.run_stop(message_id, word, run_end)
+                                if word + body < stop or (not last and word + body == stop):
+                                    run_id, run_first, run_next, run_stop = (
+                                        message_id, word, word, stop)
+                                    run = []
+                                    copies = []
+                        if run_id == message_id and run_next == word and (
+                                word + body < run_stop or (not last and word + body == run_stop)):
+                            extra += count - 1
+                            run.append(datagram)
+                            if not last:
+                                run_next = word + body
+                                if run_next == run_stop:
+                                    self._end_run(run_id, run_first, run, copies, now)
+                                    run_id = -1
+                                continue
+                            found = reassembler.complete_run(run_id, run_first, run,
+                                                             HEADER_SIZE, now)
+                            run_id = -1
+                            if found is None:
+                                self._replay_run(message_id, run, copies, now)
+                                continue
+                            if copies:
+                                self._count_copies(message_id, len(copies))
+                            delivered += 1
+                            append(make_received(message_id, found))
+                            continue
+                    # One by one, as a batch of their own after the run so far (a run
+                    # ended early leaves what it would have left).
+                    if run_id != -1:
+                        self._end_run(run_id, run_first, run, copies, now)
+                        run_id = -1
+                    size_in -= size
+                    extra -= 1  # (counted by that batch)
+                    self._receive_batch(split_block(datagram), now)
                     continue
                 message_id, word = unpack(datagram)
                 if message_id == run_id:
@@ -303,7 +367,7 @@ class M2MPLayer(StreamingLayer):
                         if copies:
                             self._count_copies(message_id, len(copies))
                         delivered += 1  # its fragment 0 matched a filter when the run began
-                        append(_make_received(message_id, found))
+                        append(make_received(message_id, found))
                         continue
                     if word == run_next - 1:  # a redundant copy of the packet just taken
                         copies.append(len(run) - 1)
@@ -347,7 +411,7 @@ class M2MPLayer(StreamingLayer):
                     message = found
                 if accept_all or message.startswith(prefixes):
                     delivered += 1
-                    append(_make_received(message_id, message))
+                    append(make_received(message_id, message))
                 else:
                     stats.filtered_out += 1
                     self._remember_filtered(message_id)
@@ -355,53 +419,10 @@ class M2MPLayer(StreamingLayer):
                 self._end_run(run_id, run_first, run, copies, now)
         finally:
             # A bug raising mid-batch would leave packets_in counting the whole batch.
-            stats.packets_in += len(datagrams)
+            stats.packets_in += len(datagrams) + extra
             stats.bytes_in += size_in
             stats.looped_back += looped
             stats.messages_in += delivered
-        if self._streams is not None:
-            self._collect_streams(now)
-
-    def _end_run(self, message_id: int, first: int, run: list[bytes], copies: list[int],
-                 now: float) -> None:
-        """Hand an unfinished run to the reassembler (which gives nothing up for it: it
-        refuses a run that would pass a bound), then do what the slow path does after
-        a fragment: read the message as a stream if its prefix reached the threshold."""
-        if not self._reassembler.add_run(message_id, first, run, HEADER_SIZE, now):
-            self._replay_run(message_id, run, copies, now)
-            return
-        if copies:
-            self._count_copies(message_id, len(copies))
-        if (self._streams is not None and self._reassembler.contiguous(message_id)
-                * MAX_FRAGMENT >= self.config.stream_threshold):
-            self._start_stream(message_id, now)
-
-    def _count_copies(self, message_id: int, count: int) -> None:
-        """Redundant copies a run skipped, counted as the slow path counts them."""
-        if message_id in self._filtered_ids:  # an ID reused after a filtered message's
-            self.stats.filtered_fragments += count
-        else:
-            self.stats.duplicates += count
-
-    def _replay_run(self, message_id: int, run: list[bytes], copies: list[int],
-                    now: float) -> None:
-        """A run the reassembler would not take whole (a bound would give something up):
-        its packets and their copies through the slow path in arrival order, as if no
-        run had been."""
-        accept_all, prefixes = self._accept_all, self._prefixes
-        again = set(copies)
-        for index, datagram in enumerate(run):
-            _, word = _unpack_header(datagram)
-            for _ in range(1 + copies.count(index) if index in again else 1):
-                found = self._receive_fragment(message_id, word, datagram, now)
-                if found is None:
-                    continue
-                if accept_all or found.startswith(prefixes):
-                    self.stats.messages_in += 1
-                    self._events.append(_make_received(message_id, found))
-                else:
-                    self.stats.filtered_out += 1
-                    self._remember_filtered(message_id)
 
     def _take_loopbacks(self, datagrams: Sequence[bytes]) -> Sequence[bytes]:
         """Consume the leading datagrams that are copies of our oldest outstanding packets

@@ -20,8 +20,10 @@ import builtins
 from collections import OrderedDict, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import count
 
-from m2mc.wire.packet import MAX_FRAGMENT, Packet
+from m2mc.wire.packet import MAX_FRAGMENT, MAX_PACKET, Packet
+from m2mc.wire.segments import segment_count, segment_slices
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,7 +221,8 @@ class Reassembler:
                 now: float) -> bool:
         """Add fragments ``first``, ``first`` + 1, ... (none of them the last) at once.
 
-        ``packets`` are whole packets whose first ``skip`` bytes are a header. ``first``
+        ``packets`` are whole packets whose first ``skip`` bytes are a header, or
+        Segments of several (wire/segments.py), each packet of which is. ``first``
         is 0 for a message neither done nor partial, else the message must have
         exactly fragments 0 .. ``first`` - 1 here (see :meth:`run_stop`). The result
         is exactly what as many calls of :meth:`receive_fragment` would leave. If
@@ -227,7 +230,8 @@ class Reassembler:
         expected, or a bound would be passed and something given up), nothing is
         done and False is returned: the caller then makes those calls itself.
         """
-        size = sum(map(len, packets)) - skip * len(packets)
+        data = _fragment_data(packets, skip)
+        size = sum(map(len, data))
         partial = self._run_base(message_id, first, size)
         if partial is None:
             return False
@@ -236,10 +240,8 @@ class Reassembler:
             self._partial[message_id] = partial
         else:
             self._partial.move_to_end(message_id)
-        parts = partial.parts
-        for number, packet in enumerate(packets, first):
-            parts[number] = packet[skip:]
-        partial.contiguous = first + len(packets)
+        partial.parts.update(zip(count(first), data))
+        partial.contiguous = first + len(data)
         partial.size += size
         self._partial_bytes += size
         return True
@@ -249,16 +251,15 @@ class Reassembler:
         """The whole message, from fragments ``first`` .. the last (the final item of
         ``packets``) and the ones before ``first`` already here. None, with nothing
         done, whenever :meth:`add_run` would return False."""
-        before_last = sum(map(len, packets)) - len(packets[-1]) - skip * (len(packets) - 1)
-        partial = self._run_base(message_id, first, before_last)
+        data = _fragment_data(packets, skip)
+        partial = self._run_base(message_id, first, sum(map(len, data)) - len(data[-1]))
         if partial is None:
             return None
         if first == 0:
-            message = b"".join([packet[skip:] for packet in packets])
+            message = b"".join(data)
         else:
             parts = partial.parts
-            message = b"".join([*map(parts.__getitem__, range(first)),
-                                *[packet[skip:] for packet in packets]])
+            message = b"".join([*map(parts.__getitem__, range(first)), *data])
             del self._partial[message_id]
             self._partial_bytes -= partial.size
         self._remember(message_id, now + self.limits.message_timeout)
@@ -342,3 +343,17 @@ class Reassembler:
         self._partial_bytes -= partial.size
         self.abandoned.append(Abandoned(message_id, reason, len(partial.parts), partial.size,
                                         partial.parts.get(0, b"")))
+
+
+def _fragment_data(packets: list[bytes], skip: int) -> list[bytes]:
+    """The data of each fragment in ``packets`` (its first ``skip`` bytes a header),
+    a Segments' packets each taken apart (wire/segments.py)."""
+    if max(map(len, packets)) <= MAX_PACKET:
+        return [packet[skip:] for packet in packets]
+    data: list[bytes] = []
+    for packet in packets:
+        if len(packet) > MAX_PACKET:
+            data += map(packet.__getitem__, segment_slices(segment_count(packet), skip))
+        else:
+            data.append(packet[skip:])
+    return data

@@ -1,0 +1,94 @@
+"""Several M2MP packets read at once and kept joined: :class:`Segments`.
+
+With UDP receive offload (m2mc.transport.offload) the kernel hands a reader the
+datagrams of one sender that arrived together in one buffer, all of one size but
+the last. Cutting that buffer into one ``bytes`` per packet, only for the M2MP
+layer to cut the header off each and join the rest again, was a good part of a
+receiver's CPU per large message. A channel therefore hands the buffer on whole,
+as a :class:`Segments`, to a reader that takes them (``Channel.offer_blocks``;
+a stack with ``takes_blocks``): :meth:`M2MPLayer.receive_datagrams
+<m2mc.wire.m2mp.M2MPLayer.receive_datagrams>` takes a run of one message's
+fragments from it as it is, and cuts it apart only where it must.
+"""
+
+from __future__ import annotations
+
+import struct
+from itertools import repeat
+
+from m2mc.wire.packet import HEADER_SIZE, LAST_FLAG, MAX_PACKET
+
+__all__ = ["SEGMENT", "Segments", "consecutive", "segment_count", "segment_slices",
+           "split_block", "split_blocks"]
+
+SEGMENT = MAX_PACKET  # the one segment size kept joined: a full M2MP packet
+_HEADER = struct.Struct(">II")
+_FULL_PACKET = struct.Struct(f">II{MAX_PACKET - HEADER_SIZE}x")  # its header; the rest skipped
+
+
+class Segments(bytes):
+    """Several datagrams of one GRO read, :data:`SEGMENT` bytes each but the last
+    (which is 1 to SEGMENT bytes), kept joined. A channel hands these only to a sink
+    that asked for them (``Channel.offer_blocks``): the M2MP layer, which takes a
+    run of one message's fragments from them without cutting them apart
+    (``M2MPLayer.receive_datagrams``). Anyone else gets the datagrams one by one."""
+
+    __slots__ = ()
+
+
+_SLICES: dict[tuple[int, int], tuple[slice, ...]] = {}
+
+
+def segment_slices(count: int, skip: int = 0) -> tuple[slice, ...]:
+    """The slices of a :class:`Segments` of ``count`` datagrams that take each one
+    without its first ``skip`` bytes (cached: a read holds at most 129 of them, and
+    ``skip`` is 0 or a header's size, so the cache stays small)."""
+    key = (count, skip)
+    slices = _SLICES.get(key)
+    if slices is None:
+        slices = _SLICES[key] = tuple(slice(i * SEGMENT + skip, (i + 1) * SEGMENT)
+                                      for i in range(count))
+    return slices
+
+
+def segment_count(block: bytes) -> int:
+    """How many datagrams a :class:`Segments` holds."""
+    return -(-len(block) // SEGMENT)
+
+
+def split_block(block: bytes) -> list[bytes]:
+    """The datagrams of a :class:`Segments`, one by one."""
+    return list(map(block.__getitem__, segment_slices(segment_count(block))))
+
+
+def split_blocks(batch: list[bytes]) -> list[bytes]:
+    """``batch`` with each :class:`Segments` in it cut into its datagrams."""
+    if not any(type(d) is Segments for d in batch):
+        return batch
+    out: list[bytes] = []
+    for d in batch:
+        if type(d) is Segments:
+            out += split_block(d)
+        else:
+            out.append(d)
+    return out
+
+
+def consecutive(block: bytes, count: int, message_id: int, word: int) -> int:
+    """Whether the ``count`` packets of ``block``, the first of which has the header
+    (``message_id``, ``word``), are fragments ``word``, ``word`` + 1, ... of that
+    message, checked in C: 1 if so and the final one is the message's last, 0 if so
+    and none is, -1 if not (or the final packet is shorter than a header)."""
+    full = (count - 1) * SEGMENT
+    end = word + count - 1
+    if len(block) - full < HEADER_SIZE or end >= LAST_FLAG or word >= LAST_FLAG:
+        return -1
+    if list(_FULL_PACKET.iter_unpack(memoryview(block)[:full])) != list(
+            zip(repeat(message_id, count - 1), range(word, end), strict=True)):
+        return -1
+    final_id, final_word = _HEADER.unpack_from(block, full)
+    if final_id != message_id:
+        return -1
+    if final_word == end:
+        return 0
+    return 1 if final_word == end | LAST_FLAG else -1
