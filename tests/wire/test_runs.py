@@ -68,6 +68,21 @@ def test_64_kib_messages_read_as_segments_arrive_whole_without_being_cut_apart(
     assert m2mp.partial_messages == 0 and m2mp.partial_bytes == 0
 
 
+def test_a_senders_own_copies_read_as_segments_release_its_window_uncut(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def never(block: bytes) -> list[bytes]:
+        raise AssertionError("cut apart")
+
+    m2mp = layer(M2MPConfig(flow_window=200, redundancy=1))
+    m2mp.send(b"\x01" + bytes(40_000), 0.0)
+    sent = m2mp.datagrams_to_send(0.0)
+    assert len(sent) == 81 and m2mp.flow_blocked
+    monkeypatch.setattr(m2mp_module, "split_block", never)
+    m2mp.receive_datagrams(gro(sent, [64]), 1.0)  # a Segments of 64, one of 17
+    assert not m2mp.flow_blocked and m2mp.events() == []
+    assert m2mp.stats.looped_back == m2mp.stats.packets_in == 81
+
+
 def test_segments_that_are_not_one_message_in_order_are_taken_one_by_one() -> None:
     payload = b"\x01" + os.urandom(5_000)
     packets = [p for p in fragments(5, payload) for _ in range(2)]  # each sent twice

@@ -25,9 +25,9 @@ import random
 import struct
 from collections import deque
 from collections.abc import Mapping, Sequence
-from itertools import islice, repeat
-from operator import itemgetter
+from itertools import repeat
 
+from m2mc.wire.loopbacks import OwnCopies, header_of
 from m2mc.wire.m2mp_types import (
     M2MPConfig,
     M2MPEvent,
@@ -56,12 +56,11 @@ __all__ = ["M2MPConfig", "M2MPEvent", "M2MPLayer", "M2MPStats", "MessageAbandone
 _HEADER = struct.Struct(">II")  # message ID, last flag + fragment number (docs/interfaces.md §1)
 _unpack_header = _HEADER.unpack_from
 _pack_header = _HEADER.pack
-_header_of = itemgetter(slice(None, HEADER_SIZE))  # a packet's first 8 bytes, in C
 # MessageReceived built without its __init__ on the receive path (m2mc.fastobj): a frozen
 # dataclass's __init__ costs a Python frame and two object.__setattr__ calls per message.
 
 
-class M2MPLayer(StreamingLayer, RunEnd):
+class M2MPLayer(StreamingLayer, RunEnd, OwnCopies):
     """One instance of the M2MP layer (one per process, or one in the daemon).
 
     Messages written and read in pieces: :class:`~m2mc.wire.stream_layer.StreamingLayer`.
@@ -195,7 +194,7 @@ class M2MPLayer(StreamingLayer, RunEnd):
                 popleft = queue.popleft
                 packets = [popleft() for _ in range(room)]
                 self._queued_bytes -= sum(map(len, packets))
-            outstanding.extend(map(_header_of, packets))
+            outstanding.extend(map(header_of, packets))
             self._flow_deadlines.extend(repeat(deadline, len(packets)))
             out = packets if redundancy == 1 else [
                 p for p in packets for _ in range(redundancy)]
@@ -296,9 +295,10 @@ class M2MPLayer(StreamingLayer, RunEnd):
                     # the loop below takes them one by one), or else one by one.
                     message_id, word = unpack(datagram)
                     count = -(-size // MAX_PACKET)
-                    last = consecutive(datagram, count, message_id, word)
+                    last = -1 if message_id in own else consecutive(datagram, count, message_id,
+                                                                     word)
                     body = count - last  # fragments before the last
-                    if last >= 0 and message_id not in own:
+                    if last >= 0:
                         if run_id != message_id or run_next != word:
                             if run_id != -1:
                                 self._end_run(run_id, run_first, run, copies, now)
@@ -423,46 +423,6 @@ class M2MPLayer(StreamingLayer, RunEnd):
             stats.bytes_in += size_in
             stats.looped_back += looped
             stats.messages_in += delivered
-
-    def _take_loopbacks(self, datagrams: Sequence[bytes]) -> Sequence[bytes]:
-        """Consume the leading datagrams that are copies of our oldest outstanding packets
-        (the sender's common case, recognised by header alone); return the rest."""
-        outstanding, deadlines = self._outstanding, self._flow_deadlines
-        count = min(len(datagrams), len(outstanding))
-        head = datagrams[:count]
-        # Compared in C; on a mismatch (a copy lost, another sender's packet between
-        # ours) only the matching prefix is taken.
-        if list(map(_header_of, head)) != list(islice(outstanding, count)):
-            count = 0
-            for datagram, header in zip(head, outstanding, strict=False):
-                if datagram[:HEADER_SIZE] != header:
-                    break
-                count += 1
-            head = head[:count]
-        if not count or max(map(len, head)) > MAX_PACKET:
-            return datagrams  # nothing to take here (or not a packet: the slow path counts it)
-        popleft, pop_deadline = outstanding.popleft, deadlines.popleft
-        for _ in repeat(None, count):
-            popleft()
-            pop_deadline()
-        stats = self.stats
-        stats.packets_in += count
-        stats.bytes_in += sum(map(len, head))
-        stats.looped_back += count
-        return datagrams[count:]
-
-    def _release(self, header: bytes) -> None:
-        """A looped-back copy of ours that is not the oldest outstanding packet's."""
-        outstanding = self._outstanding
-        if header not in outstanding:
-            return  # a redundant copy, or a straggler already given up on
-        # Packets are not reordered (seeds/002 section 1, assumption 4): the copy of a
-        # later packet means the ones sent before it lost theirs.
-        deadlines = self._flow_deadlines
-        while outstanding.popleft() != header:
-            deadlines.popleft()
-            self.stats.loopbacks_missed += 1
-        deadlines.popleft()
 
     def _receive_fragment(self, message_id: int, word: int, datagram: bytes,
                           now: float) -> bytes | None:

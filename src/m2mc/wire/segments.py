@@ -18,7 +18,7 @@ from itertools import repeat
 
 from m2mc.wire.packet import HEADER_SIZE, LAST_FLAG, MAX_PACKET
 
-__all__ = ["SEGMENT", "Segments", "consecutive", "segment_count", "segment_slices",
+__all__ = ["SEGMENT", "Segments", "consecutive", "header_slices", "segment_count", "segment_slices",
            "split_block", "split_blocks"]
 
 SEGMENT = MAX_PACKET  # the one segment size kept joined: a full M2MP packet
@@ -49,6 +49,18 @@ def segment_slices(count: int, skip: int = 0) -> tuple[slice, ...]:
         slices = _SLICES[key] = tuple(slice(i * SEGMENT + skip, (i + 1) * SEGMENT)
                                       for i in range(count))
     return slices
+
+
+def header_slices(count: int) -> tuple[slice, ...]:
+    """The slices of each packet's header in a :class:`Segments` of ``count``."""
+    slices = _HEADERS.get(count)
+    if slices is None:
+        slices = _HEADERS[count] = tuple(slice(i * SEGMENT, i * SEGMENT + HEADER_SIZE)
+                                         for i in range(count))
+    return slices
+
+
+_HEADERS: dict[int, tuple[slice, ...]] = {}
 
 
 def segment_count(block: bytes) -> int:
