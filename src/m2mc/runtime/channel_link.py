@@ -38,7 +38,8 @@ from m2mc.wire.segments import split_blocks
 if TYPE_CHECKING:
     from m2mc.runtime.driver import Driver
 
-MAX_PER_TURN = 4096  # datagrams taken in before yielding to the event loop
+MAX_PER_TURN = 4096  # reads' items taken in before yielding (a joined read, wire/segments.py,
+# counts as one: up to 64 packets)
 # ...or this much time: the owner gets the turn's events (deliveries) only when it ends,
 # so a receiver catching up on a full socket buffer must not sit on them for 100 ms.
 MAX_TURN_SECONDS = 0.004
