@@ -64,6 +64,11 @@ class OwnCopies:
         outstanding, deadlines = self._outstanding, self._flow_deadlines
         count = min(len(datagrams), len(outstanding))
         head = datagrams[:count]
+        if count and max(map(len, head)) > MAX_PACKET:
+            # Up to the first Segments (taken by _take_own_block) or oversized datagram
+            # (no packet: the slow path counts it).
+            count = next(i for i, d in enumerate(head) if len(d) > MAX_PACKET)
+            head = head[:count]
         # Compared in C; on a mismatch (a copy lost, another sender's packet between
         # ours) only the matching prefix is taken.
         if list(map(header_of, head)) != list(islice(outstanding, count)):
@@ -73,8 +78,8 @@ class OwnCopies:
                     break
                 count += 1
             head = head[:count]
-        if not count or max(map(len, head)) > MAX_PACKET:
-            return datagrams  # nothing to take here (or not a packet: the slow path counts it)
+        if not count:
+            return datagrams  # nothing to take here
         popleft, pop_deadline = outstanding.popleft, deadlines.popleft
         for _ in repeat(None, count):
             popleft()
