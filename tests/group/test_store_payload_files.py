@@ -4,6 +4,7 @@ given back as retention evicts; older files upgraded."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -194,3 +195,22 @@ def test_a_file_of_a_version_without_payload_files_is_upgraded(tmp_path: Path) -
     assert [s.message.payload for s in store.load_messages(G)] == [
         b"y" * BIG, msg("a", 2).payload]
     store.close()
+
+
+def test_closed_segments_are_synced_and_closed_by_the_next_sync(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``defer_sync`` (the checkpoint thread syncs) a writer that starts a new
+    segment never waits for the disk: the closed ones wait for the next sync."""
+    monkeypatch.setattr(payload_files_module, "SEGMENT_BYTES", 100)
+    files = PayloadFiles(tmp_path / "p", defer_sync=True)
+    refs = [files.write(bytes([i]) * 150) for i in range(3)]
+    assert [r[0] for r in refs] == [1, 2, 3] and files.current == 3
+    pending = list(files._unsynced)
+    assert len(pending) == 2 and files._dirty
+    files.sync()
+    assert files._unsynced == [] and not files._dirty
+    for fd in pending:
+        with pytest.raises(OSError):
+            os.fstat(fd)  # closed once synced
+    assert [files.read(r) for r in refs] == [bytes([i]) * 150 for i in range(3)]
+    files.close()

@@ -120,17 +120,23 @@ class PayloadFiles:
 
     def sync(self) -> None:
         """Make what was written so far durable (``fdatasync``); closed segments'
-        descriptors are closed once synced. Safe from another thread."""
+        descriptors are closed once synced. Safe from another thread, and the disk is
+        waited for outside the lock, so a writer starting the next segment meanwhile
+        does not wait (the current segment is synced through a duplicate descriptor)."""
         with self._lock:
             closed, self._unsynced = self._unsynced, []
-            current = self._fd if self._dirty else -1
+            current = os.dup(self._fd) if self._dirty and self._fd >= 0 else -1
             self._dirty = False
+        try:
             for fd in closed:
                 with contextlib.suppress(OSError):
                     os.fdatasync(fd)
                 os.close(fd)
             if current != -1:
                 os.fdatasync(current)
+        finally:
+            if current != -1:
+                os.close(current)
 
     # ------------------------------------------------------------------ reading
     def read(self, ref: object) -> bytes | None:
