@@ -7,7 +7,7 @@ A driver (asyncio runtime or simulator) owns the clock and the channel. It calls
 A stack may also have ``receive_datagrams(datagrams, now)``, the same as
 ``receive_datagram`` for each in order; the asyncio driver then hands it each
 batch it reads at once. One with ``takes_blocks = True`` as well (the M2MP layer
-and the group node) may be handed :class:`~m2mc.transport.offload.Segments` in a
+and the group node) may be handed :class:`~m2mc.wire.segments.Segments` in a
 batch: several datagrams of one read, kept joined, each to be taken as its
 datagrams in order.
 

@@ -84,7 +84,7 @@ class ChannelLink:
                  on_lost: Callable[[ChannelClosedError], None] | None = None,
                  blocks: bool = False) -> None:
         self.channel = channel
-        # ``receive`` takes offload.Segments (the M2MP layer): offered to the channel
+        # ``receive`` takes wire.segments.Segments (the M2MP layer): offered to the channel
         # unless every datagram is traced one by one.
         self._blocks = blocks and packet_trace is None
         self._receive = receive

@@ -168,7 +168,7 @@ class Channel(abc.ABC):
         return False
 
     def offer_blocks(self) -> bool:
-        """Let this channel hand the sink :class:`~m2mc.transport.offload.Segments`
+        """Let this channel hand the sink :class:`~m2mc.wire.segments.Segments`
         (several datagrams of one read, kept joined) where it reads such; the sink
         must take them (the M2MP layer does). False where it never does."""
         return False

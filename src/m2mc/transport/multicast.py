@@ -104,7 +104,7 @@ class MulticastChannel(Channel):
         self._watcher: LinkWatcher | None = None
         self.gso = False  # runs of full packets go out joined (transport/offload.py)
         self.gro = False  # reads may return several datagrams
-        self._blocks = False  # the sink takes offload.Segments (offer_blocks)
+        self._blocks = False  # the sink takes wire.segments.Segments (offer_blocks)
 
     @property
     def loops_back(self) -> bool:
@@ -334,7 +334,7 @@ class MulticastChannel(Channel):
 def _read_gro(sock: socket.socket, batch: list[bytes], limit: int, blocks: bool = False) -> int:
     """Read into ``batch`` until ``limit`` datagrams were read or the socket is empty
     (GRO on: each ``recvmsg`` may bring several, cut apart by their segment size, or
-    kept joined as offload.Segments with ``blocks``); return how many were read."""
+    kept joined as wire.segments.Segments with ``blocks``); return how many were read."""
     recvmsg, append = sock.recvmsg, batch.append
     count = 0
     try:

@@ -325,16 +325,8 @@ class M2MPLayer(StreamingLayer, RunEnd, OwnCopies):
                                     self._end_run(run_id, run_first, run, copies, now)
                                     run_id = -1
                                 continue
-                            found = reassembler.complete_run(run_id, run_first, run,
-                                                             HEADER_SIZE, now)
+                            self._complete_run(run_id, run_first, run, copies, now)
                             run_id = -1
-                            if found is None:
-                                self._replay_run(message_id, run, copies, now)
-                                continue
-                            if copies:
-                                self._count_copies(message_id, len(copies))
-                            delivered += 1
-                            append(make_received(message_id, found))
                             continue
                     # One by one, as a batch of their own after the run so far (a run
                     # ended early leaves what it would have left).
@@ -358,16 +350,8 @@ class M2MPLayer(StreamingLayer, RunEnd, OwnCopies):
                         continue
                     if word == run_next | LAST_FLAG:
                         run.append(datagram)
-                        found = reassembler.complete_run(run_id, run_first, run, HEADER_SIZE,
-                                                         now)
+                        self._complete_run(run_id, run_first, run, copies, now)
                         run_id = -1
-                        if found is None:
-                            self._replay_run(message_id, run, copies, now)
-                            continue
-                        if copies:
-                            self._count_copies(message_id, len(copies))
-                        delivered += 1  # its fragment 0 matched a filter when the run began
-                        append(make_received(message_id, found))
                         continue
                     if word == run_next - 1:  # a redundant copy of the packet just taken
                         copies.append(len(run) - 1)

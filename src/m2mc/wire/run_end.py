@@ -61,6 +61,20 @@ class RunEnd:
                 * MAX_FRAGMENT >= self.config.stream_threshold):
             self._start_stream(message_id, now)
 
+    def _complete_run(self, message_id: int, first: int, run: list[bytes], copies: list[int],
+                      now: float) -> None:
+        """Hand a run that ends with the message's last fragment to the reassembler and
+        deliver the message (its fragment 0 matched a filter when the run began), or
+        replay the run where the reassembler would not take it whole."""
+        found = self._reassembler.complete_run(message_id, first, run, HEADER_SIZE, now)
+        if found is None:
+            self._replay_run(message_id, run, copies, now)
+            return
+        if copies:
+            self._count_copies(message_id, len(copies))
+        self.stats.messages_in += 1
+        self._events.append(make_received(message_id, found))
+
     def _count_copies(self, message_id: int, count: int) -> None:
         """Redundant copies a run skipped, counted as the slow path counts them."""
         if message_id in self._filtered_ids:  # an ID reused after a filtered message's
