@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from m2mc.ordering import ROOT, Message, MessageId
-from m2mc.store.checkpointer import Checkpointer
+from m2mc.store.checkpointer import EVERY_PAYLOAD_BYTES, Checkpointer
 from m2mc.store.sqlite import PAGE_SIZE, SqliteStore
 
 
@@ -77,6 +77,8 @@ def test_every_commits_and_every_bytes_must_be_positive(tmp_path: Path) -> None:
         Checkpointer(tmp_path / "x", every_commits=0)
     with pytest.raises(ValueError):
         Checkpointer(tmp_path / "x", every_bytes=0)
+    with pytest.raises(ValueError, match="every_payload_bytes"):
+        Checkpointer(tmp_path / "x", every_payload_bytes=0)
 
 
 def test_the_thread_is_woken_by_bytes_written_as_well_as_by_commits(tmp_path: Path) -> None:
@@ -91,10 +93,11 @@ def test_the_thread_is_woken_by_bytes_written_as_well_as_by_commits(tmp_path: Pa
 
 
 def test_large_messages_are_checkpointed_long_before_the_log_fills(tmp_path: Path) -> None:
-    """64 KiB messages one per commit: the thread is woken every 512 KiB or so (every
-    8 commits here), not every 256 commits, so each checkpoint syncs little."""
+    """64 KiB messages one per commit, kept in the log's rows (payload files from
+    1 MiB): the thread is woken every 512 KiB or so (every 8 commits here), not every
+    256 commits, so each checkpoint syncs little."""
     path = tmp_path / "log.sqlite3"
-    store = SqliteStore(path, checkpoint_thread=True)
+    store = SqliteStore(path, checkpoint_thread=True, large_payload=1 << 20)
     checkpointer = store._checkpointer
     assert checkpointer is not None and checkpointer.every_commits > 100
     for seq in range(1, 101):  # 100 commits of 64 KiB: 6.4 MiB, fewer than every_commits
@@ -105,6 +108,27 @@ def test_large_messages_are_checkpointed_long_before_the_log_fills(tmp_path: Pat
     store.close()
     reopened = SqliteStore(path)
     assert len(reopened.load_messages("g")) == 100
+    reopened.close()
+
+
+def test_payload_files_are_synced_every_4_mib_and_their_rows_count_apart(
+        tmp_path: Path) -> None:
+    """64 KiB payloads in payload files: the thread (which syncs them before its
+    checkpoint) is woken every EVERY_PAYLOAD_BYTES of them, 64 commits here; the small
+    rows that refer to them wake it no sooner (docs/decisions.md, "Payload files are
+    synced every 4 MiB")."""
+    path = tmp_path / "log.sqlite3"
+    store = SqliteStore(path, checkpoint_thread=True)
+    checkpointer = store._checkpointer
+    assert checkpointer is not None and EVERY_PAYLOAD_BYTES == 4 << 20
+    for seq in range(1, 201):  # 200 x 64 KiB: 12.5 MiB
+        store.put_delivered("g", [Message(MessageId("a", seq), ROOT, bytes(65_536))])
+        store.commit()
+    assert checkpointer._wanted == 200 // 64
+    assert checkpointer.wait_for(3, timeout=60)
+    store.close()
+    reopened = SqliteStore(path)
+    assert len(reopened.load_messages("g")) == 200
     reopened.close()
 
 

@@ -21,7 +21,7 @@ from m2mc.wire import run_end as run_end_module
 from m2mc.wire.m2mp import M2MPConfig, M2MPLayer, MessageReceived
 from m2mc.wire.packet import HEADER_SIZE, MAX_FRAGMENT, MAX_PACKET, fragments
 from m2mc.wire.reassembly import Reassembler, ReassemblyLimits
-from m2mc.wire.segments import Segments
+from m2mc.wire.segments import Segments, segment_data, split_block
 from m2mc.wire.streams import StreamChunk
 
 
@@ -132,6 +132,17 @@ def test_a_message_past_the_stream_threshold_is_still_read_as_a_stream() -> None
 
 
 # ------------------------------------------------------------------- reassembler
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 129 * MAX_PACKET), st.sampled_from([0, HEADER_SIZE]))
+def test_segment_data_is_each_datagram_without_its_first_bytes(size: int, skip: int) -> None:
+    # (one Struct call does what slicing each datagram did; a final datagram shorter
+    # than ``skip`` gives b"" as its slice did)
+    block = Segments(os.urandom(size))
+    datagrams = [block[i:i + MAX_PACKET] for i in range(0, size, MAX_PACKET)]
+    assert segment_data(block, skip) == [d[skip:] for d in datagrams]
+    assert split_block(block) == datagrams
+
+
 def test_add_run_refuses_what_would_pass_a_bound_and_changes_nothing() -> None:
     r = Reassembler(ReassemblyLimits(max_partial_bytes=3 * MAX_FRAGMENT))
     packets = list(fragments(1, bytes(10 * MAX_FRAGMENT)))

@@ -25,9 +25,12 @@ checkpointed by a thread of its own").
 
 ``before``, if given, runs on the thread before each checkpoint: the store syncs
 its payload files there (m2mc.store.payload_files), so they are on the disk no
-later than the log rows that refer to them; ``after`` runs after each one, where
-the store deletes the payload files that a now durable commit stopped referring
-to. An error in either counts as a failed checkpoint.
+later than the log rows that refer to them. Their bytes are counted apart, and wake
+the thread every 4 MiB (``EVERY_PAYLOAD_BYTES``): a sync every 512 KiB of them was
+9% of a receiver's CPU at 64 KiB per message, and a payload file's sync holds up no
+commit (docs/decisions.md, "Payload files are synced every 4 MiB"). ``after`` runs
+after each checkpoint, where the store deletes the payload files that a now durable
+commit stopped referring to. An error in either counts as a failed checkpoint.
 
 Nothing about durability changes: a commit is durable in the log whether or not a
 checkpoint has copied it yet, and a log left behind by a crash is replayed when the
@@ -42,33 +45,40 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["Checkpointer"]
+__all__ = ["EVERY_PAYLOAD_BYTES", "Checkpointer"]
+
+# Payload files are synced with the checkpoint they precede; see the module text.
+EVERY_PAYLOAD_BYTES = 4 << 20
 
 _log = logging.getLogger(__name__)
 
 
 class Checkpointer:
     """One thread that checkpoints ``path``'s log when :meth:`committed` has been
-    called ``every_commits`` times, or told of ``every_bytes`` bytes written, since
-    the thread was last woken. :meth:`close` stops it."""
+    called ``every_commits`` times, or told of ``every_bytes`` bytes of rows or
+    ``every_payload_bytes`` bytes of payload files written, since the thread was last
+    woken. :meth:`close` stops it."""
 
     def __init__(self, path: Path, every_commits: int = 256,
                  every_bytes: int = 1 << 19,
                  before: Callable[[], None] | None = None,
-                 after: Callable[[], None] | None = None) -> None:
-        if every_commits < 1:
-            raise ValueError(f"every_commits must be >= 1, got {every_commits}")
-        if every_bytes < 1:
-            raise ValueError(f"every_bytes must be >= 1, got {every_bytes}")
+                 after: Callable[[], None] | None = None,
+                 every_payload_bytes: int = EVERY_PAYLOAD_BYTES) -> None:
+        for name, value in (("every_commits", every_commits), ("every_bytes", every_bytes),
+                            ("every_payload_bytes", every_payload_bytes)):
+            if value < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
         self.path = path
         self._before = before  # run on the thread before each checkpoint
         self._after = after  # and after each one that succeeded
         self.every_commits = every_commits
         self.every_bytes = every_bytes
+        self.every_payload_bytes = every_payload_bytes
         self.checkpoints = 0  # checkpoints run (read by tests and stats)
         self.errors = 0
         self._since = 0  # commits since the thread was last woken
-        self._since_bytes = 0  # and bytes written by them
+        self._since_bytes = 0  # and bytes of rows written by them
+        self._since_payload = 0  # and of payload files
         self._wake = threading.Condition()
         self._wanted = 0  # checkpoints asked for (the thread catches up to it)
         self._done = 0  # the value of _wanted when the thread last started one
@@ -77,13 +87,15 @@ class Checkpointer:
                                         daemon=True)
         self._thread.start()
 
-    def committed(self, written: int = 0) -> None:
+    def committed(self, written: int = 0, payload: int = 0) -> None:
         """Called after each commit of the store's own connection (its hot path), with
-        about how many bytes it wrote."""
+        about how many bytes of rows it wrote, and how many of payload files before it."""
         self._since += 1
         self._since_bytes += written
-        if self._since >= self.every_commits or self._since_bytes >= self.every_bytes:
-            self._since = self._since_bytes = 0
+        self._since_payload += payload
+        if (self._since >= self.every_commits or self._since_bytes >= self.every_bytes
+                or self._since_payload >= self.every_payload_bytes):
+            self._since = self._since_bytes = self._since_payload = 0
             self.request()
 
     def request(self) -> None:

@@ -95,6 +95,7 @@ class SqliteStore(SqliteRetention):
         self.path = Path(path)
         self._checkpointer: Checkpointer | None = None
         self._written_bytes = 0  # chunk bytes written since the last commit
+        self._written_payload = 0  # and bytes of payload files (m2mc.store.payload_files)
         self._large = max(1, large_payload)
         self._payloads: PayloadFiles | None = None  # opened when first needed
         self._pending_refs = False  # some pending record's payload is in a payload file
@@ -301,7 +302,7 @@ class SqliteStore(SqliteRetention):
             db.executemany(_INSERT_CHUNK, rows)
             self._written_bytes += sum([len(row[4]) for row in rows])  # (checkpoints)
             if references:  # (the checkpoint thread syncs the payload files too)
-                self._written_bytes += sum([row[6] or 0 for row in rows])
+                self._written_payload += sum([row[6] or 0 for row in rows])
             if self._bytes is not None:  # a bytes bound: each group's total kept up to date
                 for row in rows:
                     self._account(row[0], len(row[4]) + (row[6] or 0))
@@ -337,8 +338,8 @@ class SqliteStore(SqliteRetention):
         if self._reclaim_due:
             self._reclaim_payload_files()
         if self._checkpointer is not None:
-            self._checkpointer.committed(self._written_bytes)
-        self._written_bytes = 0
+            self._checkpointer.committed(self._written_bytes, self._written_payload)
+        self._written_bytes = self._written_payload = 0
 
     def close(self) -> None:
         try:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from itertools import count
 
 from m2mc.wire.packet import MAX_FRAGMENT, MAX_PACKET, Packet
-from m2mc.wire.segments import segment_count, segment_slices
+from m2mc.wire.segments import segment_data
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,7 +353,7 @@ def _fragment_data(packets: list[bytes], skip: int) -> list[bytes]:
     data: list[bytes] = []
     for packet in packets:
         if len(packet) > MAX_PACKET:
-            data += map(packet.__getitem__, segment_slices(segment_count(packet), skip))
+            data += segment_data(packet, skip)
         else:
             data.append(packet[skip:])
     return data

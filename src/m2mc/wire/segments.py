@@ -14,11 +14,12 @@ fragments from it as it is, and cuts it apart only where it must.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from itertools import repeat
 
 from m2mc.wire.packet import HEADER_SIZE, LAST_FLAG, MAX_PACKET
 
-__all__ = ["SEGMENT", "Segments", "consecutive", "header_slices", "segment_count", "segment_slices",
+__all__ = ["SEGMENT", "Segments", "consecutive", "header_slices", "segment_count", "segment_data",
            "split_block", "split_blocks"]
 
 SEGMENT = MAX_PACKET  # the one segment size kept joined: a full M2MP packet
@@ -36,19 +37,23 @@ class Segments(bytes):
     __slots__ = ()
 
 
-_SLICES: dict[tuple[int, int], tuple[slice, ...]] = {}
+_DATA: dict[tuple[int, int], Callable[[bytes], tuple[bytes, ...]]] = {}
 
 
-def segment_slices(count: int, skip: int = 0) -> tuple[slice, ...]:
-    """The slices of a :class:`Segments` of ``count`` datagrams that take each one
-    without its first ``skip`` bytes (cached: a read holds at most 129 of them, and
-    ``skip`` is 0 or a header's size, so the cache stays small)."""
-    key = (count, skip)
-    slices = _SLICES.get(key)
-    if slices is None:
-        slices = _SLICES[key] = tuple(slice(i * SEGMENT + skip, (i + 1) * SEGMENT)
-                                      for i in range(count))
-    return slices
+def segment_data(block: bytes, skip: int = 0) -> list[bytes]:
+    """Each datagram of a :class:`Segments`, without its first ``skip`` bytes.
+    The full ones come out of one C call (a cached ``Struct`` per count, at most 129
+    of them per ``skip``): half the CPU of slicing them one by one."""
+    if not block:
+        return []
+    full = (len(block) - 1) // SEGMENT  # the full datagrams before the final one
+    key = (full, skip)
+    unpack = _DATA.get(key)
+    if unpack is None:
+        unpack = _DATA[key] = struct.Struct("=" + f"{skip}x{SEGMENT - skip}s" * full).unpack_from
+    out = list(unpack(block))
+    out.append(block[full * SEGMENT + skip:])
+    return out
 
 
 def header_slices(count: int) -> tuple[slice, ...]:
@@ -70,7 +75,7 @@ def segment_count(block: bytes) -> int:
 
 def split_block(block: bytes) -> list[bytes]:
     """The datagrams of a :class:`Segments`, one by one."""
-    return list(map(block.__getitem__, segment_slices(segment_count(block))))
+    return segment_data(block)
 
 
 def split_blocks(batch: list[bytes]) -> list[bytes]:
