@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,6 +17,7 @@ from m2mc.wire.packet import (
     decode,
     encode,
     fragment_count,
+    fragment_list,
     fragments,
 )
 
@@ -88,6 +91,19 @@ def test_fragments_split_as_the_seed_says(message_id: int, payload: bytes) -> No
     assert all(p.message_id == message_id for p in decoded)
     assert all(len(p.data) == MAX_FRAGMENT for p in decoded[:q])
     assert b"".join(p.data for p in decoded) == payload
+
+
+@settings(deadline=None, max_examples=200)
+@given(st.integers(0, 0xFFFF_FFFF), st.integers(0, 200 * MAX_FRAGMENT + 3), st.randoms())
+def test_a_large_message_is_the_packets_each_fragment_encodes_to(
+        message_id: int, size: int, rng: random.Random) -> None:
+    # (fragment_list takes 64 fragments' data per struct call: sizes across its runs)
+    payload = rng.randbytes(size)
+    count = fragment_count(size)
+    expected = [encode(Packet(message_id, i, i == count - 1,
+                              payload[i * MAX_FRAGMENT:(i + 1) * MAX_FRAGMENT]))
+                for i in range(count)]
+    assert fragment_list(message_id, payload) == expected == list(fragments(message_id, payload))
 
 
 def test_empty_message_is_one_packet_with_last_flag() -> None:

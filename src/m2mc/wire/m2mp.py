@@ -42,7 +42,7 @@ from m2mc.wire.packet import (
     MAX_FRAGMENT_NUMBER,
     MAX_PACKET,
     fragment_count,
-    fragments,
+    fragment_list,
 )
 from m2mc.wire.reassembly import Abandoned, Reassembler, ReassemblyLimits
 from m2mc.wire.run_end import RunEnd, make_received
@@ -167,7 +167,7 @@ class M2MPLayer(StreamingLayer, RunEnd, OwnCopies):
             self._queue.append(_pack_header(message_id, LAST_FLAG) + payload)
             self._queued_bytes += size + HEADER_SIZE
         else:
-            self._queue.extend(fragments(message_id, payload))
+            self._queue.extend(fragment_list(message_id, payload))
             self._queued_bytes += size + HEADER_SIZE * fragment_count(size)
         self.stats.messages_out += 1
         return message_id
