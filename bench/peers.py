@@ -2,7 +2,7 @@
 
     python bench/peers.py [--sizes 100,65536] [--counts 100000,400000] [--trials 3]
                           [--receivers 3] [--latency-seconds 10] [--latency-trials 3]
-                          [--no-latency] [--quick]
+                          [--latency-rate R] [--no-latency] [--quick]
 
 One sender process and ``--receivers`` receiver processes of each system move
 ``count`` messages of ``size`` bytes, in a network namespace the bench creates
@@ -42,7 +42,8 @@ divide the medians.
 
 Latency under load: for each size the sender of m2mc and of JGroups is paced at
 half of that system's own best median rate above (or, without a complete trial at
-that size, the rate its incomplete trials delivered at), for ``--latency-seconds``; each
+that size, the rate its incomplete trials delivered at), or at ``--latency-rate`` for
+every system when given, for ``--latency-seconds``; each
 message carries its send time, and each receiver takes the time it is delivered
 (m2mc: when ``receive_many`` returns it; JGroups: its ``receive`` callback). p50
 and p99 per receiver, the first 10 % of the messages left out (warm-up); the
@@ -355,7 +356,10 @@ def latency(args: argparse.Namespace, systems: list[str], rows: list[dict[str, A
             # Without a complete trial, the rate it delivered at in the incomplete ones.
             partial = [statistics.median(e["incomplete_trials_msgs_per_s"]) for e in sized
                        if e.get("incomplete_trials_msgs_per_s")]
-            if best or partial:
+            if args.latency_rate:
+                rates[system] = args.latency_rate
+                rate_from[system] = "--latency-rate"
+            elif best or partial:
                 rates[system] = round(max(best or partial) / 2, 1)
                 rate_from[system] = "complete trials" if best else "incomplete trials"
         runs: dict[str, list[dict[str, Any]]] = {s: [] for s in rates}
@@ -410,6 +414,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="length of each paced latency run (10)")
     parser.add_argument("--latency-trials", type=int, default=3,
                         help="alternating latency trials (3)")
+    parser.add_argument("--latency-rate", type=float, default=0.0,
+                        help="pace every system's latency runs at this many msg/s, not "
+                        "at half of its own best rate (to compare them at one rate)")
     parser.add_argument("--no-latency", action="store_true", help="throughput only")
     parser.add_argument("--trial-seconds", type=float, default=300.0,
                         help="a receiver gives up this long after its first delivery: the "
@@ -422,7 +429,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         args.sizes, args.counts, args.trials = [100], [5000], 1
         args.latency_seconds, args.latency_trials = 3.0, 1
     if (min(args.sizes) < 12 or max(args.sizes) > 1_000_000 or min(args.counts) < 1
-            or args.trials < 1 or args.receivers < 1):
+            or args.trials < 1 or args.receivers < 1 or args.latency_rate < 0):
         parser.error("sizes must be 12..1000000 bytes; counts, trials, receivers >= 1")
     return args
 
