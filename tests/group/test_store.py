@@ -223,3 +223,20 @@ def test_write_numbers_go_on_rising_across_reopenings_and_kills(
     assert int(store.get_meta("store/write_number") or 0) >= max(numbers)
     assert len(numbers) == len(set(numbers))
     store.close()
+
+
+def test_a_message_written_again_in_a_chunk_of_lower_seqnos_reads_as_written_last(
+        tmp_path: Path) -> None:
+    """Found by the state machine: the second write of c:2 went into a chunk that
+    begins at c:1, which a range read takes before the first write's chunk (that
+    begins at c:2); the later write must still be the one read, as load_messages
+    reads it."""
+    store = SqliteStore(tmp_path / "log.db")
+    store.put_delivered("g", [message("c", 2, b"first", False)])
+    store.commit(1.0)
+    store.put_delivered("g", [message("c", 1, b"", False), message("c", 2, b"second", False)])
+    store.commit(2.0)
+    assert [m.payload for m in store.seq_range("g", "c", 1, 2, 10)] == [b"", b"second"]
+    assert store.get("g", MessageId("c", 2)) == message("c", 2, b"second", False)
+    assert [s.message.payload for s in store.load_messages("g")] == [b"second", b""]
+    store.close()

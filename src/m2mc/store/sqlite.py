@@ -381,24 +381,30 @@ class SqliteStore(SqliteRetention):
         if limit <= 0 or lo > hi:
             return []
         rows = self._db.execute(
-            "SELECT lo, data FROM chunks WHERE gid = ? AND pid = ? AND lo BETWEEN ? AND ? "
-            "AND hi >= ? ORDER BY lo, rowid", (gid, pid, lo - CHUNK_SPAN + 1, hi, lo))
-        found: dict[int, _Record] = {}
-        for chunk_lo, data in rows:
+            "SELECT lo, rowid, data FROM chunks WHERE gid = ? AND pid = ? AND lo BETWEEN ? "
+            "AND ? AND hi >= ? ORDER BY lo, rowid", (gid, pid, lo - CHUNK_SPAN + 1, hi, lo))
+        found: dict[int, tuple[int, _Record]] = {}
+        for chunk_lo, rowid, data in rows:
             # Chunks come by their lowest seqno: once ``limit`` records below this
-            # chunk are found, no later chunk can hold a lower one.
+            # chunk are found, no later chunk can hold a lower one (nor a later write
+            # of one: its seqno is at least the chunk's lowest).
             if len(found) >= limit and chunk_lo > sorted(found)[limit - 1]:
                 break
             for r in msgpack.unpackb(data):
-                if lo <= r[1] <= hi:
-                    found[r[1]] = r  # a later write of the same message replaces it
+                seq = r[1]
+                if lo <= seq <= hi:
+                    # A later write of the same message replaces it: later is a greater
+                    # rowid, which a chunk of a lower seqno, read first, may have.
+                    earlier = found.get(seq)
+                    if earlier is None or earlier[0] < rowid:
+                        found[seq] = (rowid, r)
         seqs = sorted(found)[:limit]
         if not seqs:
             return []
         late = self._late(gid, pid, seqs[0], seqs[-1])
         resolved = self._resolved
         return [message_of(pid, r, late.get(seq))[0] for seq in seqs
-                if (r := resolved(found[seq])) is not None]
+                if (r := resolved(found[seq][1])) is not None]
 
     def gseq_range(self, gid: str, lo: int, hi: int, limit: int) -> list[Message]:
         self._flush()
