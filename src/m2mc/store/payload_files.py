@@ -36,9 +36,10 @@ import contextlib
 import logging
 import os
 import threading
-import zlib
 from collections import OrderedDict
 from pathlib import Path
+
+from m2mc.store.crc import crc32
 
 __all__ = ["LARGE_PAYLOAD", "SEGMENT_BYTES", "PayloadFiles", "is_reference"]
 
@@ -100,7 +101,7 @@ class PayloadFiles:
             written += os.write(self._fd, memoryview(payload)[written:])
         self._size += written
         self._dirty = True
-        return [self.current, offset, written, zlib.crc32(payload)]
+        return [self.current, offset, written, crc32(payload)]
 
     def _next_segment(self) -> None:
         fd = os.open(self.directory / _name(self.current + 1),
@@ -151,7 +152,7 @@ class PayloadFiles:
                 # (a length past the file's end is not read: nothing that big is allocated)
                 if offset >= 0 and 0 <= length <= os.fstat(fd).st_size - offset:
                     data = os.pread(fd, length, offset)
-        if data is None or len(data) != length or zlib.crc32(data) != crc:
+        if data is None or len(data) != length or crc32(data) != crc:
             self.unreadable += 1
             if self.unreadable == 1:
                 _log.warning("a payload in %s cannot be read back (%r); that message is "
