@@ -14,12 +14,16 @@ import uuid
 import pytest
 
 from m2mc.api import GroupMessage, Node, NodeConfig
+from m2mc.group.config import GroupConfig
 from m2mc.transport.channel import Channel
 from m2mc.transport.url import open_channel
 
 LIMIT = 50
 INBOX = 64  # datagrams the receiver's channel holds while its node is paused
 DEADLINE = 60.0
+# The writer sends each message as soon as it has it (no batch_hold), one per packet:
+# the batch in hand when the reader pauses is then one or two messages.
+ONE_PER_PACKET = GroupConfig(batch_hold=0.0)
 
 
 async def _settle(turns: int = 50) -> None:
@@ -39,7 +43,7 @@ async def test_unread_messages_pause_the_node_at_the_bound_and_nothing_is_lost(
     monkeypatch.setattr("m2mc.api_adhoc.open_channel", small_inbox)
     bus = f"mem://backpressure-{uuid.uuid4().hex[:8]}"
     async with Node(NodeConfig(pid="reader", channel=bus, max_queued_messages=LIMIT)) as reader, \
-            Node(NodeConfig(pid="writer", channel=bus)) as writer:
+            Node(NodeConfig(pid="writer", channel=bus, group=ONE_PER_PACKET)) as writer:
         reader_channel = channels[0]
         group = await writer.create_group("firehose")
         mine = await reader.join(group.gid, timeout=10.0)

@@ -96,6 +96,9 @@ class GroupInstance:
         self.batch_size = 0
         self._full: list[list[Message]] = []  # closed batches waiting to be sent
         self.pending_records = 0
+        # batch_hold (config): the open batch waits until hold_until while holding.
+        self.hold_until = float("-inf")
+        self.holding = False
         self.pending_bytes = 0  # their encoded size (the sender's byte backlog counts it)
         # One batch fills one M2MP packet: 500 bytes less the group header (13) and the
         # body's array headers and sender id.
@@ -148,6 +151,13 @@ class GroupInstance:
         if self._status_soon is None:
             self._status_soon = now + self.config.status_delay
 
+    def held(self, now: float) -> bool:
+        """True while the records of the open batch wait for more (``batch_hold``):
+        a batch went less than ``batch_hold`` ago and a bulk batch is not full yet."""
+        self.holding = holding = (now < self.hold_until
+                                  and self.pending_bytes < self.batch_budget + self.bulk_extra)
+        return holding
+
     def take_batches(self, force: bool) -> list[list[Message]]:
         """The closed batches, and the open one too if ``force``."""
         out = self._full
@@ -155,6 +165,7 @@ class GroupInstance:
             out.append(self.batch)
             self.batch = []
             self.batch_size = 0
+            self.holding = False
         if out:
             self._full = []
             self.pending_records = len(self.batch)
@@ -523,7 +534,7 @@ class GroupInstance:
             return earliest(self.repair.repair_deadline, self.lingering_until, log_deadline)
         return earliest(self.repair.next_deadline(), self._status_soon, self.msp.next_deadline(),
                         self._status_at, log_deadline, self.retention.next_deadline(),
-                        self.window.deadline())
+                        self.window.deadline(), self.hold_until if self.holding else None)
 
 
 _LOG_KINDS = (Order, Ack, Prepare, Promise, Start, Decided, Handover)

@@ -339,7 +339,9 @@ class GroupNode(NodeReceive):
         message = inst.mop.next_message(payload, parent)
         inst.window.sent(message.mid.seq, len(payload), now)
         self.stats.sent += 1
-        inst.bulk = self.m2mp.queued_packets + inst.pending_records >= self.config.bulk_backlog
+        # Bulk batches while backlogged, or while held (batch_hold): full packets.
+        inst.bulk = (now < inst.hold_until
+                     or self.m2mp.queued_packets + inst.pending_records >= self.config.bulk_backlog)
         tracing = self.tracing
         if tracing:
             self.trace("send", gid, message)
@@ -477,10 +479,15 @@ class GroupNode(NodeReceive):
         driver carries out :meth:`take_save` (commit, then trace)."""
         self._now = now
         # Adaptive batching: while M2MP holds packets back (flow control), records
-        # pile up into fuller batches instead of one packet each.
+        # pile up into fuller batches instead of one packet each; and a sender that
+        # sent a batch less than batch_hold ago holds the next one until it is full
+        # or that time is up (GroupInstance.held).
         idle = self.m2mp.queued_packets == 0 and not self.m2mp.flow_blocked
+        hold = self.config.batch_hold
         for inst in self.groups.values():
-            if inst.pending_records:
+            if inst.pending_records and not inst.held(now):
+                if idle:
+                    inst.hold_until = now + hold
                 self._flush_group(inst, force=idle)
             inst.ordering.flush(now)
         m2mp = self.m2mp
