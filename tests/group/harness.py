@@ -166,3 +166,15 @@ class Net:
                 parent = parents.get(mid)
                 if parent is not None and parent.pid:
                     assert position[parent] < position[mid], f"{pid}: {mid} before {parent}"
+
+
+def group_of_three(net: Net, name: str = "chat") -> str:
+    """Nodes a, b and c up, a's group ``name`` created and joined by b and c."""
+    for pid in ("a", "b", "c"):
+        net.add(pid)
+    gid = str(net.do("a", lambda n: n.create_group(name, net.now)))
+    net.run(0.5)
+    for pid in ("b", "c"):
+        net.do(pid, lambda n: n.join_group(gid, net.now))
+    net.run(1.0)
+    return gid

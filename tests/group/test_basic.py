@@ -6,18 +6,7 @@ from __future__ import annotations
 from m2mc.group.events import GroupDiscovered
 from m2mc.ordering import MessageId
 
-from .harness import Net
-
-
-def _group_of_three(net: Net) -> str:
-    for pid in ("a", "b", "c"):
-        net.add(pid)
-    gid = str(net.do("a", lambda n: n.create_group("chat", net.now)))
-    net.run(0.5)
-    for pid in ("b", "c"):
-        net.do(pid, lambda n: n.join_group(gid, net.now))
-    net.run(1.0)
-    return gid
+from .harness import Net, group_of_three
 
 
 def test_create_discover_join_and_deliver_in_sb_order() -> None:
@@ -44,7 +33,7 @@ def test_create_discover_join_and_deliver_in_sb_order() -> None:
 
 def test_lossy_network_repairs_everything() -> None:
     net = Net(seed=5, loss=0.2)
-    gid = _group_of_three(net)
+    gid = group_of_three(net)
     last: dict[str, MessageId] = {}
     for i in range(60):
         sender = "abc"[i % 3]
@@ -105,7 +94,7 @@ def test_a_backlogged_sender_batches_four_packets_and_a_lossy_group_still_gets_a
     from .harness import Sent
 
     net = Net(seed=13, loss=0.05)
-    gid = _group_of_three(net)
+    gid = group_of_three(net)
     fragments: list[int] = []
     net.counter = lambda d: fragments.append(decode(d).fragment + 1)
     prev = MessageId("", 0)

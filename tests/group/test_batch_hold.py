@@ -12,27 +12,16 @@ from m2mc.group.config import GroupConfig
 from m2mc.ordering import MessageId
 from m2mc.wire.packet import decode
 
-from .harness import Net
+from .harness import Net, group_of_three
 
 HOLD = GroupConfig().batch_hold
-
-
-def _group(net: Net) -> str:
-    for pid in ("a", "b", "c"):
-        net.add(pid)
-    gid = str(net.do("a", lambda n: n.create_group("hold", net.now)))
-    net.run(0.5)
-    for pid in ("b", "c"):
-        net.do(pid, lambda n: n.join_group(gid, net.now))
-    net.run(1.0)
-    return gid
 
 
 def _stream(hold: float, gap: float, count: int = 400) -> tuple[int, list[int]]:
     """``count`` messages of 100 bytes, one every ``gap`` seconds, in one thread: the
     datagrams the group sent meanwhile, and the packets of each M2MP message."""
     net = Net(seed=21, config=lambda: GroupConfig(batch_hold=hold))
-    gid = _group(net)
+    gid = group_of_three(net, "hold")
     fragments: list[int] = []
     net.counter = lambda d: fragments.append(decode(d).fragment + 1)
     before = net.datagrams
@@ -71,7 +60,7 @@ def _sent_at(net: Net, marker: bytes) -> list[float]:
 
 def test_a_held_message_goes_batch_hold_after_the_batch_before_it() -> None:
     net = Net(seed=5)
-    gid = _group(net)
+    gid = group_of_three(net, "hold")
     first = _sent_at(net, b"first")
     start = net.now
     net.send("a", gid, b"first")
@@ -87,7 +76,7 @@ def test_a_held_message_goes_batch_hold_after_the_batch_before_it() -> None:
 
 def test_a_message_that_fills_a_bulk_batch_is_not_held() -> None:
     net = Net(seed=6)
-    gid = _group(net)
+    gid = group_of_three(net, "hold")
     net.send("a", gid, b"small")
     net.run(0.0001)
     big = _sent_at(net, b"big")
