@@ -54,22 +54,33 @@ def test_a_sender_slower_than_batch_hold_is_never_held() -> None:
 def _sent_at(net: Net, marker: bytes) -> list[float]:
     """When the datagrams that carry ``marker`` were sent (filled in as they go)."""
     times: list[float] = []
-    net.counter = lambda d: times.append(net.now) if marker in d else None
+    earlier = net.counter
+
+    def count(datagram: bytes) -> None:
+        if earlier is not None:
+            earlier(datagram)
+        if marker in datagram:
+            times.append(net.now)
+
+    net.counter = count
     return times
 
 
-def test_a_held_message_goes_batch_hold_after_the_batch_before_it() -> None:
+def test_a_steady_sender_is_held_and_a_burst_of_two_is_not() -> None:
     net = Net(seed=5)
     gid = group_of_three(net, "hold")
-    first = _sent_at(net, b"first")
+    times = {name: _sent_at(net, name) for name in (b"first", b"second", b"third")}
     start = net.now
-    net.send("a", gid, b"first")
-    assert first and set(first) == {start}  # none went batch_hold before it: not held
-    second = _sent_at(net, b"second")
+    net.send("a", gid, b"first")  # the first after a pause: at once
     net.run(0.0001)
-    net.send("a", gid, b"second")
+    net.send("a", gid, b"second")  # 0.1 ms after a batch that was not held: at once
+    net.run(0.0001)
+    net.send("a", gid, b"third")  # 0.1 ms later again: a steady sender, held
     net.run(0.01)
-    assert second and all(t == pytest.approx(start + HOLD, abs=1e-9) for t in second)
+    assert set(times[b"first"]) == {start}
+    assert set(times[b"second"]) == {start + 0.0001}
+    assert times[b"third"] and all(t == pytest.approx(start + 0.0001 + HOLD, abs=1e-9)
+                                   for t in times[b"third"])
     net.run(1.0)
     net.check_group(gid, ["a", "b", "c"])
 

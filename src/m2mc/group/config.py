@@ -62,12 +62,12 @@ class GroupConfig:
     # costs the batch. Set bulk_batch_bytes = batch_bytes to keep one packet.
     bulk_batch_bytes: int = 1900
     bulk_backlog: int = 64
-    # A sender that sent a batch less than batch_hold seconds ago holds its next
-    # records (as a bulk batch) until that much time has passed or a bulk batch is
-    # full: a sender of many small messages then sends full packets, several in one
-    # system call, and wakes its receivers a few times less; one that sends less
-    # often than that is not held at all. 0: never held (docs/decisions.md, "Small
-    # messages are held up to half a millisecond").
+    # A steady sender (its batches go less than batch_hold seconds apart) holds its
+    # next records (as a bulk batch) until batch_hold after the last batch or until
+    # a bulk batch is full: a sender of many small messages then sends full packets,
+    # several in one system call, and wakes its receivers a few times less; one that
+    # sends less often, or the second message of a burst, is not held. 0: never
+    # held (docs/decisions.md, "Small messages are held up to half a millisecond").
     batch_hold: float = 0.0005
     # ---------------------------------------------------------------- retention
     # The group log (GrpMsgList, docs/group.md section 8): per group, the delivered

@@ -96,9 +96,12 @@ class GroupInstance:
         self.batch_size = 0
         self._full: list[list[Message]] = []  # closed batches waiting to be sent
         self.pending_records = 0
-        # batch_hold (config): the open batch waits until hold_until while holding.
+        # batch_hold (config): the open batch waits until hold_until while holding;
+        # batch_sent is when the last one went (started) unheld.
         self.hold_until = float("-inf")
         self.holding = False
+        self.batch_sent = float("-inf")
+        self.was_held = False  # the open batch waited (the sender is a steady one)
         self.pending_bytes = 0  # their encoded size (the sender's byte backlog counts it)
         # One batch fills one M2MP packet: 500 bytes less the group header (13) and the
         # body's array headers and sender id.
@@ -156,7 +159,18 @@ class GroupInstance:
         a batch went less than ``batch_hold`` ago and a bulk batch is not full yet."""
         self.holding = holding = (now < self.hold_until
                                   and self.pending_bytes < self.batch_budget + self.bulk_extra)
+        if holding:
+            self.was_held = True
         return holding
+
+    def sending(self, now: float, hold: float) -> None:
+        """The open batch goes now: hold the next one for ``hold`` if this one was
+        held or goes less than ``hold`` after the one before it (a steady sender; a
+        sender's first batch after a pause is never held, nor the second of a burst)."""
+        steady = self.was_held or now - self.batch_sent < hold
+        self.hold_until = now + hold if steady else float("-inf")
+        self.batch_sent = now
+        self.was_held = False
 
     def take_batches(self, force: bool) -> list[list[Message]]:
         """The closed batches, and the open one too if ``force``."""

@@ -480,14 +480,14 @@ class GroupNode(NodeReceive):
         self._now = now
         # Adaptive batching: while M2MP holds packets back (flow control), records
         # pile up into fuller batches instead of one packet each; and a sender that
-        # sent a batch less than batch_hold ago holds the next one until it is full
-        # or that time is up (GroupInstance.held).
+        # sends batches less than batch_hold apart holds the next one until it is
+        # full or that time is up (GroupInstance.sending and held).
         idle = self.m2mp.queued_packets == 0 and not self.m2mp.flow_blocked
         hold = self.config.batch_hold
         for inst in self.groups.values():
             if inst.pending_records and not inst.held(now):
                 if idle:
-                    inst.hold_until = now + hold
+                    inst.sending(now, hold)
                 self._flush_group(inst, force=idle)
             inst.ordering.flush(now)
         m2mp = self.m2mp
