@@ -6,6 +6,8 @@ up to half a millisecond"). On the in-process network, whose clock is exact."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from m2mc.errors import ConfigError
 from m2mc.group.config import GroupConfig
@@ -101,3 +103,30 @@ def test_a_message_that_fills_a_bulk_batch_is_not_held() -> None:
 def test_batch_hold_cannot_be_negative() -> None:
     with pytest.raises(ConfigError, match="batch_hold"):
         GroupConfig(batch_hold=-0.001).validate()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 0.00005, 0.0002, 0.0006, 0.002]), min_size=1,
+                max_size=40))
+def test_no_message_waits_past_batch_hold_and_none_waits_when_all_are_apart(
+        gaps: list[float]) -> None:
+    """Whatever the pace: every message is delivered everywhere, its first packet
+    leaves within batch_hold of its send (plus a loopback's flow control, 0.1 ms
+    here), and a sender whose messages are all batch_hold or more apart is sent at
+    once, each message at the moment it is sent."""
+    net = Net(seed=len(gaps))
+    gid = group_of_three(net, "hold")
+    sent_at: list[float] = []
+    left: list[list[float]] = []
+    previous: MessageId | None = None
+    for number, gap in enumerate(gaps):
+        net.run(gap)
+        left.append(_sent_at(net, b"<%04d>" % number))
+        sent_at.append(net.now)
+        previous = net.send("a", gid, b"<%04d>" % number, reply_to=previous)
+    net.run(2.0)
+    net.check_group(gid, ["a", "b", "c"])
+    for when, went in zip(sent_at, left, strict=True):
+        assert went and when <= min(went) <= when + HOLD + 0.0002
+    if all(gap >= HOLD for gap in gaps[1:]):
+        assert all(min(went) == when for when, went in zip(sent_at, left, strict=True))
