@@ -155,6 +155,8 @@ class AdhocNode(Node):
         if self._metrics is not None:
             await self._metrics.aclose()
         if self._driver is not None:
+            if self._stack is not None:
+                self._stack.release_batches()  # what batch_hold holds goes now
             self._driver.poke()
             await self._driver.close()
         if self._store is not None:

@@ -172,6 +172,11 @@ class GroupInstance:
         self.batch_sent = now
         self.was_held = False
 
+    def release(self) -> None:
+        """Hold nothing more: the open batch goes with the next output."""
+        self.hold_until = float("-inf")
+        self.holding = self.was_held = False
+
     def take_batches(self, force: bool) -> list[list[Message]]:
         """The closed batches, and the open one too if ``force``."""
         out = self._full

@@ -474,6 +474,12 @@ class GroupNode(NodeReceive):
                 best = d
         return best
 
+    def release_batches(self) -> None:
+        """Before closing: the records held for batching (``batch_hold``) go with the
+        next output instead of after the node has stopped."""
+        for inst in self.groups.values():
+            inst.release()
+
     def datagrams_to_send(self, now: float) -> list[bytes]:
         """The datagrams to transmit now. Before any of them leaves the process the
         driver carries out :meth:`take_save` (commit, then trace)."""
