@@ -22,6 +22,7 @@ from m2mc.security.keys import GroupSecret
 from m2mc.sim.testing import CoreStack, VirtualNet
 from m2mc.store import GroupStore, MemoryStore
 from m2mc.trace.schema import ListSink
+from m2mc.wire.m2mp_types import M2MPConfig
 
 
 @dataclass
@@ -38,8 +39,9 @@ class Net:
                  config: Callable[[], GroupConfig] = GroupConfig, *, tracing: bool = True,
                  batch_deliveries: bool = False,
                  counter: Callable[[bytes], None] | None = None,
-                 names: dict[str, str] | None = None) -> None:
+                 names: dict[str, str] | None = None, redundancy: int = 1) -> None:
         self.seed = seed
+        self.redundancy = redundancy  # copies of each M2MP packet: 1, as a real node sends
         self._loss = loss
         self.delay = delay
         self.config = config  # read at each start: a test may change it between restarts
@@ -94,6 +96,7 @@ class Net:
     def _group_node(self, pid: str) -> GroupNode:
         node = GroupNode(pid, rng=random.Random(f"{self.seed}/{pid}/{self.now}"),
                          config=self.config(), store=self.stores[pid],
+                         m2mp_config=M2MPConfig(redundancy=self.redundancy),
                          trace=self.trace if self.tracing else None,
                          run_id="test", keys=self.keys.get(pid),
                          counter_start=int(self.now * 1_000_000),

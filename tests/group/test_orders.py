@@ -15,8 +15,8 @@ def _group(net: Net, order: str, pids: list[str]) -> str:
         net.add(pid)
     gid = str(net.do(pids[0], lambda n: n.create_group(order, net.now, order=order)))
     net.run(0.3)
-    for pid in pids[1:]:
-        net.do(pid, lambda n: n.join_group(gid, net.now))
+    for pid in pids[1:]:  # by name and order: under loss its advertisement may not be in
+        net.do(pid, lambda n: n.join_group(gid, net.now, order=order))
     net.run(1.0)
     return gid
 

@@ -406,7 +406,8 @@ class GroupStreams:
         self.node.send_body(st.tag, StreamNack(self.node.pid, pid, seq, ranges))
         self.stats.stream_nacks_sent += 1
         st.asked_at = now
-        st.holdoff = min(max(st.holdoff * 2, cfg.nack_holdoff), cfg.nack_holdoff_max)
+        st.holdoff = min(max(st.holdoff * 2, cfg.nack_holdoff), cfg.nack_holdoff_max,
+                         cfg.stream_timeout / 4)
 
     def next_deadline(self) -> float | None:
         best: float | None = None
