@@ -97,7 +97,7 @@ class GroupInstance:
         self._full: list[list[Message]] = []  # closed batches waiting to be sent
         self.pending_records = 0
         # batch_hold (config): the open batch waits until hold_until while holding;
-        # batch_sent is when the last one went (started) unheld.
+        # batch_sent: when the last open batch was sent.
         self.hold_until = float("-inf")
         self.holding = False
         self.batch_sent = float("-inf")
@@ -180,11 +180,11 @@ class GroupInstance:
     def take_batches(self, force: bool) -> list[list[Message]]:
         """The closed batches, and the open one too if ``force``."""
         out = self._full
+        self.holding = False  # (whatever is left is looked at again by held())
         if force and self.batch:
             out.append(self.batch)
             self.batch = []
             self.batch_size = 0
-            self.holding = False
         if out:
             self._full = []
             self.pending_records = len(self.batch)
@@ -553,7 +553,8 @@ class GroupInstance:
             return earliest(self.repair.repair_deadline, self.lingering_until, log_deadline)
         return earliest(self.repair.next_deadline(), self._status_soon, self.msp.next_deadline(),
                         self._status_at, log_deadline, self.retention.next_deadline(),
-                        self.window.deadline(), self.hold_until if self.holding else None)
+                        self.window.deadline(),
+                        self.hold_until if self.holding and self.pending_records else None)
 
 
 _LOG_KINDS = (Order, Ack, Prepare, Promise, Start, Decided, Handover)
