@@ -84,11 +84,7 @@ def test_a_stream_and_a_whole_message_of_the_same_bytes_arrive_the_same(
     ends with the stream's body exactly, and the same bytes sent whole arrive equal.
     (A whole message of 40 KB is 80 M2MP packets, lost whole if any is: at much more
     loss its repair takes minutes, which is what streams are for.)"""
-    # Two copies of each packet (M2MPConfig.redundancy=2, not a group node's default):
-    # with one, a whole message of 24 KB at 10% loss arrives whole in 0.6% of its
-    # repairs (0.9 ** 49), so it would not arrive in the minute this test runs (docs/
-    # group.md section 12, "Known limits").
-    net = Net(seed=seed, config=config, batch_deliveries=False, redundancy=2)
+    net = Net(seed=seed, config=config, batch_deliveries=False)
     gid = group_of(net, ["a", "b", "c"])
     net.loss = loss
     body = random.Random(seed).randbytes(size)

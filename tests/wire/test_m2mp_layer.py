@@ -37,6 +37,24 @@ def test_redundancy_sends_each_packet_n_times_and_the_receiver_delivers_once() -
     assert receiver.stats.messages_in == 1
 
 
+def test_a_message_sent_with_copies_queues_each_packet_that_often_and_arrives_once() -> None:
+    sender = layer(redundancy=1, flow_control=False)  # as a group node's
+    receiver = layer(seed=2)
+    receiver.add_filter(b"")
+    payload = bytes(range(256)) * 5  # 3 packets
+    message_id = sender.send(payload, 0.0, copies=2)
+    assert sender.queued_packets == 6
+    out = sender.datagrams_to_send(0.0)
+    assert len(out) == 6 and out[0] == out[1] and out[2] == out[3] and out[0] != out[2]
+    lost_one_copy_each = [out[0], out[3], out[4]]  # any one copy of each packet will do
+    assert receive_all(receiver, lost_one_copy_each) == [MessageReceived(message_id, payload)]
+    small = sender.send(b"one packet", 0.0, copies=2)
+    out = sender.datagrams_to_send(0.0)
+    assert len(out) == 2 and out[0] == out[1]
+    assert receive_all(receiver, out) == [MessageReceived(small, b"one packet")]
+    assert sender.stats.messages_out == 2
+
+
 def test_flow_control_waits_for_the_looped_back_copy() -> None:
     sender = layer(redundancy=2, flow_timeout=0.1)
     sender.send(bytes(3 * MAX_FRAGMENT), 0.0)

@@ -11,16 +11,16 @@ from hypothesis import strategies as st
 from m2mc.wire.m2mp import M2MPConfig, M2MPLayer
 
 
-@given(sizes=st.lists(st.integers(0, 5000), max_size=12), window=st.integers(1, 40),
-       redundancy=st.integers(1, 3), loopback=st.booleans())
-def test_queued_bytes_is_the_size_of_the_queued_packets(sizes: list[int], window: int,
-                                                         redundancy: int,
+@given(sizes=st.lists(st.tuples(st.integers(0, 5000), st.integers(1, 3)), max_size=12),
+       window=st.integers(1, 40), redundancy=st.integers(1, 3), loopback=st.booleans())
+def test_queued_bytes_is_the_size_of_the_queued_packets(sizes: list[tuple[int, int]],
+                                                         window: int, redundancy: int,
                                                          loopback: bool) -> None:
     layer = M2MPLayer(M2MPConfig(flow_window=window, redundancy=redundancy,
                                  flow_control=loopback), random.Random(3))
     now = 0.0
-    for size in sizes:
-        layer.send(bytes(size), now)
+    for size, copies in sizes:  # copies: a message queued several times (group repairs)
+        layer.send(bytes(size), now, copies)
         assert layer.queued_bytes == sum(map(len, layer._queue))
         out = layer.datagrams_to_send(now)
         assert layer.queued_bytes == sum(map(len, layer._queue))

@@ -51,7 +51,7 @@ from m2mc.group.gjlp import LEFT, MEMBER, GiitRow, Gjlp
 from m2mc.group.instance import STATUS_KEEPALIVE, GroupInstance
 from m2mc.group.membership import Membership
 from m2mc.group.names import MemberNames, check_name
-from m2mc.group.node_output import TRACE_JOURNAL_META, view_detail
+from m2mc.group.node_output import REPAIR_COPIES, TRACE_JOURNAL_META, view_detail
 from m2mc.group.node_receive import NodeReceive
 from m2mc.group.node_stats import NodeStats
 from m2mc.group.node_stats import group_stats as _group_stats
@@ -117,6 +117,7 @@ class GroupNode(NodeReceive):
         self._by_tag: dict[bytes, GroupInstance] = {}
         self._events: list[GroupEvent] = []
         self._out: list[bytes] = []
+        self._out_copies: list[bytes] = []
         self._now = 0.0
         self.stats = NodeStats()
         self.started = False
@@ -502,6 +503,11 @@ class GroupNode(NodeReceive):
             for message in out:
                 m2mp.send(message, now)
             out.clear()
+        twice = self._out_copies
+        if twice:
+            for message in twice:
+                m2mp.send(message, now, REPAIR_COPIES)
+            twice.clear()
         return m2mp.datagrams_to_send(now)
 
     # ================================================================ internals

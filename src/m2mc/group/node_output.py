@@ -28,6 +28,7 @@ from m2mc.security import groupwire  # a module: groupwire imports the group cod
 from m2mc.security.auth import GroupAuth
 from m2mc.store import GroupRow, GroupStore
 from m2mc.trace.schema import TraceEvent, TraceJournal, detail_json
+from m2mc.wire.packet import MAX_FRAGMENT
 
 if TYPE_CHECKING:
     from m2mc.group.instance import GroupInstance
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 
 _make_delivered = fast_constructor(Delivered)
 _make_batch = fast_constructor(DeliveredBatch)
+# Copies of each packet of a repair of more than one packet (send_body).
+REPAIR_COPIES = 2
 # Store meta key: the trace lines of the last committed batch (docs/decisions.md, "The
 # trace of a node with a durable log survives kill -9").
 TRACE_JOURNAL_META = "trace/last-batch"
@@ -53,6 +56,7 @@ class NodeOutput:
     delivered_ids: dict[str, list[MessageId]]
     _now: float
     _out: list[bytes]
+    _out_copies: list[bytes]  # repairs of more than one packet (send_body)
     _events: list[GroupEvent]
     _trace_out: list[TraceEvent]
     _journal: TraceJournal | None
@@ -92,19 +96,29 @@ class NodeOutput:
                 self.trace("retransmit", inst.gid, m)
             s = record_size(m)
             if batch and size + s > budget:
-                self.send_body(inst.tag, Repair(self.pid, batch))
+                self.send_body(inst.tag, Repair(self.pid, batch), repair=True)
                 batch, size = [], 0
             batch.append(m)
             size += s
         if batch:
-            self.send_body(inst.tag, Repair(self.pid, batch))
+            self.send_body(inst.tag, Repair(self.pid, batch), repair=True)
 
-    def send_body(self, tag: bytes, body: Body) -> None:
+    def send_body(self, tag: bytes, body: Body, *, repair: bool = False) -> None:
+        """Send ``body`` to the group of ``tag``. A ``repair`` of more than one M2MP
+        packet goes with REPAIR_COPIES copies of each packet: M2MP loses a message
+        whole when one of its packets is lost, and a group node sends each packet
+        once, so at 10% loss a 24 KB record would come back whole in 0.6% of its
+        repairs, and in 61% with two copies (docs/decisions.md)."""
         frame = encode(tag, body)
         auth = self._auth_by_tag.get(tag)
         # A keyed group's message is sealed here, once per transmission: a repair is a
         # new message with a new counter, never a byte copy receivers would refuse.
-        self._out.append(frame if auth is None else groupwire.seal_frame(auth, frame))
+        if auth is not None:
+            frame = groupwire.seal_frame(auth, frame)
+        if repair and len(frame) > MAX_FRAGMENT:
+            self._out_copies.append(frame)
+        else:
+            self._out.append(frame)
 
     def deliver(self, gid: str, m: Message) -> None:
         if m.payload.startswith(STREAM_MAGIC):  # a stream's head: its body is fetched

@@ -361,7 +361,7 @@ class GroupStreams:
         elif len(data) != chunk:
             return  # not all of it here (a body still arriving): someone else has it
         self.node.send_body(inst.tag, StreamData(self.node.pid, pid, seq, index, chunk, data, state,
-                                             size, digest))
+                                             size, digest), repair=True)
         self.stats.stream_chunks_repaired += 1
 
     # ============================================================ timers

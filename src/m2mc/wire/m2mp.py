@@ -148,8 +148,11 @@ class M2MPLayer(StreamingLayer, RunEnd, OwnCopies):
         self._longest_filter = max((len(p) for p in self._filters), default=0)
 
     # ----------------------------------------------------------------- sending
-    def send(self, payload: bytes, now: float) -> int:
-        """Queue one message; return its random message ID. Drain with datagrams_to_send."""
+    def send(self, payload: bytes, now: float, copies: int = 1) -> int:
+        """Queue one message; return its random message ID. Drain with datagrams_to_send.
+        ``copies`` > 1 queues each of its packets that many times (on top of the
+        layer's redundancy): a group node's repair of a many-packet record, which is
+        lost whole if any packet is (docs/decisions.md)."""
         # A fresh random ID, remembered to recognise our looped-back packets (inline:
         # this runs once per message).
         own = self._own
@@ -163,7 +166,11 @@ class M2MPLayer(StreamingLayer, RunEnd, OwnCopies):
         if len(own_order) > self._own_cache:
             self._forget_own()
         size = len(payload)
-        if size <= MAX_FRAGMENT:  # one packet: skip the generator (small messages)
+        if copies > 1:  # (rare: repairs only) each copy is a queued packet of its own
+            packets = fragment_list(message_id, payload)
+            self._queue.extend(p for p in packets for _ in range(copies))
+            self._queued_bytes += copies * (size + HEADER_SIZE * len(packets))
+        elif size <= MAX_FRAGMENT:  # one packet: skip the generator (small messages)
             self._queue.append(_pack_header(message_id, LAST_FLAG) + payload)
             self._queued_bytes += size + HEADER_SIZE
         else:
@@ -227,7 +234,8 @@ class M2MPLayer(StreamingLayer, RunEnd, OwnCopies):
     @property
     def queued_bytes(self) -> int:
         """Bytes of the packets held back by flow control, headers included (each packet
-        once, whatever the redundancy): what a sender's byte bound counts."""
+        once, whatever the redundancy; a message sent with ``copies`` counts each
+        copy): what a sender's byte bound counts."""
         return self._queued_bytes
 
     def _forget_own(self) -> None:
