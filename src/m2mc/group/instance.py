@@ -156,17 +156,19 @@ class GroupInstance:
 
     def held(self, now: float) -> bool:
         """True while the records of the open batch wait for more (``batch_hold``):
-        a batch went less than ``batch_hold`` ago and a bulk batch is not full yet."""
+        until ``hold_until`` (set by :meth:`sending` for a steady sender) or until a
+        bulk batch is full."""
         self.holding = holding = (now < self.hold_until
                                   and self.pending_bytes < self.batch_budget + self.bulk_extra)
         if holding:
             self.was_held = True
         return holding
 
-    def sending(self, now: float, hold: float) -> None:
-        """The open batch goes now: hold the next one for ``hold`` if this one was
-        held or goes less than ``hold`` after the one before it (a steady sender; a
-        sender's first batch after a pause is never held, nor the second of a burst)."""
+    def sending(self, now: float) -> None:
+        """The open batch goes now: hold the next one for ``batch_hold`` if this one
+        was held or goes less than ``batch_hold`` after the one before it (a steady
+        sender; its first batch after a pause is never held, nor the second of a burst)."""
+        hold = self.config.batch_hold
         steady = self.was_held or now - self.batch_sent < hold
         self.hold_until = now + hold if steady else float("-inf")
         self.batch_sent = now

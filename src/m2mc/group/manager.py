@@ -490,11 +490,10 @@ class GroupNode(NodeReceive):
         # sends batches less than batch_hold apart holds the next one until it is
         # full or that time is up (GroupInstance.sending and held).
         idle = self.m2mp.queued_packets == 0 and not self.m2mp.flow_blocked
-        hold = self.config.batch_hold
         for inst in self.groups.values():
             if inst.pending_records and not inst.held(now):
                 if idle:
-                    inst.sending(now, hold)
+                    inst.sending(now)
                 self._flush_group(inst, force=idle)
             inst.ordering.flush(now)
         m2mp = self.m2mp
