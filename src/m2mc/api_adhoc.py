@@ -310,7 +310,7 @@ class AdhocNode(Node):
     def history(self, gid: str) -> list[GroupMessage]:
         """The messages of ``gid`` this node has delivered, from the durable log, oldest first
         (those its retention has not evicted, docs/group.md section 8)."""
-        self._node()
+        self._node().settle_sends()  # (the messages just sent too)
         assert self._store is not None
         return [GroupMessage(gid, s.message.mid, s.message.parent, s.message.payload,
                              s.message.gseq)

@@ -53,13 +53,13 @@ from m2mc.group.membership import Membership
 from m2mc.group.names import MemberNames, check_name
 from m2mc.group.node_output import REPAIR_COPIES, TRACE_JOURNAL_META, view_detail
 from m2mc.group.node_receive import NodeReceive
+from m2mc.group.node_send import settles
 from m2mc.group.node_stats import NodeStats
 from m2mc.group.node_stats import group_stats as _group_stats
 from m2mc.group.node_stats import node_stats as _node_stats
 from m2mc.group.reconnect import INTERFACE, MADE_META, Reconnect
-from m2mc.group.stream_codec import STREAM_MAGIC
 from m2mc.group.streams import GroupStreams
-from m2mc.ordering import ROOT, MessageId
+from m2mc.ordering import MessageId
 from m2mc.security.auth import AuthConfig, GroupAuth, overhead
 from m2mc.security.errors import KeyRequiredError
 from m2mc.security.keys import GroupSecret
@@ -116,6 +116,7 @@ class GroupNode(NodeReceive):
         self.groups: dict[str, GroupInstance] = {}
         self._by_tag: dict[bytes, GroupInstance] = {}
         self._events: list[GroupEvent] = []
+        self._unsent = []
         self._out: list[bytes] = []
         self._out_copies: list[bytes] = []
         self._now = 0.0
@@ -150,6 +151,7 @@ class GroupNode(NodeReceive):
             min(cfg.stream_store_bytes, cfg.memory_log_bytes)))
 
     # ================================================================ lifecycle
+    @settles
     def start(self, now: float) -> None:
         """Boot or reboot: reload the GIIT and every joined group from the store,
         ask the groups for what we missed (MSP) and advertise (GJLP)."""
@@ -176,6 +178,7 @@ class GroupNode(NodeReceive):
         if self.config.advertise_on_start:
             self.advertise(now)
 
+    @settles
     def network_changed(self, now: float) -> None:
         """The driver's word that the network changed under us: the channel's interface
         came (back) up or got its address again, or (simulator) the node regained
@@ -185,6 +188,7 @@ class GroupNode(NodeReceive):
         self._back(now, INTERFACE, None)
 
     # ================================================================ app API
+    @settles
     def advertise(self, now: float) -> None:
         """sendAdvMsg: announce ourselves; every group we may join gets offered."""
         self._now = now
@@ -197,6 +201,7 @@ class GroupNode(NodeReceive):
         self.store.set_meta("grp_seqno", str(n))
         return f"{self.pid}/{n}"
 
+    @settles
     def set_key(self, gid: str, secret: GroupSecret | None,
                 counter_start: int | None = None) -> None:
         """Give (or with None, take back) the key of group ``gid`` before creating or
@@ -223,6 +228,7 @@ class GroupNode(NodeReceive):
             start = max(start, old.next_counter)
         self._auths[gid] = self._new_auth(gid, secret, start)
 
+    @settles
     def set_name(self, name: str, now: float) -> None:
         """Change our display name (``""``: none): every group we are in hears it in a
         status soon (docs/group.md, "Display names")."""
@@ -240,6 +246,7 @@ class GroupNode(NodeReceive):
         row = self.gjlp.giit.get(gid)
         return row.keyed if row is not None else gid in self._secrets
 
+    @settles
     def create_group(self, desc: str, now: float, order: str = "sb",
                      gid: str | None = None, *, key: GroupSecret | None = None,
                      counter_start: int | None = None) -> str:
@@ -263,6 +270,7 @@ class GroupNode(NodeReceive):
         self.gjlp.announce_later(gid, now)  # and again, in case that datagram was lost
         return gid
 
+    @settles
     def join_group(self, gid: str, now: float, order: str | None = None,
                    desc: str | None = None, *, key: GroupSecret | None = None,
                    counter_start: int | None = None) -> None:
@@ -290,10 +298,12 @@ class GroupNode(NodeReceive):
             row.order = order
         self._join(row, now, creating=False)
 
+    @settles
     def reject_group(self, gid: str) -> None:
         """rejectGrp: do not offer this group again (until we advertise)."""
         self.gjlp.reject(gid)
 
+    @settles
     def leave_group(self, gid: str, now: float) -> None:
         """leaveThisGroup: leaveMsg, then keep answering repairs for ``leave_linger``."""
         self._now = now
@@ -311,54 +321,7 @@ class GroupNode(NodeReceive):
         self.trace("leave", gid)
         inst.start_leave(now)
 
-    def send(self, gid: str, payload: bytes, now: float,
-             reply_to: MessageId | str | None = None) -> MessageId:
-        """receiveMsgfrmAppl: send ``payload`` to the group, in reply to ``reply_to``
-        (the S_b parent; None or ROOT for a message that answers nothing). A message of
-        any size goes as a stream instead (``streams``, docs/group.md section 12)."""
-        if payload.startswith(STREAM_MAGIC):
-            raise UsageError("a payload may not start with the stream head's marker")
-        return self._send_data(gid, payload, now, reply_to)
-
-    def _send_data(self, gid: str, payload: bytes, now: float,
-                   reply_to: MessageId | str | None) -> MessageId:
-        self._now = now
-        inst = self.groups.get(gid)
-        if inst is None or inst.lingering_until is not None:
-            raise UsageError(f"not a member of group {gid!r}")
-        if len(payload) > self.config.max_payload:
-            raise UsageError(f"payload of {len(payload)} bytes exceeds {self.config.max_payload}")
-        if type(payload) is not bytes:
-            payload = bytes(payload)
-        inst.ordering.check_send(gid)  # (total order: no room while no majority is reachable)
-        if reply_to is None:
-            parent = ROOT
-        elif isinstance(reply_to, str):
-            parent = MessageId.parse(reply_to)
-        else:
-            parent = reply_to
-        message = inst.mop.next_message(payload, parent)
-        inst.window.sent(message.mid.seq, len(payload), now)
-        self.stats.sent += 1
-        # Bulk batches while backlogged, or while held (batch_hold): full packets.
-        inst.bulk = (now < inst.hold_until
-                     or self.m2mp.queued_packets + inst.pending_records >= self.config.bulk_backlog)
-        tracing = self.tracing
-        if tracing:
-            self.trace("send", gid, message)
-        _, out = inst.mop.accept(message)
-        if tracing:
-            self.trace("recv", gid, message, peer=self.pid)
-        if out:
-            inst.delivered_count += len(out)
-            if tracing:
-                for m in out:
-                    self.deliver(gid, m)
-            else:
-                self.deliver_many(gid, out)
-        inst.queue_data(message, now)
-        return message.mid
-
+    @settles
     def events(self) -> list[GroupEvent]:
         events, self._events = self._events, []
         return events
@@ -390,10 +353,12 @@ class GroupNode(NodeReceive):
     def discovered(self) -> list[GrpInfo]:
         return list(self.gjlp.discovered.values())
 
+    @settles
     def group_stats(self, gid: str) -> dict[str, int]:
         """Counters of one group's repair, MSP and ordering core (for tests and benches)."""
         return _group_stats(self, gid)
 
+    @settles
     def node_stats(self) -> dict[str, int]:
         return _node_stats(self)
 
@@ -428,6 +393,7 @@ class GroupNode(NodeReceive):
     def receive_datagram(self, datagram: bytes, now: float) -> None:
         self.receive_datagrams((datagram,), now)
 
+    @settles
     def receive_datagrams(self, datagrams: Sequence[bytes], now: float) -> None:
         """Datagrams that arrived together, in order: the same as
         :meth:`receive_datagram` for each (what the group layer does with a message
@@ -444,6 +410,7 @@ class GroupNode(NodeReceive):
                 for inst in self.groups.values():
                     inst.repair.suspect(now)
 
+    @settles
     def on_timer(self, now: float) -> None:
         self._now = now
         self.m2mp.on_timer(now)
@@ -475,12 +442,14 @@ class GroupNode(NodeReceive):
                 best = d
         return best
 
+    @settles
     def release_batches(self) -> None:
         """Before closing: the records held for batching (``batch_hold``) go with the
         next output instead of after the node has stopped."""
         for inst in self.groups.values():
             inst.release()
 
+    @settles
     def datagrams_to_send(self, now: float) -> list[bytes]:
         """The datagrams to transmit now. Before any of them leaves the process the
         driver carries out :meth:`take_save` (commit, then trace)."""

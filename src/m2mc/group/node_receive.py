@@ -31,7 +31,8 @@ from m2mc.group.codec import (
 )
 from m2mc.group.config import GroupConfig
 from m2mc.group.events import GroupDiscovered, MemberJoined, MemberLeft, MemberNamed, Reconnected
-from m2mc.group.node_output import NodeOutput, view_detail
+from m2mc.group.node_output import view_detail
+from m2mc.group.node_send import NodeSend
 from m2mc.group.node_stats import NodeStats
 from m2mc.group.reconnect import SILENCE, Reconnect
 from m2mc.kinds import ReconnectReason
@@ -50,7 +51,7 @@ _STREAM, _STREAM_NACK = int(Kind.STREAM), int(Kind.STREAM_NACK)
 _DISCOVERY_KINDS = frozenset((int(Kind.ADV), int(Kind.GRPS_INFO)))
 
 
-class NodeReceive(NodeOutput):
+class NodeReceive(NodeSend):
     """The node's input side (module docstring); its state is the node's."""
 
     config: GroupConfig

@@ -1,0 +1,144 @@
+"""What a group node does with the application's messages: :class:`NodeSend`, a part
+of :class:`~m2mc.group.manager.GroupNode`.
+
+``send`` gives a message its identity and its place in the open batch at once, and
+the rest -- the ordering core's accept, the row in the log, the delivery to the
+node itself -- a little later, for all the messages sent since, as a receiver does
+with a batch it reads (``Mop.accept_run``: one sender's next messages in a row).
+That later is the node's next step of any other kind: every other entry point of
+the node (input, timers, output, the save, events, queries of its state, other API
+calls) first *settles* the sends waiting (:func:`settles`), so what any of them
+sees is what it would have seen had each send been taken in whole at once. Only
+an S_b group's messages wait, and only while the node is not tracing (the trace
+interleaves each ``send`` with its ``recv`` and ``deliver``); the other orders'
+(vector clocks, the total order's positions) are taken in whole. Decision:
+docs/decisions.md ("A sender's own messages are taken in by the batch").
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
+
+from m2mc.errors import UsageError
+from m2mc.group.node_output import NodeOutput
+from m2mc.group.node_stats import NodeStats
+from m2mc.group.stream_codec import STREAM_MAGIC
+from m2mc.ordering import ROOT, Message, MessageId
+
+if TYPE_CHECKING:
+    from m2mc.group.config import GroupConfig
+    from m2mc.group.instance import GroupInstance
+    from m2mc.wire.m2mp import M2MPLayer
+
+__all__ = ["NodeSend", "settles"]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+_N = TypeVar("_N", bound="NodeSend")
+
+
+def settles(method: Callable[Concatenate[_N, _P], _R]) -> Callable[Concatenate[_N, _P], _R]:
+    """Make ``method`` take in the node's waiting sends first (module docstring)."""
+
+    @functools.wraps(method)
+    def settled(self: _N, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if self._unsent:
+            self.settle_sends()
+        return method(self, *args, **kwargs)
+
+    return settled
+
+
+class NodeSend(NodeOutput):
+    """Mixed into :class:`~m2mc.group.manager.GroupNode`, whose state it uses."""
+
+    groups: dict[str, GroupInstance]
+    config: GroupConfig
+    m2mp: M2MPLayer
+    stats: NodeStats
+    tracing: bool
+    # Our messages sent and not yet taken in (module docstring), in the order sent.
+    _unsent: list[tuple[GroupInstance, Message]]
+
+    def send(self, gid: str, payload: bytes, now: float,
+             reply_to: MessageId | str | None = None) -> MessageId:
+        """receiveMsgfrmAppl: send ``payload`` to the group, in reply to ``reply_to``
+        (the S_b parent; None or ROOT for a message that answers nothing). A message of
+        any size goes as a stream instead (``streams``, docs/group.md section 12)."""
+        if payload.startswith(STREAM_MAGIC):
+            raise UsageError("a payload may not start with the stream head's marker")
+        return self._send_data(gid, payload, now, reply_to, later=True)
+
+    def _send_data(self, gid: str, payload: bytes, now: float,
+                   reply_to: MessageId | str | None, later: bool = False) -> MessageId:
+        """Send one data record; ``later``: an S_b group's is taken in with the next
+        ones (module docstring), else at once."""
+        self._now = now
+        inst = self.groups.get(gid)
+        if inst is None or inst.lingering_until is not None:
+            raise UsageError(f"not a member of group {gid!r}")
+        if len(payload) > self.config.max_payload:
+            raise UsageError(f"payload of {len(payload)} bytes exceeds {self.config.max_payload}")
+        if type(payload) is not bytes:
+            payload = bytes(payload)
+        inst.ordering.check_send(gid)  # (total order: no room while no majority is reachable)
+        if reply_to is None:
+            parent = ROOT
+        elif isinstance(reply_to, str):
+            parent = MessageId.parse(reply_to)
+        else:
+            parent = reply_to
+        message = inst.mop.next_message(payload, parent)
+        inst.window.sent(message.mid.seq, len(payload), now)
+        self.stats.sent += 1
+        # Bulk batches while backlogged, or while held (batch_hold): full packets.
+        inst.bulk = (now < inst.hold_until
+                     or self.m2mp.queued_packets + inst.pending_records >= self.config.bulk_backlog)
+        tracing = self.tracing
+        if later and not tracing and inst.mop.order == "sb":
+            self._unsent.append((inst, message))
+            inst.queue_data(message, now)
+            return message.mid
+        if self._unsent:
+            self.settle_sends()
+        if tracing:
+            self.trace("send", gid, message)
+        _, out = inst.mop.accept(message)
+        if tracing:
+            self.trace("recv", gid, message, peer=self.pid)
+        if out:
+            inst.delivered_count += len(out)
+            if tracing:
+                for m in out:
+                    self.deliver(gid, m)
+            else:
+                self.deliver_many(gid, out)
+        inst.queue_data(message, now)
+        return message.mid
+
+    def settle_sends(self) -> None:
+        """Take in the messages sent since the last time, in the order sent: each
+        group's run at once where its ordering core delivers it whole (its usual
+        case), else one by one; then hand what was delivered to the node's owner."""
+        unsent, self._unsent = self._unsent, []
+        start, end = 0, len(unsent)
+        while start < end:
+            inst = unsent[start][0]
+            stop = start + 1
+            while stop < end and unsent[stop][0] is inst:
+                stop += 1
+            messages = [m for _, m in unsent[start:stop]]
+            mop = inst.mop
+            taken = mop.accept_run(messages)
+            out = messages if taken == len(messages) else messages[:taken]
+            for message in messages[taken:]:
+                out.extend(mop.accept(message)[1])
+            if out:
+                inst.delivered_count += len(out)
+                self.deliver_many(inst.gid, out)
+            start = stop
+
+    # The save (NodeOutput's) is of the sends taken in, like every other step.
+    take_save = settles(NodeOutput.take_save)
