@@ -28,7 +28,7 @@ from m2mc.api_streams import (
     wait_for_update,
 )
 from m2mc.errors import UsageError
-from m2mc.group.backlog import must_wait, room_made
+from m2mc.group.backlog import must_wait, room_made, send_room
 from m2mc.group.codec import GrpInfo
 from m2mc.group.events import Delivered, DeliveredBatch, StreamUpdate
 from m2mc.group.manager import TRACE_JOURNAL_META, GroupNode
@@ -459,8 +459,13 @@ class AdhocGroup(Group):
         if type(data) is not bytes:
             data = data.encode() if isinstance(data, str) else bytes(data)
         parent = reply_to if type(reply_to) is MessageId else _parent(reply_to)
-        if must_wait(stack, len(data)) or node._drv().backlog:
-            await node._room_for(len(data))
+        size = len(data)
+        if stack.send_room > 0 and size <= stack.send_room_size:
+            pass  # sure to fit: counted down by stack.send (m2mc.group.backlog.send_room)
+        elif must_wait(stack, size) or node._drv().backlog:
+            await node._room_for(size)
+        else:
+            stack.send_room, stack.send_room_size = send_room(stack, size), size
         # node._clock is the driver's clock (driver.now()), without its three calls.
         mid = stack.send(self.gid, data, node._clock(), parent)
         node._schedule_poke()

@@ -117,6 +117,7 @@ class GroupNode(NodeReceive):
         self._by_tag: dict[bytes, GroupInstance] = {}
         self._events: list[GroupEvent] = []
         self._unsent = []
+        self.send_room = self.send_room_size = 0
         self._out: list[bytes] = []
         self._out_copies: list[bytes] = []
         self._now = 0.0

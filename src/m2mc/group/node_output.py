@@ -58,6 +58,7 @@ class NodeOutput:
     _out: list[bytes]
     _out_copies: list[bytes]  # repairs of more than one packet (send_body)
     _events: list[GroupEvent]
+    send_room: int
     _trace_out: list[TraceEvent]
     _journal: TraceJournal | None
     _auth_by_tag: dict[bytes, GroupAuth]
@@ -109,6 +110,7 @@ class NodeOutput:
         whole when one of its packets is lost, and a group node sends each packet
         once, so at 10% loss a 24 KB record would come back whole in 0.6% of its
         repairs, and in 61% with two copies (docs/decisions.md)."""
+        self.send_room = 0  # (m2mc.group.backlog.send_room does not count it)
         frame = encode(tag, body)
         auth = self._auth_by_tag.get(tag)
         # A keyed group's message is sealed here, once per transmission: a repair is a

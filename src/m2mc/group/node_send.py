@@ -44,6 +44,7 @@ def settles(method: Callable[Concatenate[_N, _P], _R]) -> Callable[Concatenate[_
 
     @functools.wraps(method)
     def settled(self: _N, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        self.send_room = 0  # (m2mc.group.backlog.send_room: counted from the last check)
         if self._unsent:
             self.settle_sends()
         return method(self, *args, **kwargs)
@@ -61,6 +62,11 @@ class NodeSend(NodeOutput):
     tracing: bool
     # Our messages sent and not yet taken in (module docstring), in the order sent.
     _unsent: list[tuple[GroupInstance, Message]]
+    # Sends of at most send_room_size payload bytes sure to pass the back-pressure check
+    # (m2mc.group.backlog.send_room), set by the API; each send counts it down, every
+    # other step of the node sets it to 0.
+    send_room: int
+    send_room_size: int
 
     def send(self, gid: str, payload: bytes, now: float,
              reply_to: MessageId | str | None = None) -> MessageId:
@@ -76,6 +82,7 @@ class NodeSend(NodeOutput):
         """Send one data record; ``later``: an S_b group's is taken in with the next
         ones (module docstring), else at once."""
         self._now = now
+        self.send_room -= 1
         inst = self.groups.get(gid)
         if inst is None or inst.lingering_until is not None:
             raise UsageError(f"not a member of group {gid!r}")
@@ -101,6 +108,7 @@ class NodeSend(NodeOutput):
             self._unsent.append((inst, message))
             inst.queue_data(message, now)
             return message.mid
+        self.send_room = 0  # (a stream's head: what follows it is not counted)
         if self._unsent:
             self.settle_sends()
         if tracing:

@@ -95,6 +95,17 @@ class SendWindow:
         if not self.blocked and self._total - self._acked_total >= self.limit:
             self._settle(now)  # full, unless the members we would wait for are laggards
 
+    def room(self, size: int) -> int:
+        """How many more messages of at most ``size`` payload bytes :meth:`sent` can
+        take before the window may block (a lower bound; -1: no bound)."""
+        if not self.limit or not self._acks:
+            return -1
+        if self.blocked:
+            return 0
+        # The k-th next one (from 0) is taken while used + k * cost < limit.
+        free = self.limit - (self._total - self._acked_total)
+        return 0 if free <= 0 else (free - 1) // (size + RECORD_COST) + 1
+
     def acked(self, member: str, seq: int, now: float) -> None:
         """``member`` says it knows our messages up to ``seq`` (its status)."""
         if not self.limit or seq <= self._acks.get(member, 0):
