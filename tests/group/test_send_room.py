@@ -82,3 +82,14 @@ def test_a_node_in_a_group_of_another_order_checks_every_send() -> None:
     net.do("a", lambda n: n.create_group("fifo", net.now, order="fifo"))
     net.run(0.5)
     assert send_room(net.nodes["a"], 100) == 0
+
+
+def test_a_tracing_node_counts_its_room_down_too() -> None:
+    # A tracing node takes each send in at once; its room still counts down by one,
+    # so the API does not work it out again for every send.
+    net = Net(seed=3, tracing=True)
+    gid = group_of_three(net, "room")
+    node = net.nodes["a"]
+    node.send_room, node.send_room_size = 10, 100
+    node.send(gid, b"x", net.now, ROOT)
+    assert node.send_room == 9

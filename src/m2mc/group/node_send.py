@@ -108,7 +108,8 @@ class NodeSend(NodeOutput):
             self._unsent.append((inst, message))
             inst.queue_data(message, now)
             return message.mid
-        self.send_room = 0  # (a stream's head: what follows it is not counted)
+        if not later:
+            self.send_room = 0  # (a stream's head: what follows it is not counted)
         if self._unsent:
             self.settle_sends()
         if tracing:
