@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from m2mc.errors import DecodeError, UsageError
 from m2mc.fastobj import fast_constructor
 from m2mc.group.stream_codec import STREAM_MAGIC
 from m2mc.ordering import ROOT, Message, MessageId
@@ -57,5 +58,8 @@ def _parent(reply_to: ReplyTo) -> MessageId:
     if isinstance(reply_to, Message):
         return reply_to.mid
     if isinstance(reply_to, str):
-        return MessageId.parse(reply_to)
+        try:
+            return MessageId.parse(reply_to)
+        except DecodeError as exc:  # the application's argument, not a peer's bytes
+            raise UsageError(f"bad reply_to: {exc}") from None
     return reply_to

@@ -21,10 +21,11 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
-from m2mc.errors import UsageError
+from m2mc.errors import DecodeError, UsageError
 from m2mc.group.node_output import NodeOutput
 from m2mc.group.node_stats import NodeStats
 from m2mc.group.stream_codec import STREAM_MAGIC
+from m2mc.group.wire_bounds import MAX_PID
 from m2mc.ordering import ROOT, Message, MessageId
 
 if TYPE_CHECKING:
@@ -91,12 +92,7 @@ class NodeSend(NodeOutput):
         if type(payload) is not bytes:
             payload = bytes(payload)
         inst.ordering.check_send(gid)  # (total order: no room while no majority is reachable)
-        if reply_to is None:
-            parent = ROOT
-        elif isinstance(reply_to, str):
-            parent = MessageId.parse(reply_to)
-        else:
-            parent = reply_to
+        parent = ROOT if reply_to is None else self._parent_of(reply_to)
         message = inst.mop.next_message(payload, parent)
         inst.window.sent(message.mid.seq, len(payload), now)
         self.stats.sent += 1
@@ -126,6 +122,25 @@ class NodeSend(NodeOutput):
                 self.deliver_many(gid, out)
         inst.queue_data(message, now)
         return message.mid
+
+    def _parent_of(self, reply_to: MessageId | str) -> MessageId:
+        """``reply_to`` as a parent every member's decoder accepts (group/codec.py): a
+        record naming any other parent would be refused by every receiver, and with it
+        the whole batch it travels in, its repairs too (docs/decisions.md)."""
+        try:
+            parent = MessageId.parse(reply_to) if isinstance(reply_to, str) else reply_to
+        except DecodeError as exc:
+            raise UsageError(f"bad reply_to: {exc}") from None
+        if type(parent) is not MessageId:
+            raise UsageError(f"reply_to must be a MessageId or 'pid:seq', not {parent!r}")
+        pid, seq = parent.pid, parent.seq
+        if pid == "" and seq == 0 and type(seq) is int:
+            return ROOT
+        if (type(pid) is not str or type(seq) is not int or not 0 < len(pid) <= MAX_PID
+                or not 1 <= seq < self.config.max_seq):
+            raise UsageError(f"bad reply_to {parent!r}: a pid of 1 to {MAX_PID} characters "
+                             f"and a seqno from 1 to {self.config.max_seq - 1}")
+        return parent
 
     def settle_sends(self) -> None:
         """Take in the messages sent since the last time, in the order sent: each
