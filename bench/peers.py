@@ -2,7 +2,8 @@
 
     python bench/peers.py [--sizes 100,65536] [--counts 100000,400000] [--trials 3]
                           [--receivers 3] [--latency-seconds 10] [--latency-trials 3]
-                          [--latency-rate R] [--no-latency] [--quick]
+                          [--latency-rate R] [--pace-ticks 0.001,0] [--no-latency]
+                          [--quick]
 
 One sender process and ``--receivers`` receiver processes of each system move
 ``count`` messages of ``size`` bytes, in a network namespace the bench creates
@@ -43,7 +44,14 @@ divide the medians.
 Latency under load: for each size the sender of m2mc and of JGroups is paced at
 half of that system's own best median rate above (or, without a complete trial at
 that size, the rate its incomplete trials delivered at), or at ``--latency-rate`` for
-every system when given, for ``--latency-seconds``; each
+every system when given, for ``--latency-seconds``, once for each of
+``--pace-ticks``. Both senders pace the same way: ahead of schedule, each sleeps
+at least the tick, then sends what came due meanwhile, each message stamped when
+it is actually sent. Tick 0 (sleep until the next message is due) paces message
+by message; tick 1 ms sends in bursts a millisecond apart, the finest an asyncio
+program can sleep (its epoll timeout is whole milliseconds: a shorter sleep is
+woken by the m2mc sender's own looped-back packets and spins, a whole core at
+60,000 msg/s). Both are reported, the rows apart (``pace_tick_s``). Each
 message carries its send time, and each receiver takes the time it is delivered
 (m2mc: when ``receive_many`` returns it; JGroups: its ``receive`` callback). p50
 and p99 per receiver, the first 10 % of the messages left out (warm-up); the
@@ -211,13 +219,14 @@ def commands(system: str, size: int, count: int, rate: float, receivers: int,
         recv = [[*roles, "m2mc-recv", url, str(count), str(IDLE), str(cap), str(warmup),
                  str(Path(tmp) / f"r{i}"), str(size)] for i in range(receivers)]
         send = [*roles, "m2mc-send", url, str(count), str(size), str(receivers + 1),
-                str(rate), str(Path(tmp) / "s"), str(size)]
+                str(rate), str(Path(tmp) / "s"), str(size), str(ctx["pace_tick"])]
     elif system == "jgroups":
         java = [*ctx["jgroups"]["java"][:-1], f"-Djgroups.udp.mcast_addr={group}",
                 f"-Djgroups.udp.mcast_port={port}", ctx["jgroups"]["java"][-1]]
         recv = [[*java, "recv", str(count), str(IDLE), str(cap), str(warmup)]
                 for _ in range(receivers)]
-        send = [*java, "send", str(count), str(size), str(receivers + 1), str(rate)]
+        send = [*java, "send", str(count), str(size), str(receivers + 1), str(rate),
+                str(ctx["pace_tick"])]
     else:
         datagram = [str(M2MP_PACKET)] if system == "raw508" else []
         recv = [[*roles, "raw-recv", group, str(port), str(count), str(size), "3.0", str(cap),
@@ -345,8 +354,10 @@ def throughput(args: argparse.Namespace, systems: list[str],
 def latency(args: argparse.Namespace, systems: list[str], rows: list[dict[str, Any]],
             ctx: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
-    for size in args.sizes:
-        row: dict[str, Any] = {"size": size, "seconds": args.latency_seconds}
+    for size, tick in [(size, tick) for size in args.sizes for tick in args.pace_ticks]:
+        ctx["pace_tick"] = tick
+        row: dict[str, Any] = {"size": size, "seconds": args.latency_seconds,
+                               "pace_tick_s": tick}
         paced = [s for s in systems if s not in RAW]
         rates: dict[str, float] = {}
         rate_from: dict[str, str] = {}
@@ -370,7 +381,8 @@ def latency(args: argparse.Namespace, systems: list[str], rows: list[dict[str, A
                 count = max(100, int(rates[system] * args.latency_seconds))
                 result = run_trial(system, size, count, rates[system], args.receivers, ctx)
                 runs[system].append(result)
-                log(f"latency size {size} trial {trial + 1} {system} at {rates[system]}/s: "
+                log(f"latency size {size} tick {tick} s trial {trial + 1} {system} at "
+                    f"{rates[system]}/s: "
                     f"{result.get('latency_ms', result.get('error'))}")
         for system in ("m2mc", "jgroups"):
             if system not in runs:
@@ -402,6 +414,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         description=__doc__.split("\n\n", 2)[2] if __doc__ else None,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     ints = lambda text: [int(x) for x in text.split(",") if x]  # noqa: E731
+    floats = lambda text: [float(x) for x in text.split(",") if x]  # noqa: E731
     parser.add_argument("--sizes", type=ints, default=[100, 65536],
                         help="payload sizes in bytes, comma-separated (100,65536)")
     parser.add_argument("--counts", type=ints, default=[100_000, 400_000],
@@ -417,6 +430,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--latency-rate", type=float, default=0.0,
                         help="pace every system's latency runs at this many msg/s, not "
                         "at half of its own best rate (to compare them at one rate)")
+    parser.add_argument("--pace-ticks", type=floats, default=[0.001, 0.0],
+                        help="latency runs for each: a paced sender ahead of its schedule "
+                        "sleeps at least this many seconds, then sends what came due "
+                        "(0.001,0; 0: until the next message is due)")
     parser.add_argument("--no-latency", action="store_true", help="throughput only")
     parser.add_argument("--trial-seconds", type=float, default=300.0,
                         help="a receiver gives up this long after its first delivery: the "
@@ -429,8 +446,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         args.sizes, args.counts, args.trials = [100], [5000], 1
         args.latency_seconds, args.latency_trials = 3.0, 1
     if (min(args.sizes) < 12 or max(args.sizes) > 1_000_000 or min(args.counts) < 1
-            or args.trials < 1 or args.receivers < 1 or args.latency_rate < 0):
-        parser.error("sizes must be 12..1000000 bytes; counts, trials, receivers >= 1")
+            or args.trials < 1 or args.receivers < 1 or args.latency_rate < 0
+            or not args.pace_ticks or not all(0 <= t <= 0.1 for t in args.pace_ticks)):
+        parser.error("sizes must be 12..1000000 bytes; counts, trials, receivers >= 1; "
+                     "--pace-ticks 0..0.1 s each")
     return args
 
 
@@ -464,7 +483,7 @@ def main(argv: list[str]) -> int:
         if "error" in jgroups and "jgroups" in systems:
             systems.remove("jgroups")
         ctx = {"rng": random.Random(), "tmp": tmp, "trial_seconds": args.trial_seconds,
-               "jgroups": jgroups}
+               "jgroups": jgroups, "pace_tick": 0.0}
         clock = clock_check(jgroups.get("java"))
         if clock.get("checked") and not clock.get("common"):
             log(f"Java and Python clocks differ: {clock}; latency not measured")
@@ -475,6 +494,7 @@ def main(argv: list[str]) -> int:
            "load_average_before": [round(x, 2) for x in load_before],
            "load_average_after": [round(x, 2) for x in os.getloadavg()],
            "cpus": os.cpu_count(), "receivers": args.receivers, "trials": args.trials,
+           "pace_ticks_s": args.pace_ticks,
            "namespace": {"how": "unshare -rn, lo up", "interfaces": interfaces},
            "clock": clock,
            "jgroups": {k: v for k, v in jgroups.items() if k != "java"},

@@ -1,7 +1,7 @@
 """The processes bench/peers.py starts for m2mc and raw UDP multicast (one role each).
 
     python bench/peers_roles.py m2mc-recv URL COUNT IDLE CAP WARMUP DATA_DIR MAX_PAYLOAD
-    python bench/peers_roles.py m2mc-send URL COUNT SIZE MEMBERS RATE DATA_DIR MAX_PAYLOAD
+    python bench/peers_roles.py m2mc-send URL COUNT SIZE MEMBERS RATE DATA_DIR MAX_PAYLOAD [TICK]
     python bench/peers_roles.py raw-recv GROUP PORT COUNT SIZE IDLE CAP [DATAGRAM]
     python bench/peers_roles.py raw-send GROUP PORT COUNT SIZE [DATAGRAM]
 
@@ -10,10 +10,12 @@ durable log), the S_b group joined by name, receivers reading with
 ``receive_many``, the sender calling ``await group.send(payload)`` in a loop and
 never reading its group. Times are ``time.monotonic_ns()`` (CLOCK_MONOTONIC, the
 clock Java's ``System.nanoTime()`` reads on Linux). A paced sender (RATE > 0)
-stamps each message with its send time and number (12 bytes at the front); a
-receiver then measures send-to-delivery latency, the first WARMUP messages
-excluded. A receiver gives up IDLE seconds after its last delivery, or CAP seconds
-after its first (the trial then does not count). Each receiver prints one JSON line
+stamps each message with its send time and number (12 bytes at the front) and,
+when ahead of its schedule, sleeps at least TICK seconds (0: just until the next
+message is due), then sends what came due meanwhile; a receiver then measures
+send-to-delivery latency, the first WARMUP messages excluded. A receiver gives up
+IDLE seconds after its last delivery, or CAP seconds after its first (the trial
+then does not count). Each receiver prints one JSON line
 on stdout, a sender one when it starts and one when it has sent everything; then
 each stays (answering repairs) until its stdin is closed.
 """
@@ -116,7 +118,7 @@ async def m2mc_receiver(url: str, count: int, idle: float, cap: float, warmup: i
 
 
 async def m2mc_sender(url: str, count: int, size: int, members: int, rate: float,
-                      data_dir: str, max_payload: int) -> None:
+                      data_dir: str, max_payload: int, tick: float = 0.0) -> None:
     from m2mc.api import Node
 
     async with Node(_node_config(url, data_dir, max_payload)) as node:
@@ -140,7 +142,7 @@ async def m2mc_sender(url: str, count: int, size: int, members: int, rate: float
             for i in range(count):
                 wait = start + i * interval - clock()
                 if wait > 0:
-                    await asyncio.sleep(wait / 1e9)
+                    await asyncio.sleep(max(wait / 1e9, tick))
                 await group.send(STAMP.pack(clock(), i) + tail)
         end = time.monotonic_ns()
         print(json.dumps({"start": start, "end": end, "members": seen,
@@ -231,7 +233,8 @@ def main(argv: list[str]) -> int:
                                   int(rest[4]), rest[5], int(rest[6])))
     elif role == "m2mc-send":
         asyncio.run(m2mc_sender(rest[0], int(rest[1]), int(rest[2]), int(rest[3]),
-                                float(rest[4]), rest[5], int(rest[6])))
+                                float(rest[4]), rest[5], int(rest[6]),
+                                float(rest[7]) if len(rest) > 7 else 0.0))
     elif role == "raw-recv":
         raw_receiver(rest[0], int(rest[1]), int(rest[2]), int(rest[3]), float(rest[4]),
                      float(rest[5]), int(rest[6]) if len(rest) > 6 else RAW_PART)

@@ -8,11 +8,13 @@
 //
 //   java PeersJGroups clock                               one System.nanoTime() line
 //   java PeersJGroups recv COUNT IDLE_S CAP_S WARMUP      count deliveries; latency if stamped
-//   java PeersJGroups send COUNT SIZE MEMBERS RATE        RATE 0: as fast as it can
+//   java PeersJGroups send COUNT SIZE MEMBERS RATE [TICK] RATE 0: as fast as it can
 //
 // Times are System.nanoTime() (CLOCK_MONOTONIC on Linux, one clock for every process
 // of the machine, like Python's time.monotonic_ns()). A paced sender (RATE > 0)
-// stamps each message: its send time (8 bytes) and its number (4 bytes) at the front.
+// stamps each message: its send time (8 bytes) and its number (4 bytes) at the front;
+// ahead of its schedule it parks at least TICK seconds (0: just until the next message
+// is due), then sends what came due meanwhile (bench/peers_roles.py does the same).
 // A receiver gives up IDLE_S seconds after its last delivery or CAP_S after its first.
 // A receiver prints one JSON line on stdout, a sender one when it starts and one when
 // it has sent everything; then each waits for stdin to close.
@@ -39,7 +41,8 @@ public final class PeersJGroups {
             case "recv" -> receive(Long.parseLong(args[1]), Double.parseDouble(args[2]),
                                    Double.parseDouble(args[3]), Long.parseLong(args[4]));
             case "send" -> send(Long.parseLong(args[1]), Integer.parseInt(args[2]),
-                                Integer.parseInt(args[3]), Double.parseDouble(args[4]));
+                                Integer.parseInt(args[3]), Double.parseDouble(args[4]),
+                                args.length > 5 ? Double.parseDouble(args[5]) : 0.0);
             default -> throw new IllegalArgumentException("unknown mode " + args[0]);
         }
     }
@@ -124,8 +127,11 @@ public final class PeersJGroups {
         return sorted[Math.max(0, Math.min(i, sorted.length - 1))];
     }
 
-    /** Send COUNT messages of SIZE bytes once MEMBERS are in the view; RATE msg/s if > 0. */
-    static void send(long count, int size, int members, double rate) throws Exception {
+    /** Send COUNT messages of SIZE bytes once MEMBERS are in the view; RATE msg/s if > 0,
+     *  parking at least TICK seconds when ahead. */
+    static void send(long count, int size, int members, double rate, double tick)
+            throws Exception {
+        long tickNs = (long) (tick * 1e9);
         JChannel channel = new JChannel();
         channel.setReceiver(new ReceiverAdapter() {
             @Override
@@ -157,7 +163,7 @@ public final class PeersJGroups {
                 long target = start + i * interval;
                 long wait = target - System.nanoTime();
                 if (wait > 0) {
-                    LockSupport.parkNanos(wait);
+                    LockSupport.parkNanos(Math.max(wait, tickNs));
                 }
                 body = payload.clone();
                 ByteBuffer.wrap(body, 0, 12).putLong(System.nanoTime()).putInt((int) i);
