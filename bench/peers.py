@@ -57,7 +57,9 @@ message carries its send time, and each receiver takes the time it is delivered
 and p99 per receiver, the first 10 % of the messages left out (warm-up); the
 worst receiver counts, median of ``--latency-trials`` alternating trials.
 
-A receiver gives up ``--trial-seconds`` (300) after its first delivery: such a
+Before each trial the bench flushes what earlier trials wrote to the disk
+(``os.sync``; each trial's ``sync_before_s``), so that no trial pays for the last
+one's writes. A receiver gives up ``--trial-seconds`` (300) after its first delivery: such a
 trial does not count (its partial rate is shown for information). The full
 default matrix (100 B and 64 KiB, 100,000 and 400,000 messages, 3 trials, then
 latency) takes about 70 minutes on this 2-core machine, most of it at 64 KiB,
@@ -238,6 +240,12 @@ def commands(system: str, size: int, count: int, rate: float, receivers: int,
 def run_trial(system: str, size: int, count: int, rate: float, receivers: int,
               ctx: dict[str, Any]) -> dict[str, Any]:
     timeout = ctx["trial_seconds"] + 2 * IDLE + 60.0  # the receivers give up before
+    # What earlier trials wrote (an m2mc trial at 64 KiB leaves about 800 MB of logs in
+    # the page cache, deleted with its directory) goes to the disk now, not during this
+    # trial: each trial starts on a quiet disk, whichever system it is.
+    synced = time.monotonic()
+    os.sync()
+    synced = time.monotonic() - synced
     with tempfile.TemporaryDirectory(prefix=f"peers-{system}-", dir=ctx["tmp"]) as tmp:
         recv_cmds, send_cmd = commands(system, size, count, rate, receivers, ctx, tmp)
         env = child_env()
@@ -260,7 +268,8 @@ def run_trial(system: str, size: int, count: int, rate: float, receivers: int,
                 p.stop()
     if sent is None:
         return {"error": f"the sender did not start within {timeout:.0f} s: {sender.tail()}"}
-    return summarize(system, size, count, sent, results, rate)
+    return {**summarize(system, size, count, sent, results, rate),
+            "sync_before_s": round(synced, 2)}
 
 
 def summarize(system: str, size: int, count: int, sent: dict[str, Any],

@@ -134,23 +134,24 @@ def test_payload_files_are_synced_every_4_mib_and_their_rows_count_apart(
     reopened.close()
 
 
-def test_a_new_file_has_16_kib_pages_and_an_old_one_keeps_its_own(tmp_path: Path) -> None:
-    # (docs/decisions.md, "Store page size"): the automatic checkpoint is 32 MiB of
-    # log either way, counted in the file's own pages.
+def test_a_new_file_has_4_kib_pages_and_an_old_one_keeps_its_own(tmp_path: Path) -> None:
+    # (docs/decisions.md, "Store pages of 4 KiB"): the automatic checkpoint is 32 MiB
+    # of log either way, counted in the file's own pages.
     new = SqliteStore(tmp_path / "new.sqlite3")
-    assert new._db.execute("PRAGMA page_size").fetchone() == (PAGE_SIZE,) == (16384,)
-    assert new._db.execute("PRAGMA wal_autocheckpoint").fetchone() == ((32 << 20) // 16384,)
+    assert new._db.execute("PRAGMA page_size").fetchone() == (PAGE_SIZE,) == (4096,)
+    assert new._db.execute("PRAGMA wal_autocheckpoint").fetchone() == ((32 << 20) // 4096,)
     new.put_delivered("g", messages("a", 1, 3))
     new.close()
     old_path = tmp_path / "old.sqlite3"
-    old_db = sqlite3.connect(str(old_path))  # a file made with SQLite's default pages
+    old_db = sqlite3.connect(str(old_path))  # a file made by the version of 16 KiB pages
+    old_db.execute("PRAGMA page_size=16384")
     old_db.execute("PRAGMA journal_mode=WAL")
     old_db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
     old_db.commit()
     old_db.close()
     old = SqliteStore(old_path)
-    assert old._db.execute("PRAGMA page_size").fetchone() == (4096,)
-    assert old._db.execute("PRAGMA wal_autocheckpoint").fetchone() == ((32 << 20) // 4096,)
+    assert old._db.execute("PRAGMA page_size").fetchone() == (16384,)
+    assert old._db.execute("PRAGMA wal_autocheckpoint").fetchone() == ((32 << 20) // 16384,)
     old.put_delivered("g", messages("a", 1, 3))
     old.commit()
     assert [m.message.mid.seq for m in old.load_messages("g")] == [1, 2, 3]

@@ -1,6 +1,6 @@
 """CRC-32 (the zlib and PNG one) of the payloads kept beside the log.
 
-Every payload of 16 KiB or more is checksummed once when written and once each time
+Every payload of 2 KiB or more is checksummed once when written and once each time
 it is read back, so at 64 KiB messages the checksum is paid once per message in
 every process. zlib's own ``crc32`` (1.2.13, as Debian ships it) takes 11.8 µs of CPU
 for 64 KiB on our machines; zlib-ng's computes the same function with

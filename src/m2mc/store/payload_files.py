@@ -43,7 +43,7 @@ from m2mc.store.crc import crc32
 
 __all__ = ["LARGE_PAYLOAD", "SEGMENT_BYTES", "PayloadFiles", "is_reference"]
 
-LARGE_PAYLOAD = 16384  # bytes: a payload this large or larger goes to a segment
+LARGE_PAYLOAD = 2048  # bytes: a payload this large or larger goes to a segment (half a page)
 SEGMENT_BYTES = 64 << 20  # a segment this large is closed and the next one begun
 OPEN_FOR_READING = 8  # segments kept open for reading at once
 _SUFFIX = ".seg"
