@@ -59,14 +59,15 @@ worst receiver counts, median of ``--latency-trials`` alternating trials.
 
 Before each trial the bench flushes what earlier trials wrote to the disk
 (``os.sync``; each trial's ``sync_before_s``), so that no trial pays for the last
-one's writes. A receiver gives up ``--trial-seconds`` (300) after its first delivery: such a
-trial does not count (its partial rate is shown for information). The full
-default matrix (100 B and 64 KiB, 100,000 and 400,000 messages, 3 trials, then
-latency) takes about 70 minutes on this 2-core machine, most of it at 64 KiB,
-where m2mc (about 100 messages/s there) and JGroups at 400,000 run into that
-limit; it writes up to 4 GiB of m2mc logs (temporary, removed after each trial).
-``--quick`` (100 B, 5,000 messages, one trial, 3 s latency runs) takes about 30 s;
-``--sizes 65536 --counts 5000 --no-latency`` about 5 minutes.
+one's writes. A receiver gives up ``--trial-seconds`` (300) after its first
+delivery: such a trial does not count (its partial rate is shown for
+information). The full default matrix (100 B and 64 KiB, 100,000 and 400,000
+messages, 3 trials, then latency) takes about 70 minutes on this 2-core machine,
+most of it at 64 KiB, where m2mc (about 100 messages/s there) and JGroups at
+400,000 run into that limit; it writes up to 4 GiB of m2mc logs (temporary,
+removed after each trial). ``--quick`` (100 B, 5,000 messages, one trial, 3 s
+latency runs) takes about 30 s; ``--sizes 65536 --counts 5000 --no-latency`` about
+5 minutes.
 If Java, javac or jgroups.jar are missing, or the namespace cannot be made, the
 JSON says why and no ratio is made up. The last stdout line is one JSON object.
 """
@@ -75,6 +76,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import random
@@ -243,9 +245,9 @@ def run_trial(system: str, size: int, count: int, rate: float, receivers: int,
     # What earlier trials wrote (an m2mc trial at 64 KiB leaves about 800 MB of logs in
     # the page cache, deleted with its directory) goes to the disk now, not during this
     # trial: each trial starts on a quiet disk, whichever system it is.
-    synced = time.monotonic()
+    started = time.monotonic()
     os.sync()
-    synced = time.monotonic() - synced
+    synced = time.monotonic() - started
     with tempfile.TemporaryDirectory(prefix=f"peers-{system}-", dir=ctx["tmp"]) as tmp:
         recv_cmds, send_cmd = commands(system, size, count, rate, receivers, ctx, tmp)
         env = child_env()
@@ -363,7 +365,7 @@ def throughput(args: argparse.Namespace, systems: list[str],
 def latency(args: argparse.Namespace, systems: list[str], rows: list[dict[str, Any]],
             ctx: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
-    for size, tick in [(size, tick) for size in args.sizes for tick in args.pace_ticks]:
+    for size, tick in itertools.product(args.sizes, args.pace_ticks):
         ctx["pace_tick"] = tick
         row: dict[str, Any] = {"size": size, "seconds": args.latency_seconds,
                                "pace_tick_s": tick}

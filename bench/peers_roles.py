@@ -15,9 +15,9 @@ when ahead of its schedule, sleeps at least TICK seconds (0: just until the next
 message is due), then sends what came due meanwhile; a receiver then measures
 send-to-delivery latency, the first WARMUP messages excluded. A receiver gives up
 IDLE seconds after its last delivery, or CAP seconds after its first (the trial
-then does not count). Each receiver prints one JSON line
-on stdout, a sender one when it starts and one when it has sent everything; then
-each stays (answering repairs) until its stdin is closed.
+then does not count). Each receiver prints one JSON line on stdout, a sender one
+when it starts and one when it has sent everything; then each stays (answering
+repairs) until its stdin is closed.
 """
 
 from __future__ import annotations

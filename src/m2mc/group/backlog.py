@@ -107,4 +107,3 @@ def send_room(node: GroupNode, size: int) -> int:
         return 0
     return max(0, min(room, config.send_backlog - packets,
                       free_bytes // (size + RECORD_OVERHEAD) + 1))
-

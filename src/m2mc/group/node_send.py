@@ -134,7 +134,7 @@ class NodeSend(NodeOutput):
         if type(parent) is not MessageId:
             raise UsageError(f"reply_to must be a MessageId or 'pid:seq', not {parent!r}")
         pid, seq = parent.pid, parent.seq
-        if pid == "" and seq == 0 and type(seq) is int:
+        if pid == "" and seq == 0:
             return ROOT
         if (type(pid) is not str or type(seq) is not int or not 0 < len(pid) <= MAX_PID
                 or not 1 <= seq < self.config.max_seq):
