@@ -11,6 +11,10 @@ A :class:`BodyStore` is the narrow port the sans-IO core calls:
   once complete. A restarted node keeps the complete bodies and deletes the rest.
 * :class:`MemoryBodyStore`: the same in memory (the simulator, tests).
 
+A file body leaves the page cache as it is written, but for its last 16 MiB
+(m2mc.store.page_cache): a 1 GiB stream would otherwise keep 1 GiB of the
+machine's memory in every node that received it.
+
 Both are bounded by ``limit`` bytes over all bodies, complete or not. A write that
 would pass it first evicts complete bodies, oldest finished first; if that is not
 enough the write is refused (the caller gives the stream up), so the bodies of
@@ -28,7 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-__all__ = ["BodyInfo", "BodyStore", "FileBodyStore", "Key", "MemoryBodyStore"]
+from m2mc.store import page_cache
+
+__all__ = ["ADVISE_EVERY", "BodyInfo", "BodyStore", "FileBodyStore", "Key", "MemoryBodyStore"]
+
+ADVISE_EVERY = 8 << 20  # bytes: how far a body grows between two drops from the page cache
 
 Key = tuple[str, str, int]  # (group id, sender pid, seq): the message's identity
 
@@ -151,6 +159,7 @@ class FileBodyStore(_Bounded):
         self.directory = Path(directory)
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._open: dict[str, int] = {}  # file descriptors of the bodies being written
+        self._advised: dict[str, int] = {}  # body -> its end when last dropped from the cache
         for part in self.directory.glob("*.part"):  # a crash left them: never complete
             part.unlink(missing_ok=True)
         found = []
@@ -181,6 +190,12 @@ class FileBodyStore(_Bounded):
             fd = self._open[name] = os.open(self._path(name, ".part"),
                                             os.O_RDWR | os.O_CREAT, 0o600)
         os.pwrite(fd, data, offset)
+        end = offset + len(data)
+        if end >= self._advised.get(name, 0) + ADVISE_EVERY and end > page_cache.CACHED_TAIL:
+            # Written pages go once the kernel has written them: a drop asks it to
+            # start, and the next drop takes what it wrote meanwhile.
+            self._advised[name] = end
+            page_cache.drop_cached(fd, end - page_cache.CACHED_TAIL)
         return True
 
     def read(self, key: Key, offset: int, size: int) -> bytes | None:
@@ -198,6 +213,7 @@ class FileBodyStore(_Bounded):
         name = _name(key)
         fd = self._open.pop(name, None)
         part = self._path(name, ".part")
+        self._advised.pop(name, None)
         if fd is not None:
             os.close(fd)
         else:
@@ -221,6 +237,7 @@ class FileBodyStore(_Bounded):
 
     def _remove(self, name: str) -> None:
         fd = self._open.pop(name, None)
+        self._advised.pop(name, None)
         if fd is not None:
             os.close(fd)
         for suffix in (".part", ".body", ".json"):

@@ -27,11 +27,8 @@ pages. For a 64 KiB message that was most of a node's CPU per message
 * **Tail.** Bytes after the last committed reference (written just before a crash)
   are never read and go with their segment.
 * **Page cache.** Once synced, a segment's bytes are dropped from the page cache
-  (``posix_fadvise(DONTNEED)``) but for its last :data:`CACHED_TAIL` bytes, which
-  repairs of recent messages read: a log that writes tens of MB/s would otherwise
-  fill memory with pages nobody reads, and on a virtual machine each fresh page
-  cost five times the CPU of a recycled one to write (docs/decisions.md, "Payload
-  files leave the page cache once synced").
+  (``posix_fadvise(DONTNEED)``) but for its last ``CACHED_TAIL`` bytes, which
+  repairs of recent messages read (m2mc.store.page_cache).
 
 Reading opens each segment once and keeps a few open (``pread``).
 """
@@ -45,26 +42,18 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
+from m2mc.store import page_cache
 from m2mc.store.crc import crc32
 
-__all__ = ["CACHED_TAIL", "LARGE_PAYLOAD", "SEGMENT_BYTES", "PayloadFiles", "is_reference"]
+__all__ = ["LARGE_PAYLOAD", "SEGMENT_BYTES", "PayloadFiles", "is_reference"]
 
 LARGE_PAYLOAD = 2048  # bytes: a payload this large or larger goes to a segment (half a page)
 SEGMENT_BYTES = 64 << 20  # a segment this large is closed and the next one begun
 OPEN_FOR_READING = 8  # segments kept open for reading at once
-CACHED_TAIL = 16 << 20  # bytes at the end of the current segment left in the page cache
 _SUFFIX = ".seg"
 
 _log = logging.getLogger(__name__)
 
-_fadvise = getattr(os, "posix_fadvise", None)  # (not on every system: then nothing is dropped)
-
-
-def _drop_cached(fd: int, length: int) -> None:
-    """Drop the first ``length`` bytes (0: all) of a synced file from the page cache."""
-    if _fadvise is not None:
-        with contextlib.suppress(OSError):
-            _fadvise(fd, 0, length, os.POSIX_FADV_DONTNEED)
 
 
 def is_reference(payload: object) -> bool:
@@ -131,7 +120,7 @@ class PayloadFiles:
                 old = -1
             self._dirty = False
         if old != -1:  # (synced already)
-            _drop_cached(old, 0)
+            page_cache.drop_cached(old, 0)
             os.close(old)
         elif not self._defer_sync:
             self.sync()
@@ -150,12 +139,12 @@ class PayloadFiles:
             for fd in closed:
                 with contextlib.suppress(OSError):
                     os.fdatasync(fd)
-                    _drop_cached(fd, 0)
+                    page_cache.drop_cached(fd, 0)
                 os.close(fd)
             if current != -1:
                 os.fdatasync(current)
-                if synced > CACHED_TAIL:
-                    _drop_cached(current, synced - CACHED_TAIL)
+                if synced > page_cache.CACHED_TAIL:
+                    page_cache.drop_cached(current, synced - page_cache.CACHED_TAIL)
         finally:
             if current != -1:
                 os.close(current)
