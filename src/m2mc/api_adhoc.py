@@ -38,7 +38,7 @@ from m2mc.kinds import NodeMode, Order
 from m2mc.log import node_logger
 from m2mc.ordering import MessageId
 from m2mc.runtime.endpoint import DEFAULT_FLOW_WINDOW
-from m2mc.runtime.gc_freeze import freeze_startup_objects
+from m2mc.runtime.gc_freeze import tune_collector
 from m2mc.runtime.stack import StackDriver
 from m2mc.runtime.tracing import WallClockSink, incarnation_events, open_trace
 from m2mc.security.auth import counter_start_at
@@ -143,10 +143,7 @@ class AdhocNode(Node):
 
             labels = GroupLabels()
             await self._serve_metrics(lambda: adhoc_snapshot(self, labels), pid)
-        if cfg.freeze_gc and (frozen := freeze_startup_objects()):
-            node_logger("m2mc.api", pid).debug(
-                "%d start-up objects frozen out of the collector's full passes (freeze_gc)",
-                frozen)
+        tune_collector(cfg.freeze_gc, cfg.gc_threshold, node_logger("m2mc.api", pid))
 
     async def close(self) -> None:
         if self._closed:

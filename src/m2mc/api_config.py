@@ -52,6 +52,10 @@ class NodeConfig:
     # so the collector's full passes skip the ~24,000 objects start-up made (modules,
     # classes...), 7-15 ms each (m2mc.runtime.gc_freeze, docs/decisions.md).
     freeze_gc: bool = True
+    # The collector's youngest generation collected every gc_threshold new objects
+    # (CPython: 700) once a node has started; raised, never lowered; 0 leaves it
+    # (m2mc.runtime.gc_freeze, docs/decisions.md).
+    gc_threshold: int = 20_000
     # Keyed groups known at start (group id -> key source): a keyed group reloaded from
     # data_dir runs only with its key (else it waits for join(gid, key=...)).
     keys: Mapping[str, GroupKey] = field(default_factory=dict)

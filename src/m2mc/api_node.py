@@ -138,6 +138,8 @@ class Node:
         check_name(config.name)
         if config.max_queued_own_bytes < 1:
             raise UsageError("max_queued_own_bytes must be >= 1")
+        if config.gc_threshold < 0:
+            raise UsageError("gc_threshold must be >= 0 (0: leave the collector's own)")
         self.config = config
         self._metrics: MetricsServer | None = None
         self._trace_close: object = None

@@ -1,6 +1,8 @@
 """A node freezes what its process holds after start-up out of the collector's full
 passes (NodeConfig.freeze_gc, m2mc.runtime.gc_freeze): once per process, and not at
-all when told not to. Each case runs in a fresh interpreter: freezing is process-wide."""
+all when told not to; and it raises the youngest generation's threshold
+(NodeConfig.gc_threshold), never lowering one. Each case runs in a fresh interpreter:
+the collector is process-wide."""
 
 from __future__ import annotations
 
@@ -8,6 +10,11 @@ import json
 import subprocess
 import sys
 import textwrap
+
+import pytest
+
+from m2mc.api import Node, NodeConfig
+from m2mc.errors import UsageError
 
 SCRIPT = textwrap.dedent("""
     import asyncio, gc, json, sys
@@ -52,3 +59,44 @@ def test_freeze_gc_false_leaves_the_collector_alone() -> None:
     result = run(freeze=False)
     assert result["before"] == result["first"] == result["freezes"] == 0
     assert not result["frozen"]
+
+
+THRESHOLD_SCRIPT = textwrap.dedent("""
+    import asyncio, gc, json, sys
+    from m2mc.api import Node, NodeConfig
+
+    async def main(preset, threshold):
+        if preset:
+            gc.set_threshold(preset, 10, 10)
+        before = gc.get_threshold()
+        async with Node(NodeConfig(channel="null://", **threshold)):
+            during = gc.get_threshold()
+        print(json.dumps({"before": before, "during": during}))
+
+    asyncio.run(main(int(sys.argv[1]), json.loads(sys.argv[2])))
+""")
+
+
+def thresholds(preset: int = 0, **config: int) -> dict[str, list[int]]:
+    out = subprocess.run([sys.executable, "-c", THRESHOLD_SCRIPT, str(preset), json.dumps(config)],
+                         capture_output=True, text=True, timeout=120, check=True)
+    result: dict[str, list[int]] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_a_node_collects_the_youngest_generation_every_20000_objects() -> None:
+    assert thresholds() == {"before": [700, 10, 10], "during": [20_000, 10, 10]}
+
+
+def test_gc_threshold_0_leaves_the_collector_s_threshold() -> None:
+    assert thresholds(gc_threshold=0) == {"before": [700, 10, 10], "during": [700, 10, 10]}
+
+
+def test_a_threshold_the_application_set_higher_is_kept() -> None:
+    result = thresholds(preset=50_000)
+    assert result["before"] == result["during"] == [50_000, 10, 10]
+
+
+def test_a_negative_gc_threshold_is_refused_before_anything_starts() -> None:
+    with pytest.raises(UsageError, match="gc_threshold must be >= 0"):
+        Node(NodeConfig(channel="null://", gc_threshold=-1))

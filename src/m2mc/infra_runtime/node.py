@@ -54,7 +54,7 @@ from m2mc.infra_runtime.member_driver import MemberDriver
 from m2mc.kinds import GROUP_ORDERS, NodeMode, Order, ViewKind
 from m2mc.log import node_logger
 from m2mc.ordering import ROOT, MessageId
-from m2mc.runtime.gc_freeze import freeze_startup_objects
+from m2mc.runtime.gc_freeze import tune_collector
 from m2mc.runtime.tracing import WallClockSink, incarnation_events, open_trace
 from m2mc.security.auth import GroupAuth
 from m2mc.security.keys import GroupKey
@@ -153,10 +153,7 @@ class InfraNode(Node):
             from m2mc.metrics.infra import member_snapshot
 
             await self._serve_metrics(lambda: member_snapshot(self), self._pid)
-        if cfg.freeze_gc and (frozen := freeze_startup_objects()):
-            node_logger("m2mc.infra.member", self._pid).debug(
-                "%d start-up objects frozen out of the collector's full passes (freeze_gc)",
-                frozen)
+        tune_collector(cfg.freeze_gc, cfg.gc_threshold, node_logger("m2mc.infra.member", self._pid))
 
     def _open_store(self) -> tuple[SavedMember | None, bool, bool]:
         """Set the pid; the saved state if any, whether an earlier incarnation used this
