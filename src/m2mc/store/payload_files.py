@@ -55,7 +55,6 @@ _SUFFIX = ".seg"
 _log = logging.getLogger(__name__)
 
 
-
 def is_reference(payload: object) -> bool:
     """True for a chunk record's payload that is a reference (not bytes, not None)."""
     return type(payload) is list
@@ -119,7 +118,7 @@ class PayloadFiles:
                 self._unsynced.append(old)
                 old = -1
             self._dirty = False
-        if old != -1:  # (synced already)
+        if old != -1:  # (nothing written since its last sync)
             page_cache.drop_cached(old, 0)
             os.close(old)
         elif not self._defer_sync:
