@@ -96,6 +96,7 @@ from m2mc.group.wire_bounds import read_str as _str
 from m2mc.group.wire_bounds import read_vclock as _vclock
 from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.ordering.ids import make_message, make_mid
+from m2mc.speedups import NATIVE
 
 __all__ = [  # the message types and bounds are re-exported: the codec is their one address
     "DISCOVERY_TAG", "FILTER_SIZE", "FLAG_AUTH", "HEADER", "HEADER_SIZE", "MAGIC",
@@ -322,10 +323,12 @@ def decode_body(kind: int, body: bytes | memoryview, *, max_seq: int = MAX_SEQ) 
         raise DecodeError(f"malformed group message body: {exc}") from None
 
 
-def _records(raw: Any, max_seq: int) -> list[Message]:
-    """The hot path of every receiver: checks and builds each record as cheaply as
-    Python allows (objects built by m2mc.fastobj's constructors; a parent that is the
-    previous record of the batch reuses that record's identity object)."""
+def records_py(raw: Any, max_seq: int) -> list[Message]:
+    """The data records of a body: the hot path of every receiver, run in C where
+    m2mc._speedups is built (:func:`_native_records`; the same checks, errors and
+    objects). Here: checks and builds each record as cheaply as Python allows
+    (objects built by m2mc.fastobj's constructors; a parent that is the previous
+    record of the batch reuses that record's identity object)."""
     out: list[Message] = []
     append = out.append
     new_mid = make_mid
@@ -360,6 +363,23 @@ def _records(raw: Any, max_seq: int) -> list[Message]:
         prev = new_mid(pid, seq)
         append(new_message(prev, parent, payload, vclock, gseq))
     return out
+
+
+def _native_records() -> Callable[[Any, int], list[Message]] | None:
+    """m2mc._speedups' ``records`` set up for these classes and bounds, or None
+    (not built, ``M2MC_PURE`` set, or classes it cannot build)."""
+    native = NATIVE
+    if native is None:
+        return None
+    try:
+        native.setup(MessageId, Message, ROOT, DecodeError, _vclock, MAX_PID, MAX_LIST)
+    except TypeError:  # pragma: no cover - a class laid out otherwise than the C expects
+        return None
+    records: Callable[[Any, int], list[Message]] = native.records
+    return records
+
+
+_records: Callable[[Any, int], list[Message]] = _native_records() or records_py
 
 
 def _from_wire(kind: int, raw: Any, max_seq: int) -> Body:

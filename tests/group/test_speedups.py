@@ -1,0 +1,195 @@
+"""The compiled hot path (m2mc._speedups) against the pure-Python one.
+
+Where a C compiler is at hand, ``pip install`` builds the extension and every
+receiver decodes its data records in C. These tests hold the two paths to the same
+behaviour: the same messages (equal, of the same classes, sharing a parent's identity
+object the same way), the same DecodeError for the same bad input, nothing leaked on
+either path, and ``M2MC_PURE=1`` really forcing the Python one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Callable
+from typing import Any
+
+import msgpack
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from m2mc import speedups
+from m2mc.errors import DecodeError
+from m2mc.group import codec
+from m2mc.group.codec import Data, Gone, Repair, SyncResp, decode_body, encode, group_tag
+from m2mc.group.wire_bounds import MAX_SEQ
+from m2mc.ordering import ROOT, Message, MessageId
+
+Records = Callable[[Any, int], list[Message]]
+NATIVE: Records | None = None if speedups.NATIVE is None else speedups.NATIVE.records
+
+needs_native = pytest.mark.skipif(NATIVE is None, reason="m2mc._speedups not built "
+                                  "(no C compiler at install, or M2MC_PURE set)")
+
+
+def _compiler() -> bool:
+    cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    return shutil.which(cc) is not None
+
+
+def test_the_compiled_path_is_built_and_used_where_a_compiler_is() -> None:
+    if speedups.pure_forced():
+        pytest.skip("M2MC_PURE is set")
+    if not _compiler():
+        pytest.skip("no C compiler: the pure-Python path is the one expected")
+    assert speedups.NATIVE is not None, "pip install did not build m2mc._speedups"
+    assert codec._records is speedups.NATIVE.records
+
+
+def test_m2mc_pure_forces_the_python_path() -> None:
+    probe = ("from m2mc import speedups; from m2mc.group import codec; "
+             "print(speedups.NATIVE is None, codec._records is codec.records_py)")
+    env = {**os.environ, "M2MC_PURE": "1"}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == ["True", "True"]
+
+
+def _outcome(records: Records, raw: Any, max_seq: int) -> tuple[str, Any]:
+    try:
+        out = records(raw, max_seq)
+    except DecodeError as exc:
+        return "error", str(exc)
+    shape = [(type(m), type(m.mid), type(m.parent),
+              i > 0 and m.parent is out[i - 1].mid, m.parent is ROOT) for i, m in enumerate(out)]
+    return "ok", (out, shape)
+
+
+# Records near the valid ones: every field right, or wrong in one of the ways a
+# hostile or broken sender could make it.
+pids = st.one_of(st.sampled_from(["a", "b", "node-1"]), st.text(max_size=70), st.just(""),
+                 st.integers(), st.binary(max_size=3), st.none())
+seqs = st.one_of(st.integers(0, 6), st.integers(-3, 2**70), st.sampled_from([MAX_SEQ - 1, MAX_SEQ]),
+                 st.booleans(), st.floats(allow_nan=False), st.text(max_size=2), st.none())
+payloads = st.one_of(st.binary(max_size=8), st.text(max_size=3), st.integers(), st.none())
+gseqs = st.one_of(st.none(), seqs)
+vclocks = st.one_of(st.dictionaries(pids.filter(lambda p: type(p) is str), seqs, max_size=3),
+                    st.lists(st.integers(), max_size=2), st.none(), st.integers())
+records_raw = st.lists(
+    st.one_of(
+        st.tuples(pids, seqs, pids, seqs, payloads).map(list),
+        st.tuples(pids, seqs, pids, seqs, payloads, gseqs).map(list),
+        st.tuples(pids, seqs, pids, seqs, payloads, gseqs, vclocks).map(list),
+        st.lists(st.integers(), max_size=9),
+        st.integers(), st.none(), st.binary(max_size=2)),
+    max_size=8)
+
+
+def _chain(pid: str, start: int, count: int, roots: set[int]) -> list[list[Any]]:
+    """Valid records, each the reply to the one before but those in ``roots``."""
+    out: list[list[Any]] = []
+    for i in range(count):
+        seq = start + i
+        parent = ["", 0] if i in roots or i == 0 else [pid, seq - 1]
+        out.append([pid, seq, *parent, b"p%d" % seq])
+    return out
+
+
+@needs_native
+@settings(max_examples=400, deadline=None)
+@given(raw=st.one_of(records_raw, st.integers(), st.none(), st.dictionaries(st.text(), st.none())),
+       max_seq=st.sampled_from([MAX_SEQ, 5, 2**62]))
+def test_compiled_and_python_records_agree_on_any_input(raw: Any, max_seq: int) -> None:
+    assert NATIVE is not None
+    assert _outcome(NATIVE, raw, max_seq) == _outcome(codec.records_py, raw, max_seq)
+
+
+@needs_native
+@settings(max_examples=200, deadline=None)
+@given(pid=st.text(min_size=1, max_size=64), start=st.integers(1, MAX_SEQ - 50),
+       count=st.integers(0, 40), roots=st.sets(st.integers(0, 40)),
+       extra=st.sampled_from([(), (None,), (7,), (7, {"a": 1})]))
+def test_compiled_and_python_records_agree_on_valid_chains(
+        pid: str, start: int, count: int, roots: set[int], extra: tuple[Any, ...]) -> None:
+    assert NATIVE is not None
+    raw = [[*r, *extra] for r in _chain(pid, start, count, roots)]
+    native, python = _outcome(NATIVE, raw, MAX_SEQ), _outcome(codec.records_py, raw, MAX_SEQ)
+    assert native == python
+    assert native[0] == "ok"
+
+
+@needs_native
+def test_the_compiled_path_leaks_no_reference_on_success_or_error() -> None:
+    assert NATIVE is not None
+    pid, payload = "leak-probe-pid", b"leak-probe-payload"
+    good = [[pid, 1, "", 0, payload], [pid, 2, pid, 1, payload], [pid, 3, "x", 9, payload, 4]]
+    bad_late = [*good, [pid, 0, "", 0, payload]]  # fails after building three
+    bad_vclock = [[pid, 1, "", 0, payload, None, {pid: -1}]]
+    before = sys.getrefcount(pid), sys.getrefcount(payload)
+    for _ in range(1000):
+        NATIVE(good, MAX_SEQ)
+        for raw in (bad_late, bad_vclock):
+            with pytest.raises(DecodeError):
+                NATIVE(raw, MAX_SEQ)
+    assert (sys.getrefcount(pid), sys.getrefcount(payload)) == before
+
+
+@needs_native
+def test_the_compiled_path_takes_max_seq_as_given() -> None:
+    assert NATIVE is not None
+    with pytest.raises(OverflowError):
+        NATIVE([], 2**70)
+    with pytest.raises(TypeError):
+        NATIVE([], "7")  # type: ignore[arg-type]
+
+
+def _use(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Have the codec decode records on ``path``: "python" or "compiled"."""
+    if path == "compiled":
+        if NATIVE is None:
+            pytest.skip("m2mc._speedups not built")
+        monkeypatch.setattr(codec, "_records", NATIVE)
+    else:
+        monkeypatch.setattr(codec, "_records", codec.records_py)
+
+
+both_paths = pytest.mark.parametrize("path", ["python", "compiled"])
+
+
+def _messages() -> list[Message]:
+    a1, a2 = MessageId("alpha", 1), MessageId("alpha", 2)
+    return [Message(a1, ROOT, b"one"), Message(a2, a1, b"two"),
+            Message(MessageId("beta", 9), a2, b"", None, 17),
+            Message(MessageId("gamma", 3), ROOT, b"\x00" * 300, {"gamma": 3, "alpha": 2}, 18)]
+
+
+@both_paths
+def test_every_body_with_records_round_trips_on_both_paths(
+        path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _use(path, monkeypatch)
+    tag = group_tag("speedups")
+    messages = _messages()
+    for body in (Data("alpha", messages), Repair("beta", messages),
+                 Gone("gamma", {"alpha": [(1, 2)]}, [(3, 4)], messages),
+                 SyncResp("alpha", "beta", 5, messages, 2)):
+        frame = codec.split_frame(encode(tag, body))
+        assert decode_body(frame.kind, frame.body) == body
+
+
+@both_paths
+def test_a_bad_record_refuses_the_whole_body_on_both_paths(
+        path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _use(path, monkeypatch)
+    good = ["alpha", 1, "", 0, b"x"]
+    for record, error in (([*good[:4], "text"], "bad data record"),
+                          (["alpha", 1, "alpha", 0, b"x"], "bad parent seqno"),
+                          (["alpha", 1, "", 3, b"x"], "bad parent seqno"),
+                          ([*good, 0], "integer out of range"),
+                          ([*good, None, []], "bad vector clock")):
+        body = msgpack.packb(["alpha", [good, record]], use_bin_type=True)
+        with pytest.raises(DecodeError, match=error):
+            decode_body(codec.Kind.DATA, body)
