@@ -1,4 +1,4 @@
-/* m2mc._speedups: the receivers' hot loop in C (docs/group.md section 11).
+/* m2mc._speedups: hot loops in C (docs/group.md section 11).
  *
  * `records` is m2mc.group.codec's pure-Python `_records`, record for record: it takes
  * what msgpack already decoded (so no byte of the network is parsed here), checks
@@ -8,12 +8,18 @@
  *
  * The objects are built as m2mc.fastobj builds them: a slots dataclass allocated
  * without its __init__, each slot filled through the offset its member descriptor
- * names. `setup` checks the classes' layout first and refuses (TypeError) anything
- * else, and the caller then keeps the pure-Python loop.
+ * names. `setup_classes` checks the classes' layout first and refuses (TypeError)
+ * anything else, and the callers then keep their pure-Python loops.
+ *
+ * `put_records` is m2mc.store.sqlite's _put loop (the log's record of every message
+ * sent or received), on the same objects; `stream_heads` the delivery's search for
+ * stream heads (m2mc.group.node_output); `take_messages` the inbox's loop that makes
+ * each delivered Message the application's GroupMessage (m2mc.inbox).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include "structmember.h"
+#include <string.h>
 
 typedef struct {
     PyTypeObject *mid_type;      /* MessageId: slots (pid, seq) */
@@ -25,7 +31,10 @@ typedef struct {
     Py_ssize_t message_off[5];
     Py_ssize_t max_pid;
     Py_ssize_t max_list;
-    int ready;
+    PyTypeObject *group_message_type;  /* GroupMessage: (gid, mid, parent, data, gseq) */
+    Py_ssize_t group_message_off[5];
+    int classes_ready;  /* setup_classes was called */
+    int records_ready;  /* and setup_records */
 } State;
 
 static State state;
@@ -78,41 +87,53 @@ plain_slots(PyTypeObject *type, const char *const *names, Py_ssize_t count, Py_s
 static const char *const MID_SLOTS[] = {"pid", "seq"};
 static const char *const MESSAGE_SLOTS[] = {"mid", "parent", "payload", "vclock", "gseq"};
 
+/* setup_classes(MessageId, Message, ROOT): the classes both loops build and read. */
 static PyObject *
-setup(PyObject *module, PyObject *args)
+setup_classes(PyObject *module, PyObject *args)
 {
-    PyObject *mid_type, *message_type, *root, *decode_error, *read_vclock;
+    PyObject *mid_type, *message_type, *root;
+    if (!PyArg_ParseTuple(args, "O!O!O:setup_classes", &PyType_Type, &mid_type, &PyType_Type,
+                          &message_type, &root)) {
+        return NULL;
+    }
+    Py_ssize_t mid_off[2], message_off[5];
+    if (!plain_slots((PyTypeObject *)mid_type, MID_SLOTS, 2, mid_off)
+            || !plain_slots((PyTypeObject *)message_type, MESSAGE_SLOTS, 5, message_off)) {
+        return NULL;
+    }
+    if (!Py_IS_TYPE(root, (PyTypeObject *)mid_type)) {
+        PyErr_SetString(PyExc_TypeError, "setup_classes: ROOT is no MessageId");
+        return NULL;
+    }
+    Py_XSETREF(state.mid_type, (PyTypeObject *)Py_NewRef(mid_type));
+    Py_XSETREF(state.message_type, (PyTypeObject *)Py_NewRef(message_type));
+    Py_XSETREF(state.root, Py_NewRef(root));
+    memcpy(state.mid_off, mid_off, sizeof mid_off);
+    memcpy(state.message_off, message_off, sizeof message_off);
+    state.classes_ready = 1;
+    Py_RETURN_NONE;
+}
+
+/* setup_records(DecodeError, read_vclock, max_pid, max_list): what `records` checks with. */
+static PyObject *
+setup_records(PyObject *module, PyObject *args)
+{
+    PyObject *decode_error, *read_vclock;
     Py_ssize_t max_pid, max_list;
-    if (!PyArg_ParseTuple(args, "O!O!OOOnn:setup", &PyType_Type, &mid_type, &PyType_Type,
-                          &message_type, &root, &decode_error, &read_vclock, &max_pid,
+    if (!PyArg_ParseTuple(args, "OOnn:setup_records", &decode_error, &read_vclock, &max_pid,
                           &max_list)) {
         return NULL;
     }
-    State fresh = {0};
-    if (!plain_slots((PyTypeObject *)mid_type, MID_SLOTS, 2, fresh.mid_off)
-            || !plain_slots((PyTypeObject *)message_type, MESSAGE_SLOTS, 5, fresh.message_off)) {
-        return NULL;
-    }
-    if (!Py_IS_TYPE(root, (PyTypeObject *)mid_type) || !PyCallable_Check(read_vclock)
-            || !PyType_Check(decode_error)
+    if (!PyCallable_Check(read_vclock) || !PyType_Check(decode_error)
             || !PyType_IsSubtype((PyTypeObject *)decode_error, (PyTypeObject *)PyExc_Exception)) {
-        PyErr_SetString(PyExc_TypeError, "setup: unexpected arguments");
+        PyErr_SetString(PyExc_TypeError, "setup_records: an exception class and a callable");
         return NULL;
     }
-    Py_XDECREF(state.mid_type);
-    Py_XDECREF(state.message_type);
-    Py_XDECREF(state.root);
-    Py_XDECREF(state.decode_error);
-    Py_XDECREF(state.read_vclock);
-    fresh.mid_type = (PyTypeObject *)Py_NewRef(mid_type);
-    fresh.message_type = (PyTypeObject *)Py_NewRef(message_type);
-    fresh.root = Py_NewRef(root);
-    fresh.decode_error = Py_NewRef(decode_error);
-    fresh.read_vclock = Py_NewRef(read_vclock);
-    fresh.max_pid = max_pid;
-    fresh.max_list = max_list;
-    fresh.ready = 1;
-    state = fresh;
+    Py_XSETREF(state.decode_error, Py_NewRef(decode_error));
+    Py_XSETREF(state.read_vclock, Py_NewRef(read_vclock));
+    state.max_pid = max_pid;
+    state.max_list = max_list;
+    state.records_ready = 1;
     Py_RETURN_NONE;
 }
 
@@ -177,8 +198,8 @@ records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "records(raw, max_seq)");
         return NULL;
     }
-    if (!state.ready) {
-        PyErr_SetString(PyExc_RuntimeError, "m2mc._speedups.setup was not called");
+    if (!state.classes_ready || !state.records_ready) {
+        PyErr_SetString(PyExc_RuntimeError, "m2mc._speedups is not set up");
         return NULL;
     }
     PyObject *raw = args[0];
@@ -304,13 +325,298 @@ error:
     return NULL;
 }
 
+
+/* ---------------------------------------------------------------- the log's puts */
+
+/* put_records(by_pid, messages, start, delivered, written, large)
+ *     -> (written, stop, saw_gseq)
+ *
+ * m2mc.store.sqlite.SqliteStore._put's loop from messages[start]: each message's
+ * chunk record [write number, seq, ppid, pseq, payload, gseq, vclock copy, delivered]
+ * into by_pid[pid][seq], a new write number (written + 1) for a seq not there yet.
+ * It stops at the first message it leaves to the Python (stop < len(messages)): one
+ * whose payload is ``large`` bytes or more (written to a payload file first) or
+ * which is not a plain Message of bytes, a str pid, an int seq and a dict or no
+ * vclock. saw_gseq: some record had a gseq. */
+static PyObject *
+put_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError,
+                        "put_records(by_pid, messages, start, delivered, written, large)");
+        return NULL;
+    }
+    if (!state.classes_ready) {
+        PyErr_SetString(PyExc_RuntimeError, "m2mc._speedups is not set up");
+        return NULL;
+    }
+    PyObject *by_pid = args[0], *messages = args[1], *delivered = args[3];
+    if (!PyDict_CheckExact(by_pid) || !(PyList_CheckExact(messages) || PyTuple_CheckExact(messages))) {
+        PyErr_SetString(PyExc_TypeError, "put_records: a dict and a list or tuple");
+        return NULL;
+    }
+    Py_ssize_t start = PyLong_AsSsize_t(args[2]);
+    long long written = PyLong_AsLongLong(args[4]);
+    Py_ssize_t large = PyLong_AsSsize_t(args[5]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    int saw_gseq = 0;
+    PyObject *records = NULL, *records_of = NULL;  /* borrowed: by_pid holds them */
+    Py_ssize_t i = start < 0 ? 0 : start;
+    for (; i < PySequence_Fast_GET_SIZE(messages); i++) {
+        PyObject *m = PySequence_Fast_GET_ITEM(messages, i);
+        if (!Py_IS_TYPE(m, state.message_type)) {
+            break;
+        }
+        PyObject *mid = SLOT(m, state.message_off[0]), *parent = SLOT(m, state.message_off[1]);
+        PyObject *payload = SLOT(m, state.message_off[2]);
+        PyObject *vclock = SLOT(m, state.message_off[3]), *gseq = SLOT(m, state.message_off[4]);
+        if (mid == NULL || parent == NULL || payload == NULL || vclock == NULL || gseq == NULL
+                || !Py_IS_TYPE(mid, state.mid_type) || !Py_IS_TYPE(parent, state.mid_type)
+                || !PyBytes_CheckExact(payload) || PyBytes_GET_SIZE(payload) >= large) {
+            break;
+        }
+        PyObject *pid = SLOT(mid, state.mid_off[0]), *seq = SLOT(mid, state.mid_off[1]);
+        PyObject *ppid = SLOT(parent, state.mid_off[0]), *pseq = SLOT(parent, state.mid_off[1]);
+        if (pid == NULL || seq == NULL || ppid == NULL || pseq == NULL
+                || !PyUnicode_CheckExact(pid) || !PyLong_CheckExact(seq)
+                || !(vclock == Py_None || PyDict_CheckExact(vclock))) {
+            break;  /* (so no code of another type's runs in this loop) */
+        }
+        if (records == NULL || records_of != pid) {
+            int same = 0;
+            if (records_of != NULL) {
+                same = PyObject_RichCompareBool(pid, records_of, Py_EQ);
+                if (same < 0) {
+                    return NULL;
+                }
+            }
+            if (!same) {
+                records = PyDict_GetItemWithError(by_pid, pid);
+                if (records == NULL) {
+                    if (PyErr_Occurred()) {
+                        return NULL;
+                    }
+                    PyObject *fresh = PyDict_New();
+                    if (fresh == NULL || PyDict_SetItem(by_pid, pid, fresh) < 0) {
+                        Py_XDECREF(fresh);
+                        return NULL;
+                    }
+                    Py_DECREF(fresh);  /* by_pid holds it */
+                    records = fresh;
+                } else if (!PyDict_CheckExact(records)) {
+                    break;
+                }
+            }
+            records_of = pid;
+        }
+        PyObject *earlier = PyDict_GetItemWithError(records, seq);
+        PyObject *n;
+        if (earlier == NULL) {
+            if (PyErr_Occurred()) {
+                return NULL;
+            }
+            n = PyLong_FromLongLong(written + 1);
+            if (n == NULL) {
+                return NULL;
+            }
+            written += 1;
+        } else if (PyList_CheckExact(earlier) && PyList_GET_SIZE(earlier) > 0) {
+            n = Py_NewRef(PyList_GET_ITEM(earlier, 0));
+        } else {
+            break;
+        }
+        PyObject *clock;
+        if (vclock == Py_None) {
+            clock = Py_NewRef(Py_None);
+        } else {
+            clock = PyDict_Copy(vclock);
+            if (clock == NULL) {
+                Py_DECREF(n);
+                return NULL;
+            }
+        }
+        if (gseq != Py_None) {
+            saw_gseq = 1;
+        }
+        PyObject *record = PyList_New(8);
+        if (record == NULL) {
+            Py_DECREF(n);
+            Py_DECREF(clock);
+            return NULL;
+        }
+        PyList_SET_ITEM(record, 0, n);
+        PyList_SET_ITEM(record, 1, Py_NewRef(seq));
+        PyList_SET_ITEM(record, 2, Py_NewRef(ppid));
+        PyList_SET_ITEM(record, 3, Py_NewRef(pseq));
+        PyList_SET_ITEM(record, 4, Py_NewRef(payload));
+        PyList_SET_ITEM(record, 5, Py_NewRef(gseq));
+        PyList_SET_ITEM(record, 6, clock);
+        PyList_SET_ITEM(record, 7, Py_NewRef(delivered));
+        int failed = PyDict_SetItem(records, seq, record);
+        Py_DECREF(record);
+        if (failed < 0) {
+            return NULL;
+        }
+    }
+    return Py_BuildValue("(LnN)", written, i, PyBool_FromLong(saw_gseq));
+}
+
+
+/* ---------------------------------------------------------------- delivery */
+
+/* stream_heads(messages, magic) -> list | None: the messages of the list whose payload
+ * starts with `magic` (stream heads), in order; None if one is not a plain Message of
+ * bytes (the caller's listcomp then answers). */
+static PyObject *
+stream_heads(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyList_CheckExact(args[0]) || !PyBytes_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "stream_heads(list, bytes)");
+        return NULL;
+    }
+    if (!state.classes_ready) {
+        PyErr_SetString(PyExc_RuntimeError, "m2mc._speedups is not set up");
+        return NULL;
+    }
+    PyObject *messages = args[0];
+    const char *magic = PyBytes_AS_STRING(args[1]);
+    Py_ssize_t magic_len = PyBytes_GET_SIZE(args[1]);
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(messages); i++) {
+        PyObject *m = PyList_GET_ITEM(messages, i);
+        PyObject *payload = Py_IS_TYPE(m, state.message_type)
+            ? SLOT(m, state.message_off[2]) : NULL;
+        if (payload == NULL || !PyBytes_CheckExact(payload)) {
+            Py_DECREF(out);
+            Py_RETURN_NONE;
+        }
+        if (PyBytes_GET_SIZE(payload) >= magic_len
+                && memcmp(PyBytes_AS_STRING(payload), magic, (size_t)magic_len) == 0
+                && PyList_Append(out, m) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+/* setup_group_message(GroupMessage): the class `take_messages` builds. */
+static PyObject *
+setup_group_message(PyObject *module, PyObject *type)
+{
+    static const char *const names[] = {"gid", "mid", "parent", "data", "gseq"};
+    Py_ssize_t offsets[5];
+    if (!PyType_Check(type) || !plain_slots((PyTypeObject *)type, names, 5, offsets)) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "setup_group_message(GroupMessage)");
+        }
+        return NULL;
+    }
+    Py_XSETREF(state.group_message_type, (PyTypeObject *)Py_NewRef(type));
+    memcpy(state.group_message_off, offsets, sizeof offsets);
+    Py_RETURN_NONE;
+}
+
+/* take_messages(messages, count, gid, out) -> taken: m2mc.inbox.Inbox.take's loop.
+ * Pops up to `count` Messages off the deque `messages` and appends each to the list
+ * `out` as a GroupMessage of group `gid`; stops early (putting it back) at anything
+ * else (an own message, kept as a tuple: the Python's to make). */
+static PyObject *
+take_messages(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyUnicode_CheckExact(args[2]) || !PyList_CheckExact(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "take_messages(deque, count, gid: str, out: list)");
+        return NULL;
+    }
+    if (!state.classes_ready || state.group_message_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "m2mc._speedups is not set up");
+        return NULL;
+    }
+    Py_ssize_t count = PyLong_AsSsize_t(args[1]);
+    if (count == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    PyObject *gid = args[2], *out = args[3];
+    PyObject *popleft = PyObject_GetAttrString(args[0], "popleft");
+    if (popleft == NULL) {
+        return NULL;
+    }
+    Py_ssize_t taken = 0;
+    for (; taken < count; taken++) {
+        PyObject *m = PyObject_CallNoArgs(popleft);
+        if (m == NULL) {
+            Py_DECREF(popleft);
+            return NULL;
+        }
+        PyObject *mid = NULL, *parent = NULL, *payload = NULL, *gseq = NULL;
+        if (Py_IS_TYPE(m, state.message_type)) {
+            mid = SLOT(m, state.message_off[0]);
+            parent = SLOT(m, state.message_off[1]);
+            payload = SLOT(m, state.message_off[2]);
+            gseq = SLOT(m, state.message_off[4]);
+        }
+        if (mid == NULL || parent == NULL || payload == NULL || gseq == NULL) {
+            PyObject *appendleft = PyObject_GetAttrString(args[0], "appendleft");
+            PyObject *back = appendleft == NULL ? NULL : PyObject_CallOneArg(appendleft, m);
+            Py_XDECREF(appendleft);
+            Py_DECREF(m);
+            Py_DECREF(popleft);
+            if (back == NULL) {
+                return NULL;
+            }
+            Py_DECREF(back);
+            return PyLong_FromSsize_t(taken);
+        }
+        PyTypeObject *type = state.group_message_type;
+        PyObject *g = type->tp_alloc(type, 0);
+        if (g == NULL) {
+            Py_DECREF(m);
+            Py_DECREF(popleft);
+            return NULL;
+        }
+        SLOT(g, state.group_message_off[0]) = Py_NewRef(gid);
+        SLOT(g, state.group_message_off[1]) = Py_NewRef(mid);
+        SLOT(g, state.group_message_off[2]) = Py_NewRef(parent);
+        SLOT(g, state.group_message_off[3]) = Py_NewRef(payload);
+        SLOT(g, state.group_message_off[4]) = Py_NewRef(gseq);
+        Py_DECREF(m);
+        int failed = PyList_Append(out, g);
+        Py_DECREF(g);
+        if (failed < 0) {
+            Py_DECREF(popleft);
+            return NULL;
+        }
+    }
+    Py_DECREF(popleft);
+    return PyLong_FromSsize_t(taken);
+}
+
 static PyMethodDef methods[] = {
-    {"setup", setup, METH_VARARGS,
-     "setup(MessageId, Message, ROOT, DecodeError, read_vclock, max_pid, max_list): "
-     "the classes and bounds `records` builds and checks with (TypeError if the "
-     "classes are not plain slots classes of the expected fields)."},
+    {"setup_classes", setup_classes, METH_VARARGS,
+     "setup_classes(MessageId, Message, ROOT): the classes both loops build and read "
+     "(TypeError if they are not plain slots classes of the expected fields)."},
+    {"setup_records", setup_records, METH_VARARGS,
+     "setup_records(DecodeError, read_vclock, max_pid, max_list): what `records` "
+     "raises and checks with."},
     {"records", (PyCFunction)(void (*)(void))records, METH_FASTCALL,
      "records(raw, max_seq): m2mc.group.codec's _records, in C."},
+    {"put_records", (PyCFunction)(void (*)(void))put_records, METH_FASTCALL,
+     "put_records(by_pid, messages, start, delivered, written, large) -> "
+     "(written, stop, saw_gseq): m2mc.store.sqlite's _put loop, in C, up to the first "
+     "message it leaves to the Python (stop)."},
+    {"stream_heads", (PyCFunction)(void (*)(void))stream_heads, METH_FASTCALL,
+     "stream_heads(messages, magic) -> list | None: the messages whose payload starts "
+     "with magic (None: not all plain Messages)."},
+    {"setup_group_message", setup_group_message, METH_O,
+     "setup_group_message(GroupMessage): the class take_messages builds."},
+    {"take_messages", (PyCFunction)(void (*)(void))take_messages, METH_FASTCALL,
+     "take_messages(deque, count, gid, out) -> taken: m2mc.inbox.Inbox.take's loop, "
+     "up to the first item that is not a Message."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
-from m2mc.api_message import GroupMessage, make_message
+from m2mc.api_message import TAKE_MESSAGES, GroupMessage, make_message
 from m2mc.ordering import ROOT, Message
 from m2mc.ordering.ids import make_mid
 
@@ -92,7 +92,8 @@ class Inbox:
     def take(self, gid: str, count: int, out: list[GroupMessage]) -> None:
         """Move the next ``count`` messages to ``out`` as GroupMessages of group ``gid``:
         the per-message cost of every delivery to the application, so the constructor
-        is m2mc.fastobj's."""
+        is m2mc.fastobj's, or the loop is in C (``TAKE_MESSAGES``) when no own
+        message is queued."""
         append = out.append
         make = make_message
         popleft = self.messages.popleft
@@ -105,6 +106,9 @@ class Inbox:
                 else:
                     append(make(gid, m.mid, m.parent, m.payload, m.gseq))
             return
+        take = TAKE_MESSAGES
+        if take is not None:  # in C (m2mc._speedups): all are Messages, none own
+            count -= take(self.messages, count, gid, out)
         others: Callable[[], Message] = popleft  # type: ignore[assignment]  # (no own queued)
         for _ in range(count):
             m = others()

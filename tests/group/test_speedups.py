@@ -14,7 +14,10 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
+from collections import deque
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import msgpack
@@ -22,12 +25,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from m2mc import inbox as inbox_module
 from m2mc import speedups
+from m2mc.api_message import GroupMessage
 from m2mc.errors import DecodeError
-from m2mc.group import codec
+from m2mc.group import codec, node_output
 from m2mc.group.codec import Data, Gone, Repair, SyncResp, decode_body, encode, group_tag
+from m2mc.group.stream_codec import STREAM_MAGIC
 from m2mc.group.wire_bounds import MAX_SEQ
+from m2mc.inbox import Inbox
 from m2mc.ordering import ROOT, Message, MessageId
+from m2mc.store import sqlite
+from m2mc.store.sqlite import SqliteStore
 
 Records = Callable[[Any, int], list[Message]]
 NATIVE: Records | None = None if speedups.NATIVE is None else speedups.NATIVE.records
@@ -193,3 +202,121 @@ def test_a_bad_record_refuses_the_whole_body_on_both_paths(
         body = msgpack.packb(["alpha", [good, record]], use_bin_type=True)
         with pytest.raises(DecodeError, match=error):
             decode_body(codec.Kind.DATA, body)
+
+
+# ---------------------------------------------------------------- the log's puts
+LARGE = 64  # payloads this long or longer go to payload files (the Python's part)
+
+put_messages = st.lists(
+    st.builds(
+        lambda pid, seq, parent, size, vclock, gseq: Message(
+            MessageId(pid, seq), parent, bytes(size), vclock, gseq),
+        st.sampled_from(["a", "b"]), st.integers(1, 6),
+        st.sampled_from([ROOT, MessageId("a", 1), MessageId("c", 9)]),
+        st.sampled_from([0, 5, LARGE - 1, LARGE, 300]),
+        st.one_of(st.none(), st.dictionaries(st.sampled_from(["a", "b"]), st.integers(0, 9),
+                                             max_size=2)),
+        st.one_of(st.none(), st.integers(1, 99))),
+    max_size=12)
+
+
+def _store_after(puts: list[tuple[list[Message], bool]], native: bool) -> tuple[Any, ...]:
+    with pytest.MonkeyPatch.context() as patch:
+        if not native:
+            patch.setattr(sqlite, "_PUT_RECORDS", None)
+        with tempfile.TemporaryDirectory() as tmp:
+            store = SqliteStore(Path(tmp) / "log.db", large_payload=LARGE)
+            try:
+                for messages, delivered in puts:
+                    if len(messages) == 1 and delivered is False:
+                        store.put("g", messages[0], delivered)
+                    else:
+                        store.put_delivered("g", tuple(messages) if delivered else messages)
+                state = (store._pending, store._written, store._pending_gseqs,
+                         store._pending_refs)
+                store.commit()
+                return (*state, store.load_messages("g"))
+            finally:
+                store.close()
+
+
+@needs_native
+@settings(max_examples=150, deadline=None)
+@given(puts=st.lists(st.tuples(put_messages, st.booleans()), max_size=4))
+def test_compiled_and_python_puts_leave_the_same_records(
+        puts: list[tuple[list[Message], bool]]) -> None:
+    assert sqlite._PUT_RECORDS is not None
+    assert _store_after(puts, True) == _store_after(puts, False)
+
+
+@needs_native
+def test_the_compiled_put_stops_where_the_python_must_go_on() -> None:
+    assert NATIVE is not None and speedups.NATIVE is not None
+    put = speedups.NATIVE.put_records
+    small, large = (Message(MessageId("a", s), ROOT, bytes(n)) for s, n in ((1, 3), (2, 99)))
+    by_pid: dict[str, dict[int, list[Any]]] = {}
+    assert put(by_pid, [small, large, small], 0, True, 10, 64) == (11, 1, False)
+    assert by_pid == {"a": {1: [11, 1, "", 0, bytes(3), None, None, True]}}
+    assert put(by_pid, [small, large, small], 2, False, 11, 64) == (11, 3, False)
+    assert by_pid["a"][1][0] == 11 and by_pid["a"][1][7] is False  # same write number
+    odd = Message(MessageId("a", 3), ROOT, bytearray(3))  # type: ignore[arg-type]
+    assert put(by_pid, [odd], 0, True, 11, 64)[1] == 0
+
+
+# ---------------------------------------------------------------- delivery
+def _inbox_after(batches: list[list[Message]], takes: list[int], native: bool
+                 ) -> tuple[list[GroupMessage], list[Any], int, int]:
+    with pytest.MonkeyPatch.context() as patch:
+        if not native:
+            patch.setattr(inbox_module, "TAKE_MESSAGES", None)
+        inbox = Inbox("me", own_limit=1 << 20)
+        out: list[GroupMessage] = []
+        for batch, take in zip(batches, takes, strict=True):
+            inbox.add(batch)
+            inbox.take("g", min(take, len(inbox)), out)
+        return out, list(inbox.messages), inbox.own, inbox.own_bytes
+
+
+delivered = st.lists(st.builds(
+    lambda pid, seq, size, gseq: Message(MessageId(pid, seq), ROOT, bytes(size), None, gseq),
+    st.sampled_from(["me", "other", "third"]), st.integers(1, 50), st.integers(0, 9),
+    st.one_of(st.none(), st.integers(1, 50))), max_size=10)
+
+
+@needs_native
+@settings(max_examples=200, deadline=None)
+@given(batches=st.lists(delivered, max_size=5), takes=st.lists(st.integers(0, 12), min_size=5,
+                                                                 max_size=5))
+def test_compiled_and_python_inboxes_hand_out_the_same_messages(
+        batches: list[list[Message]], takes: list[int]) -> None:
+    assert inbox_module.TAKE_MESSAGES is not None
+    takes = takes[:len(batches)]
+    assert _inbox_after(batches, takes, True) == _inbox_after(batches, takes, False)
+
+
+@needs_native
+def test_the_compiled_take_stops_at_an_own_message_and_puts_it_back() -> None:
+    take = inbox_module.TAKE_MESSAGES
+    assert take is not None
+    first = Message(MessageId("a", 1), ROOT, b"x", None, 4)
+    own = (2, "", 0, b"mine", None)
+    queue: deque[Any] = deque([first, own, first])
+    out: list[GroupMessage] = []
+    assert take(queue, 3, "g", out) == 1
+    assert list(queue) == [own, first]
+    assert out == [GroupMessage("g", first.mid, ROOT, b"x", 4)]
+    assert type(out[0]) is GroupMessage
+
+
+@needs_native
+@settings(max_examples=200, deadline=None)
+@given(payloads=st.lists(st.one_of(st.binary(max_size=20), st.builds(
+    lambda tail: STREAM_MAGIC + tail, st.binary(max_size=4)),
+    st.just(STREAM_MAGIC[:-1])), max_size=8))
+def test_compiled_and_python_find_the_same_stream_heads(payloads: list[bytes]) -> None:
+    assert node_output._STREAM_HEADS is not None
+    messages = [Message(MessageId("a", i + 1), ROOT, p) for i, p in enumerate(payloads)]
+    heads = node_output._STREAM_HEADS(messages, STREAM_MAGIC)
+    assert heads == [m for m in messages if m.payload.startswith(STREAM_MAGIC)]
+    odd = [*messages, GroupMessage("g", MessageId("a", 99), ROOT, STREAM_MAGIC)]
+    assert node_output._STREAM_HEADS(odd, STREAM_MAGIC) is None  # (the listcomp answers)

@@ -95,8 +95,7 @@ from m2mc.group.wire_bounds import read_pid as _pid
 from m2mc.group.wire_bounds import read_str as _str
 from m2mc.group.wire_bounds import read_vclock as _vclock
 from m2mc.ordering import ROOT, Message, MessageId
-from m2mc.ordering.ids import make_message, make_mid
-from m2mc.speedups import NATIVE
+from m2mc.ordering.ids import NATIVE_IDS, make_message, make_mid
 
 __all__ = [  # the message types and bounds are re-exported: the codec is their one address
     "DISCOVERY_TAG", "FILTER_SIZE", "FLAG_AUTH", "HEADER", "HEADER_SIZE", "MAGIC",
@@ -366,15 +365,12 @@ def records_py(raw: Any, max_seq: int) -> list[Message]:
 
 
 def _native_records() -> Callable[[Any, int], list[Message]] | None:
-    """m2mc._speedups' ``records`` set up for these classes and bounds, or None
-    (not built, ``M2MC_PURE`` set, or classes it cannot build)."""
-    native = NATIVE
+    """m2mc._speedups' ``records`` set up for these bounds, or None (not built,
+    ``M2MC_PURE`` set, or classes it cannot build: m2mc.ordering.ids)."""
+    native = NATIVE_IDS
     if native is None:
         return None
-    try:
-        native.setup(MessageId, Message, ROOT, DecodeError, _vclock, MAX_PID, MAX_LIST)
-    except TypeError:  # pragma: no cover - a class laid out otherwise than the C expects
-        return None
+    native.setup_records(DecodeError, _vclock, MAX_PID, MAX_LIST)
     records: Callable[[Any, int], list[Message]] = native.records
     return records
 

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from m2mc.core import Save
@@ -24,6 +25,7 @@ from m2mc.group.events import Delivered, DeliveredBatch, GroupEvent
 from m2mc.group.gjlp import GiitRow, Gjlp
 from m2mc.group.stream_codec import STREAM_MAGIC
 from m2mc.ordering import Message, MessageId
+from m2mc.ordering.ids import NATIVE_IDS
 from m2mc.security import groupwire  # a module: groupwire imports the group codec
 from m2mc.security.auth import GroupAuth
 from m2mc.store import GroupRow, GroupStore
@@ -33,6 +35,11 @@ from m2mc.wire.packet import MAX_FRAGMENT
 if TYPE_CHECKING:
     from m2mc.group.instance import GroupInstance
     from m2mc.group.streams import GroupStreams
+
+# The search for stream heads among delivered messages, in C (m2mc._speedups): the
+# messages whose payload starts with the marker, or None. None: pure Python.
+_STREAM_HEADS: Callable[[list[Message], bytes], list[Message] | None] | None = (
+    None if NATIVE_IDS is None else NATIVE_IDS.stream_heads)
 
 _make_delivered = fast_constructor(Delivered)
 _make_batch = fast_constructor(DeliveredBatch)
@@ -143,7 +150,9 @@ class NodeOutput:
             if messages[0].payload.startswith(STREAM_MAGIC):
                 self.streams.delivered(gid, messages[:], self._now)
         else:
-            heads = [m for m in messages if m.payload.startswith(STREAM_MAGIC)]
+            heads = None if _STREAM_HEADS is None else _STREAM_HEADS(messages, STREAM_MAGIC)
+            if heads is None:  # (not built, or not all plain Messages)
+                heads = [m for m in messages if m.payload.startswith(STREAM_MAGIC)]
             if heads:  # (streams.delivered fetches their bodies)
                 self.streams.delivered(gid, heads, self._now)
         if self.record_delivered:
