@@ -596,6 +596,303 @@ take_messages(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return PyLong_FromSsize_t(taken);
 }
 
+
+/* ---------------------------------------------------------------- msgpack, written
+ *
+ * The bytes msgpack.packb(obj, use_bin_type=True) makes, for the few types our hot
+ * frames and log rows hold: None, bool, int (64 bits), str, bytes, list, tuple and
+ * dict. Anything else (or nested deeper than MAX_DEPTH) makes the writer give up,
+ * and the caller packs with msgpack itself; tests/group/test_speedups.py holds the
+ * two to the same bytes. */
+
+#define MAX_DEPTH 8
+
+typedef struct {
+    char *data;
+    Py_ssize_t size, used;
+    int failed;  /* 1: a type it does not write (give up); -1: out of memory */
+} Writer;
+
+static int
+reserve(Writer *w, Py_ssize_t more)
+{
+    if (w->used + more <= w->size) {
+        return 1;
+    }
+    Py_ssize_t size = w->size ? w->size : 256;
+    while (size < w->used + more) {
+        size *= 2;
+    }
+    char *data = PyMem_Realloc(w->data, (size_t)size);
+    if (data == NULL) {
+        w->failed = -1;
+        return 0;
+    }
+    w->data = data;
+    w->size = size;
+    return 1;
+}
+
+static void
+put_byte(Writer *w, unsigned char b)
+{
+    if (reserve(w, 1)) {
+        w->data[w->used++] = (char)b;
+    }
+}
+
+static void
+put_be(Writer *w, unsigned char head, unsigned long long v, int bytes)
+{
+    if (!reserve(w, 1 + bytes)) {
+        return;
+    }
+    w->data[w->used++] = (char)head;
+    for (int i = bytes - 1; i >= 0; i--) {
+        w->data[w->used++] = (char)((v >> (8 * i)) & 0xff);
+    }
+}
+
+static void
+put_uint(Writer *w, unsigned long long v)
+{
+    if (v < 0x80) {
+        put_byte(w, (unsigned char)v);
+    } else if (v <= 0xff) {
+        put_be(w, 0xcc, v, 1);
+    } else if (v <= 0xffff) {
+        put_be(w, 0xcd, v, 2);
+    } else if (v <= 0xffffffffULL) {
+        put_be(w, 0xce, v, 4);
+    } else {
+        put_be(w, 0xcf, v, 8);
+    }
+}
+
+static void
+put_int(Writer *w, long long v)
+{
+    if (v >= 0) {
+        put_uint(w, (unsigned long long)v);
+    } else if (v >= -32) {
+        put_byte(w, (unsigned char)(0xe0 | (v + 32)));
+    } else if (v >= -128) {
+        put_be(w, 0xd0, (unsigned long long)v, 1);
+    } else if (v >= -32768) {
+        put_be(w, 0xd1, (unsigned long long)v, 2);
+    } else if (v >= -2147483648LL) {
+        put_be(w, 0xd2, (unsigned long long)v, 4);
+    } else {
+        put_be(w, 0xd3, (unsigned long long)v, 8);
+    }
+}
+
+static void
+put_head(Writer *w, Py_ssize_t n, unsigned char fix, unsigned char fix_limit,
+         unsigned char h8, unsigned char h16, unsigned char h32)
+{
+    if (n < fix_limit) {
+        put_byte(w, (unsigned char)(fix | n));
+    } else if (h8 && n <= 0xff) {
+        put_be(w, h8, (unsigned long long)n, 1);
+    } else if (n <= 0xffff) {
+        put_be(w, h16, (unsigned long long)n, 2);
+    } else {
+        put_be(w, h32, (unsigned long long)n, 4);
+    }
+}
+
+static void
+put_raw(Writer *w, const char *data, Py_ssize_t n)
+{
+    if (reserve(w, n)) {
+        memcpy(w->data + w->used, data, (size_t)n);
+        w->used += n;
+    }
+}
+
+static void
+put_str(Writer *w, PyObject *s)
+{
+    Py_ssize_t n;
+    const char *data = PyUnicode_AsUTF8AndSize(s, &n);
+    if (data == NULL) {
+        PyErr_Clear();  /* (a lone surrogate: msgpack raises; let it) */
+        w->failed = 1;
+        return;
+    }
+    if (n > 0xffffffffLL) {
+        w->failed = 1;
+        return;
+    }
+    put_head(w, n, 0xa0, 32, 0xd9, 0xda, 0xdb);
+    put_raw(w, data, n);
+}
+
+static void
+put_bytes(Writer *w, PyObject *b)
+{
+    Py_ssize_t n = PyBytes_GET_SIZE(b);
+    if (n > 0xffffffffLL) {
+        w->failed = 1;
+        return;
+    }
+    if (n <= 0xff) {
+        put_be(w, 0xc4, (unsigned long long)n, 1);
+    } else if (n <= 0xffff) {
+        put_be(w, 0xc5, (unsigned long long)n, 2);
+    } else {
+        put_be(w, 0xc6, (unsigned long long)n, 4);
+    }
+    put_raw(w, PyBytes_AS_STRING(b), n);
+}
+
+static void put_obj(Writer *w, PyObject *o, int depth);
+
+static void
+put_items(Writer *w, PyObject *const *items, Py_ssize_t n, int depth)
+{
+    put_head(w, n, 0x90, 16, 0, 0xdc, 0xdd);
+    for (Py_ssize_t i = 0; i < n && !w->failed; i++) {
+        put_obj(w, items[i], depth + 1);
+    }
+}
+
+static void
+put_obj(Writer *w, PyObject *o, int depth)
+{
+    if (w->failed) {
+        return;
+    }
+    if (depth > MAX_DEPTH) {
+        w->failed = 1;
+    } else if (o == Py_None) {
+        put_byte(w, 0xc0);
+    } else if (o == Py_True) {
+        put_byte(w, 0xc3);
+    } else if (o == Py_False) {
+        put_byte(w, 0xc2);
+    } else if (PyLong_CheckExact(o)) {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (overflow > 0) {
+            unsigned long long u = PyLong_AsUnsignedLongLong(o);
+            if (u == (unsigned long long)-1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                w->failed = 1;  /* beyond 64 bits: msgpack raises; let it */
+            } else {
+                put_uint(w, u);
+            }
+        } else if (overflow < 0) {
+            w->failed = 1;
+        } else {
+            put_int(w, v);
+        }
+    } else if (PyUnicode_CheckExact(o)) {
+        put_str(w, o);
+    } else if (PyBytes_CheckExact(o)) {
+        put_bytes(w, o);
+    } else if (PyList_CheckExact(o)) {
+        /* (a list may not change while it is written: nothing here runs Python code) */
+        put_items(w, ((PyListObject *)o)->ob_item, PyList_GET_SIZE(o), depth);
+    } else if (PyTuple_CheckExact(o)) {
+        put_items(w, ((PyTupleObject *)o)->ob_item, PyTuple_GET_SIZE(o), depth);
+    } else if (PyDict_CheckExact(o)) {
+        Py_ssize_t pos = 0, n = PyDict_GET_SIZE(o);
+        PyObject *key, *value;
+        put_head(w, n, 0x80, 16, 0, 0xde, 0xdf);
+        while (!w->failed && PyDict_Next(o, &pos, &key, &value)) {
+            put_obj(w, key, depth + 1);
+            put_obj(w, value, depth + 1);
+        }
+    } else {
+        w->failed = 1;
+    }
+}
+
+/* The writer's bytes (freeing it), None if it gave up, NULL if out of memory. */
+static PyObject *
+finish(Writer *w)
+{
+    PyObject *out;
+    if (w->failed < 0) {
+        out = PyErr_NoMemory();
+    } else if (w->failed) {
+        out = Py_NewRef(Py_None);
+    } else {
+        out = PyBytes_FromStringAndSize(w->data, w->used);
+    }
+    PyMem_Free(w->data);
+    return out;
+}
+
+/* pack(obj) -> bytes | None: msgpack.packb(obj, use_bin_type=True), or None for
+ * anything it does not write (the caller then asks msgpack). */
+static PyObject *
+pack(PyObject *module, PyObject *obj)
+{
+    Writer w = {0};
+    put_obj(&w, obj, 0);
+    return finish(&w);
+}
+
+/* pack_records(sender, messages) -> bytes | None: the body of a Data or Repair frame,
+ * msgpack of [sender, [record_wire(m) for m in messages]] (m2mc.group.codec), written
+ * straight from the Messages; None if a message is not a plain Message (with a dict or
+ * no vclock) or holds what pack does not write. */
+static PyObject *
+pack_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyUnicode_CheckExact(args[0]) || !PyList_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "pack_records(sender: str, messages: list)");
+        return NULL;
+    }
+    if (!state.classes_ready) {
+        PyErr_SetString(PyExc_RuntimeError, "m2mc._speedups is not set up");
+        return NULL;
+    }
+    PyObject *messages = args[1];
+    Py_ssize_t n = PyList_GET_SIZE(messages);
+    Writer w = {0};
+    put_byte(&w, 0x92);
+    put_str(&w, args[0]);
+    put_head(&w, n, 0x90, 16, 0, 0xdc, 0xdd);
+    for (Py_ssize_t i = 0; i < n && !w.failed; i++) {
+        PyObject *m = PyList_GET_ITEM(messages, i);
+        if (!Py_IS_TYPE(m, state.message_type)) {
+            w.failed = 1;
+            break;
+        }
+        PyObject *mid = SLOT(m, state.message_off[0]), *parent = SLOT(m, state.message_off[1]);
+        PyObject *payload = SLOT(m, state.message_off[2]);
+        PyObject *vclock = SLOT(m, state.message_off[3]), *gseq = SLOT(m, state.message_off[4]);
+        if (mid == NULL || parent == NULL || payload == NULL || vclock == NULL || gseq == NULL
+                || !Py_IS_TYPE(mid, state.mid_type) || !Py_IS_TYPE(parent, state.mid_type)) {
+            w.failed = 1;
+            break;
+        }
+        PyObject *fields[7] = {SLOT(mid, state.mid_off[0]), SLOT(mid, state.mid_off[1]),
+                               SLOT(parent, state.mid_off[0]), SLOT(parent, state.mid_off[1]),
+                               payload, gseq, vclock};
+        for (int f = 0; f < 4; f++) {
+            if (fields[f] == NULL) {
+                w.failed = 1;
+            }
+        }
+        if (w.failed) {
+            break;
+        }
+        /* record_wire: 7 fields with a vclock (a dict of it), 6 with a gseq, else 5 */
+        if (vclock != Py_None && !PyDict_CheckExact(vclock)) {
+            w.failed = 1;  /* (another Mapping: record_wire makes a dict of it) */
+            break;
+        }
+        Py_ssize_t count = vclock != Py_None ? 7 : gseq != Py_None ? 6 : 5;
+        put_items(&w, fields, count, 1);
+    }
+    return finish(&w);
+}
+
 static PyMethodDef methods[] = {
     {"setup_classes", setup_classes, METH_VARARGS,
      "setup_classes(MessageId, Message, ROOT): the classes both loops build and read "
@@ -612,6 +909,12 @@ static PyMethodDef methods[] = {
     {"stream_heads", (PyCFunction)(void (*)(void))stream_heads, METH_FASTCALL,
      "stream_heads(messages, magic) -> list | None: the messages whose payload starts "
      "with magic (None: not all plain Messages)."},
+    {"pack", pack, METH_O,
+     "pack(obj) -> bytes | None: msgpack.packb(obj, use_bin_type=True) for None, bool, "
+     "int, str, bytes, list, tuple and dict; None for anything else."},
+    {"pack_records", (PyCFunction)(void (*)(void))pack_records, METH_FASTCALL,
+     "pack_records(sender, messages) -> bytes | None: the msgpack body of a Data or "
+     "Repair frame, from the Messages (None: not all plain)."},
     {"setup_group_message", setup_group_message, METH_O,
      "setup_group_message(GroupMessage): the class take_messages builds."},
     {"take_messages", (PyCFunction)(void (*)(void))take_messages, METH_FASTCALL,

@@ -18,6 +18,7 @@ import tempfile
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import msgpack
@@ -320,3 +321,107 @@ def test_compiled_and_python_find_the_same_stream_heads(payloads: list[bytes]) -
     assert heads == [m for m in messages if m.payload.startswith(STREAM_MAGIC)]
     odd = [*messages, GroupMessage("g", MessageId("a", 99), ROOT, STREAM_MAGIC)]
     assert node_output._STREAM_HEADS(odd, STREAM_MAGIC) is None  # (the listcomp answers)
+
+
+# ---------------------------------------------------------------- msgpack, written
+PACK = None if speedups.NATIVE is None else speedups.NATIVE.pack
+
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**64), 2**65),
+    st.sampled_from([0, 127, 128, 255, 256, 65535, 65536, 2**32 - 1, 2**32, 2**63 - 1, 2**63,
+                     2**64 - 1, 2**64, -1, -32, -33, -128, -129, -32768, -32769, -(2**31),
+                     -(2**31) - 1, -(2**63), -(2**63) - 1]),
+    st.text(max_size=40), st.sampled_from(["\ud800", "é" * 20, "x" * 31, "x" * 32, "x" * 256]),
+    st.binary(max_size=300), st.floats(allow_nan=False))
+packables = st.recursive(scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=18), st.lists(inner, max_size=3).map(tuple),
+    st.dictionaries(st.one_of(st.text(max_size=5), st.integers(0, 9)), inner, max_size=17)),
+    max_leaves=40)
+
+
+def _msgpack(obj: object) -> bytes | None:
+    try:
+        data: bytes = msgpack.packb(obj, use_bin_type=True)
+    except (OverflowError, ValueError, TypeError, UnicodeEncodeError):
+        return None
+    return data
+
+
+@needs_native
+@settings(max_examples=500, deadline=None)
+@given(obj=packables)
+def test_the_compiled_writer_writes_msgpack_s_bytes_or_leaves_it_to_msgpack(obj: object) -> None:
+    assert PACK is not None
+    packed = PACK(obj)
+    if packed is not None:
+        assert packed == msgpack.packb(obj, use_bin_type=True)
+    else:  # (a type it does not write, or what msgpack itself refuses)
+        assert _has_other_types(obj) or _msgpack(obj) is None
+
+
+def _has_other_types(obj: object, depth: int = 0) -> bool:
+    if depth > 8:
+        return True
+    if isinstance(obj, list | tuple):
+        return any(_has_other_types(o, depth + 1) for o in obj)
+    if isinstance(obj, dict):
+        return any(_has_other_types(k, depth + 1) or _has_other_types(v, depth + 1)
+                   for k, v in obj.items())
+    return type(obj) is float or (type(obj) is int and not -(2**63) <= obj < 2**64) or (
+        type(obj) is str and _msgpack(obj) is None)
+
+
+@needs_native
+def test_the_compiled_writer_takes_long_lists_and_big_containers() -> None:
+    assert PACK is not None
+    for obj in (list(range(70_000)), {str(i): i for i in range(70_000)}, b"x" * 70_000,
+                "y" * 70_000, [[[[[[[[1]]]]]]]], [[[[[[[[[[1]]]]]]]]]]):
+        packed = PACK(obj)
+        assert packed is None or packed == msgpack.packb(obj, use_bin_type=True)
+    assert PACK([[[[[[[[1]]]]]]]]) is not None and PACK([[[[[[[[[[1]]]]]]]]]]) is None
+
+
+record_messages = st.lists(st.builds(
+    lambda pid, seq, parent, payload, vclock, gseq: Message(
+        MessageId(pid, seq), parent, payload, vclock, gseq),
+    st.sampled_from(["a", "node-é", "x" * 64]), st.integers(1, 2**40 - 1),
+    st.sampled_from([ROOT, MessageId("a", 1), MessageId("b" * 40, 2**33)]),
+    st.binary(max_size=600),
+    st.one_of(st.none(), st.dictionaries(st.sampled_from(["a", "b"]), st.integers(0, 2**40 - 1),
+                                         max_size=2)),
+    st.one_of(st.none(), st.integers(1, 2**40 - 1))), max_size=20)
+
+
+@needs_native
+@settings(max_examples=300, deadline=None)
+@given(sender=st.sampled_from(["a", "node-é"]), messages=record_messages,
+       repair=st.booleans())
+def test_compiled_and_python_encode_the_same_data_frames(
+        sender: str, messages: list[Message], repair: bool) -> None:
+    body = Repair(sender, messages) if repair else Data(sender, messages)
+    tag = group_tag("g")
+    with pytest.MonkeyPatch.context() as patch:
+        native = encode(tag, body)
+        patch.setattr(codec, "_PACK", None)
+        patch.setattr(codec, "_PACK_RECORDS", None)
+        assert encode(tag, body) == native
+    frame = codec.split_frame(native)
+    assert decode_body(frame.kind, frame.body) == body
+
+
+class _Subclass(Message):
+    __slots__ = ()
+
+
+@needs_native
+def test_the_compiled_record_writer_leaves_other_objects_to_msgpack() -> None:
+    assert speedups.NATIVE is not None
+    pack_records = speedups.NATIVE.pack_records
+    plain = Message(MessageId("a", 1), ROOT, b"x")
+    assert pack_records("a", [plain]) is not None
+    assert pack_records("a", [plain, _Subclass(MessageId("a", 2), ROOT, b"y")]) is None
+    odd_clock = Message(MessageId("a", 3), ROOT, b"z", MappingProxyType({"a": 3}))
+    assert pack_records("a", [odd_clock]) is None
+    body = Data("a", [plain, odd_clock])
+    frame = codec.split_frame(encode(group_tag("g"), body))  # (msgpack wrote it)
+    assert decode_body(frame.kind, frame.body) == body

@@ -96,6 +96,7 @@ from m2mc.group.wire_bounds import read_str as _str
 from m2mc.group.wire_bounds import read_vclock as _vclock
 from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.ordering.ids import NATIVE_IDS, make_message, make_mid
+from m2mc.speedups import NATIVE
 
 __all__ = [  # the message types and bounds are re-exported: the codec is their one address
     "DISCOVERY_TAG", "FILTER_SIZE", "FLAG_AUTH", "HEADER", "HEADER_SIZE", "MAGIC",
@@ -184,10 +185,23 @@ def _bad_prefix(magic: bytes, version: int, kind: int, flags: int) -> NoReturn:
 
 def encode(tag: bytes, body: Body) -> bytes:
     kind = _KIND_OF[type(body)]
-    return HEADER.pack(MAGIC, VERSION, tag, kind, 0) + _pack(_to_wire(body))
+    head = HEADER.pack(MAGIC, VERSION, tag, kind, 0)
+    if _PACK_RECORDS is not None and kind in _RECORD_KINDS:
+        records = body.records  # type: ignore[union-attr]  # (Data or Repair)
+        if type(records) is list:  # (written from the Messages, in C: the same bytes)
+            packed = _PACK_RECORDS(body.sender, records)
+            if packed is not None:
+                return head + packed
+    return head + _pack(_to_wire(body))
 
 
 def _pack(obj: object) -> bytes:
+    """msgpack of ``obj``: in C (m2mc._speedups, the same bytes) when it writes every
+    type in it, else by msgpack."""
+    if _PACK is not None:
+        packed = _PACK(obj)
+        if packed is not None:
+            return packed
     data: bytes = msgpack.packb(obj, use_bin_type=True)
     return data
 
@@ -376,6 +390,11 @@ def _native_records() -> Callable[[Any, int], list[Message]] | None:
 
 
 _records: Callable[[Any, int], list[Message]] = _native_records() or records_py
+# The C writers of msgpack (m2mc._speedups; None: pure Python): any body, and a Data or
+# Repair body straight from its Messages (None back: msgpack writes it).
+_PACK: Callable[[object], bytes | None] | None = None if NATIVE is None else NATIVE.pack
+_PACK_RECORDS: Callable[[str, list[Message]], bytes | None] | None = (
+    None if NATIVE_IDS is None else NATIVE_IDS.pack_records)
 
 
 def _from_wire(kind: int, raw: Any, max_seq: int) -> Body:
