@@ -9,9 +9,12 @@ pure-Python version, which behaves the same (tests/group/test_speedups.py).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from types import ModuleType
 
-__all__ = ["NATIVE", "native_module", "pure_forced"]
+import msgpack
+
+__all__ = ["NATIVE", "native_module", "packb", "pure_forced"]
 
 
 def pure_forced() -> bool:
@@ -32,3 +35,18 @@ def native_module() -> ModuleType | None:
 
 NATIVE: ModuleType | None = native_module()
 """The compiled module in use, or None when the pure-Python path runs."""
+
+
+_PACK: Callable[[object], bytes | None] | None = None if NATIVE is None else NATIVE.pack
+
+
+def packb(obj: object) -> bytes:
+    """``msgpack.packb(obj, use_bin_type=True)``: written in C (the same bytes) where
+    it writes every type in ``obj``, else by msgpack (the group frames and the log's
+    chunk rows)."""
+    if _PACK is not None:
+        packed = _PACK(obj)
+        if packed is not None:
+            return packed
+    data: bytes = msgpack.packb(obj, use_bin_type=True)
+    return data

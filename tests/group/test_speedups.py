@@ -402,7 +402,7 @@ def test_compiled_and_python_encode_the_same_data_frames(
     tag = group_tag("g")
     with pytest.MonkeyPatch.context() as patch:
         native = encode(tag, body)
-        patch.setattr(codec, "_PACK", None)
+        patch.setattr(speedups, "_PACK", None)
         patch.setattr(codec, "_PACK_RECORDS", None)
         assert encode(tag, body) == native
     frame = codec.split_frame(native)

@@ -96,7 +96,7 @@ from m2mc.group.wire_bounds import read_str as _str
 from m2mc.group.wire_bounds import read_vclock as _vclock
 from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.ordering.ids import NATIVE_IDS, make_message, make_mid
-from m2mc.speedups import NATIVE
+from m2mc.speedups import packb
 
 __all__ = [  # the message types and bounds are re-exported: the codec is their one address
     "DISCOVERY_TAG", "FILTER_SIZE", "FLAG_AUTH", "HEADER", "HEADER_SIZE", "MAGIC",
@@ -192,18 +192,7 @@ def encode(tag: bytes, body: Body) -> bytes:
             packed = _PACK_RECORDS(body.sender, records)
             if packed is not None:
                 return head + packed
-    return head + _pack(_to_wire(body))
-
-
-def _pack(obj: object) -> bytes:
-    """msgpack of ``obj``: in C (m2mc._speedups, the same bytes) when it writes every
-    type in it, else by msgpack."""
-    if _PACK is not None:
-        packed = _PACK(obj)
-        if packed is not None:
-            return packed
-    data: bytes = msgpack.packb(obj, use_bin_type=True)
-    return data
+    return head + packb(_to_wire(body))
 
 
 def record_wire(m: Message) -> list[Any]:
@@ -390,9 +379,8 @@ def _native_records() -> Callable[[Any, int], list[Message]] | None:
 
 
 _records: Callable[[Any, int], list[Message]] = _native_records() or records_py
-# The C writers of msgpack (m2mc._speedups; None: pure Python): any body, and a Data or
-# Repair body straight from its Messages (None back: msgpack writes it).
-_PACK: Callable[[object], bytes | None] | None = None if NATIVE is None else NATIVE.pack
+# A Data or Repair body written in C straight from its Messages (m2mc._speedups; None
+# back: packb writes it). None: pure Python.
 _PACK_RECORDS: Callable[[str, list[Message]], bytes | None] | None = (
     None if NATIVE_IDS is None else NATIVE_IDS.pack_records)
 

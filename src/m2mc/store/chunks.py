@@ -9,13 +9,11 @@ A chunk row holds the records of one group and sender with seqnos ``lo..hi``
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-import msgpack
-
 from m2mc.ordering import ROOT, Message, MessageId
-from m2mc.speedups import NATIVE
+from m2mc.speedups import packb
 
 CHUNK_SPAN = 256  # seqnos one chunk row may cover (hi - lo < CHUNK_SPAN)
 
@@ -24,7 +22,6 @@ Record = list[Any]
 # way chunks are (per group and sender).
 Pending = dict[str, dict[str, dict[int, Record]]]
 SEQ_OF = operator.itemgetter(1)
-_PACK: Callable[[object], bytes | None] | None = None if NATIVE is None else NATIVE.pack
 
 
 def message_of(pid: str, r: Record, late: tuple[int | None, int | None] | None = None
@@ -58,14 +55,9 @@ def chunk_rows(pending: Pending, t: float | None, references: bool = False
 
 
 def pack_run(run: list[Record]) -> bytes:
-    """A chunk row's data: msgpack of its records, written in C (m2mc._speedups: the
-    same bytes) where it is built."""
-    if _PACK is not None:
-        packed = _PACK(run)
-        if packed is not None:
-            return packed
-    data: bytes = msgpack.packb(run, use_bin_type=True)
-    return data
+    """A chunk row's data: msgpack of its records (written in C where m2mc._speedups
+    is built: m2mc.speedups.packb)."""
+    return packb(run)
 
 
 def referenced(records: list[Record]) -> tuple[int | None, int | None]:
