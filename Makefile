@@ -5,7 +5,12 @@ STAMP := $(VENV)/.installed-stamp
 
 .PHONY: demo test lint fuzz bench clean
 
-$(STAMP): pyproject.toml
+# Run again with M2MC_PURE=1 by `make test`: what the compiled loops replace.
+PURE_TESTS := tests/group/test_speedups.py tests/group/test_store.py tests/group/test_inbox.py \
+	tests/group/test_basic.py tests/group/test_hostile.py tests/golden \
+	tests/architecture/test_fastobj.py
+
+$(STAMP): pyproject.toml setup.py src/m2mc/_speedups.c  # (the C: rebuilt when it changes)
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet -e '.[all]'
@@ -19,6 +24,8 @@ test: $(STAMP)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/vulture
 	$(VENV)/bin/pytest -q
+	# the pure-Python path of the compiled loops (m2mc.speedups), end to end
+	M2MC_PURE=1 $(VENV)/bin/pytest -q -p no:cacheprovider $(PURE_TESTS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench
@@ -32,4 +39,4 @@ bench: $(STAMP)
 	for b in bench/*.py; do $(VENV)/bin/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) demo-out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) demo-out .pytest_cache .mypy_cache .ruff_cache build src/m2mc/*.so

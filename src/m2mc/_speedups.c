@@ -31,6 +31,7 @@ typedef struct {
     Py_ssize_t message_off[5];
     Py_ssize_t max_pid;
     Py_ssize_t max_list;
+    PyObject *record_size_py;    /* codec.record_size_py: for what record_size leaves */
     PyTypeObject *group_message_type;  /* GroupMessage: (gid, mid, parent, data, gseq) */
     Py_ssize_t group_message_off[5];
     int classes_ready;  /* setup_classes was called */
@@ -893,6 +894,187 @@ pack_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return finish(&w);
 }
 
+
+/* ---------------------------------------------------------------- slot builders
+ *
+ * slot_builder(cls, names) -> builder: m2mc.fastobj's fast constructor in C. Calling
+ * builder(a0, a1, ...) allocates a `cls` without running its __init__ and fills its
+ * slots `names` (all of them, in the order the class declares them) with the
+ * arguments, positionally. TypeError for a class that is not a plain slots class with
+ * exactly those slots. */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyTypeObject *cls;
+    Py_ssize_t count;
+    Py_ssize_t offsets[16];
+} SlotBuilder;
+
+static PyObject *
+slot_builder_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    SlotBuilder *b = (SlotBuilder *)self;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != b->count || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0)) {
+        PyErr_Format(PyExc_TypeError, "%s builder takes %zd positional arguments, got %zd",
+                     b->cls->tp_name, b->count, nargs);
+        return NULL;
+    }
+    PyObject *o = b->cls->tp_alloc(b->cls, 0);
+    if (o != NULL) {
+        for (Py_ssize_t i = 0; i < nargs; i++) {
+            SLOT(o, b->offsets[i]) = Py_NewRef(args[i]);
+        }
+    }
+    return o;
+}
+
+static void
+slot_builder_dealloc(PyObject *self)
+{
+    Py_XDECREF(((SlotBuilder *)self)->cls);
+    PyObject_Free(self);
+}
+
+static PyTypeObject SlotBuilderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "m2mc._speedups.SlotBuilder",
+    .tp_basicsize = sizeof(SlotBuilder),
+    .tp_dealloc = slot_builder_dealloc,
+    .tp_vectorcall_offset = offsetof(SlotBuilder, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A fast constructor of one slots class (m2mc.fastobj).",
+};
+
+static PyObject *
+slot_builder(PyObject *module, PyObject *args)
+{
+    PyObject *cls, *names;
+    if (!PyArg_ParseTuple(args, "O!O!:slot_builder", &PyType_Type, &cls, &PyTuple_Type,
+                          &names)) {
+        return NULL;
+    }
+    Py_ssize_t count = PyTuple_GET_SIZE(names);
+    if (count > 16) {
+        PyErr_SetString(PyExc_TypeError, "slot_builder: more than 16 slots");
+        return NULL;
+    }
+    const char *cnames[16];
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *name = PyTuple_GET_ITEM(names, i);
+        cnames[i] = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+        if (cnames[i] == NULL) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_TypeError, "slot_builder: names must be str");
+            }
+            return NULL;
+        }
+    }
+    SlotBuilder *b = PyObject_New(SlotBuilder, &SlotBuilderType);
+    if (b == NULL) {
+        return NULL;
+    }
+    b->vectorcall = slot_builder_call;
+    b->cls = NULL;
+    b->count = count;
+    if (!plain_slots((PyTypeObject *)cls, cnames, count, b->offsets)) {
+        Py_DECREF(b);
+        return NULL;
+    }
+    b->cls = (PyTypeObject *)Py_NewRef(cls);
+    return (PyObject *)b;
+}
+
+
+/* ---------------------------------------------------------------- record sizes */
+
+static long long
+uint_size(PyObject *v, int *ok)
+{
+    if (!PyLong_CheckExact(v)) {
+        *ok = 0;
+        return 0;
+    }
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow != 0) {
+        return overflow > 0 ? 9 : 1;
+    }
+    return x < 128 ? 1 : x < 256 ? 2 : x < 65536 ? 3 : x < 4294967296LL ? 5 : 9;
+}
+
+/* record_size(m) -> int: m2mc.group.codec.record_size, for a plain Message of bytes
+ * with int seqnos and a dict or no vclock; anything else goes to the Python given to
+ * setup_record_size. */
+static PyObject *
+record_size(PyObject *module, PyObject *m)
+{
+    if (state.record_size_py == NULL || !state.classes_ready) {
+        PyErr_SetString(PyExc_RuntimeError, "m2mc._speedups is not set up");
+        return NULL;
+    }
+    int ok = Py_IS_TYPE(m, state.message_type);
+    PyObject *mid = NULL, *parent = NULL, *payload = NULL, *vclock = NULL, *gseq = NULL;
+    if (ok) {
+        mid = SLOT(m, state.message_off[0]);
+        parent = SLOT(m, state.message_off[1]);
+        payload = SLOT(m, state.message_off[2]);
+        vclock = SLOT(m, state.message_off[3]);
+        gseq = SLOT(m, state.message_off[4]);
+        ok = mid != NULL && parent != NULL && payload != NULL && vclock != NULL && gseq != NULL
+             && Py_IS_TYPE(mid, state.mid_type) && Py_IS_TYPE(parent, state.mid_type)
+             && PyBytes_CheckExact(payload);
+    }
+    PyObject *pid = NULL, *ppid = NULL;
+    if (ok) {
+        pid = SLOT(mid, state.mid_off[0]);
+        ppid = SLOT(parent, state.mid_off[0]);
+        ok = pid != NULL && ppid != NULL && PyUnicode_CheckExact(pid)
+             && PyUnicode_CheckExact(ppid) && SLOT(mid, state.mid_off[1]) != NULL
+             && SLOT(parent, state.mid_off[1]) != NULL
+             && (vclock == Py_None || PyDict_CheckExact(vclock));
+    }
+    long long size = 0;
+    if (ok) {
+        size = PyBytes_GET_SIZE(payload);
+        size += size < 256 ? 2 : size < 65536 ? 3 : 5;
+        size += 3 + PyUnicode_GET_LENGTH(pid) + PyUnicode_GET_LENGTH(ppid);
+        size += uint_size(SLOT(mid, state.mid_off[1]), &ok);
+        size += uint_size(SLOT(parent, state.mid_off[1]), &ok);
+        if (gseq != Py_None) {
+            size += uint_size(gseq, &ok);
+        }
+    }
+    if (ok && vclock != Py_None) {
+        Py_ssize_t pos = 0;
+        PyObject *key, *value;
+        size += 3;
+        while (ok && PyDict_Next(vclock, &pos, &key, &value)) {
+            ok = PyUnicode_CheckExact(key);
+            if (ok) {
+                size += PyUnicode_GET_LENGTH(key) + 1 + uint_size(value, &ok);
+            }
+        }
+    }
+    if (!ok) {
+        return PyObject_CallOneArg(state.record_size_py, m);
+    }
+    return PyLong_FromLongLong(size);
+}
+
+static PyObject *
+setup_record_size(PyObject *module, PyObject *fallback)
+{
+    if (!PyCallable_Check(fallback)) {
+        PyErr_SetString(PyExc_TypeError, "setup_record_size(callable)");
+        return NULL;
+    }
+    Py_XSETREF(state.record_size_py, Py_NewRef(fallback));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"setup_classes", setup_classes, METH_VARARGS,
      "setup_classes(MessageId, Message, ROOT): the classes both loops build and read "
@@ -909,6 +1091,13 @@ static PyMethodDef methods[] = {
     {"stream_heads", (PyCFunction)(void (*)(void))stream_heads, METH_FASTCALL,
      "stream_heads(messages, magic) -> list | None: the messages whose payload starts "
      "with magic (None: not all plain Messages)."},
+    {"record_size", record_size, METH_O,
+     "record_size(m) -> int: m2mc.group.codec.record_size, in C."},
+    {"setup_record_size", setup_record_size, METH_O,
+     "setup_record_size(python): the Python record_size for what the C leaves."},
+    {"slot_builder", slot_builder, METH_VARARGS,
+     "slot_builder(cls, names) -> builder: builder(*values) makes a cls without its "
+     "__init__, its slots `names` (all, in order) set to the values."},
     {"pack", pack, METH_O,
      "pack(obj) -> bytes | None: msgpack.packb(obj, use_bin_type=True) for None, bool, "
      "int, str, bytes, list, tuple and dict; None for anything else."},
@@ -931,5 +1120,8 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
+    if (PyType_Ready(&SlotBuilderType) < 0) {
+        return NULL;
+    }
     return PyModule_Create(&module_def);
 }

@@ -425,3 +425,51 @@ def test_the_compiled_record_writer_leaves_other_objects_to_msgpack() -> None:
     body = Data("a", [plain, odd_clock])
     frame = codec.split_frame(encode(group_tag("g"), body))  # (msgpack wrote it)
     assert decode_body(frame.kind, frame.body) == body
+
+
+# ---------------------------------------------------------------- sizes and builders
+sized_messages = st.builds(
+    lambda pid, seq, ppid, pseq, size, vclock, gseq: Message(
+        MessageId(pid, seq), MessageId(ppid, pseq), bytes(size), vclock, gseq),
+    st.text(max_size=70), st.integers(-(2**65), 2**65), st.text(max_size=5),
+    st.sampled_from([0, 1, 127, 128, 255, 256, 65535, 65536, 2**32 - 1, 2**32, -5, 2**70]),
+    st.sampled_from([0, 255, 256, 65535, 65536]),
+    st.one_of(st.none(), st.dictionaries(st.text(max_size=4), st.integers(-5, 2**40), max_size=3)),
+    st.one_of(st.none(), st.integers(-(2**64), 2**64)))
+
+
+@needs_native
+@settings(max_examples=300, deadline=None)
+@given(message=sized_messages)
+def test_compiled_and_python_record_sizes_agree(message: Message) -> None:
+    assert codec.record_size is not codec.record_size_py
+    assert codec.record_size(message) == codec.record_size_py(message)
+
+
+@needs_native
+def test_the_compiled_record_size_leaves_other_objects_to_the_python() -> None:
+    odd = [_Subclass(MessageId("a", 1), ROOT, b"xy"),
+           Message(MessageId("a", 1), ROOT, b"z", MappingProxyType({"a": 1})),
+           Message(MessageId("a", 1), ROOT, bytearray(b"xyz"))]  # type: ignore[arg-type]
+    for message in odd:
+        assert codec.record_size(message) == codec.record_size_py(message)
+
+
+@needs_native
+def test_a_compiled_builder_refuses_what_it_cannot_build() -> None:
+    assert speedups.NATIVE is not None
+    build = speedups.NATIVE.slot_builder(MessageId, ("pid", "seq"))
+    assert build("a", 1) == MessageId("a", 1) and type(build("a", 1)) is MessageId
+    with pytest.raises(TypeError):
+        build("a")
+    with pytest.raises(TypeError):
+        build("a", seq=1)
+    for cls, names in ((MessageId, ("seq", "pid")), (MessageId, ("pid",)), (dict, ()),
+                       (_Subclass, ("mid", "parent", "payload", "vclock", "gseq"))):
+        with pytest.raises(TypeError):
+            speedups.NATIVE.slot_builder(cls, names)
+    pid = "builder-probe"
+    before = sys.getrefcount(pid)
+    for _ in range(1000):
+        build(pid, 1)
+    assert sys.getrefcount(pid) == before

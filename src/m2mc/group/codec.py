@@ -210,9 +210,10 @@ def _uint_size(v: int) -> int:
     return 1 if v < 128 else 2 if v < 256 else 3 if v < 65536 else 5 if v < 1 << 32 else 9
 
 
-def record_size(m: Message) -> int:
+def record_size_py(m: Message) -> int:
     """A record's encoded size (exact for ASCII process ids; for batching, where
-    an error only makes one batch span two packets)."""
+    an error only makes one batch span two packets). ``record_size`` is this, in C
+    where m2mc._speedups is built (the sender's per-message path)."""
     size = len(m.payload)
     size += 2 if size < 256 else 3 if size < 65536 else 5
     mid, parent = m.mid, m.parent
@@ -227,6 +228,18 @@ def record_size(m: Message) -> int:
     if m.vclock is not None:
         size += 3 + sum(len(k) + 1 + _uint_size(v) for k, v in m.vclock.items())
     return size
+
+
+def _native_record_size() -> Callable[[Message], int] | None:
+    native = NATIVE_IDS
+    if native is None:
+        return None
+    native.setup_record_size(record_size_py)
+    size: Callable[[Message], int] = native.record_size
+    return size
+
+
+record_size: Callable[[Message], int] = _native_record_size() or record_size_py
 
 
 def _members_wire(members: tuple[MemberEntry, ...]) -> list[list[Any]]:

@@ -92,7 +92,7 @@ class NodeSend(NodeOutput):
         if type(payload) is not bytes:
             payload = bytes(payload)
         inst.ordering.check_send(gid)  # (total order: no room while no majority is reachable)
-        parent = ROOT if reply_to is None else self._parent_of(reply_to)
+        parent = ROOT if reply_to is None or reply_to is ROOT else self._parent_of(reply_to)
         message = inst.mop.next_message(payload, parent)
         inst.window.sent(message.mid.seq, len(payload), now)
         self.stats.sent += 1
