@@ -1075,6 +1075,70 @@ setup_record_size(PyObject *module, PyObject *fallback)
     Py_RETURN_NONE;
 }
 
+
+/* ---------------------------------------------------------------- M2MP runs */
+
+#define M2MP_SEGMENT 508        /* m2mc.wire.packet.MAX_PACKET: one GRO segment */
+#define M2MP_HEADER 8           /* HEADER_SIZE: message id, then fragment word */
+#define M2MP_LAST 0x80000000UL  /* LAST_FLAG */
+
+static unsigned long
+be32(const unsigned char *p)
+{
+    return ((unsigned long)p[0] << 24) | ((unsigned long)p[1] << 16)
+           | ((unsigned long)p[2] << 8) | (unsigned long)p[3];
+}
+
+/* consecutive(block, count, message_id, word) -> int: m2mc.wire.segments.consecutive.
+ * Whether the `count` packets of the joined GRO block (M2MP_SEGMENT bytes each but
+ * the last), the first of which has the header (message_id, word), are fragments
+ * word, word + 1, ... of that message: 1 if so and the final one is the message's
+ * last, 0 if so and none is, -1 if not (or the final packet is shorter than a
+ * header). Every read is of a header inside the block. */
+static PyObject *
+consecutive(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyBytes_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "consecutive(block: bytes, count, message_id, word)");
+        return NULL;
+    }
+    Py_ssize_t count = PyLong_AsSsize_t(args[1]);
+    unsigned long long message_id = PyLong_AsUnsignedLongLong(args[2]);
+    unsigned long long word = PyLong_AsUnsignedLongLong(args[3]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    if (count < 1) {
+        PyErr_SetString(PyExc_ValueError, "consecutive: count must be at least 1");
+        return NULL;
+    }
+    const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    Py_ssize_t size = PyBytes_GET_SIZE(args[0]);
+    if ((count - 1) > (PY_SSIZE_T_MAX - M2MP_HEADER) / M2MP_SEGMENT) {
+        return PyLong_FromLong(-1);
+    }
+    Py_ssize_t full = (count - 1) * M2MP_SEGMENT;
+    unsigned long long end = word + (unsigned long long)count - 1;
+    if (size - full < M2MP_HEADER || end >= M2MP_LAST || word >= M2MP_LAST) {
+        return PyLong_FromLong(-1);
+    }
+    for (Py_ssize_t i = 0; i < count - 1; i++) {
+        const unsigned char *h = data + i * M2MP_SEGMENT;
+        if (be32(h) != message_id || be32(h + 4) != word + (unsigned long long)i) {
+            return PyLong_FromLong(-1);
+        }
+    }
+    const unsigned char *h = data + full;
+    if (be32(h) != message_id) {
+        return PyLong_FromLong(-1);
+    }
+    unsigned long long final = be32(h + 4);
+    if (final == end) {
+        return PyLong_FromLong(0);
+    }
+    return PyLong_FromLong(final == (end | M2MP_LAST) ? 1 : -1);
+}
+
 static PyMethodDef methods[] = {
     {"setup_classes", setup_classes, METH_VARARGS,
      "setup_classes(MessageId, Message, ROOT): the classes both loops build and read "
@@ -1095,6 +1159,9 @@ static PyMethodDef methods[] = {
      "record_size(m) -> int: m2mc.group.codec.record_size, in C."},
     {"setup_record_size", setup_record_size, METH_O,
      "setup_record_size(python): the Python record_size for what the C leaves."},
+    {"consecutive", (PyCFunction)(void (*)(void))consecutive, METH_FASTCALL,
+     "consecutive(block, count, message_id, word) -> int: m2mc.wire.segments.consecutive, "
+     "in C."},
     {"slot_builder", slot_builder, METH_VARARGS,
      "slot_builder(cls, names) -> builder: builder(*values) makes a cls without its "
      "__init__, its slots `names` (all, in order) set to the values."},
@@ -1123,5 +1190,13 @@ PyInit__speedups(void)
     if (PyType_Ready(&SlotBuilderType) < 0) {
         return NULL;
     }
-    return PyModule_Create(&module_def);
+    PyObject *module = PyModule_Create(&module_def);
+    if (module != NULL && (PyModule_AddIntConstant(module, "M2MP_SEGMENT", M2MP_SEGMENT) < 0
+                           || PyModule_AddIntConstant(module, "M2MP_HEADER", M2MP_HEADER) < 0
+                           || PyModule_AddObject(module, "M2MP_LAST",
+                                                 PyLong_FromUnsignedLong(M2MP_LAST)) < 0)) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import sysconfig
@@ -38,6 +39,7 @@ from m2mc.inbox import Inbox
 from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.store import sqlite
 from m2mc.store.sqlite import SqliteStore
+from m2mc.wire import segments
 
 Records = Callable[[Any, int], list[Message]]
 NATIVE: Records | None = None if speedups.NATIVE is None else speedups.NATIVE.records
@@ -473,3 +475,40 @@ def test_a_compiled_builder_refuses_what_it_cannot_build() -> None:
     for _ in range(1000):
         build(pid, 1)
     assert sys.getrefcount(pid) == before
+
+
+# ---------------------------------------------------------------- M2MP runs
+@st.composite
+def gro_blocks(draw: st.DrawFn) -> tuple[bytes, int, int, int]:
+    """A joined GRO block of ``count`` M2MP packets, most of them a message's run of
+    fragments, some broken in one place, some plain noise."""
+    count = draw(st.integers(1, 6))
+    message_id = draw(st.sampled_from([0, 7, 2**32 - 1]))
+    word = draw(st.sampled_from([0, 1, 2**31 - 3, 2**31 - 1, 2**31]))
+    final_size = draw(st.sampled_from([0, 4, 7, 8, 9, 100, 508]))
+    last = draw(st.booleans())
+    headers = [[message_id, (word + i) % 2**32] for i in range(count)]
+    if last:
+        headers[-1][1] = (headers[-1][1] | 0x8000_0000) % 2**32
+    if draw(st.booleans()):  # broken in one place
+        i, field = draw(st.integers(0, count - 1)), draw(st.integers(0, 1))
+        headers[i][field] = draw(st.integers(0, 2**32 - 1))
+    block = b"".join(struct.pack(">II", *h) + bytes(500) for h in headers[:-1])
+    block += (struct.pack(">II", *headers[-1]) + bytes(500))[:final_size]
+    if draw(st.booleans()):
+        block = draw(st.binary(max_size=1100))
+    return block, count, message_id, word
+
+
+@needs_native
+@settings(max_examples=500, deadline=None)
+@given(case=gro_blocks())
+def test_compiled_and_python_check_a_run_of_fragments_alike(
+        case: tuple[bytes, int, int, int]) -> None:
+    assert segments.consecutive is not segments.consecutive_py
+    block, count, message_id, word = case
+    assert segments.consecutive(block, count, message_id, word) == segments.consecutive_py(
+        block, count, message_id, word)
+    joined = segments.Segments(block)  # (what the channel hands the M2MP layer)
+    assert segments.consecutive(joined, count, message_id, word) == segments.consecutive_py(
+        joined, count, message_id, word)

@@ -17,6 +17,7 @@ import struct
 from collections.abc import Callable
 from itertools import repeat
 
+from m2mc.speedups import NATIVE
 from m2mc.wire.packet import HEADER_SIZE, LAST_FLAG, MAX_PACKET
 
 __all__ = ["SEGMENT", "Segments", "consecutive", "header_slices", "segment_count", "segment_data",
@@ -91,11 +92,12 @@ def split_blocks(batch: list[bytes]) -> list[bytes]:
     return out
 
 
-def consecutive(block: bytes, count: int, message_id: int, word: int) -> int:
+def consecutive_py(block: bytes, count: int, message_id: int, word: int) -> int:
     """Whether the ``count`` packets of ``block``, the first of which has the header
     (``message_id``, ``word``), are fragments ``word``, ``word`` + 1, ... of that
     message, checked in C: 1 if so and the final one is the message's last, 0 if so
-    and none is, -1 if not (or the final packet is shorter than a header)."""
+    and none is, -1 if not (or the final packet is shorter than a header).
+    ``consecutive`` is this, in C where m2mc._speedups is built (``count`` >= 1)."""
     full = (count - 1) * SEGMENT
     end = word + count - 1
     if len(block) - full < HEADER_SIZE or end >= LAST_FLAG or word >= LAST_FLAG:
@@ -109,3 +111,16 @@ def consecutive(block: bytes, count: int, message_id: int, word: int) -> int:
     if final_word == end:
         return 0
     return 1 if final_word == end | LAST_FLAG else -1
+
+
+def _native_consecutive() -> Callable[[bytes, int, int, int], int] | None:
+    """m2mc._speedups' ``consecutive``, if built for this packet layout."""
+    native = NATIVE
+    if native is None or (native.M2MP_SEGMENT, native.M2MP_HEADER, native.M2MP_LAST) != (
+            SEGMENT, HEADER_SIZE, LAST_FLAG):
+        return None
+    found: Callable[[bytes, int, int, int], int] = native.consecutive
+    return found
+
+
+consecutive: Callable[[bytes, int, int, int], int] = _native_consecutive() or consecutive_py
