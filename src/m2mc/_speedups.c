@@ -1,20 +1,29 @@
-/* m2mc._speedups: hot loops in C (docs/group.md section 11).
+/* m2mc._speedups: the hot loops in C (docs/decisions.md, "The hot loops are compiled
+ * from C of our own"; figures in docs/group.md section 11).
  *
- * `records` is m2mc.group.codec's pure-Python `_records`, record for record: it takes
- * what msgpack already decoded (so no byte of the network is parsed here), checks
- * each data record exactly as the Python does, in the same order and with the same
- * DecodeError messages, and builds the very same MessageId and Message objects.
- * tests/group/test_speedups.py holds the two to the same behaviour on any input.
+ * Each function is the C twin of a Python function that stays, named beside it, and
+ * runs wherever this module is not built or M2MC_PURE is set. tests/group/
+ * test_speedups.py holds every pair to the same results and errors on any input.
  *
- * The objects are built as m2mc.fastobj builds them: a slots dataclass allocated
- * without its __init__, each slot filled through the offset its member descriptor
- * names. `setup_classes` checks the classes' layout first and refuses (TypeError)
- * anything else, and the callers then keep their pure-Python loops.
+ *   records        m2mc.group.codec.records_py: data records from what msgpack
+ *                  decoded (no network byte parsed here), checked field by field in
+ *                  the Python's order, with its DecodeError messages
+ *   record_size    codec.record_size_py
+ *   pack           msgpack.packb(obj, use_bin_type=True)'s bytes (m2mc.speedups.packb)
+ *   pack_records   a Data or Repair frame's msgpack body, from its Messages
+ *   put_records    m2mc.store.sqlite.SqliteStore._put_each
+ *   take_messages  m2mc.inbox.Inbox.take's loop
+ *   stream_heads   m2mc.group.node_output.NodeOutput.deliver_many's search
+ *   consecutive    m2mc.wire.segments.consecutive_py: the one reader of network bytes,
+ *                  8-byte M2MP headers at fixed offsets inside the block
+ *   slot_builder   m2mc.fastobj's builders
  *
- * `put_records` is m2mc.store.sqlite's _put loop (the log's record of every message
- * sent or received), on the same objects; `stream_heads` the delivery's search for
- * stream heads (m2mc.group.node_output); `take_messages` the inbox's loop that makes
- * each delivered Message the application's GroupMessage (m2mc.inbox).
+ * Objects are built as m2mc.fastobj builds them: a slots class allocated without its
+ * __init__, each slot filled at the offset its member descriptor names, after a check
+ * of the class's layout (plain_slots; anything else is refused with TypeError and
+ * the caller keeps the Python). Whatever the C does not expect (a subclass, another
+ * mapping, a type msgpack-in-C does not write) goes back to the Python: no loop here
+ * runs code of an object it did not check.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

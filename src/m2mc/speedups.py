@@ -1,4 +1,5 @@
-"""Whether m2mc runs its compiled hot path (docs/group.md section 11).
+"""Whether m2mc runs its compiled hot path (docs/group.md section 11), and
+:func:`packb`, the one msgpack writer of the group frames and the log's rows.
 
 ``pip install`` builds :mod:`m2mc._speedups` (C) where a C compiler and Python's
 headers are at hand; anywhere else, and whenever the environment variable
