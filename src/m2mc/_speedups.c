@@ -853,9 +853,12 @@ pack(PyObject *module, PyObject *obj)
 static PyObject *
 pack_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2 || !PyUnicode_CheckExact(args[0]) || !PyList_CheckExact(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "pack_records(sender: str, messages: list)");
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "pack_records(sender, messages)");
         return NULL;
+    }
+    if (!PyUnicode_CheckExact(args[0]) || !PyList_CheckExact(args[1])) {
+        Py_RETURN_NONE;  /* (msgpack writes, or refuses, whatever else it is) */
     }
     if (!state.classes_ready) {
         PyErr_SetString(PyExc_RuntimeError, "m2mc._speedups is not set up");

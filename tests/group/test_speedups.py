@@ -422,6 +422,8 @@ def test_the_compiled_record_writer_leaves_other_objects_to_msgpack() -> None:
     plain = Message(MessageId("a", 1), ROOT, b"x")
     assert pack_records("a", [plain]) is not None
     assert pack_records("a", [plain, _Subclass(MessageId("a", 2), ROOT, b"y")]) is None
+    assert pack_records(7, [plain]) is None  # type: ignore[arg-type]
+    assert pack_records("a", (plain,)) is None  # type: ignore[arg-type]
     odd_clock = Message(MessageId("a", 3), ROOT, b"z", MappingProxyType({"a": 3}))
     assert pack_records("a", [odd_clock]) is None
     body = Data("a", [plain, odd_clock])
