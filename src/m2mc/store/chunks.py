@@ -1,7 +1,7 @@
 """The record format of :class:`~m2mc.store.sqlite.SqliteStore`'s chunk rows.
 
 A chunk row holds the records of one group and sender with seqnos ``lo..hi``
-(``hi - lo < CHUNK_SPAN``), packed with msgpack. A record is
+(``hi - lo < CHUNK_SPAN``), packed with msgpack (m2mc.speedups.packb). A record is
 ``[write number, seq, ppid, pseq, payload, gseq, vclock, delivered]``; a *stub*
 (``ids`` retention mode) is the same record with payload ``None``.
 """
@@ -51,13 +51,7 @@ def chunk_rows(pending: Pending, t: float | None, references: bool = False
             records.sort(key=SEQ_OF)
             for run in runs(records):
                 ext, seg = referenced(run) if references else (None, None)
-                yield gid, pid, run[0][1], run[-1][1], pack_run(run), t, ext, seg
-
-
-def pack_run(run: list[Record]) -> bytes:
-    """A chunk row's data: msgpack of its records (written in C where m2mc._speedups
-    is built: m2mc.speedups.packb)."""
-    return packb(run)
+                yield gid, pid, run[0][1], run[-1][1], packb(run), t, ext, seg
 
 
 def referenced(records: list[Record]) -> tuple[int | None, int | None]:

@@ -29,7 +29,8 @@ from pathlib import Path
 import msgpack
 
 from m2mc.ordering import Message
-from m2mc.store.chunks import CHUNK_SPAN, Record, message_of, pack_run, referenced, runs
+from m2mc.speedups import packb
+from m2mc.store.chunks import CHUNK_SPAN, Record, message_of, referenced, runs
 from m2mc.store.payload_files import PayloadFiles, is_reference
 from m2mc.store.retention import (
     GoneAnswer,
@@ -255,7 +256,7 @@ class SqliteRetention:
                     payload = files.read(r[4])
                     r[4] = [0, 0, r[4][2], 0] if payload is None else files.write(payload)
         ext, seg = referenced(records)
-        data = pack_run(records)
+        data = packb(records)
         self._db.execute(_INSERT_ROW, (gid, pid, records[0][1], records[-1][1], data, now,
                                        ext, seg))
         return len(data) + (ext or 0)
@@ -277,7 +278,7 @@ class SqliteRetention:
         for run in runs(stubs):
             self._db.execute("INSERT INTO stubs VALUES (?, ?, ?, ?, ?, ?)",
                              (gid, pid, run[0][1], run[-1][1], len(run),
-                              pack_run(run)))
+                              packb(run)))
         self._stub_count[gid] = self._stub_count.get(gid, 0) + len(stubs)
 
     def _trim_stubs(self, gid: str, touched: set[str]) -> None:
