@@ -1151,6 +1151,73 @@ consecutive(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return PyLong_FromLong(final == (end | M2MP_LAST) ? 1 : -1);
 }
 
+/* fragments(message_id, payload) -> list[bytes] | None: m2mc.wire.packet.fragment_list,
+ * the packets of one message in fragment order: each an 8-byte header (message id,
+ * then the fragment number with the last flag on the final one) and up to
+ * M2MP_SEGMENT - M2MP_HEADER bytes of the payload (an empty payload is one packet of
+ * a header alone). None where the Python raises (a message id that is not an int of
+ * 32 bits, a payload that is not a buffer, more fragments than a header numbers), so
+ * that it raises its own error. */
+static PyObject *
+fragments(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "fragments(message_id, payload)");
+        return NULL;
+    }
+    if (!PyLong_CheckExact(args[0])) {
+        Py_RETURN_NONE;
+    }
+    unsigned long long message_id = PyLong_AsUnsignedLongLong(args[0]);
+    if (message_id == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();  /* negative or too large: the Python's struct.error */
+        Py_RETURN_NONE;
+    }
+    if (message_id > 0xFFFFFFFFULL) {
+        Py_RETURN_NONE;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    const Py_ssize_t room = M2MP_SEGMENT - M2MP_HEADER;
+    Py_ssize_t size = view.len;
+    Py_ssize_t count = size == 0 ? 1 : (size - 1) / room + 1;
+    if ((unsigned long long)(count - 1) >= M2MP_LAST) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    PyObject *out = PyList_New(count);
+    if (out == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    const char *data = (const char *)view.buf;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        Py_ssize_t offset = i * room;
+        Py_ssize_t length = i == count - 1 ? size - offset : room;
+        PyObject *packet = PyBytes_FromStringAndSize(NULL, M2MP_HEADER + length);
+        if (packet == NULL) {
+            Py_DECREF(out);
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        unsigned char *p = (unsigned char *)PyBytes_AS_STRING(packet);
+        unsigned long long word = (unsigned long long)i | (i == count - 1 ? M2MP_LAST : 0);
+        for (int k = 0; k < 4; k++) {
+            p[k] = (unsigned char)(message_id >> (24 - 8 * k));
+            p[4 + k] = (unsigned char)(word >> (24 - 8 * k));
+        }
+        if (length) {
+            memcpy(p + M2MP_HEADER, data + offset, (size_t)length);
+        }
+        PyList_SET_ITEM(out, i, packet);
+    }
+    PyBuffer_Release(&view);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"setup_classes", setup_classes, METH_VARARGS,
      "setup_classes(MessageId, Message, ROOT): the classes both loops build and read "
@@ -1174,6 +1241,9 @@ static PyMethodDef methods[] = {
     {"consecutive", (PyCFunction)(void (*)(void))consecutive, METH_FASTCALL,
      "consecutive(block, count, message_id, word) -> int: m2mc.wire.segments.consecutive, "
      "in C."},
+    {"fragments", (PyCFunction)(void (*)(void))fragments, METH_FASTCALL,
+     "fragments(message_id, payload) -> list | None: m2mc.wire.packet.fragment_list, "
+     "in C (None: the Python raises)."},
     {"slot_builder", slot_builder, METH_VARARGS,
      "slot_builder(cls, names) -> builder: builder(*values) makes a cls without its "
      "__init__, its slots `names` (all, in order) set to the values."},

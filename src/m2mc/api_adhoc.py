@@ -37,7 +37,7 @@ from m2mc.inbox import Inbox
 from m2mc.kinds import NodeMode, Order
 from m2mc.log import node_logger
 from m2mc.ordering import MessageId
-from m2mc.runtime.endpoint import DEFAULT_FLOW_WINDOW
+from m2mc.runtime.endpoint import DEFAULT_FLOW_WINDOW, flow_window_for
 from m2mc.runtime.gc_freeze import tune_collector
 from m2mc.runtime.stack import StackDriver
 from m2mc.runtime.tracing import WallClockSink, incarnation_events, open_trace
@@ -134,6 +134,8 @@ class AdhocNode(Node):
         await self._driver.start()
         if channel.receive_buffer:  # the send window fits what a receiver's socket holds
             self._stack.fit_window(channel.receive_buffer)
+        if cfg.m2mp.flow_window is None:  # and so does M2MP's, unless configured
+            self._stack.m2mp.flow_window = flow_window_for(channel.receive_buffer)
         self._clock = self._driver.loop.time
         self._stack.start(self._driver.now())
         self._driver.poke()

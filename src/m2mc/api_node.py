@@ -20,7 +20,6 @@ to make a node. A subclass must override every call of the interface
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -57,6 +56,14 @@ NODE_CALLS = ("start", "close", "pid", "create_group", "join", "discover", "grou
 GROUP_CALLS = ("info", "order", "authenticated", "members", "send", "receive",
                "receive_many", "pending", "leave")
 """The calls every mode's group handle implements (docs/api.md, "Group")."""
+
+
+_PRUNE_WAITERS = 64  # Node._wait drops finished waiters past this many
+
+
+def _time_up(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _parse_mode(mode: object) -> NodeMode:
@@ -266,10 +273,25 @@ class Node:
             raise
 
     async def _wait(self, timeout: float | None) -> None:
-        future = asyncio.get_running_loop().create_future()
-        self._waiters.append(future)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(future, timeout)
+        """Until the next :meth:`_wake`, or ``timeout`` seconds (then it just returns:
+        the caller checks its own deadline)."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        waiters = self._waiters
+        if len(waiters) >= _PRUNE_WAITERS:  # readers that timed out, with no wake since
+            waiters[:] = [f for f in waiters if not f.done()]
+        waiters.append(future)
+        if timeout is None:
+            await future
+            return
+        # The future is awaited itself, not through asyncio.wait_for, whose own waiter
+        # in between cost a delivery one more turn of the event loop before the reader
+        # ran (Python 3.11; docs/group.md §11).
+        timer = loop.call_later(timeout, _time_up, future)
+        try:
+            await future
+        finally:
+            timer.cancel()
 
     def _wake(self) -> None:
         waiters, self._waiters = self._waiters, []

@@ -167,3 +167,22 @@ async def test_unread_events_stop_at_max_queued_events_oldest_dropped() -> None:
         assert [e.info.desc for e in kept if isinstance(e, GroupDiscovered)] == [
             f"offer {i}" for i in range(6, 10)]
 
+
+
+async def test_receive_times_out_cleanly_and_timed_out_readers_do_not_pile_up() -> None:
+    """A reader polling with short timeouts on a quiet group gets TimeoutError each
+    time, and the node keeps a bounded list of waiters for them; a message sent
+    afterwards still reaches a reader, and a cancelled reader leaves nothing behind."""
+    async with Node(NodeConfig(pid="quiet", channel=_channel())) as node:
+        group = await node.create_group("quiet")
+        for _ in range(200):
+            with pytest.raises(TimeoutError):
+                await group.receive(timeout=0.0005)
+        assert len(node._waiters) <= 64
+        reader = asyncio.create_task(group.receive())
+        await asyncio.sleep(0)
+        reader.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await reader
+        await group.send(b"after")
+        assert (await group.receive(timeout=5.0)).data == b"after"

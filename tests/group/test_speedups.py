@@ -39,7 +39,7 @@ from m2mc.inbox import Inbox
 from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.store import sqlite
 from m2mc.store.sqlite import SqliteStore
-from m2mc.wire import segments
+from m2mc.wire import packet, segments
 
 Records = Callable[[Any, int], list[Message]]
 NATIVE: Records | None = None if speedups.NATIVE is None else speedups.NATIVE.records
@@ -514,3 +514,32 @@ def test_compiled_and_python_check_a_run_of_fragments_alike(
     joined = segments.Segments(block)  # (what the channel hands the M2MP layer)
     assert segments.consecutive(joined, count, message_id, word) == segments.consecutive_py(
         joined, count, message_id, word)
+
+
+def _packets_or_error(call: Callable[[], Any]) -> Any:
+    try:
+        return call()
+    except Exception as exc:  # the error's type is what must match
+        return type(exc)
+
+
+@needs_native
+@settings(max_examples=300, deadline=None)
+@given(message_id=st.one_of(st.sampled_from([0, 1, 2**31, 2**32 - 1]),
+                            st.integers(-2, 2**33), st.just(1.5), st.just(None)),
+       payload=st.one_of(st.binary(max_size=2100),
+                         st.integers(0, 70_000).map(lambda n: bytes(range(256)) * (n // 256)
+                                                    + bytes(n % 256))),
+       kind=st.sampled_from([bytes, bytearray, memoryview, str]))
+def test_compiled_and_python_cut_a_message_into_the_same_packets(
+        message_id: Any, payload: bytes, kind: type) -> None:
+    """Every packet byte for byte (and each a bytes), or the same error where the
+    Python refuses (an id out of 32 bits, a payload that is not bytes-like)."""
+    assert packet._FRAGMENTS is not None
+    given_payload: Any = payload.hex() if kind is str else kind(payload)
+    compiled = _packets_or_error(lambda: packet.fragment_list(message_id, given_payload))
+    python = _packets_or_error(lambda: packet.fragment_list_py(message_id, given_payload))
+    assert compiled == python
+    if isinstance(compiled, list):
+        assert all(type(p) is bytes and len(p) <= packet.MAX_PACKET for p in compiled)
+        assert b"".join(p[packet.HEADER_SIZE:] for p in compiled) == payload

@@ -45,8 +45,27 @@ if TYPE_CHECKING:
 _NONE: list[bytes] = []  # (never appended to)
 # Packets in flight under flow control when the configuration leaves it open
 # (M2MPConfig.flow_window=None): a sender runs at most this far ahead of its own
-# receive path instead of stopping after every packet (docs/decisions.md).
+# receive path instead of stopping after every packet (docs/decisions.md). Once the
+# channel is open the window grows with its socket's receive buffer, up to
+# MAX_FLOW_WINDOW: see flow_window_for.
 DEFAULT_FLOW_WINDOW = 64
+MAX_FLOW_WINDOW = 256
+# Receive buffer (the kernel's count, which includes each datagram's overhead: up to
+# about 2 KiB for a 508-byte packet read without offload) per packet of the window:
+# a window's burst fills at most a quarter of a buffer like ours.
+BUFFER_PER_WINDOW_PACKET = 8192
+
+
+def flow_window_for(receive_buffer: int | None) -> int:
+    """The flow window of a channel whose socket holds ``receive_buffer`` bytes (None:
+    not a socket, or not known): DEFAULT_FLOW_WINDOW at Linux's default buffer (208
+    KiB, which the kernel reports as 416), MAX_FLOW_WINDOW at the 4 MiB a multicast
+    channel asks for, so that a 64 KiB message (132 packets) leaves in one go rather
+    than in three, each waiting for the copies of the last (docs/decisions.md)."""
+    if not receive_buffer:
+        return DEFAULT_FLOW_WINDOW
+    return max(DEFAULT_FLOW_WINDOW,
+               min(MAX_FLOW_WINDOW, receive_buffer // BUFFER_PER_WINDOW_PACKET))
 
 
 class MessageAbandonedError(M2MCError):
@@ -71,6 +90,7 @@ class M2MPEndpoint:
         self._channel = (open_channel(channel, max_inbound=max_inbound)
                          if isinstance(channel, str) else channel)
         base = config or M2MPConfig()
+        self._open_window = base.flow_window is None
         # Flow control waits for looped-back copies; on a channel without loopback it
         # would stall every packet for flow_timeout, so it is off there.
         self.config = dataclasses.replace(
@@ -126,6 +146,10 @@ class M2MPEndpoint:
 
     async def start(self) -> None:
         await self._driver.start()
+        if self._open_window:  # the configuration left it open: fit the socket's buffer
+            window = flow_window_for(self._channel.receive_buffer)
+            self._layer.flow_window = window
+            self.config = dataclasses.replace(self.config, flow_window=window)
 
     async def close(self) -> None:
         if self._error is None:

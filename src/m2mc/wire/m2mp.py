@@ -215,6 +215,20 @@ class M2MPLayer(StreamingLayer, RunEnd, OwnCopies):
         return out
 
     @property
+    def flow_window(self) -> int:
+        """Packets whose looped-back copy may be awaited at once (flow control)."""
+        return self._flow_window
+
+    @flow_window.setter
+    def flow_window(self, packets: int) -> None:
+        # A runtime sets it once its channel is open and the socket's receive buffer
+        # known (runtime/endpoint.py, flow_window_for). A smaller window than the
+        # packets outstanding only holds the next ones back until enough copies came.
+        if packets < 1:
+            raise ValueError(f"flow_window must be >= 1, got {packets}")
+        self._flow_window = packets
+
+    @property
     def flow_blocked(self) -> bool:
         """True while a sent packet's looped-back copy is awaited (flow control)."""
         return bool(self._outstanding)
