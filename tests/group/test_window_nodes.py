@@ -162,6 +162,33 @@ async def test_a_node_fits_its_window_to_its_socket_buffer() -> None:
         assert node._stack.window_bytes == GroupConfig().send_window_bytes  # no buffer
 
 
+async def test_a_node_fits_its_m2mp_flow_window_to_its_socket_buffer() -> None:
+    """M2MP's window of packets awaiting their loopback grows with the receive buffer
+    (docs/decisions.md): a 64 KiB message's 132 packets leave at once where the
+    socket holds the 4 MiB the channel asks for, a host at Linux's default buffer
+    keeps 64, and a window set in the configuration is kept."""
+    from m2mc.api import Node, NodeConfig
+    from m2mc.cli.demo import random_multicast_url
+    from m2mc.runtime.endpoint import DEFAULT_FLOW_WINDOW, flow_window_for
+    from m2mc.wire.m2mp import M2MPConfig
+
+    url = random_multicast_url(random.Random())
+    async with Node(NodeConfig(channel=url)) as node:
+        assert node._stack is not None
+        held = node._driver.channel.receive_buffer  # type: ignore[union-attr]
+        assert held
+        assert node._stack.m2mp.flow_window == flow_window_for(held)
+    async with Node(NodeConfig(channel=url + "&rcvbuf=65536")) as small:
+        assert small._stack is not None
+        assert small._stack.m2mp.flow_window == DEFAULT_FLOW_WINDOW
+    async with Node(NodeConfig(channel=url, m2mp=M2MPConfig(flow_window=8))) as fixed:
+        assert fixed._stack is not None
+        assert fixed._stack.m2mp.flow_window == 8
+    async with Node(NodeConfig(channel="mem://fit-flow-window")) as node:
+        assert node._stack is not None
+        assert node._stack.m2mp.flow_window == DEFAULT_FLOW_WINDOW  # no socket
+
+
 def test_leaving_a_group_whose_window_is_full_holds_no_other_send() -> None:
     """The send window is checked node-wide (as the backlog): a group left while its
     window was full must not hold sends to the node's other groups while it lingers."""

@@ -121,3 +121,19 @@ def test_everything_leaves_in_order_within_the_window_whatever_loopbacks_are_los
                                                                        strict=True)]
     assert layer.events() == []  # never delivered to itself
     assert layer.stats.packets_out == len(sent)
+
+
+def test_a_runtime_may_widen_the_window_once_its_socket_is_known() -> None:
+    """The window a Node sets once its channel is open (runtime/endpoint.py,
+    flow_window_for): a 64 KiB message's 132 packets go at once with 256, in three
+    rounds with 64; a window below 1 is refused."""
+    layer = sender(64)
+    layer.send(bytes(65_536), 0.0)
+    assert len(layer.datagrams_to_send(0.0)) == 64
+    wide = sender(64)
+    wide.flow_window = 256
+    wide.send(bytes(65_536), 0.0)
+    assert fragments_of(wide.datagrams_to_send(0.0)) == list(range(132))
+    assert wide.flow_window == 256
+    with pytest.raises(ValueError):
+        wide.flow_window = 0

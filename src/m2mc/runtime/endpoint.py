@@ -45,9 +45,10 @@ if TYPE_CHECKING:
 _NONE: list[bytes] = []  # (never appended to)
 # Packets in flight under flow control when the configuration leaves it open
 # (M2MPConfig.flow_window=None): a sender runs at most this far ahead of its own
-# receive path instead of stopping after every packet (docs/decisions.md). Once the
-# channel is open the window grows with its socket's receive buffer, up to
-# MAX_FLOW_WINDOW: see flow_window_for.
+# receive path instead of stopping after every packet (docs/decisions.md). A Node's
+# window grows with its socket's receive buffer once the channel is open, up to
+# MAX_FLOW_WINDOW (flow_window_for); an M2MPEndpoint's stays at this one (measured:
+# the M2MP stream of ``m2mc send``/``listen`` ran slower with the larger window).
 DEFAULT_FLOW_WINDOW = 64
 MAX_FLOW_WINDOW = 256
 # Receive buffer (the kernel's count, which includes each datagram's overhead: up to
@@ -57,11 +58,12 @@ BUFFER_PER_WINDOW_PACKET = 8192
 
 
 def flow_window_for(receive_buffer: int | None) -> int:
-    """The flow window of a channel whose socket holds ``receive_buffer`` bytes (None:
-    not a socket, or not known): DEFAULT_FLOW_WINDOW at Linux's default buffer (208
-    KiB, which the kernel reports as 416), MAX_FLOW_WINDOW at the 4 MiB a multicast
-    channel asks for, so that a 64 KiB message (132 packets) leaves in one go rather
-    than in three, each waiting for the copies of the last (docs/decisions.md)."""
+    """A Node's flow window on a channel whose socket holds ``receive_buffer`` bytes
+    (None: not a socket, or not known): DEFAULT_FLOW_WINDOW at Linux's default buffer
+    (208 KiB, which the kernel reports as 416), MAX_FLOW_WINDOW at the 4 MiB a
+    multicast channel asks for, so that a 64 KiB message (132 packets) leaves in one
+    go rather than in three, each waiting for the copies of the last
+    (docs/decisions.md)."""
     if not receive_buffer:
         return DEFAULT_FLOW_WINDOW
     return max(DEFAULT_FLOW_WINDOW,
@@ -90,7 +92,6 @@ class M2MPEndpoint:
         self._channel = (open_channel(channel, max_inbound=max_inbound)
                          if isinstance(channel, str) else channel)
         base = config or M2MPConfig()
-        self._open_window = base.flow_window is None
         # Flow control waits for looped-back copies; on a channel without loopback it
         # would stall every packet for flow_timeout, so it is off there.
         self.config = dataclasses.replace(
@@ -146,10 +147,6 @@ class M2MPEndpoint:
 
     async def start(self) -> None:
         await self._driver.start()
-        if self._open_window:  # the configuration left it open: fit the socket's buffer
-            window = flow_window_for(self._channel.receive_buffer)
-            self._layer.flow_window = window
-            self.config = dataclasses.replace(self.config, flow_window=window)
 
     async def close(self) -> None:
         if self._error is None:
