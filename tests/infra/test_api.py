@@ -58,6 +58,10 @@ async def test_same_api_as_ad_hoc_mode(hosts: list[HostDriver]) -> None:
             texts.append((m.text, m.is_reply, m.gseq is not None))
         assert texts == [("Did you visit Delhi?", False, True), ("Yes", True, True)]
         assert ga.order == "total" and bob.group("chat").gid == "chat"
+        # Bob gets his own reply too, once the sequencer has ordered it (it may reach
+        # Alice first: wait for it rather than read the counter at once).
+        own = await gb.receive(timeout=10)
+        assert (own.text, own.sender, own.is_reply) == ("Yes", "bob", True)
         assert bob.stats()["delivered"] >= 2
         # What infrastructure mode cannot do, it says (a UsageError naming why).
         with pytest.raises(UsageError, match="ad hoc mode only"):
