@@ -128,7 +128,9 @@ class GroupConfig:
     # complete ones evicted first). At most max_stream_repairs chunks wait to be sent
     # again for others.
     stream_chunk_bytes: int = 16_000
-    stream_window: int = 64
+    # (4,096 chunks, 64 MB of body: what arrives while one lost chunk is repaired at
+    # loopback speed; 64 refused most of a 1 GiB body after a loss, docs/decisions.md)
+    stream_window: int = 4096
     max_streams: int = 16
     max_streams_waiting: int = 1024  # bodies to fetch once a slot frees (oldest dropped)
     stream_timeout: float = 30.0
