@@ -100,7 +100,7 @@ _FRAGMENTS = _native_fragments()
 
 def fragment_list(message_id: int, payload: bytes) -> list[bytes]:
     """:func:`fragments` as a list: in C where m2mc._speedups is built (a sender's CPU
-    per 64 KiB message: 46 to 9 µs), else :func:`fragment_list_py`; the same packets,
+    per 64 KiB message: 46 to 11 µs), else :func:`fragment_list_py`; the same packets,
     and the Python's error for what it refuses (tests/group/test_speedups.py)."""
     if _FRAGMENTS is not None:
         packets = _FRAGMENTS(message_id, payload)
