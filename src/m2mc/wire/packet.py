@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import repeat
 from operator import add
+from types import ModuleType
 
 from m2mc.errors import DecodeError
 from m2mc.speedups import NATIVE
@@ -85,17 +86,19 @@ def fragment_list_py(message_id: int, payload: bytes) -> list[bytes]:
     return out
 
 
-def _native_fragments() -> Callable[[int, bytes], list[bytes] | None] | None:
-    """m2mc._speedups' ``fragments``, if built for this packet layout."""
+def native_for_packets() -> ModuleType | None:
+    """m2mc._speedups if it is built for this packet layout (its M2MP loops read and
+    write headers at fixed offsets), else None."""
     native = NATIVE
     if native is None or (native.M2MP_SEGMENT, native.M2MP_HEADER, native.M2MP_LAST) != (
             MAX_PACKET, HEADER_SIZE, LAST_FLAG):
         return None
-    found: Callable[[int, bytes], list[bytes] | None] = native.fragments
-    return found
+    return native
 
 
-_FRAGMENTS = _native_fragments()
+_NATIVE = native_for_packets()
+_FRAGMENTS: Callable[[int, bytes], list[bytes] | None] | None = (
+    None if _NATIVE is None else _NATIVE.fragments)
 
 
 def fragment_list(message_id: int, payload: bytes) -> list[bytes]:

@@ -17,8 +17,7 @@ import struct
 from collections.abc import Callable
 from itertools import repeat
 
-from m2mc.speedups import NATIVE
-from m2mc.wire.packet import HEADER_SIZE, LAST_FLAG, MAX_PACKET
+from m2mc.wire.packet import HEADER_SIZE, LAST_FLAG, MAX_PACKET, native_for_packets
 
 __all__ = ["SEGMENT", "Segments", "consecutive", "header_slices", "segment_count", "segment_data",
            "split_block", "split_blocks"]
@@ -113,14 +112,6 @@ def consecutive_py(block: bytes, count: int, message_id: int, word: int) -> int:
     return 1 if final_word == end | LAST_FLAG else -1
 
 
-def _native_consecutive() -> Callable[[bytes, int, int, int], int] | None:
-    """m2mc._speedups' ``consecutive``, if built for this packet layout."""
-    native = NATIVE
-    if native is None or (native.M2MP_SEGMENT, native.M2MP_HEADER, native.M2MP_LAST) != (
-            SEGMENT, HEADER_SIZE, LAST_FLAG):
-        return None
-    found: Callable[[bytes, int, int, int], int] = native.consecutive
-    return found
-
-
-consecutive: Callable[[bytes, int, int, int], int] = _native_consecutive() or consecutive_py
+_NATIVE = native_for_packets()
+consecutive: Callable[[bytes, int, int, int], int] = (
+    consecutive_py if _NATIVE is None else _NATIVE.consecutive)
