@@ -15,6 +15,7 @@ from infra_harness import (
     check_complete,
     check_garbage_collected,
     check_total_order,
+    drain,
     run_workload,
 )
 
@@ -47,12 +48,7 @@ def traffic(net: Net, tag: str, rounds: int = 10) -> None:
 
 
 def settle(net: Net) -> None:
-    live = [h for h in net.host_ids if net.alive[h]]
-    for i, n in enumerate(net.members):
-        if net.where[n] is None or not net.alive[net.where[n] or ""]:
-            net.move(n, live[i % len(live)])
-    assert net.run_while(lambda: net.pending() > 0, net.now + 30), "sends never sequenced"
-    net.run_until(net.now + 2)
+    drain(net, 30)
     check_total_order(net)
     check_complete(net)
 

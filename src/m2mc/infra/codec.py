@@ -306,3 +306,41 @@ def decode_body(body: bytes) -> Message:
 def record_size(r: m.Record) -> int:
     """Rough encoded size of a record, for batching under a datagram bound."""
     return 24 + len(r.mid.node) + len(r.body)
+
+
+# ------------------------------------------------------------------ stored forms
+# A host's durable log (m2mc.store.infra_host) keeps records, epochs and snapshots
+# as the msgpack of their wire fields, and reads them back through the same checks
+# as the network's: a damaged file is a DecodeError, never a wrong value.
+def _unpack(data: bytes) -> Any:
+    try:
+        return msgpack.unpackb(data, raw=False, use_list=True, strict_map_key=True)
+    except Exception as exc:  # msgpack raises several unrelated types
+        raise DecodeError(f"undecodable stored value: {type(exc).__name__}") from None
+
+
+def pack_record(r: m.Record) -> bytes:
+    out: bytes = msgpack.packb(enc_record(r), use_bin_type=True)
+    return out
+
+
+def unpack_record(data: bytes) -> m.Record:
+    return dec_record(_unpack(data))
+
+
+def pack_epoch(e: Epoch) -> bytes:
+    out: bytes = msgpack.packb(_enc_epoch(e), use_bin_type=True)
+    return out
+
+
+def unpack_epoch(data: bytes) -> Epoch:
+    return _dec_epoch(_unpack(data))
+
+
+def pack_snapshot(s: m.Snapshot) -> bytes:
+    out: bytes = msgpack.packb(_enc_snapshot(s), use_bin_type=True)
+    return out
+
+
+def unpack_snapshot(data: bytes) -> m.Snapshot:
+    return _dec_snapshot(_unpack(data))

@@ -50,6 +50,7 @@ class InfraConfig:
     max_forward_queue: int = 65536  # gateway: requests kept until sequenced
     max_queued_requests: int = 65536  # coordinator: requests held during a takeover
     batch_records: int = 256  # records per Replicate frame
+    checkpoint_every: int = 4096  # durable host: freed records between two checkpoints
     # ------------------------------------------------ outsiders (docs/security.md)
     control_rate: float = 50.0  # gateway, per computer: JOINs, NACKs, arrivals per second
     control_burst: float = 100.0
@@ -78,7 +79,7 @@ class InfraConfig:
         for name in ("beacon_interval", "local_timeout", "retransmit", "nack_timer",
                      "status_interval", "host_timeout", "election_collect", "election_vote",
                      "takeover_timeout", "max_datagram", "transfer_chunk", "batch_records",
-                     "control_rate", "control_burst", "control_total_rate",
+                     "checkpoint_every", "control_rate", "control_burst", "control_total_rate",
                      "control_total_burst", "control_max_senders", "max_hosts",
                      "max_backbone_frame", "replay_window", "max_auth_senders",
                      "admin_timeout", "max_admin_requests"):

@@ -16,6 +16,10 @@ hosts the directory admitted, at most ``max_hosts``.
 The hosts' configuration (who is retired for good) is in the log too; this host
 counts quorums under its committed configuration, ignores retired hosts, and stops
 for good when it learns it was retired itself (:mod:`m2mc.infra.host_admin`).
+
+A durable host keeps its promise and log across restarts (:mod:`.host_durable`): its
+driver commits :meth:`HostCore.take_save` after each :meth:`HostCore.drain`, before
+sending, and gives a restarted core its saved state (:meth:`HostCore.restore`).
 """
 
 from __future__ import annotations
@@ -24,15 +28,19 @@ import random
 from collections import deque
 from dataclasses import dataclass
 
+from m2mc.core import Save
 from m2mc.errors import DecodeError
 from m2mc.infra import messages as msg
-from m2mc.infra.balance import plan
+from m2mc.infra.balance import reroute
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.coordinator import Coordinator
 from m2mc.infra.directory import Directory
 from m2mc.infra.election import Election
 from m2mc.infra.gateway import Gateway
 from m2mc.infra.host_admin import Operators
+from m2mc.infra.host_durable import HostSaver
+from m2mc.infra.host_persist import HostCommit, StoredHost
+from m2mc.infra.host_stats import HostStats, security_stats
 from m2mc.infra.ids import NO_EPOCH, Epoch
 from m2mc.infra.replog import ReplicaLog
 from m2mc.infra.state import StateError
@@ -61,23 +69,11 @@ class HostSend:
     data: bytes
 
 
-@dataclass(slots=True)
-class HostStats:
-    decode_errors: int = 0
-    elections_started: int = 0
-    takeovers: int = 0
-    queued_dropped: int = 0
-    hosts_refused: int = 0  # statuses of new hosts while the directory was full
-    bad_takeovers: int = 0  # answers whose logs did not apply (never from honest hosts)
-    unknown_host: int = 0  # votes, acceptances and answers from hosts never admitted
-    retired_refused: int = 0  # frames from hosts retired for good
-
-
 class HostCore:
     def __init__(self, ident: HostIdentity, cfg: InfraConfig, rng: random.Random, *,
                  expected_hosts: int = 1, trace: TraceSink | None = None, run_id: str = "",
                  incarnation: int = 0, group: str = "infra",
-                 wire: InfraWire | None = None) -> None:
+                 wire: InfraWire | None = None, durable: bool = False) -> None:
         self.ident = ident
         self.wire = wire or InfraWire()
         self.me = ident.host
@@ -113,6 +109,7 @@ class HostCore:
         self.config_lsn = 0
         self.retired_self = ""  # why this host stopped for good ("" while it serves)
         self.ops = Operators(self)
+        self.saver = HostSaver(self.log, cfg.checkpoint_every) if durable else None
 
     # ================================================================ driver API
     def start(self, now: float) -> None:
@@ -123,6 +120,27 @@ class HostCore:
             0.0, 2 * self.cfg.status_interval)
         self._next_balance = now + self.cfg.balance_interval
         self._send_status(now)
+
+    def restore(self, stored: StoredHost, now: float) -> None:
+        """Take up a durable host's saved promise and log (before :meth:`start`);
+        :class:`~m2mc.errors.SavedStateError` if they do not hold together."""
+        if self.saver is None:
+            raise ValueError("restore() needs a durable host")
+        self.saver.restore(stored, now)
+        log = self.log
+        self.election.see_round(log.promised.round)
+        self.gateway.relay_high = log.committed_gseq()  # members NACK what they missed
+        self.ops.check_configuration(now)
+        self._emit("elect", now, detail_json(phase="restored", promised=str(log.promised),
+                                             log_epoch=str(log.log_epoch), applied=log.applied,
+                                             high=log.high))
+
+    def take_save(self, now: float) -> Save[HostCommit] | None:
+        """What must be durable before the output drained so far leaves (None: nothing)."""
+        save = None if self.saver is None else self.saver.take()
+        if save is not None:
+            self.stats.saves += 1
+        return save
 
     def admin(self, client: str, request: int, op: int, target: str, now: float) -> None:
         """An operator's request made here; answers leave :meth:`drain` as ``admin``."""
@@ -162,8 +180,8 @@ class HostCore:
         if now >= self._next_status:
             self._next_status = now + cfg.status_interval
             self._send_status(now)
-            for gone in self.directory.expire(now):
-                self._host_gone(gone)
+            if self.directory.expire(now):
+                self._refresh_directory()
             if self.coordinator is not None:  # our own cell counts as "seen" too
                 self.coordinator.saw_members(tuple(self.gateway.local_m), now)
                 self.coordinator.check_members(now)
@@ -486,9 +504,6 @@ class HostCore:
                     cells.append(msg.CellInfo(h, st.cell, st.uplink, st.load))
         self.gateway.directory = tuple(cells)
 
-    def _host_gone(self, host: str) -> None:
-        self._refresh_directory()
-
     def _master_alive(self) -> bool:
         if not self.master:
             return False
@@ -563,35 +578,20 @@ class HostCore:
         self._route_coordinator()
 
     def _balance(self) -> None:
-        loads: dict[str, int] = {}
-        cells: dict[str, msg.CellInfo] = {}
-        for c in self.gateway.directory:
-            loads[c.host] = c.load
-            cells[c.host] = c
-        loads[self.me] = self.gateway.load()
-        order = plan(loads)
-        if order is None or order.target not in cells:
+        order = reroute(self.gateway.directory, self.me, self.gateway.load())
+        if order is None:
             return
-        target = cells[order.target]
-        if order.source == self.me:
-            self.gateway.on_reroute(order.count, target)
+        source, count, target = order
+        if source == self.me:
+            self.gateway.on_reroute(count, target)
         else:
-            self._bb.append((order.source, msg.Reroute(self.epoch, order.count, target)))
+            self._bb.append((source, msg.Reroute(self.epoch, count, target)))
 
     def security_stats(self) -> dict[str, int]:
         """What was refused, and why: frames (wire, auth), rate limits, full tables."""
-        g = self.gateway.stats
-        out = self.wire.counters()
-        out.update(decode_errors=self.stats.decode_errors, rate_limited=g.rate_limited,
-                   local_refused=g.local_refused, hosts_refused=self.stats.hosts_refused,
-                   records_refused=self.log.refused, bad_takeovers=self.stats.bad_takeovers,
-                   unknown_host=self.stats.unknown_host, forward_refused=g.refused_full,
-                   queued_dropped=self.stats.queued_dropped,
-                   retired_refused=self.stats.retired_refused)
-        c = self.coordinator
-        if c is not None:
-            out.update(join_refused=c.stats.refused_full, early_dropped=c.stats.early_dropped)
-        return out
+        return security_stats(self.wire.counters(), self.stats, self.gateway.stats,
+                              self.log.refused,
+                              None if self.coordinator is None else self.coordinator.stats)
 
     # ================================================================ trace
     def _emit(self, event: str, now: float, detail: str) -> None:

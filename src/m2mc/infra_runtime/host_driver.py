@@ -4,7 +4,10 @@ run by the one asyncio driver (runtime/driver.py); this module is its adapter.
 Backbone: TCP to every other host (listen address + peers). Cell: the host
 broadcasts on its cell's multicast group and receives members' frames on its
 uplink UDP address, which its beacons advertise. With a deployment key
-(``HostSettings.key``) every frame is sealed and checked (docs/security.md).
+(``HostSettings.key``) every frame is sealed and checked (docs/security.md). With a
+data directory (``HostSettings.data_dir``) the host keeps its promise and log there
+(m2mc.store.infra_host), takes them up at start, and the driver commits each save
+before the output it covers leaves (docs/infra.md, "Durable hosts").
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from m2mc.errors import ConfigError
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.host import HostCore, HostIdentity, HostSend
+from m2mc.infra.ids import NO_EPOCH
 from m2mc.infra.wire import InfraWire
 from m2mc.infra_runtime.keying import deployment_auth
 from m2mc.infra_runtime.net import (
@@ -32,6 +36,8 @@ from m2mc.infra_runtime.net import (
 from m2mc.log import node_logger
 from m2mc.runtime.driver import Driver
 from m2mc.runtime.tracing import open_trace
+from m2mc.store.infra_host import FILE_NAME as HOST_FILE
+from m2mc.store.infra_host import SqliteHostStore
 from m2mc.transport.iface import interface_address
 
 if TYPE_CHECKING:
@@ -51,6 +57,8 @@ class HostSettings:
     group: str = "infra"
     key: Any = None  # the deployment key source (DeploymentKey); None: unauthenticated
     metrics: str | None = None  # serve Prometheus metrics on this ADDR:PORT (docs/operations.md)
+    data_dir: str | Path | None = None  # durable: promise, log, commit point (None: memory)
+    sync: str = "full"  # with data_dir: "full" survives a power cut, "normal" a kill -9
 
 
 class HostDriver:
@@ -75,6 +83,7 @@ class HostDriver:
         self._trace_close: object = None
         self._addr_of: dict[str, tuple[str, int]] = {}
         self.metrics: MetricsServer | None = None
+        self.store: SqliteHostStore | None = None
 
     def now(self) -> float:
         assert self.driver is not None
@@ -88,11 +97,17 @@ class HostDriver:
 
             self.metrics = start_metrics(s.metrics, lambda: host_snapshot(self), s.host_id)
         try:
+            if s.data_dir is not None:  # first: a bad saved state stops the host at once
+                self.store = SqliteHostStore(Path(s.data_dir) / HOST_FILE, s.host_id,
+                                             sync=s.sync)
             await self._open()
         except BaseException:
             if self.metrics is not None:
                 await self.metrics.aclose()
                 self.metrics = None
+            if self.store is not None:
+                self.store.close()
+                self.store = None
             raise
 
     async def _open(self) -> None:
@@ -111,8 +126,15 @@ class HostDriver:
         self.core = HostCore(ident, cfg, random.Random(os.urandom(16)),
                              expected_hosts=1 + len(s.peers), trace=sink, run_id=s.run_id,
                              group=s.group, incarnation=int(time.time() * 1000) & 0x7FFF_FFFF,
-                             wire=wire)
-        self.driver = Driver(self.core, self)
+                             wire=wire, durable=self.store is not None)
+        store = self.store
+        if store is not None:  # before any link opens: a bad saved state stops it here
+            self.core.restore(store.load(), loop.time())
+            log = self.core.log
+            if log.high or log.promised != NO_EPOCH:
+                self.log.info("restored from %s: promised %s, log %s..%s, committed %s",
+                              store.path, log.promised, log.low, log.high, log.applied)
+        self.driver = Driver(self.core, self, commit=None if store is None else store.commit)
         await self.driver.start()
         self.core.start(self.now())
         self.log.info("host up: backbone %s, cell %s, uplink %s", format_address(s.listen),
@@ -132,6 +154,8 @@ class HostDriver:
             self.uplink.close()
         if callable(self._trace_close):
             self._trace_close()
+        if self.store is not None:
+            self.store.close()
         self._closed.set()
 
     # ------------------------------------------------------------ adapter: links

@@ -24,7 +24,7 @@ from m2mc.group.total.seqlog import SeqLogStats
 from m2mc.group.window import WindowStats
 from m2mc.infra.coordinator import CoordStats
 from m2mc.infra.gateway import GatewayStats
-from m2mc.infra.host import HostStats
+from m2mc.infra.host_stats import HostStats
 from m2mc.infra.member_events import MemberStats
 from m2mc.infra.wire import WireStats
 from m2mc.security.auth import AuthStats
@@ -379,6 +379,8 @@ _SPECS: list[MetricSpec] = [
        "connected to", where="host", alarm="rate > 0: forged statuses"),
     _c("m2mc_host_retired_refused_total", "frames from hosts retired for good, ignored",
        where="host", alarm="rate > 0 for 5m: a retired host still runs (stop it)"),
+    _c("m2mc_host_saves_total", "commits of a durable host's promise and log to its "
+       "--data-dir (one per output step that changed them)", where="host"),
     _c("m2mc_host_retired_notices_total", "retired hosts told so (their status answered, "
        "on the master)", where="host"),
     _c("m2mc_host_admin_refused_total", "operators' retire/readmit requests refused: "
