@@ -502,3 +502,44 @@ def check_hosts_collected(hosts: Mapping[str, HostCore]) -> None:
         assert g.local_m == {} and g.trans == {} and len(g.outbox) == 0, h
         assert core.log.state.rows == {}, h
         assert len(core.log) == 0, (h, core.log.low, core.log.high)  # every copy freed
+
+
+def group_spans(log: MemberLog, top: int) -> dict[str, list[tuple[int, int]]]:
+    """Each group's membership of a member, as spans of positions ``(after, upto)``:
+    from its GroupJoined (exclusive) to its GroupLeft (inclusive), or ``top``."""
+    spans: dict[str, list[tuple[int, int]]] = {}
+    open_at: dict[str, int] = {}
+    for ev in log.groups:
+        if isinstance(ev, GroupJoined) and ev.group not in open_at:
+            open_at[ev.group] = ev.gseq
+        elif isinstance(ev, GroupLeft) and ev.group in open_at:
+            spans.setdefault(ev.group, []).append((open_at.pop(ev.group), ev.gseq))
+    for g, start in open_at.items():
+        spans.setdefault(g, []).append((start, top))
+    return spans
+
+
+def check_groups(net: Net, nodes: Iterable[str] | None = None) -> dict[int, str]:
+    """Several groups in one order: P1, P2, P6 over everything (one gseq per message),
+    and per group P4/P5: a member delivers exactly the messages of its groups, each
+    one sequenced while it was in the group, every one of them unless it was told it
+    lost it (MessagesLost, counted in ``stats.lost``)."""
+    by_gseq = check_total_order(net)
+    sent_to = {mid: g for log in net.logs.values() for mid, g in log.sent_to.items()}
+    assert set(by_gseq.values()) == set(net.all_sent()), (
+        f"never sequenced: {sorted(set(net.all_sent()) - set(by_gseq.values()))[:5]}")
+    top = max(by_gseq, default=0)
+    for node in nodes if nodes is not None else net.members:
+        log = net.logs[node]
+        spans = group_spans(log, top)
+        for d in log.delivered:
+            assert d.group == sent_to[d.mid], f"{node}: {d.mid} delivered in {d.group}"
+            assert any(a < d.gseq <= b for a, b in spans.get(d.group, ())), (
+                f"{node} delivered {d.mid} of {d.group} while not in it")
+        got = {d.gseq for d in log.delivered}
+        missing = sorted(g for g, mid in by_gseq.items()
+                         if any(a < g <= b for a, b in spans.get(sent_to[mid], ()))
+                         and g not in got)
+        told = sum(x.count for x in log.lost)
+        assert len(missing) == told, f"{node} missed {missing[:10]} ({len(missing)}), told {told}"
+    return by_gseq

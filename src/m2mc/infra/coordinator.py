@@ -161,7 +161,8 @@ class Coordinator:
                 continue
             accepted.append(name)
             new += fresh
-        self._append(msg.JOINED, mid, body=pack_groups(accepted), now=now)  # figure 3 2-12
+        counts = [(g, w.groups[g].count if g in w.groups else 0) for g in accepted]
+        self._append(msg.JOINED, mid, body=pack_groups(counts), now=now)  # figure 3 2-12
         self.stable[mid] = 0
         self.last_seen[mid] = now
 
@@ -426,7 +427,7 @@ class Coordinator:
         """A gateway passes a member's history request on: answer from this log."""
         if not history.may_read(self.log, ask.mid, ask.groups):
             return
-        a = history.answer(self.log, ask.node, ask, self.cfg.fetch_limit, self.cfg.max_datagram)
+        a = history.answer(self.log, ask, self.cfg.fetch_limit, self.cfg.max_datagram)
         members = history.members_of(self.log, ask.groups[0]) if len(ask.groups) == 1 else ()
         self.out.append((ask.host, msg.HistoryAnswer(self.host, ask.node, ask.mid, ask.req, a.lo,
                                                      a.hi, a.floor, a.records, members)))

@@ -325,7 +325,7 @@ class Gateway:
         if not history.may_read(log, m.mid, m.groups):
             self.stats.history_refused += 1  # (or our tables lag: the member asks again)
             return
-        a = history.answer(log, m.node, m, self.cfg.fetch_limit, self.cfg.max_datagram)
+        a = history.answer(log, m, self.cfg.fetch_limit, self.cfg.max_datagram)
         if history.lacks(a, m) and self.master and self.master != self.host:
             self.stats.history_asked += 1
             self.to_coord.append(msg.HistoryAsk(self.host, m.node, m.mid, m.req, m.groups,

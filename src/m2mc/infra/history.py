@@ -14,8 +14,8 @@ disk, ``memory_history_bytes`` in memory), in a :class:`HistoryPort`:
 
 Either way what is held is contiguous: from the port's floor up to the log's ``low``,
 then the log itself up to its commit point. :func:`read` answers a member's request
-from both: every record of the groups asked for (and the membership records of the
-asking computer) in a part of the range asked for, the part said in the answer, so
+from both: every record of the groups asked for (and the deployment's membership records) in a
+part of the range asked for, the part said in the answer, so
 the member asks on from there; the floor tells it what retention dropped.
 
 Bounds: an answer holds at most ``fetch_limit`` records and ``max_datagram`` bytes
@@ -43,20 +43,20 @@ MAX_MEMBERS_LISTED = 1024  # members of a group one answer names
 
 @dataclass(frozen=True, slots=True)
 class Query:
-    """Records with ``lo <= gseq <= hi`` of ``groups`` (and the deployment membership
-    records of computer ``node``): at most ``limit`` of them, the oldest first, or
-    with ``newest`` the newest ones (returned oldest first)."""
+    """Records with ``lo <= gseq <= hi`` of ``groups`` (messages, joins and leaves) and
+    the deployment's membership records (JOINED, LEFT, EXPELLED: they say who joins
+    and leaves the groups with the deployment): at most ``limit`` of them, the oldest
+    first, or with ``newest`` the newest ones (returned oldest first)."""
 
     lo: int
     hi: int
     groups: frozenset[str]
-    node: str
     newest: bool = False
     limit: int = 512
 
     def wants(self, r: msg.Record) -> bool:
         if r.kind in msg.MEMBERSHIP_KINDS:
-            return r.mid.node == self.node
+            return True
         return r.group in self.groups and r.kind != msg.NOOP
 
 
@@ -184,7 +184,7 @@ def read(log: ReplicaLog, q: Query, max_bytes: int) -> Answer:
     for a, b, from_port in parts:
         if a > b:
             continue
-        want = Query(a, b, q.groups, q.node, q.newest, q.limit - len(found))
+        want = Query(a, b, q.groups, q.newest, q.limit - len(found))
         recs = (port.history_read(want) if from_port and port is not None
                 else _scan(log, want))
         stop, recs = _fit(recs, q.newest, max_bytes - size, bool(found))
@@ -244,10 +244,10 @@ def may_read(log: ReplicaLog, mid: MemberId, groups: tuple[str, ...]) -> bool:
     return mid in state.members and bool(groups) and set(groups) <= state.groups_of(mid)
 
 
-def answer(log: ReplicaLog, node: str, req: msg.HistoryReq | msg.HistoryAsk, limit: int,
+def answer(log: ReplicaLog, req: msg.HistoryReq | msg.HistoryAsk, limit: int,
            max_bytes: int) -> Answer:
     """Read the records a member's request asks for."""
-    q = Query(req.lo, req.hi, frozenset(req.groups), node, req.newest, limit)
+    q = Query(req.lo, req.hi, frozenset(req.groups), req.newest, limit)
     return read(log, q, max_bytes)
 
 

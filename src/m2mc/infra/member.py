@@ -114,7 +114,8 @@ class MemberCore:
         # core pauses, records wait in mybuf (bounded) and the rest is NACKed later.
         self.deliver_until: int | None = None
         self.paused = False
-        # Groups (member_groups.py): ours (with the gpos of the last message delivered),
+        # Groups (member_groups.py): ours (with the gpos of the last message delivered;
+        # -1: not known, from a file of an earlier version),
         # our views of them, our join/leave items not yet in the order (app_seq ->
         # (kind, group)), the groups our JOIN names.
         self.groups: dict[str, int] = {}

@@ -179,7 +179,7 @@ def deliver(core: MemberCore, r: msg.Record, now: float) -> None:
     if last is None:
         core.stats.other_groups += 1
         return
-    if last and r.gpos > last + 1:  # messages of the group we will never get
+    if last >= 0 and r.gpos > last + 1:  # messages of the group we will never get
         lost = r.gpos - last - 1
         core.stats.lost += lost
         core._events.append(MessagesLost(r.group, core._last_group_gseq.get(r.group, 0),
@@ -221,11 +221,11 @@ def own_joined(core: MemberCore, r: msg.Record, now: float) -> None:
     """Our JOINED record: the groups it lists are ours; those we asked for and it does
     not list were refused."""
     try:
-        accepted = unpack_groups(r.body)
+        accepted = dict(unpack_groups(r.body))
     except StateError:
-        accepted = ()
-    for group in accepted:
-        enter(core, group, r.gseq, 0, now)
+        accepted = {}
+    for group, count in accepted.items():
+        enter(core, group, r.gseq, count, now)
     for group in core.join_groups:
         if group not in accepted:
             core.stats.groups_refused += 1
@@ -252,10 +252,10 @@ def others_membership(core: MemberCore, r: msg.Record) -> None:
     """Another member's JOINED (with its groups), LEFT or EXPELLED (all of its groups)."""
     if r.kind == msg.JOINED:
         try:
-            groups: tuple[str, ...] = unpack_groups(r.body)
+            groups = unpack_groups(r.body)
         except StateError:
             return
-        for group in groups:
+        for group, _ in groups:
             if group in core.groups:
                 view_change(core, r, group)
         return

@@ -141,6 +141,8 @@ def _history_part(core: MemberCore, f: Fetch, m: msg.HistoryReply) -> None:
     for r in reversed(m.records):
         if r.group != f.key:
             continue
+        if f.budget <= 0:
+            break  # history_bytes read: the rest stays at the hosts
         f.oldest = r
         if r.kind == msg.APP:
             f.got.append(r)
@@ -155,8 +157,13 @@ def _history_part(core: MemberCore, f: Fetch, m: msg.HistoryReply) -> None:
 
 
 def finish_history(core: MemberCore, f: Fetch) -> None:
+    """The fetch is over: its messages to the application; the members the answer named
+    complete our view of the group (those who joined before us)."""
     messages = tuple(Delivered(r.gseq, r.mid.node, r.app_seq, r.body, r.group, r.gpos)
                      for r in reversed(f.got))
+    view = core.views.get(f.key)
+    if view is not None and not core.cfg.skip_membership:
+        view.update(f.members)
     core._events.append(HistoryLoaded(f.key, f.upto, messages, f.gone, f.members))
 
 

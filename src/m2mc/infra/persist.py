@@ -169,8 +169,8 @@ def decode_saved(stored: StoredMember) -> SavedMember:
         return SavedMember(stored.pid, app_seq, saved_group, pending=renumbered,
                            problem=problem)
     groups = fields_.get("groups")
-    if groups is None:  # a file of one group per deployment: its group
-        groups = {fields_["group"]: 0} if fields_["phase"] in RESUMABLE else {}
+    if groups is None:  # a file of one group per deployment: its group (count unknown)
+        groups = {fields_["group"]: -1} if fields_["phase"] in RESUMABLE else {}
     cu = fields_.get("catchup")
     return SavedMember(stored.pid, app_seq, fields_["group"], fields_["phase"],
                        fields_["join_id"], fields_["mystable"], fields_["mynew"],
@@ -202,7 +202,7 @@ def _membership(text: str | None) -> tuple[dict[str, Any], str]:
         return d, "the saved membership has no join-id entry"
     groups = d.get("groups", {})
     if not isinstance(groups, dict) or not all(
-            isinstance(g, str) and g and _int(p) is not None for g, p in groups.items()):
+            isinstance(g, str) and g and _int(p, -1) is not None for g, p in groups.items()):
         return d, "the saved membership has bad groups"
     cu = d.get("catchup")
     if cu is not None and not (isinstance(cu, dict) and _int(cu.get("lo"), 1) is not None

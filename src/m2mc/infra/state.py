@@ -21,6 +21,7 @@ every group with the deployment (LEFT, EXPELLED).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import msgpack
@@ -55,25 +56,29 @@ class GroupState:
     members: set[MemberId] = field(default_factory=set)
 
 
-def pack_groups(groups: tuple[str, ...] | list[str]) -> bytes:
-    """A JOINED record's body: the groups joined with it."""
-    return b"" if not groups else msgpack.packb(list(groups), use_bin_type=True)
+def pack_groups(groups: Iterable[str | tuple[str, int]]) -> bytes:
+    """A JOINED record's body: the groups joined with it, each with its message count
+    at that position (a name alone: 0), so the member knows each group's ``gpos``."""
+    pairs = [[g, 0] if isinstance(g, str) else [g[0], g[1]] for g in groups]
+    return b"" if not pairs else msgpack.packb(pairs, use_bin_type=True)
 
 
-def unpack_groups(body: bytes) -> tuple[str, ...]:
-    """The groups of a JOINED record's body; :class:`StateError` if it is not a list of
-    names."""
+def unpack_groups(body: bytes) -> tuple[tuple[str, int], ...]:
+    """The groups (and counts) of a JOINED record's body; :class:`StateError` if it is
+    not a list of distinct names with counts."""
     if not body:
         return ()
     try:
-        names = msgpack.unpackb(body, raw=False)
+        pairs = msgpack.unpackb(body, raw=False)
     except Exception:  # msgpack raises several unrelated types
         raise StateError("a JOINED record's groups are not msgpack") from None
-    if not isinstance(names, list) or len(names) > 4096 or not all(
-            isinstance(n, str) and 0 < len(n.encode()) <= msg.MAX_GROUP_NAME for n in names) \
-            or len(set(names)) != len(names):
+    if not isinstance(pairs, list) or len(pairs) > 4096 or not all(
+            isinstance(p, list) and len(p) == 2 and isinstance(p[0], str)
+            and 0 < len(p[0].encode()) <= msg.MAX_GROUP_NAME
+            and type(p[1]) is int and p[1] >= 0 for p in pairs) \
+            or len({p[0] for p in pairs}) != len(pairs):
         raise StateError("a JOINED record's groups are not a list of distinct names")
-    return tuple(names)
+    return tuple((p[0], p[1]) for p in pairs)
 
 
 class CoordState:
@@ -175,9 +180,13 @@ class CoordState:
             if r.mid in self.rows:
                 raise StateError(f"{r.mid} joined twice")
             groups = unpack_groups(r.body)
+            for name, count in groups:
+                g = self.groups.get(name)
+                if count != (0 if g is None else g.count):
+                    raise StateError(f"{r.mid} joined {name!r} with a wrong count")
             self.rows[r.mid] = RowState(first=r.gseq)
             self.members.add(r.mid)
-            for name in groups:
+            for name, _ in groups:
                 self._enter(r.mid, name)
         elif kind in (msg.LEFT, msg.EXPELLED):
             row = self.rows.get(r.mid)
