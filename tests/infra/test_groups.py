@@ -98,7 +98,7 @@ def test_leaving_the_deployment_leaves_every_group_and_expulsion_says_what_was_s
     assert c.work.member_groups == {}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=st.lists(st.tuples(st.sampled_from("AB"), st.sampled_from(
     [m.APP, m.GJOINED, m.GLEFT]), st.sampled_from(["r", "g", "b"])), max_size=40),
        cut=st.integers(0, 40))

@@ -122,6 +122,7 @@ class MemberCore:
         self.views: dict[str, set[str]] = {}
         self.group_ops: dict[int, tuple[int, str]] = {}
         self.join_groups: tuple[str, ...] = ()
+        self.known_groups: dict[str, None] = {}  # groups seen in the order (max_groups)
         self._last_group_gseq: dict[str, int] = {}
         # History and catch-up (member_history.py)
         self.fetches = mh.Fetches()

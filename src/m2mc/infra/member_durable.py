@@ -23,6 +23,7 @@ from m2mc.errors import SavedStateError, UsageError
 from m2mc.infra import messages as msg
 from m2mc.infra.ids import MemberId
 from m2mc.infra.member_events import Phase
+from m2mc.infra.member_groups import join as mg_join
 from m2mc.infra.member_history import resume_catchup
 from m2mc.infra.persist import MemberCommit, SavedMember, encode_membership
 from m2mc.trace.schema import TraceEvent, TraceJournal, TraceSink
@@ -71,7 +72,7 @@ class Durable:
         return (core.group, core.phase.value, None if core.mid is None else core.mid.join_id,
                 core.mystable, core.mynew, core._confirmed, core._leave_requested,
                 core.app_seq, tuple(core.groups.items()), core.catchup,
-                len(core.resume_sequenced), core.resume_upto)
+                len(core.resume_sequenced), core.resume_upto, core.resume_from)
 
     def take(self, core: MemberCore) -> Save[MemberCommit] | None:
         """What changed since the last save, as a save for the driver to carry out
@@ -86,7 +87,8 @@ class Durable:
             group=core.group, phase=core.phase.value, join_id=join_id, mystable=core.mystable,
             mynew=core.mynew, confirmed=core._confirmed, leave_requested=core._leave_requested,
             groups=core.groups, catchup=core.catchup,
-            resume_sequenced=tuple(sorted(core.resume_sequenced)), resume_upto=core.resume_upto)
+            resume_sequenced=tuple(sorted(core.resume_sequenced)), resume_upto=core.resume_upto,
+            resume_from=core.resume_from)
         record = MemberCommit(core.node, core.app_seq, membership, tuple(self.put.values()),
                               tuple(self.drop), batch)
         core.stats.commits += 1
@@ -148,6 +150,12 @@ def restore(core: MemberCore, saved: SavedMember) -> None:
             core.resume_upto = saved.resume_upto
             core.catchup = saved.catchup
             resume_catchup(core, 0.0)
+    elif saved.phase == Phase.JOINING.value and saved.resume_from is not None:
+        # Switched off while joining again after an expulsion: join again (a fresh
+        # join-id), with its groups, and catch up from where it had delivered.
+        core.groups = dict(saved.groups)
+        core.resume_from = saved.resume_from
+        mg_join(core, 0.0, tuple(core.groups))
     elif saved.phase == Phase.LEFT.value:
         core.phase = Phase.LEFT
     if durable is not None and not saved.problem and saved.phase != Phase.JOINING.value:

@@ -157,8 +157,19 @@ def own_item(core: MemberCore, r: msg.Record, now: float) -> None:
             core._events.append(GroupRefused(r.group, r.gseq))
 
 
+def seen(core: MemberCore, group: str) -> None:
+    """A group of the deployment (for ``discovered``): the latest ``max_groups``."""
+    known = core.known_groups
+    known.pop(group, None)
+    known[group] = None
+    if len(known) > core.cfg.max_groups:
+        del known[next(iter(known))]
+
+
 def on_item(core: MemberCore, r: msg.Record, now: float) -> None:
     """An APP, GJOINED, GLEFT or NOOP record, delivered at its place."""
+    if r.kind == msg.GJOINED:
+        seen(core, r.group)
     own = r.mid == core.mid
     if own:
         own_item(core, r, now)
@@ -178,6 +189,7 @@ def deliver(core: MemberCore, r: msg.Record, now: float) -> None:
     last = core.groups.get(r.group)
     if last is None:
         core.stats.other_groups += 1
+        seen(core, r.group)
         return
     if last >= 0 and r.gpos > last + 1:  # messages of the group we will never get
         lost = r.gpos - last - 1
@@ -256,6 +268,7 @@ def others_membership(core: MemberCore, r: msg.Record) -> None:
         except StateError:
             return
         for group, _ in groups:
+            seen(core, group)
             if group in core.groups:
                 view_change(core, r, group)
         return

@@ -99,6 +99,7 @@ class SavedMember:
     catchup: tuple[int, int] | None = None  # a catch-up under way: positions still to read
     resume_sequenced: tuple[int, ...] = ()  # ... our app_seqs it saw sequenced
     resume_upto: int = 0  # ... all of ours up to this app_seq were
+    resume_from: int | None = None  # joining again after an expulsion: delivered up to here
 
     @property
     def resumable(self) -> bool:
@@ -109,11 +110,14 @@ def encode_membership(*, group: str, phase: str, join_id: int | None, mystable: 
                       mynew: int, confirmed: int, leave_requested: bool,
                       groups: dict[str, int] | None = None,
                       catchup: tuple[int, int] | None = None,
-                      resume_sequenced: tuple[int, ...] = (), resume_upto: int = 0) -> str:
+                      resume_sequenced: tuple[int, ...] = (), resume_upto: int = 0,
+                      resume_from: int | None = None) -> str:
     d: dict[str, Any] = {"v": FORMAT_VERSION, "group": group, "phase": phase,
                          "join_id": join_id, "mystable": mystable, "mynew": mynew,
                          "confirmed": confirmed, "leave": leave_requested,
                          "groups": groups or {}}
+    if resume_from is not None:
+        d["resume"] = resume_from
     if catchup is not None:
         d["catchup"] = {"lo": catchup[0], "hi": catchup[1], "seq": list(resume_sequenced),
                         "upto": resume_upto}
@@ -178,7 +182,8 @@ def decode_saved(stored: StoredMember) -> SavedMember:
                        groups=tuple(groups.items()),
                        catchup=None if cu is None else (cu["lo"], cu["hi"]),
                        resume_sequenced=() if cu is None else tuple(cu["seq"]),
-                       resume_upto=0 if cu is None else cu["upto"])
+                       resume_upto=0 if cu is None else cu["upto"],
+                       resume_from=fields_.get("resume"))
 
 
 def _membership(text: str | None) -> tuple[dict[str, Any], str]:
@@ -204,6 +209,8 @@ def _membership(text: str | None) -> tuple[dict[str, Any], str]:
     if not isinstance(groups, dict) or not all(
             isinstance(g, str) and g and _int(p, -1) is not None for g, p in groups.items()):
         return d, "the saved membership has bad groups"
+    if "resume" in d and _int(d["resume"]) is None:
+        return d, "the saved membership has a bad resume point"
     cu = d.get("catchup")
     if cu is not None and not (isinstance(cu, dict) and _int(cu.get("lo"), 1) is not None
                                and _int(cu.get("hi")) is not None
