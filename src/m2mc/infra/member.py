@@ -452,10 +452,13 @@ class MemberCore:
             self._control_acked.pop("leave", None)
             return
         self.phase = Phase.LEFT
-        self._sender.abandon()
-        if rejoin:
+        if rejoin:  # (join takes our NEWs in flight along: it abandons the frame itself)
             self.resume_from = self.mystable
             self.join(now, tuple(self.groups))
+            return
+        flying = self._in_flight()
+        self._sender.abandon()
+        self._news = deque(sorted([*flying, *self._news], key=lambda i: i.nseq))
 
     def _not_member(self, now: float) -> None:
         """Our membership ended without us delivering its end (expelled while away,
