@@ -359,6 +359,11 @@ class InfraNode(Node):
         st = self.groups.get(gid)
         return [] if st is None else st.history()
 
+    def history_ready(self, gid: str) -> bool:
+        """Whether ``history(gid)`` holds the hosts' part yet (``join`` waits for it)."""
+        st = self.groups.get(gid)
+        return st is not None and st.loaded
+
     def stats(self) -> dict[str, int]:
         d = self._drv_infra()
         s = d.core.stats
