@@ -149,7 +149,8 @@ def test_every_infra_message_is_known_with_its_fields_and_wire_types() -> None:
 def test_record_kinds_suites_and_constants() -> None:
     records = lua_table("INFRA_RECORD_KINDS")
     kinds = {getattr(im, name): name for name in ("APP", "JOINED", "LEFT", "EXPELLED", "CLEANUP",
-                                                  "RETIRED", "ADMITTED")}
+                                                  "RETIRED", "ADMITTED", "GJOINED", "GLEFT",
+                                                  "NOOP")}
     assert set(kinds) == im.RECORD_KINDS
     assert {n: row[0] for n, row in records.items()} == kinds
     # RETIRED and ADMITTED name a host, not a member
