@@ -332,6 +332,21 @@ _SPECS: list[MetricSpec] = [
     _c("m2mc_member_delivery_pauses_total", "times the member stopped taking records: the "
        "application's queue reached max_queued_messages (NACKed again after it read half)",
        where="member", alarm="rate > 0 for 5m: the application does not keep up"),
+    _c("m2mc_member_other_groups_total", "messages of groups this member is not in, passed over "
+       "(one order for every group)", where="member"),
+    _c("m2mc_member_groups_refused_total", "joins of a group the coordinator refused (max_groups, "
+       "max_member_groups, a bad name)", where="member", alarm="rate > 0"),
+    _c("m2mc_member_sends_refused_total", "messages the coordinator did not sequence: this member "
+       "was not in their group", where="member", alarm="rate > 0"),
+    _c("m2mc_member_catchups_total", "returns after an expulsion (away longer than member_timeout) "
+       "caught up from the hosts' log", where="member"),
+    _c("m2mc_member_caught_up_total", "messages those catch-ups delivered", where="member"),
+    _c("m2mc_member_lost_total", "messages of this member's groups it will never get: the hosts' "
+       "retention dropped them while it was away",
+       where="member", alarm="increase > 0: a member away longer than the hosts' retention"),
+    _c("m2mc_member_history_requests_total", "history requests sent (again included)",
+       where="member"),
+    _c("m2mc_member_history_records_total", "records the history answers brought", where="member"),
     _c("m2mc_frames_decoded_total", "infrastructure frames decoded", where="member+host"),
     _c("m2mc_frames_refused_total", "infrastructure frames refused, by reason: malformed, "
        "unkeyed_sealed, wrong_sender, misdirected", "reason", where="member+host",
@@ -411,6 +426,12 @@ _SPECS: list[MetricSpec] = [
        "limiter", where="host", alarm="rate > 0 for 5m"),
     _c("m2mc_gateway_local_refused_total", "new computers refused: max_local heard",
        where="host", alarm="rate > 0"),
+    _c("m2mc_gateway_history_served_total", "history answers sent to members (its own or the "
+       "master's)", where="host"),
+    _c("m2mc_gateway_history_refused_total", "history requests of non-members, or for groups not "
+       "theirs", where="host", alarm="rate > 0 for 5m"),
+    _c("m2mc_gateway_history_asked_total", "history requests passed to the master (this host's log "
+       "began later)", where="host"),
     _c("m2mc_coordinator_sequenced_total", "messages sequenced (present on the master)",
        where="host"),
     _c("m2mc_coordinator_duplicates_total", "duplicate requests ignored", where="host"),
@@ -426,6 +447,10 @@ _SPECS: list[MetricSpec] = [
        where="host"),
     _c("m2mc_coordinator_refused_full_total", "JOINs refused: max_members", where="host",
        alarm="rate > 0"),
+    _c("m2mc_coordinator_groups_refused_total", "joins of a group refused: max_groups, "
+       "max_member_groups, or a bad name", where="host", alarm="rate > 0"),
+    _c("m2mc_coordinator_noops_total", "items sequenced as NOOP (a refused join, a message to a "
+       "group its sender is not in)", where="host"),
     # ----------------------------------------------------------------- daemon
     _c("m2mc_daemon_from_clients_total", "datagrams from local processes", where="daemon"),
     _c("m2mc_daemon_from_network_total", "datagrams from the external channel",
