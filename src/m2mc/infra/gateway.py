@@ -320,7 +320,7 @@ class Gateway:
                     if loc is not None and loc.mid == r.mid:
                         loc.mid = None
                 continue
-            if r.kind in msg.CONFIG_KINDS:  # the hosts' business: no multicast to relay
+            if r.kind in msg.HOSTS_ONLY_KINDS:  # the hosts' business: no multicast to relay
                 continue
             if not self.subscribed or self._skip(r):
                 continue
@@ -357,9 +357,10 @@ class Gateway:
         """A Sync from the coordinator arrived: with 4.1 it is the SUBSCOK."""
         if self.sub_requested:
             self.subscribed = True
-            # What was sequenced while this cell was out of the subscr-set never went
-            # by here: the beacons' high shows it, so that a member that came (or was
-            # switched on) here since asks for it even when no multicast follows.
+        if self.subscribed:
+            # What was sequenced while this cell was out of the subscr-set (or this
+            # host down, or recovering) never went by here: the beacons' high shows it,
+            # so that a member here asks for it even when no multicast follows.
             self.relay_high = max(self.relay_high, self.log.committed_gseq())
 
     # =============================================================== coordinator changes
@@ -398,7 +399,8 @@ class Gateway:
         if now >= self._next_beacon:
             self._next_beacon = now + self.cfg.beacon_interval
             self.cell_out.append((None, msg.Beacon(self.host, self.relay_high, self.uplink,
-                                                   self.master, self.directory)))
+                                                   self.master, self.directory,
+                                                   self.log.state.sequence)))
             self.stats.beacons += 1
         if now >= self._next_sweep:  # B2: silent computers leave `local`
             self._next_sweep = now + self.cfg.beacon_interval

@@ -232,6 +232,9 @@ class HostDriver:
                 dest = self._checked(s.dest, "member address")
                 if dest is not None:
                     up.send(s.data, dest)
+        for text in core.notices:  # what the operator must know (no host holds the log...)
+            self.log.warning("%s", text)
+        core.notices.clear()
         if core.retired_self and not self.retired.is_set():
             self.log.error("%s: %s; stopping", self.s.host_id, core.retired_self)
             self.retired.set()

@@ -118,6 +118,7 @@ class InfraNode(Node):
         self.malformed_bodies = 0  # delivered bodies unpack_body refused (dropped)
         self._member_store: SqliteMemberStore | None = None
         self._refused_seen = 0  # resumes refused already logged
+        self._lost_seen = 0  # sequence losses already logged
 
     # ------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -369,13 +370,18 @@ class InfraNode(Node):
             elif isinstance(ev, Left):
                 self._view.discard(self._pid)
                 self._push_event(MemberLeft(gid, self._pid))
-                refused = self.driver.core.stats.resumes_refused if self.driver else 0
-                if refused > self._refused_seen:
-                    self._refused_seen = refused
-                    node_logger("m2mc.infra.member", self._pid).warning(
-                        "power-on: the hosts no longer hold %s (expelled while off; what "
-                        "was sequenced after mystable %d is lost to it): joining afresh",
-                        ev.mid, ev.gseq)
+                stats = self.driver.core.stats if self.driver else None
+                log = node_logger("m2mc.infra.member", self._pid)
+                if stats is not None and stats.sequence_lost > self._lost_seen:
+                    self._lost_seen = stats.sequence_lost
+                    log.warning("the hosts lost their log (every host restarted without its "
+                                "state): %s ended at gseq %d, what the old sequence held "
+                                "after it is lost; joining the new sequence", ev.mid, ev.gseq)
+                elif stats is not None and stats.resumes_refused > self._refused_seen:
+                    self._refused_seen = stats.resumes_refused
+                    log.warning("power-on: the hosts no longer hold %s (expelled while off; "
+                                "what was sequenced after mystable %d is lost to it): "
+                                "joining afresh", ev.mid, ev.gseq)
         self._make_room()
         self._wake()
 
