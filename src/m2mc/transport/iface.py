@@ -147,6 +147,11 @@ def interface_address(iface: str) -> str:
     return address
 
 
+def ipv4_address(name: str) -> str | None:
+    """The IPv4 address the interface ``name`` has now (its primary one); None if none."""
+    return _address_and_problem(name)[0]
+
+
 def _index_of(name: str) -> int:
     try:
         nametoindex = socket.if_nametoindex
