@@ -76,10 +76,11 @@ class FollowedUplink:
     ``bind``, whose multicast leaves by ``iface``; with ``follow``, bound again on
     the interface's new address whenever it changes.
 
-    ``on_change(moved)`` is called after the watcher fired and the socket is where
-    it should be: ``moved`` when it was bound again on a new address (read
-    :attr:`address`), False when the interface only came back (the owner may join
-    its groups again)."""
+    ``on_change(moved)`` tells the owner: True as soon as the socket was bound again
+    on a new address (read :attr:`address`), False when the interface came back, or
+    got its address back, with the socket where it was (the owner may join its groups
+    again). While the interface has no address the socket is kept as it is (sends
+    fail) and nobody is told."""
 
     def __init__(self, iface: str, bind: tuple[str, int],
                  on_datagram: Callable[[bytes, tuple[str, int]], None], *,
@@ -97,11 +98,6 @@ class FollowedUplink:
         self._task: asyncio.Task[None] | None = None
         self._again = False
         self._without = False  # said that the interface has no address left
-
-    @property
-    def following(self) -> bool:
-        """Whether address changes are being followed (a name, on Linux)."""
-        return self._watcher is not None
 
     async def open(self) -> None:
         """Bind (ConfigError if that cannot be done), then watch the interface."""
@@ -146,12 +142,15 @@ class FollowedUplink:
         moved = False
         while True:
             self._again = False
-            moved = await self._rebind() or moved
+            moved = await self._rebind()  # a move is told at once, in the same step
             if not self._again:
                 break
-        watcher = self._watcher
-        if self._on_change is None or watcher is None or self._without:
-            return  # closed meanwhile, or nothing usable to tell of
+        if not moved and not self._without and self._watcher is not None:
+            self._tell(False)  # back, where it was: the owner may join its groups again
+
+    def _tell(self, moved: bool) -> None:
+        if self._on_change is None:
+            return
         try:
             self._on_change(moved)
         except Exception:  # the owner's bug must not stop the following
@@ -185,6 +184,9 @@ class FollowedUplink:
             self.moves += 1
             self._log.info("interface %s: uplink %s -> %s", self.iface, _fmt(old.address),
                            _fmt(new.address))
+            # Told before anything else runs: nothing leaves the new socket naming the
+            # old address (a host's beacons name its uplink).
+            self._tell(True)
             return True
         if problem is not None:
             self._log.warning("interface %s is now at %s, but the uplink cannot bind there "
