@@ -215,6 +215,8 @@ NOT_DISSECTED = {
                                                "interface watcher: never on the network",
     "m2mc.transport.linkwatch:LinkState.feed": "the kernel's rtnetlink messages to the "
                                                "interface watcher: never on the network",
+    "m2mc.transport.linkwatch:AddressState.feed": "the kernel's rtnetlink messages to the "
+                                                  "interface watcher: never on the network",
 }
 
 

@@ -415,6 +415,8 @@ _SPECS: list[MetricSpec] = [
        "limiter", where="host", alarm="rate > 0 for 5m"),
     _c("m2mc_gateway_local_refused_total", "new computers refused: max_local heard",
        where="host", alarm="rate > 0"),
+    _c("m2mc_gateway_readdressed_total", "members heard from a new address (their answers "
+       "follow)", where="host"),
     _c("m2mc_coordinator_sequenced_total", "messages sequenced (present on the master)",
        where="host"),
     _c("m2mc_coordinator_duplicates_total", "duplicate requests ignored", where="host"),
