@@ -22,7 +22,6 @@ from m2mc.infra.state import CoordState
 from m2mc.infra.wire import INFRA_KEY_CONTEXT, InfraWire
 from m2mc.infra_runtime.uplink import (
     FollowedUplink,
-    advertise_uplink,
     follows_interface,
     rebind_targets,
 )
@@ -173,12 +172,12 @@ def test_a_host_advertises_its_new_uplink_at_once() -> None:
         host.on_timer(now)
         return [wire.decode(s.data)[0] for s in host.drain(now)]
 
-    assert advertise_uplink(host, "10.78.0.102:7301", 0.2)
+    assert host.move_uplink("10.78.0.102:7301", 0.2)
     assert (host.next_deadline() or 9.0) <= 0.2  # a beacon now, not at the next one (1.0)
     [beacon] = [x for x in sent(0.2) if isinstance(x, m.Beacon)]
     assert beacon.uplink == host.ident.uplink == "10.78.0.102:7301"
     [status] = [x for x in sent(1.0) if isinstance(x, m.Status)]  # at its interval
     assert status.uplink == "10.78.0.102:7301"
     assert [c.uplink for c in host.gateway.directory] == ["10.78.0.102:7301"]
-    assert not advertise_uplink(host, "10.78.0.102:7301", 1.1)  # no change
+    assert not host.move_uplink("10.78.0.102:7301", 1.1)  # no change
     assert (host.next_deadline() or 0.0) > 1.1

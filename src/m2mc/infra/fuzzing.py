@@ -25,9 +25,9 @@ from m2mc.errors import DecodeError, SavedStateError
 from m2mc.infra import codec
 from m2mc.infra import messages as m
 from m2mc.infra.codec import MAGIC, encode, encode_body
-from m2mc.infra.host_persist import StoredHost
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.host import HostCore, HostIdentity
+from m2mc.infra.host_persist import StoredHost
 from m2mc.infra.ids import NO_EPOCH, Epoch, MemberId
 from m2mc.infra.replog import ReplicaLog
 from m2mc.infra.wire import INFRA_KEY_CONTEXT, InfraWire

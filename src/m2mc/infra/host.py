@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from m2mc.core import Save
 from m2mc.errors import DecodeError
@@ -144,6 +144,17 @@ class HostCore:
         self.emit("elect", now, detail_json(phase="restored", promised=str(log.promised),
                                              log_epoch=str(log.log_epoch), applied=log.applied,
                                              high=log.high))
+
+    def move_uplink(self, uplink: str, now: float) -> bool:
+        """Members reach this host at ``uplink`` from now on (its driver bound the uplink
+        again on its interface's new address): its identity says so, and its beacons,
+        starting with one at once; its status and its own cell in the directory follow
+        at the next status interval. False if that was already its uplink."""
+        if uplink == (self.ident.uplink or self.me):
+            return False
+        self.ident = replace(self.ident, uplink=uplink)
+        self.gateway.move_uplink(uplink, now)
+        return True
 
     def take_save(self, now: float) -> Save[HostCommit] | None:
         """What must be durable before the output drained so far leaves (None: nothing)."""

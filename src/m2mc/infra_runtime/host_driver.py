@@ -12,7 +12,7 @@ before the output it covers leaves (docs/infra.md, "Durable hosts").
 An uplink on the address of a cell interface given by name follows that address
 (:mod:`m2mc.infra_runtime.uplink`): when a DHCP renewal or a roam changes it, the
 uplink is bound again on the new one and the core advertises it at once
-(:func:`~m2mc.infra_runtime.uplink.advertise_uplink`).
+(:meth:`~m2mc.infra.host.HostCore.move_uplink`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from m2mc.infra_runtime.net import (
     multicast_spec,
     parse_address,
 )
-from m2mc.infra_runtime.uplink import FollowedUplink, advertise_uplink, follows_interface
+from m2mc.infra_runtime.uplink import FollowedUplink, follows_interface
 from m2mc.log import node_logger
 from m2mc.runtime.driver import Driver
 from m2mc.runtime.tracing import open_trace
@@ -192,7 +192,7 @@ class HostDriver:
                 or self.driver.closed:
             return
         uplink = format_address(up.address)
-        if not advertise_uplink(core, uplink, self.now()):
+        if not core.move_uplink(uplink, self.now()):
             return
         self.log.warning("interface %s changed address: uplink now %s (beacons advertise it)",
                          self._iface, uplink)

@@ -13,7 +13,7 @@ its next greeting, from the new address, tells its gateway). docs/decisions.md,
 "Infrastructure interfaces follow their address", says why we bind again rather
 than bind to INADDR_ANY.
 
-:func:`rebind_targets`, :func:`follows_interface` and :func:`advertise_uplink` are the
+:func:`rebind_targets` and :func:`follows_interface` are the
 decisions, sans-IO; the rest is the sockets.
 """
 
@@ -22,11 +22,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from m2mc.errors import ConfigError
-from m2mc.infra.host import HostCore
 from m2mc.infra_runtime.net import Udp
 from m2mc.transport.linkwatch import AddressState, LinkWatcher, watch_interface
 from m2mc.transport.url import is_iface_name
@@ -48,18 +46,6 @@ def rebind_targets(current: str | None, bound: tuple[str, int]) -> list[tuple[st
     if port == 0:
         return [(current, 0)]
     return [(current, port), (current, 0)]
-
-
-def advertise_uplink(core: HostCore, uplink: str, now: float) -> bool:
-    """Members reach host ``core`` at ``uplink`` from now on (its uplink was bound
-    again): its identity says so, and so do its beacons, starting with one at once; its
-    status and its own cell in the directory follow at the next status interval. False
-    if that was already its uplink."""
-    if uplink == (core.ident.uplink or core.me):
-        return False
-    core.ident = replace(core.ident, uplink=uplink)
-    core.gateway.move_uplink(uplink, now)
-    return True
 
 
 def follows_interface(iface: str, bound: str, iface_address: str) -> bool:
