@@ -70,6 +70,24 @@ def test_a_restarted_log_holds_what_was_saved() -> None:
     assert saver.take() is None  # nothing changed since
 
 
+def test_a_commit_point_alone_costs_no_write_and_rides_along() -> None:
+    """Only what an answer depends on makes a save; the commit point waits for the next
+    one, and a restart from the older one holds the rest as uncommitted."""
+    store = MemoryHostStore()
+    log = ReplicaLog()
+    saver = HostSaver(log)
+    log.promised = log.log_epoch = E1
+    log.append([joined(), app(2, 2, 1), app(3, 3, 2)])
+    saved_log(store, saver)
+    log.commit_to(3, 0.0)
+    assert saver.take() is None  # committing needs no write before anything leaves
+    back = reloaded(store)
+    assert (back.applied, back.high) == (0, 3)  # held, uncommitted: a Sync commits them
+    log.append([app(4, 4, 3)])
+    saved_log(store, saver)
+    assert store.applied == 3 and reloaded(store).state.rows[A].recv == 2
+
+
 def test_a_replaced_suffix_is_replaced_in_the_store() -> None:
     store = MemoryHostStore()
     log = ReplicaLog()

@@ -384,6 +384,11 @@ class InfraNode(Node):
                     log.warning("power-on: the hosts no longer hold %s (expelled while off; "
                                 "what was sequenced after mystable %d is lost to it): "
                                 "joining afresh", ev.mid, ev.gseq)
+                elif ev.expelled:
+                    log.warning("%s was expelled at gseq %d (no host heard it for "
+                                "member_timeout, or it delivered nothing for longer than "
+                                "max_backlog_bytes/max_backlog_age allow): joining again",
+                                ev.mid, ev.gseq)
         self._make_room()
         self._wake()
 
