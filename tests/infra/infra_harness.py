@@ -28,10 +28,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from m2mc.infra import codec
 from m2mc.infra import messages as msg
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.host import HostCore, HostIdentity
 from m2mc.infra.host_persist import MemoryHostStore
+from m2mc.infra.ids import NO_EPOCH
 from m2mc.infra.member import (
     Delivered,
     GroupJoined,
@@ -468,6 +470,51 @@ def run_workload(net: Net, *, members: int = 9, rounds: int = 150, p_send: float
             lambda: any(m.phase.value != "left" for m in net.members.values()), net.now + 60), \
             {n: m.phase.value for n, m in net.members.items()}
     net.run_until(net.now + 2.0)
+
+
+def bootstrapped(core: HostCore, others: Iterable[str], now: float = 0.0) -> HostCore:
+    """A host core tested alone, past its recovery: every other host says it is there
+    (a status) and holds no state either, so a fresh deployment starts
+    (m2mc.infra.recovery). The core must have started."""
+    r = core.succession.recovery
+    for h in others:
+        core.receive_backbone(h, codec.encode(msg.Status(
+            h, 1, "127.0.0.1", 7000, "cell", h, 0, (), "", NO_EPOCH, NO_EPOCH, 0, 0, None)), now)
+        if r is not None:
+            core.receive_backbone(h, codec.encode(msg.RecoverReply(h, r.nonce, NO_EPOCH, True)),
+                                  now)
+    assert not core.succession.recovering
+    core.drain(now)
+    return core
+
+
+def traffic(net: Net, seconds: float, tag: str, rate: float = 10.0) -> None:
+    """Every member that may send sends ``rate`` messages a second for ``seconds``."""
+    for k in range(int(seconds * rate)):
+        for n, core in net.members.items():
+            if n not in net.off and core.phase.value in ("joining", "member"):
+                net.send(n, f"{n}-{tag}{k}".encode())
+        net.run_until(net.now + 1.0 / rate)
+
+
+def restart_the_quorum_depends_on(net: Net) -> str:
+    """Issue 34's case: a host cut off the backbone, traffic, the master crashes for
+    good and the other follower restarts (its log is the only live one that holds
+    what the master committed with it), traffic, the partition heals. Returns the
+    restarted follower."""
+    traffic(net, 1.0, "a")
+    master = net.coordinator()
+    assert master is not None
+    follower, cut = sorted(h for h in net.host_ids if h != master)
+    net.net.partition([cut], domains=["backbone"])
+    traffic(net, 2.0, "b")
+    net.crash(master)
+    net.crash(follower)
+    net.run_until(net.now + 0.3)
+    net.restart(follower)
+    traffic(net, 1.0, "c")
+    net.net.heal_partitions()
+    return follower
 
 
 def drain(net: Net, limit: float = 60.0) -> None:

@@ -207,13 +207,14 @@ GROUP_ROWS = _seq(_enc_grouprow, _dec_grouprow, 1 << 16)
 
 def _enc_snapshot(s: m.Snapshot) -> list[Any]:
     return [s.lsn, s.gseq, s.last_app_gseq, ROWS[0](s.rows), MIDS[0](s.mcache),
-            HOSTS[0](s.retired), s.config_lsn, GROUP_ROWS[0](s.groups)]
+            HOSTS[0](s.retired), s.config_lsn, s.sequence, GROUP_ROWS[0](s.groups)]
 
 
 def _dec_snapshot(x: Any) -> m.Snapshot:
-    f = _list(x, 8)
+    f = _list(x, 9)
     return m.Snapshot(_dec_int(f[0]), _dec_int(f[1]), _dec_int(f[2]), ROWS[1](f[3]),
-                      MIDS[1](f[4]), HOSTS[1](f[5]), _dec_int(f[6]), GROUP_ROWS[1](f[7]))
+                      MIDS[1](f[4]), HOSTS[1](f[5]), _dec_int(f[6]), _dec_int(f[7]),
+                      GROUP_ROWS[1](f[8]))
 
 
 OPT_SNAPSHOT = _optional(_enc_snapshot, _dec_snapshot)
@@ -224,7 +225,7 @@ REQUEST = (lambda x: _body(x), lambda x: _request(x))
 # tag -> (class, field codecs in dataclass field order)
 _SCHEMAS: dict[int, tuple[type, tuple[tuple[Enc, Dec], ...]]] = {
     # cell downlink
-    1: (m.Beacon, (STR, INT, STR, STR, CELLS)),
+    1: (m.Beacon, (STR, INT, STR, STR, CELLS, INT)),
     2: (m.Normals, (STR, RECORDS)),
     3: (m.Transfer, (STR, MID, RECORDS)),
     4: (m.Ack, (STR, STR, INT)),
@@ -263,8 +264,10 @@ _SCHEMAS: dict[int, tuple[type, tuple[tuple[Enc, Dec], ...]]] = {
     39: (m.Reconfig, (STR, STR, INT, INT, STR)),
     40: (m.AdminResult, (STR, STR, INT, STR, STR, INT)),
     41: (m.RetiredNotice, (STR, STR, INT)),
-    42: (m.HistoryAsk, (STR, STR, MID, INT, GROUPS, INT, INT, BOOL)),
-    43: (m.HistoryAnswer, (STR, STR, MID, INT, INT, INT, INT, RECORDS, NAMES)),
+    42: (m.Recover, (STR, INT)),
+    43: (m.RecoverReply, (STR, INT, EPOCH, BOOL, HOSTS, INT)),
+    44: (m.HistoryAsk, (STR, STR, MID, INT, GROUPS, INT, INT, BOOL)),
+    45: (m.HistoryAnswer, (STR, STR, MID, INT, INT, INT, INT, RECORDS, NAMES)),
 }
 _TAGS: dict[type, int] = {cls: tag for tag, (cls, _) in _SCHEMAS.items()}
 _REQUEST_CLASSES = (m.JoinReq, m.NewReq, m.LeaveReq, m.LeaveOkReq)

@@ -36,6 +36,10 @@ class InfraConfig:
     mcache_ttl: float = 60.0  # an entry is forgotten after this
     max_members: int = 4096  # JOINs beyond are refused (dropped, retried by the member)
     member_timeout: float = 30.0  # a member unseen by every host this long is expelled
+    # a member that has not delivered this much (bytes, or seconds' worth) is expelled,
+    # so a paused application cannot make the hosts hold everything (0: no bound)
+    max_backlog_bytes: int = 256 << 20
+    max_backlog_age: float = 600.0
     fetch_limit: int = 512  # records in one Fetched (or history) answer
     # ------------------------------------------------ groups (seeds/001 2.2 (i) lifted)
     max_groups: int = 1024  # coordinator: groups with members; joins of further ones refused

@@ -55,6 +55,7 @@ from m2mc.infra.member_events import (
     Uplink,
     ViewChange,
 )
+from m2mc.infra.member_lost import new_sequence, not_member
 from m2mc.infra.member_moves import check_host, readdress
 from m2mc.infra.member_nack import maybe_nack, nack_expired
 from m2mc.infra.persist import MemberCommit, MemberStore, SavedMember
@@ -103,10 +104,12 @@ class MemberCore:
         self._expect: str | None = None  # host of the cell we asked to move to
         self._unheard: set[str] = set()  # hosts we went to (or had) and did not hear
         self._last_high = 0
+        self.sequence = 0  # the hosts' sequence we belong to (beacons; 0: none heard yet)
         # Switch-off and power-on (persist.py): with a store (the driver's, never called
         # here) every change goes into a save the driver commits before output leaves.
         self.durable = None if store is None else Durable(self.trace, trace_journal)
         self._power_on = False  # resumed a saved membership, not yet confirmed by a host
+        self._lost_told = 0  # sequence losses written in the trace
         self.restore_problem = ""  # why the saved membership could not be taken up
         self._old_join_id: int | None = None  # the saved membership's (not to be reused)
         # Back-pressure (the API's max_queued_messages, :meth:`make_room`): messages are
@@ -269,7 +272,7 @@ class MemberCore:
                 self._on_ack(m.rseq, now)
         elif isinstance(m, msg.NotMember):
             if m.mid == self.mid:
-                self._not_member(now)
+                not_member(self, now)
         elif isinstance(m, msg.HistoryReply):
             if m.dest == self.mid and m.host == self.gateway:
                 mh.on_reply(self, m, now)
@@ -282,6 +285,8 @@ class MemberCore:
         if self.gateway is not None and b.host != self.gateway \
                 and now - self._gateway_heard < self.cfg.host_silence:
             return  # B3: we stay with one gateway while it is heard
+        if b.sequence and b.sequence != self.sequence:
+            new_sequence(self, b, now)
         changed = b.host != self.gateway
         self._unheard.discard(b.host)
         if b.host == self._expect:
@@ -440,11 +445,19 @@ class MemberCore:
         wanted_out = self._leave_requested or self.phase == Phase.LEAVING
         # Expelled while away: we join again with our groups and catch up on what the
         # hosts still hold (member_history.py), so we never left them.
+        # A sequence every host lost (member_lost.py) has no log to catch up from: we
+        # leave our groups with it, and join them again in the new one.
         rejoin = expelled and self.auto_rejoin and not wanted_out
         extra = {"power_on_refused": True} if r.lsn == 0 and self._power_on else {}
+        lost = r.lsn == 0 and self.stats.sequence_lost > self._lost_told
+        if lost:
+            self._lost_told = self.stats.sequence_lost
+            extra["sequence_lost"] = True
         self._power_on = False
-        if not rejoin:
-            for group in list(self.groups):
+        groups = tuple(self.groups)
+        if not rejoin or lost:
+            mh.cancel_catchup(self)
+            for group in groups:
                 mg.leave(self, group, r.gseq, now, expelled, **extra)
         if kind == msg.LEFT:
             self.phase = Phase.CLOSING
@@ -453,24 +466,12 @@ class MemberCore:
             return
         self.phase = Phase.LEFT
         if rejoin:  # (join takes our NEWs in flight along: it abandons the frame itself)
-            self.resume_from = self.mystable
-            self.join(now, tuple(self.groups))
+            self.resume_from = None if lost else self.mystable
+            self.join(now, groups)
             return
         flying = self._in_flight()
         self._sender.abandon()
         self._news = deque(sorted([*flying, *self._news], key=lambda i: i.nseq))
-
-    def _not_member(self, now: float) -> None:
-        """Our membership ended without us delivering its end (expelled while away,
-        and the record freed since): behave as if expelled now."""
-        if self.phase in (Phase.MEMBER, Phase.LEAVING):
-            assert self.mid is not None
-            if self._power_on:  # switched off longer than the hosts kept us (persist.py)
-                self.stats.resumes_refused += 1
-            self._deliver(msg.Record(0, self.mystable, msg.EXPELLED, self.mid), now)
-        elif self.phase == Phase.CLOSING:
-            self.phase = Phase.LEFT  # our LEAVEOK was processed; its ack got lost
-            self._sender.abandon()
 
     # ================================================================ NACK (figure 6)
     def _maybe_nack(self, now: float) -> None:

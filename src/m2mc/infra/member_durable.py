@@ -71,7 +71,7 @@ class Durable:
     def scalars(core: MemberCore) -> tuple[object, ...]:
         return (core.group, core.phase.value, None if core.mid is None else core.mid.join_id,
                 core.mystable, core.mynew, core._confirmed, core._leave_requested,
-                core.app_seq, tuple(core.groups.items()), core.catchup,
+                core.app_seq, core.sequence, tuple(core.groups.items()), core.catchup,
                 len(core.resume_sequenced), core.resume_upto, core.resume_from)
 
     def take(self, core: MemberCore) -> Save[MemberCommit] | None:
@@ -86,7 +86,7 @@ class Durable:
         membership = encode_membership(
             group=core.group, phase=core.phase.value, join_id=join_id, mystable=core.mystable,
             mynew=core.mynew, confirmed=core._confirmed, leave_requested=core._leave_requested,
-            groups=core.groups, catchup=core.catchup,
+            sequence=core.sequence, groups=core.groups, catchup=core.catchup,
             resume_sequenced=tuple(sorted(core.resume_sequenced)), resume_upto=core.resume_upto,
             resume_from=core.resume_from)
         record = MemberCommit(core.node, core.app_seq, membership, tuple(self.put.values()),
@@ -131,6 +131,7 @@ def restore(core: MemberCore, saved: SavedMember) -> None:
         durable.owned = {i.app_seq: i for i in saved.pending}
     core.restore_problem = saved.problem
     core._old_join_id = saved.join_id
+    core.sequence = saved.sequence
     if saved.problem:
         core.stats.restore_discarded += 1
     elif saved.resumable:

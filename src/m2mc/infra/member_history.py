@@ -206,6 +206,15 @@ def _catchup_record(core: MemberCore, r: msg.Record, now: float) -> None:
         others_membership(core, r)
 
 
+def cancel_catchup(core: MemberCore) -> None:
+    """No catch-up after all (the log it reads went with a lost sequence)."""
+    core.catchup = None
+    core.resume_from = None
+    core.resume_sequenced = set()
+    core.resume_upto = 0
+    core.fetches.running.pop(CATCHUP, None)
+
+
 def end_catchup(core: MemberCore, now: float) -> None:
     """The catch-up is over: our messages not sequenced under the old join-id go out
     under the new one, after the ones sequenced (dropped), renumbered; delivery goes
@@ -240,5 +249,5 @@ def renumber(core: MemberCore, keep: list[msg.NewItem], gone: list[msg.NewItem])
                                     item.kind))
 
 
-__all__ = ["CATCHUP", "Fetch", "Fetches", "end_catchup", "on_reply", "request_history",
+__all__ = ["CATCHUP", "Fetch", "Fetches", "cancel_catchup", "end_catchup", "on_reply", "request_history",
            "resume_catchup", "send_due", "start_catchup"]

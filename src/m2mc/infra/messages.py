@@ -32,18 +32,20 @@ EXPELLED = 3  # "mid has left" because its computer went silent (seeds/004 4.5)
 CLEANUP = 4  # LEAVEOK processed: tables freed (seeds/001 figure 3 line 27); no gseq
 RETIRED = 5  # a host leaves the deployment for good (``mid.node`` is its id); no gseq
 ADMITTED = 6  # a retired host is admitted again (``mid.node`` is its id); no gseq
-GJOINED = 7  # "mid has joined group ``group``" (a member already in the deployment)
-GLEFT = 8  # "mid has left group ``group``" (and stays in the deployment)
-NOOP = 9  # an item of mid the coordinator refused (a group it may not join, ...): it
+GENESIS = 7  # the first record of a sequence: ``body`` is its 8-byte id; no gseq
+GJOINED = 8  # "mid has joined group ``group``" (a member already in the deployment)
+GLEFT = 9  # "mid has left group ``group``" (and stays in the deployment)
+NOOP = 10  # an item of mid the coordinator refused (a group it may not join, ...): it
 # takes its place in mid's NEWs and in the order, and nobody delivers it
 
 MEMBERSHIP_KINDS = frozenset({JOINED, LEFT, EXPELLED})  # the deployment's (4.3 may skip them)
 GROUP_KINDS = frozenset({GJOINED, GLEFT})  # one group's membership, in its own order
 ITEM_KINDS = frozenset({APP, GJOINED, GLEFT})  # what a member's NEW items ask for
 CONFIG_KINDS = frozenset({RETIRED, ADMITTED})  # changes of the hosts' configuration
-NO_GSEQ_KINDS = frozenset({CLEANUP, RETIRED, ADMITTED})  # no multicast: never relayed
-RECORD_KINDS = frozenset({APP, JOINED, LEFT, EXPELLED, CLEANUP, RETIRED, ADMITTED, GJOINED,
-                          GLEFT, NOOP})
+HOSTS_ONLY_KINDS = frozenset({RETIRED, ADMITTED, GENESIS})  # never relayed to a cell
+NO_GSEQ_KINDS = frozenset({CLEANUP, RETIRED, ADMITTED, GENESIS})  # no multicast
+RECORD_KINDS = frozenset({APP, JOINED, LEFT, EXPELLED, CLEANUP, RETIRED, ADMITTED, GENESIS,
+                          GJOINED, GLEFT, NOOP})
 MAX_GROUP_NAME = 200  # bytes of UTF-8 in a group's name
 
 # Operators' requests (AdminRequest.op).
@@ -96,13 +98,16 @@ class CellInfo:
 # --------------------------------------------------------------------- cell downlink
 @dataclass(frozen=True, slots=True)
 class Beacon:
-    """Every T_B seconds (seeds/001 2.4). ``high``: highest gseq relayed in the cell."""
+    """Every T_B seconds (seeds/001 2.4). ``high``: highest gseq relayed in the cell.
+    ``sequence``: the id of the hosts' sequence (its GENESIS record; 0 while the
+    gateway holds none): a member of another sequence is no member any more."""
 
     host: str
     high: int
     uplink: str
     master: str
     directory: tuple[CellInfo, ...] = ()
+    sequence: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,6 +366,7 @@ class Snapshot:
     mcache: tuple[MemberId, ...]
     retired: tuple[str, ...] = ()  # hosts retired for good (docs/infra.md, "Retiring")
     config_lsn: int = 0  # the record that last changed ``retired``
+    sequence: int = 0  # the id of the sequence (its GENESIS record; 0: none yet)
     groups: tuple[GroupRow, ...] = ()
 
 
@@ -532,6 +538,30 @@ class RetiredNotice:
 
 
 @dataclass(frozen=True, slots=True)
+class Recover:
+    """A host without state asks the others where the deployment stands before it
+    takes part in anything (docs/infra.md, "Hosts without a data directory"); only
+    answers that echo ``nonce`` count, so none predates the question."""
+
+    host: str
+    nonce: int
+
+
+@dataclass(frozen=True, slots=True)
+class RecoverReply:
+    """A host's answer to :class:`Recover`: the newest epoch it knows (at least its
+    promise), whether it holds no state at all (``pristine``), and its committed
+    configuration (the retired hosts, changed last at ``config_lsn``)."""
+
+    host: str
+    nonce: int
+    epoch: Epoch
+    pristine: bool
+    retired: tuple[str, ...] = ()
+    config_lsn: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class HistoryAsk:
     """Gateway ``host`` passes a member's :class:`HistoryReq` to the master, whose log
     reaches further back than its own (docs/infra.md, "History")."""
@@ -565,4 +595,5 @@ class HistoryAnswer:
 BackboneMessage = (Status | ElectStart | Vote | Takeover | TakeoverReject | StateReply
                    | Forward | FwdAck | StabInfo | Subscribe | Unsubscribe | Fetch | Fetched
                    | Replicate | Sync | Accepted | Commit | Reroute | AdminRequest | Reconfig
-                   | AdminResult | RetiredNotice | HistoryAsk | HistoryAnswer)
+                   | AdminResult | RetiredNotice | Recover | RecoverReply | HistoryAsk
+                   | HistoryAnswer)

@@ -95,6 +95,7 @@ class SavedMember:
     leave_requested: bool = False
     pending: tuple[msg.NewItem, ...] = ()
     problem: str = ""  # why the saved membership could not be used ("": it could)
+    sequence: int = 0  # the hosts' sequence it belongs to (0: unknown, saved before ids)
     groups: tuple[tuple[str, int], ...] = ()  # our groups, each with its last gpos
     catchup: tuple[int, int] | None = None  # a catch-up under way: positions still to read
     resume_sequenced: tuple[int, ...] = ()  # ... our app_seqs it saw sequenced
@@ -108,13 +109,13 @@ class SavedMember:
 
 def encode_membership(*, group: str, phase: str, join_id: int | None, mystable: int,
                       mynew: int, confirmed: int, leave_requested: bool,
-                      groups: dict[str, int] | None = None,
+                      sequence: int = 0, groups: dict[str, int] | None = None,
                       catchup: tuple[int, int] | None = None,
                       resume_sequenced: tuple[int, ...] = (), resume_upto: int = 0,
                       resume_from: int | None = None) -> str:
     d: dict[str, Any] = {"v": FORMAT_VERSION, "group": group, "phase": phase,
                          "join_id": join_id, "mystable": mystable, "mynew": mynew,
-                         "confirmed": confirmed, "leave": leave_requested,
+                         "confirmed": confirmed, "leave": leave_requested, "sequence": sequence,
                          "groups": groups or {}}
     if resume_from is not None:
         d["resume"] = resume_from
@@ -179,6 +180,7 @@ def decode_saved(stored: StoredMember) -> SavedMember:
     return SavedMember(stored.pid, app_seq, fields_["group"], fields_["phase"],
                        fields_["join_id"], fields_["mystable"], fields_["mynew"],
                        fields_["confirmed"], fields_["leave"], tuple(items),
+                       sequence=fields_.get("sequence", 0),
                        groups=tuple(groups.items()),
                        catchup=None if cu is None else (cu["lo"], cu["hi"]),
                        resume_sequenced=() if cu is None else tuple(cu["seq"]),
@@ -203,6 +205,8 @@ def _membership(text: str | None) -> tuple[dict[str, Any], str]:
     for key in ("mystable", "mynew", "confirmed"):
         if _int(d.get(key)) is None:
             return d, f"the saved membership has a bad {key}: {d.get(key)!r:.40}"
+    if _int(d.get("sequence", 0)) is None:  # (absent in files saved before sequence ids)
+        return d, f"the saved membership has a bad sequence: {d.get('sequence')!r:.40}"
     if "join_id" not in d:
         return d, "the saved membership has no join-id entry"
     groups = d.get("groups", {})

@@ -85,7 +85,7 @@ class CoordState:
     """Tables after applying every record up to ``lsn``."""
 
     __slots__ = ("config_lsn", "groups", "gseq", "last_app_gseq", "lsn", "mcache",
-                 "member_groups", "members", "retired", "rows")
+                 "member_groups", "members", "retired", "rows", "sequence")
 
     def __init__(self, mcache_size: int = 65536, mcache_ttl: float = 60.0) -> None:
         self.lsn = 0
@@ -96,6 +96,7 @@ class CoordState:
         self.mcache = MembershipCache(mcache_size, mcache_ttl)
         self.retired: frozenset[str] = frozenset()  # hosts retired for good
         self.config_lsn = 0  # the record that last changed ``retired``
+        self.sequence = 0  # the id of this sequence, from its GENESIS record (0: none)
         self.groups: dict[str, GroupState] = {}  # in the order they were made
         self.member_groups: dict[MemberId, set[str]] = {}  # members with a group
 
@@ -104,7 +105,7 @@ class CoordState:
                     body: bytes = b"", group: str = "") -> msg.Record:
         """The record the coordinator appends next for this decision."""
         if kind in msg.NO_GSEQ_KINDS:
-            return msg.Record(self.lsn + 1, 0, kind, mid)
+            return msg.Record(self.lsn + 1, 0, kind, mid, body=body)
         if kind == msg.EXPELLED:  # what was sequenced of it: its last NEW
             row = self.rows[mid]
             nseq, app_seq = row.recv, row.app_seq
@@ -206,6 +207,10 @@ class CoordState:
                 raise StateError(f"host {r.mid.node} retired twice")
             self.retired = self.retired | {r.mid.node}
             self.config_lsn = r.lsn
+        elif kind == msg.GENESIS:
+            if r.lsn != 1 or r.gseq or len(r.body) != 8 or not any(r.body):
+                raise StateError("a sequence starts once, at log position 1, with an id")
+            self.sequence = int.from_bytes(r.body, "big")
         elif kind == msg.ADMITTED:
             if r.mid.node not in self.retired or r.gseq:
                 raise StateError(f"host {r.mid.node} admitted but not retired")
@@ -230,7 +235,7 @@ class CoordState:
         groups = tuple(msg.GroupRow(name, g.count, tuple(sorted(g.members)))
                        for name, g in self.groups.items())
         return msg.Snapshot(self.lsn, self.gseq, self.last_app_gseq, rows, tuple(self.mcache),
-                            tuple(sorted(self.retired)), self.config_lsn, groups)
+                            tuple(sorted(self.retired)), self.config_lsn, self.sequence, groups)
 
     @classmethod
     def from_snapshot(cls, snap: msg.Snapshot, now: float, mcache_size: int = 65536,
@@ -251,6 +256,7 @@ class CoordState:
             state.mcache.add(mid, now)
         state.retired = frozenset(snap.retired)
         state.config_lsn = snap.config_lsn
+        state.sequence = snap.sequence
         return state
 
     def copy(self, now: float) -> CoordState:

@@ -123,6 +123,8 @@ class InfraNode(Node):
         self.malformed_bodies = 0  # delivered bodies unpack_body refused (dropped)
         self.lost = 0  # messages of our groups we will never get (MessagesSkipped)
         self._member_store: SqliteMemberStore | None = None
+        self._refused_seen = 0  # resumes refused already logged
+        self._lost_seen = 0  # sequence losses already logged
 
     # ------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -303,7 +305,8 @@ class InfraNode(Node):
 
     def network_changed(self) -> None:
         """Nothing to do: a member follows its hosts' beacons, which say when a cell is
-        back (seeds/004 4.5), and resends what was not acknowledged."""
+        back (seeds/004 4.5), and resends what was not acknowledged; an interface named
+        by name is watched by the driver, which follows its address by itself."""
         self._drv_infra()
 
     def members(self, gid: str) -> list[str]:
@@ -369,7 +372,8 @@ class InfraNode(Node):
         s = d.core.stats
         return {"delivered": s.delivered, "duplicates": s.duplicates, "nacks": s.nacks,
                 "buffer_evictions": s.buffer_evictions, "resent": s.resent_news,
-                "moves": d.moves, "decode_errors": d.decode_errors,
+                "moves": d.moves, "address_changes": d.address_changes,
+                "decode_errors": d.decode_errors,
                 "pending_sends": d.core.pending_sends, "bad_addresses": d.bad_addresses,
                 "dummies_refused": s.dummies_refused, "uplink_mismatch": s.uplink_mismatch,
                 "malformed_bodies": self.malformed_bodies,

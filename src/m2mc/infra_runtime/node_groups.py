@@ -130,9 +130,27 @@ def on_events(node: InfraNode, events: list[MemberEvent]) -> None:
         elif isinstance(ev, HistoryLoaded):
             loaded(node, ev)
         elif isinstance(ev, Left) and ev.expelled:
-            node.log.warning("the hosts expelled %s while it was away (silent longer than "
-                             "member_timeout): joining again with its groups, catching up "
-                             "from the hosts' log", ev.mid)
+            expelled(node, ev)
+
+
+def expelled(node: InfraNode, ev: Left) -> None:
+    """Our membership ended without our leave: say why, once (the member joins again
+    with its groups by itself)."""
+    stats = node.driver.core.stats if node.driver is not None else None
+    if stats is not None and stats.sequence_lost > node._lost_seen:
+        node._lost_seen = stats.sequence_lost
+        node.log.warning("the hosts lost their log (every host restarted without its state): "
+                         "%s ended at gseq %d, what the old sequence held after it is lost; "
+                         "joining the new sequence with its groups", ev.mid, ev.gseq)
+    elif stats is not None and stats.resumes_refused > node._refused_seen:
+        node._refused_seen = stats.resumes_refused
+        node.log.warning("power-on: the hosts no longer hold %s (expelled while off): joining "
+                         "again with its groups, catching up from the hosts' log", ev.mid)
+    else:
+        node.log.warning("%s was expelled at gseq %d (no host heard it for member_timeout, or "
+                         "it delivered nothing for longer than max_backlog_bytes/"
+                         "max_backlog_age allow): joining again with its groups, catching up "
+                         "from the hosts' log", ev.mid, ev.gseq)
 
 
 def joined(node: InfraNode, group: str, gseq: int) -> None:
