@@ -249,5 +249,5 @@ def renumber(core: MemberCore, keep: list[msg.NewItem], gone: list[msg.NewItem])
                                     item.kind))
 
 
-__all__ = ["CATCHUP", "Fetch", "Fetches", "cancel_catchup", "end_catchup", "on_reply", "request_history",
-           "resume_catchup", "send_due", "start_catchup"]
+__all__ = ["CATCHUP", "Fetch", "Fetches", "cancel_catchup", "end_catchup", "on_reply",
+           "request_history", "resume_catchup", "send_due", "start_catchup"]
