@@ -160,3 +160,71 @@ def test_sleepers_deliver_every_message_of_their_groups_or_are_told(
     assert net.run_while(lambda: net.members["B"].catchup is not None, net.now + 60)
     net.run_until(net.now + 1.0)
     check_groups(net)
+
+
+def _committed_groups(net: Net, node: str) -> set[str]:
+    """The groups the hosts' committed tables give the member's current join-id."""
+    h = net.coordinator()
+    assert h is not None
+    mid = net.members[node].mid
+    assert mid is not None
+    return set(net.hosts[h].gateway.log.state.groups_of(mid))
+
+
+def test_its_joins_and_leaves_sequenced_while_it_slept_take_effect_when_sent_again() -> None:
+    """B joins green and leaves blue, and is switched off before it hears them: the
+    hosts sequenced them under its old join-id. Its new JOINED names the groups it
+    knew it was in (red, blue); the catch-up leaves them alone, and B sends both items
+    again under the new join-id: it ends in red and green, as it asked, and so do the
+    hosts' tables; it never delivers a message of a group it is not in."""
+    net = deployment(InfraConfig(member_timeout=2.0), loss=0.0)
+    traffic(net, 5, "before", ("A", "B", "C"))
+    b = net.members["B"]
+    old = b.mid
+    net.join_group("B", "green")
+    net.leave_group("B", "blue")
+    h = net.coordinator()
+    assert h is not None
+    state = net.hosts[h].gateway.log.state
+    net.run_while(lambda: "green" not in state.groups_of(old) or "blue" in state.groups_of(old),
+                  net.now + 5, step=0.0005)
+    assert "green" in state.groups_of(old) and set(b.groups) == {"red", "blue"}
+    net.power_off("B")
+    net.send("A", b"A-green", "red")
+    traffic(net, 60, "asleep")
+    b = net.power_on("B", "H2")
+    traffic(net, 10, "after")
+    drain(net)
+    assert b.mid != old and b.stats.catchups == 1 and b.stats.lost == 0
+    assert set(b.groups) == {"red", "green"} == _committed_groups(net, "B")
+    assert b.stats.groups_refused == 0
+    check_groups(net)
+    assert net.sink is not None
+    joins = [(e.event, e.group) for e in net.sink.events if e.node == "B"
+             and e.event in ("join", "leave")]
+    assert joins == [("join", "red"), ("join", "blue"), ("join", "green"), ("leave", "blue")]
+
+
+def test_a_catch_up_waits_for_the_application_to_read() -> None:
+    """Back-pressure (max_queued_messages): a returning member asks for the next part
+    of its catch-up only while the application has room; paused, it asks nothing and
+    sets no timer for it (no busy loop); given room, it goes on."""
+    cfg = InfraConfig(member_timeout=2.0, fetch_limit=8)
+    net = deployment(cfg, loss=0.0)
+    net.power_off("B")
+    traffic(net, 80, "asleep")
+    b = net.power_on("B", "H2")
+    b.make_room(b.stats.delivered + 10, net.now)
+    assert net.run_while(lambda: not b.paused, net.now + 10)
+    assert b.catchup is not None
+    at, until = b.stats.delivered, b.deliver_until
+    assert until is not None and at - until <= 8  # past the bound by one answer at most
+    asked = b.stats.history_requests
+    net.run_until(net.now + 5)  # history_retry passes many times: nothing is asked
+    assert b.stats.history_requests == asked and b.stats.delivered == at
+    assert b.fetches.deadline(cfg.history_retry, b.paused) is None  # no timer for it
+    b.make_room(b.stats.delivered + 10_000, net.now)
+    assert net.run_while(lambda: b.catchup is not None, net.now + 30)
+    drain(net)
+    assert b.stats.lost == 0 and b.stats.delivery_pauses >= 1
+    check_groups(net)

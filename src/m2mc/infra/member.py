@@ -117,17 +117,15 @@ class MemberCore:
         # core pauses, records wait in mybuf (bounded) and the rest is NACKed later.
         self.deliver_until: int | None = None
         self.paused = False
-        # Groups (member_groups.py): ours (with the gpos of the last message delivered;
-        # -1: not known, from a file of an earlier version),
-        # our views of them, our join/leave items not yet in the order (app_seq ->
-        # (kind, group)), the groups our JOIN names.
+        # Groups (member_groups.py): ours (-> gpos of the last one delivered, -1: unknown),
+        # our views of them, our join/leave items not yet in the order (app_seq -> (kind,
+        # group)), the groups our JOIN names; history and catch-up (member_history.py).
         self.groups: dict[str, int] = {}
         self.views: dict[str, set[str]] = {}
         self.group_ops: dict[int, tuple[int, str]] = {}
         self.join_groups: tuple[str, ...] = ()
         self.known_groups: dict[str, None] = {}  # groups seen in the order (max_groups)
         self._last_group_gseq: dict[str, int] = {}
-        # History and catch-up (member_history.py)
         self.fetches = mh.Fetches()
         self.catchup: tuple[int, int] | None = None  # positions still to read after a return
         self.catchup_gap: tuple[int, int] | None = None  # ... that retention had dropped
@@ -422,6 +420,7 @@ class MemberCore:
             self.paused = False
             self._deliver_ready(now)
             self._maybe_nack(now)
+            mh.send_due(self, now)  # (a catch-up that waited for room)
             self._pump(now)
 
     def _deliver(self, r: msg.Record, now: float) -> None:
@@ -562,7 +561,8 @@ class MemberCore:
         if self.cell is not None:
             ds.append(max(self._gateway_heard, self._attached_at, self._move_asked)
                       + self.cfg.host_silence)
-        fetch = self.fetches.deadline(self.cfg.history_retry) if self._can_send() else None
+        fetch = self.fetches.deadline(self.cfg.history_retry, self.paused) \
+            if self._can_send() else None
         if fetch is not None:
             ds.append(fetch)
         return min(ds) if ds else None

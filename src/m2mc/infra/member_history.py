@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING
 
 from m2mc.infra import messages as msg
 from m2mc.infra.codec import record_size
-from m2mc.infra.member_events import Delivered, HistoryLoaded, Uplink
-from m2mc.infra.member_groups import deliver, enter, leave, others_membership, view_change
+from m2mc.infra.member_events import Delivered, GroupRefused, HistoryLoaded, Uplink
+from m2mc.infra.member_groups import deliver, others_membership, view_change
 
 if TYPE_CHECKING:
     from m2mc.infra.member import MemberCore
@@ -66,8 +66,10 @@ class Fetches:
         self._next_req += 1
         return self._next_req
 
-    def deadline(self, retry: float) -> float | None:
-        return min((f.sent_at + retry for f in self.running.values()), default=None)
+    def deadline(self, retry: float, paused: bool) -> float | None:
+        """When a request is due again (a paused member's catch-up waits for room)."""
+        return min((f.sent_at + retry for f in self.running.values()
+                    if not (paused and f.key == CATCHUP)), default=None)
 
 
 def request_history(core: MemberCore, group: str, upto: int, now: float) -> None:
@@ -109,7 +111,7 @@ def send_due(core: MemberCore, now: float) -> None:
         return
     retry = core.cfg.history_retry
     for f in core.fetches.running.values():
-        if now < f.sent_at + retry:
+        if now < f.sent_at + retry or (f.key == CATCHUP and _no_room(core)):
             continue
         f.req = core.fetches.next_req()
         f.sent_at = now
@@ -117,6 +119,18 @@ def send_due(core: MemberCore, now: float) -> None:
         core.stats.history_requests += 1
         core._out.append(Uplink(core.gateway, core.gateway_addr, msg.HistoryReq(
             core.node, core.gateway, core.mid, f.req, groups, f.lo, f.hi, f.newest)))
+
+
+def _no_room(core: MemberCore) -> bool:
+    """Back-pressure (``max_queued_messages``): a catch-up asks for its next part only
+    while the application has room, so it passes the bound by at most one answer
+    (``fetch_limit`` records); ``make_room`` sends the request when room comes."""
+    if core.deliver_until is None or core.stats.delivered < core.deliver_until:
+        return False
+    if not core.paused:
+        core.paused = True
+        core.stats.delivery_pauses += 1
+    return True
 
 
 def on_reply(core: MemberCore, m: msg.HistoryReply, now: float) -> None:
@@ -186,20 +200,24 @@ def _catchup_record(core: MemberCore, r: msg.Record, now: float) -> None:
     """A record missed while away, in order: delivered as if we had never been away.
     Our own of the old membership tell which of our messages were sequenced."""
     mine = r.mid.node == core.node and r.mid != core.mid
-    if mine and r.kind in msg.ITEM_KINDS | {msg.NOOP}:
-        core.resume_sequenced.add(r.app_seq)
-    if mine and r.kind == msg.EXPELLED:
-        core.resume_upto = max(core.resume_upto, r.app_seq)
     kind = r.kind
+    if mine and kind == msg.APP:
+        core.resume_sequenced.add(r.app_seq)
+    elif mine and kind == msg.NOOP and r.app_seq not in core.group_ops:
+        core.resume_sequenced.add(r.app_seq)  # a message refused: not sent again
+        core.stats.sends_refused += 1
+        core._events.append(GroupRefused(r.group, r.gseq, r.app_seq))
+    if mine and kind == msg.EXPELLED:
+        core.resume_upto = max(core.resume_upto, r.app_seq)
     if kind == msg.APP:
         before = core.stats.delivered
         deliver(core, r, now)
         core.stats.caught_up += core.stats.delivered - before
     elif kind in msg.GROUP_KINDS and mine:
-        if kind == msg.GJOINED:
-            enter(core, r.group, r.gseq, r.gpos, now)
-        else:
-            leave(core, r.group, r.gseq, now)
+        # Our join or leave of a group under the old join-id: our new JOINED listed the
+        # groups we were in before it, so it is sent again, and takes effect when the
+        # new membership's item is sequenced (a refused one is decided again too).
+        pass
     elif kind in msg.GROUP_KINDS and r.group in core.groups:
         view_change(core, r, r.group)
     elif kind in msg.MEMBERSHIP_KINDS and r.mid.node != core.node:
@@ -222,8 +240,11 @@ def end_catchup(core: MemberCore, now: float) -> None:
     core.catchup = None
     done = core.resume_sequenced
     upto = core.resume_upto
-    keep = [i for i in core._news if i.app_seq not in done and i.app_seq > upto]
-    gone = [i for i in core._news if i.app_seq in done or i.app_seq <= upto]
+    # (a join or leave of a group always goes again: see _catchup_record)
+    keep = [i for i in core._news
+            if i.kind != msg.APP or (i.app_seq not in done and i.app_seq > upto)]
+    gone = [i for i in core._news
+            if i.kind == msg.APP and (i.app_seq in done or i.app_seq <= upto)]
     core.resume_sequenced = set()
     core.resume_upto = 0
     if gone:
