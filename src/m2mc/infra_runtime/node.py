@@ -381,7 +381,7 @@ class InfraNode(Node):
                 "restore_discarded": s.restore_discarded, "delivery_pauses": s.delivery_pauses,
                 "other_groups": s.other_groups, "groups_refused": s.groups_refused,
                 "sends_refused": s.sends_refused, "catchups": s.catchups,
-                "caught_up": s.caught_up, "lost": s.lost,
+                "caught_up": s.caught_up, "lost": s.lost, "sequence_lost": s.sequence_lost,
                 "history_requests": s.history_requests, "history_records": s.history_records,
                 **d.core.wire.counters()}
 
