@@ -91,17 +91,16 @@ class TotalMop(Mop):
             self.unstamped[mid] = message
             if persist:
                 self.store.put(self.gid, message, False)
-        if gseq is not None:
-            self.log.learn(gseq, mid)  # a record repaired with its committed position
+        # A record repaired with its committed position: the pump below puts it there
+        # (stamping it too would give it a second position).
+        learnt = gseq is not None and self.log.learn(gseq, mid)
         out: list[Message] = []
         if status == NEW:
             positions = self.stamps.pop(mid, None)
             if positions is not None:
                 for pos in positions:
                     self._place(pos, mid, out)
-            elif gseq is None and self.log.is_leader:
-                # (A record repaired with its committed position has its place: the
-                # pump below puts it there; stamping it too would give it a second.)
+            elif not learnt and self.log.is_leader:
                 self._stamp(message)
         out.extend(self.pump())
         return status, out
