@@ -327,3 +327,4 @@ _.stream_received  # src/m2mc/group/streams.py:279: a counter: a field of a *Sta
 _.stream_failed  # src/m2mc/group/streams.py:297: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 _.stream_nacks_suppressed  # src/m2mc/group/streams.py:310: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 _.stream_repairs_suppressed  # src/m2mc/group/streams.py:341: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+saves  # src/m2mc/infra/host_stats.py:21: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)

@@ -17,6 +17,12 @@ the application API (``Node(NodeConfig(mode="infra", ...))``).
 * ``reference``: in the same run, the same members with a single host (no
   election, no replication: the seeds/001 protocol alone), so the cost of the
   replication that makes failover lossless is visible as ``ratio_vs_single_host``.
+* ``durable``: the same 3 hosts with ``--data-dir`` (their promise and log written
+  before they answer: docs/infra.md "Durable hosts"), with ``--sync full`` (the
+  default: the disk waited for at each write) and ``--sync normal``, each as a ratio
+  to the memory-only hosts of the same run; and ``power_cut``: every durable host
+  killed with SIGKILL while the members send, all started again, the time from the
+  restart to the first multicast sequenced, and whether anything was lost.
 
 Prints one JSON object (last line).
 """
@@ -91,7 +97,8 @@ async def member_main(args: argparse.Namespace) -> None:
 
 # ------------------------------------------------------------------ orchestration
 class Deployment:
-    def __init__(self, hosts: int, tmp: Path, rng: random.Random) -> None:
+    def __init__(self, hosts: int, tmp: Path, rng: random.Random,
+                 sync: str | None = None) -> None:
         base = rng.randrange(20000, 50000)
         a, b = rng.randrange(1, 250), rng.randrange(1, 250)
         self.cells = [f"udp-multicast://239.255.{a + i}.{b}:{base + i}?iface=127.0.0.1&ttl=1"
@@ -99,14 +106,21 @@ class Deployment:
         self.backbone = [f"127.0.0.1:{base + 100 + i}" for i in range(hosts)]
         self.trace = tmp / f"trace-{base}"
         self.trace.mkdir()
+        self.data = tmp / f"data-{base}"
+        self.sync = sync
         self.hosts: list[subprocess.Popen[str]] = []
         self.members: list[subprocess.Popen[str]] = []
         for i in range(hosts):
-            peers = [x for j, p in enumerate(self.backbone) if j != i for x in ("--peer", p)]
-            self.hosts.append(subprocess.Popen(
-                [PY, "-m", "m2mc.cli", "host", "--id", f"H{i + 1}", "--listen",
-                 self.backbone[i], "--cell", self.cells[i], "--trace-dir", str(self.trace),
-                 *peers], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True))
+            self.hosts.append(self.host(i))
+
+    def host(self, i: int) -> subprocess.Popen[str]:
+        peers = [x for j, p in enumerate(self.backbone) if j != i for x in ("--peer", p)]
+        durable = [] if self.sync is None else [
+            "--data-dir", str(self.data / f"H{i + 1}"), "--sync", self.sync]
+        return subprocess.Popen(
+            [PY, "-m", "m2mc.cli", "host", "--id", f"H{i + 1}", "--listen",
+             self.backbone[i], "--cell", self.cells[i], "--trace-dir", str(self.trace),
+             *durable, *peers], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
 
     def elect(self) -> list[dict[str, Any]]:
         out = []
@@ -176,8 +190,9 @@ def rate_of(results: list[dict[str, Any]]) -> dict[str, Any]:
             "complete": complete, "ordered": all(r["ordered"] for r in results)}
 
 
-def measure_throughput(hosts: int, count: int, tmp: Path, rng: random.Random) -> dict[str, Any]:
-    d = Deployment(hosts, tmp, rng)
+def measure_throughput(hosts: int, count: int, tmp: Path, rng: random.Random,
+                       sync: str | None = None) -> dict[str, Any]:
+    d = Deployment(hosts, tmp, rng, sync)
     try:
         d.wait_master()
         d.start_members(count, 64, 0.0)
@@ -211,6 +226,31 @@ def measure_failover(tmp: Path, rng: random.Random) -> dict[str, Any]:
         d.stop()
 
 
+def measure_power_cut(tmp: Path, rng: random.Random) -> dict[str, Any]:
+    """Durable hosts, all killed at once while members send, all started again."""
+    d = Deployment(3, tmp, rng, "full")
+    try:
+        d.wait_master()
+        d.start_members(150, 64, 0.02)
+        time.sleep(0.5)
+        d.go()
+        time.sleep(1.5)
+        for h in d.hosts:
+            os.kill(h.pid, signal.SIGKILL)
+        for h in d.hosts:
+            h.wait(10)
+        time.sleep(1.0)
+        t_back = time.time()
+        d.hosts = [d.host(i) for i in range(3)]
+        res = d.results(60)
+        firsts = [e for e in d.elect() if e["phase"] == "first_sequenced" and e["t"] > t_back]
+        return {"resumed_s": round(firsts[0]["t"] - t_back, 3) if firsts else None,
+                "nothing_lost": all(r["got"] == r["expect"] for r in res) and len(res) == MEMBERS,
+                "ordered": all(r["ordered"] for r in res)}
+    finally:
+        d.stop()
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--count", type=int, default=3000, help="messages sent by each member")
@@ -232,7 +272,10 @@ def main() -> int:
     try:
         three = measure_throughput(3, count, tmp, rng)
         single = measure_throughput(1, count, tmp, rng)
+        full = measure_throughput(3, count, tmp, rng, "full")
+        normal = measure_throughput(3, count, tmp, rng, "normal")
         failover = measure_failover(tmp, rng)
+        power_cut = measure_power_cut(tmp, rng)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     ratio = (three["msgs_per_s_per_member_min"] / single["msgs_per_s_per_member_min"]
@@ -241,7 +284,12 @@ def main() -> int:
         "bench": "infra", "members": MEMBERS, "hosts": 3, "messages_per_member": count,
         "throughput": three, "reference_single_host": single,
         "ratio_vs_single_host": round(ratio, 3) if ratio else None,
+        "durable": {
+            "sync_full": full, "sync_normal": normal,
+            "ratio_full_vs_memory": _ratio(full, three),
+            "ratio_normal_vs_memory": _ratio(normal, three)},
         "failover": failover,
+        "power_cut": power_cut,
         "targets": {"throughput_msgs_per_s": 5000, "failover_s": 3.0},
         "meets_targets": {
             "throughput": three["msgs_per_s_per_member_min"] >= 5000 and three["complete"],
@@ -250,6 +298,11 @@ def main() -> int:
     }
     print(json.dumps(out))
     return 0
+
+
+def _ratio(a: dict[str, Any], b: dict[str, Any]) -> float | None:
+    key = "msgs_per_s_per_member_min"
+    return round(a[key] / b[key], 3) if b[key] else None
 
 
 if __name__ == "__main__":

@@ -82,6 +82,8 @@ KNOWN_LAYER_BREAKS = {
                                          "codec's membership entries",
     ("m2mc.store.infra_member", "m2mc.infra"): "infra<->store: the member's SQLite store "
                                                "holds m2mc.infra.persist's records",
+    ("m2mc.store.infra_host", "m2mc.infra"): "infra<->store: the host's SQLite store holds "
+                                             "m2mc.infra.host_persist's commits",
     ("m2mc.runtime.sync", "m2mc.api"): "api<->runtime: SyncNode, the synchronous face "
                                        "of the API, lives in runtime",
     ("m2mc.infra_runtime.node", "m2mc.api_node"): "api<->infra_runtime: InfraNode is the "

@@ -350,16 +350,18 @@ RECORDS = (  # one record of every kind
     im.Record(15, 0, im.RETIRED, MemberId("H4", 0)),
     im.Record(16, 0, im.ADMITTED, MemberId("H4", 0)),
     im.Record(17, 11, im.APP, M1, 4, 4, 2, b"\x01\x00\x07carol:1Yes"),
+    im.Record(1, 0, im.GENESIS, MemberId("H1", 0), body=bytes.fromhex("5eed0f5e9e2c0001")),
 )
+SEQUENCE = 0x5EED0F5E9E2C0001  # a sequence id (its GENESIS record's body)
 SNAPSHOT = im.Snapshot(30, 25, 24, (im.Row(M1, 5, 0, 3, True), im.Row(M2, 8, 9, 0, False)),
-                       (M2,), ("H4",), 15)
+                       (M2,), ("H4",), 15, SEQUENCE)
 NEW = im.NewReq("m1", "H1", 2, M1, (im.NewItem(3, 3, b"\x00hello"), im.NewItem(4, 4, b"\x00bye")))
 
 
 def infra_messages() -> list[tuple[str, str, Any]]:
     return [
-        ("Beacon", "H1's beacon: highest gseq 42, its uplink, the master, the directory",
-         im.Beacon("H1", 42, "127.0.0.1:7801", "H1", (CELL1, CELL2))),
+        ("Beacon", "H1's beacon: highest gseq 42, its uplink, the master, the directory, "
+         "the sequence", im.Beacon("H1", 42, "127.0.0.1:7801", "H1", (CELL1, CELL2), SEQUENCE)),
         ("Normals", "two NORMAL multicasts broadcast in H1's cell",
          im.Normals("H1", RECORDS[:2])),
         ("Transfer", "TRANSFER copies for member m1",
@@ -434,6 +436,10 @@ def infra_messages() -> list[tuple[str, str, Any]]:
          im.AdminResult("H1", "operator-0a1b2c", 1, "ok", "retired H3", 44)),
         ("RetiredNotice", "the master tells H3 it was retired at 44",
          im.RetiredNotice("H1", "H3", 44)),
+        ("Recover", "H3, restarted without state, asks where the deployment stands",
+         im.Recover("H3", 0x2A2A2A2A)),
+        ("RecoverReply", "H1 answers H3's question: epoch E3, it holds state, H4 retired",
+         im.RecoverReply("H1", 0x2A2A2A2A, E3, False, ("H4",), 15)),
     ]
 
 

@@ -5,7 +5,9 @@ Virtual time, from one seed. Hosts are joined by the ``backbone`` domain, reliab
 and FIFO (constant delay); each host's cell is a broadcast domain named after the
 host, in which every datagram is lost with probability ``loss`` per receiver.
 Members are attached to at most one cell at a time (``move``). Hosts can crash: what
-reaches a crashed host is dropped.
+reaches a crashed host is dropped. Hosts are durable unless ``durable_hosts=False``:
+each keeps its promise and log in a :class:`MemoryHostStore` that outlives its
+crashes (``host_stores``), so ``restart`` (and ``power_cut`` of all) takes it up.
 
 A member with a store (``add_member(..., store=...)``) can be switched off and on
 again (``power_off``, ``power_on``): its core is dropped and a new one takes up
@@ -26,9 +28,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from m2mc.infra import codec
 from m2mc.infra import messages as msg
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.host import HostCore, HostIdentity
+from m2mc.infra.host_persist import MemoryHostStore
+from m2mc.infra.ids import NO_EPOCH
 from m2mc.infra.member import (
     Delivered,
     Joined,
@@ -67,7 +72,7 @@ class Net:
                  cfg: InfraConfig | None = None, loss: float = 0.0,
                  backbone_delay: float = 0.002, cell_delay: float = 0.001,
                  trace: bool = False, obey_moves: bool = False,
-                 key: bytes | None = None) -> None:
+                 key: bytes | None = None, durable_hosts: bool = True) -> None:
         self.cfg = (cfg or InfraConfig()).check()
         self.key = key
         self.rng = random.Random(seed)  # the cores' seeds and the workloads' draws
@@ -80,6 +85,8 @@ class Net:
             domains[h] = {"delay": cell_delay, "loss": loss, "loopback": False}
         self.net = VirtualNet(domains, seed=seed)
         self.hosts: dict[str, HostCore] = {}
+        self.durable_hosts = durable_hosts
+        self.host_stores: dict[str, MemoryHostStore] = {}
         self.alive: dict[str, bool] = {}
         self._incarnation: dict[str, int] = {}
         self.members: dict[str, MemberCore] = {}
@@ -112,10 +119,13 @@ class Net:
         core = HostCore(HostIdentity(h, "127.0.0.1", 7100 + index, cell=h, uplink=h), self.cfg,
                         random.Random(self.rng.getrandbits(32)),
                         expected_hosts=len(self.host_ids), trace=self.sink, incarnation=inc,
-                        wire=self.wire(h))
+                        wire=self.wire(h), durable=self.durable_hosts)
+        store = self.host_stores.setdefault(h, MemoryHostStore()) if self.durable_hosts \
+            else None
         self.hosts[h] = core
         self.alive[h] = True
-        self.net.add(h, lambda ctx: HostSimStack(core, on_admin=self._admin_answer),
+        self.net.add(h, lambda ctx: HostSimStack(core, on_admin=self._admin_answer,
+                                                 store=store),
                      ifaces={WIRED: BACKBONE, RADIO: h}, addressed=True)
 
     def add_member(self, node: str, cell: str | None, *, join: bool = True,
@@ -265,6 +275,12 @@ class Net:
 
     def restart(self, h: str) -> None:
         self._boot_host(h)
+
+    def power_cut(self, hosts: Iterable[str] | None = None) -> None:
+        """Every host (or ``hosts``) crashes at once."""
+        for h in list(hosts if hosts is not None else self.host_ids):
+            if self.alive[h]:
+                self.crash(h)
 
     def coordinator(self) -> str | None:
         live = [h for h, c in self.hosts.items() if self.alive[h] and c.coordinator is not None]
@@ -420,6 +436,62 @@ def run_workload(net: Net, *, members: int = 9, rounds: int = 150, p_send: float
         assert net.run_while(
             lambda: any(m.phase.value != "left" for m in net.members.values()), net.now + 60), \
             {n: m.phase.value for n, m in net.members.items()}
+    net.run_until(net.now + 2.0)
+
+
+def bootstrapped(core: HostCore, others: Iterable[str], now: float = 0.0) -> HostCore:
+    """A host core tested alone, past its recovery: every other host says it is there
+    (a status) and holds no state either, so a fresh deployment starts
+    (m2mc.infra.recovery). The core must have started."""
+    r = core.succession.recovery
+    for h in others:
+        core.receive_backbone(h, codec.encode(msg.Status(
+            h, 1, "127.0.0.1", 7000, "cell", h, 0, (), "", NO_EPOCH, NO_EPOCH, 0, 0, None)), now)
+        if r is not None:
+            core.receive_backbone(h, codec.encode(msg.RecoverReply(h, r.nonce, NO_EPOCH, True)),
+                                  now)
+    assert not core.succession.recovering
+    core.drain(now)
+    return core
+
+
+def traffic(net: Net, seconds: float, tag: str, rate: float = 10.0) -> None:
+    """Every member that may send sends ``rate`` messages a second for ``seconds``."""
+    for k in range(int(seconds * rate)):
+        for n, core in net.members.items():
+            if n not in net.off and core.phase.value in ("joining", "member"):
+                net.send(n, f"{n}-{tag}{k}".encode())
+        net.run_until(net.now + 1.0 / rate)
+
+
+def restart_the_quorum_depends_on(net: Net) -> str:
+    """Issue 34's case: a host cut off the backbone, traffic, the master crashes for
+    good and the other follower restarts (its log is the only live one that holds
+    what the master committed with it), traffic, the partition heals. Returns the
+    restarted follower."""
+    traffic(net, 1.0, "a")
+    master = net.coordinator()
+    assert master is not None
+    follower, cut = sorted(h for h in net.host_ids if h != master)
+    net.net.partition([cut], domains=["backbone"])
+    traffic(net, 2.0, "b")
+    net.crash(master)
+    net.crash(follower)
+    net.run_until(net.now + 0.3)
+    net.restart(follower)
+    traffic(net, 1.0, "c")
+    net.net.heal_partitions()
+    return follower
+
+
+def drain(net: Net, limit: float = 60.0) -> None:
+    """Members out of coverage, or in a dead host's cell, come into live cells; then
+    run until every send is sequenced (at most ``limit`` seconds), and a little more."""
+    live = [h for h in net.host_ids if net.alive[h]]
+    for i, n in enumerate(net.members):
+        if net.where[n] is None or not net.alive[net.where[n] or ""]:
+            net.move(n, live[i % len(live)])
+    assert net.run_while(lambda: net.pending() > 0, net.now + limit), "sends never sequenced"
     net.run_until(net.now + 2.0)
 
 

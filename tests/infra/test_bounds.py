@@ -8,7 +8,7 @@ import asyncio
 import random
 
 import pytest
-from infra_harness import Net, check_complete
+from infra_harness import Net, bootstrapped, check_complete
 
 from m2mc.errors import ConfigError
 from m2mc.infra import messages as m
@@ -188,8 +188,7 @@ def host(**cfg: object) -> HostCore:
     core = HostCore(HostIdentity("H1"), InfraConfig(**cfg).check(),  # type: ignore[arg-type]
                     random.Random(1), expected_hosts=3)
     core.start(0.0)
-    core.drain(0.0)
-    return core
+    return bootstrapped(core, ("H2", "H3"))
 
 
 def status(h: str) -> bytes:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from infra_harness import Net, check_complete, check_total_order, run_workload
+from infra_harness import Net, bootstrapped, check_complete, check_total_order, run_workload
 
 from m2mc.infra import messages as m
 from m2mc.infra.codec import decode, encode
@@ -138,6 +138,7 @@ def test_old_master_records_are_refused_after_a_takeover() -> None:
     cfg = InfraConfig()
     host = HostCore(HostIdentity("H2"), cfg, random.Random(1), expected_hosts=3)
     host.start(0.0)
+    bootstrapped(host, ("H1", "H3"))
     e1, e2 = Epoch(1, 0.0, "H1"), Epoch(2, 1.0, "H3")
     host.receive_backbone("H3", encode(m.Takeover(e2, "H3", 0)), 1.0)
     out = [decode(s.data) for s in host.drain(1.0) if s.link == "backbone"]

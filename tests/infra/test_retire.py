@@ -12,9 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from infra_harness import (
     Net,
+    bootstrapped,
     check_complete,
     check_garbage_collected,
     check_total_order,
+    drain,
     run_workload,
 )
 
@@ -47,12 +49,7 @@ def traffic(net: Net, tag: str, rounds: int = 10) -> None:
 
 
 def settle(net: Net) -> None:
-    live = [h for h in net.host_ids if net.alive[h]]
-    for i, n in enumerate(net.members):
-        if net.where[n] is None or not net.alive[net.where[n] or ""]:
-            net.move(n, live[i % len(live)])
-    assert net.run_while(lambda: net.pending() > 0, net.now + 30), "sends never sequenced"
-    net.run_until(net.now + 2)
+    drain(net, 30)
     check_total_order(net)
     check_complete(net)
 
@@ -191,8 +188,7 @@ def test_the_master_can_retire_itself_and_the_others_carry_on() -> None:
 def _host(hosts: int = 3) -> HostCore:
     core = HostCore(HostIdentity("H1"), InfraConfig(), random.Random(1), expected_hosts=hosts)
     core.start(0.0)
-    core.drain(0.0)
-    return core
+    return bootstrapped(core, [f"H{i}" for i in range(2, hosts + 1)])
 
 
 def _status(h: str, eid: Epoch | None = None, master: str = "") -> bytes:

@@ -184,7 +184,7 @@ WIRE_SAMPLES: dict[str, Any] = {
     "records": [_RECORD, [8, 0, 1, "m1", 2, 0, 0, 0, b""], [9, 0, 5, "H3", 0, 0, 0, 0, b""]],
     "cells": [_CELL], "mids": [_MID, ["m1", 2]], "items": [[3, 2, b"body"], [4, 3, b""]],
     "pairs": [[_MID, 11]], "strs": ["H1", "H2"],
-    "opt_snapshot": [9, 6, 5, [[_MID, 1, 4, 3, True]], [["m1", 2]], ["H3", "H4"], 8],
+    "opt_snapshot": [9, 6, 5, [[_MID, 1, 4, 3, True]], [["m1", 2]], ["H3", "H4"], 8, 77],
     "request": [12, "m0", "H1", 4, _MID, [[3, 2, b"body"]]],
 }
 

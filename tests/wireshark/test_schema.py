@@ -149,11 +149,11 @@ def test_every_infra_message_is_known_with_its_fields_and_wire_types() -> None:
 def test_record_kinds_suites_and_constants() -> None:
     records = lua_table("INFRA_RECORD_KINDS")
     kinds = {getattr(im, name): name for name in ("APP", "JOINED", "LEFT", "EXPELLED", "CLEANUP",
-                                                  "RETIRED", "ADMITTED")}
+                                                  "RETIRED", "ADMITTED", "GENESIS")}
     assert set(kinds) == im.RECORD_KINDS
     assert {n: row[0] for n, row in records.items()} == kinds
-    # RETIRED and ADMITTED name a host, not a member
-    assert set(lua_table("INFRA_HOST_RECORDS")) == im.CONFIG_KINDS
+    # RETIRED, ADMITTED and GENESIS name a host, not a member
+    assert set(lua_table("INFRA_HOST_RECORDS")) == im.HOSTS_ONLY_KINDS
     ops = {getattr(im, f"OP_{name.upper()}"): name for name in ("show", "retire", "readmit")}
     assert set(ops) == im.ADMIN_OPS
     assert {n: row[0] for n, row in lua_table("ADMIN_OPS").items()} == ops
@@ -215,6 +215,8 @@ NOT_DISSECTED = {
                                                "interface watcher: never on the network",
     "m2mc.transport.linkwatch:LinkState.feed": "the kernel's rtnetlink messages to the "
                                                "interface watcher: never on the network",
+    "m2mc.transport.linkwatch:AddressState.feed": "the kernel's rtnetlink messages to the "
+                                                  "interface watcher: never on the network",
 }
 
 

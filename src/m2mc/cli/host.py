@@ -20,8 +20,18 @@ status 2) until ``readmit``. Exit status: 0 done; 2 bad input (unknown host, alr
 retired, the last host, not retired); 1 the deployment could not do it now (no master,
 another change under way, no answer): try again.
 
+``--data-dir DIR`` keeps the host's promise, log and commit point in
+``DIR/infra-host.sqlite3``, written before the host answers (docs/infra.md, "Durable
+hosts"): restarted with the same directory it takes them up, so a crash or a power cut
+of every host loses nothing. ``--sync normal`` writes without waiting for the disk
+(safe against ``kill -9``, not against an operating system crash). Without a data
+directory a host keeps everything in memory, and a restarted one takes part in
+nothing until it has recovered the log from the others.
+
 ``--iface NAME`` puts the cell on that interface (by name or address) and is where
-the uplink binds unless ``--uplink`` says otherwise.
+the uplink binds unless ``--uplink`` says otherwise. By name, the uplink follows the
+interface's address: bound again on the new one when it changes, and advertised at
+once (a warning line says ``uplink now ADDR``; docs/infra.md "Addresses").
 
 A deployment key (``--key-file FILE`` or ``--passphrase TEXT``, and ``--suite``)
 seals every frame; members need the same key (``NodeConfig.infra_key``). Without
@@ -61,9 +71,10 @@ from m2mc.infra_runtime.host_driver import HostDriver, settings_from_strings
 from m2mc.infra_runtime.keying import DeploymentKey
 from m2mc.infra_runtime.net import parse_address
 from m2mc.metrics import metrics_flag, parse_metrics_address
+from m2mc.store.infra_host import SYNC_MODES
 
 _HOST_KEYS = ("id", "listen", "peers", "cell", "uplink", "trace_dir", "run_id", "key",
-              "key_file", "passphrase", "suite", "metrics")
+              "key_file", "passphrase", "suite", "metrics", "data_dir", "sync")
 
 
 def register(subparsers: Any) -> None:
@@ -79,7 +90,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--cell", metavar="URL",
                    help="this host's cell: udp-multicast://239.255.X.Y:PORT?iface=IP&ttl=1")
     add_iface_argument(p, "the --cell URL", "; the uplink binds on its address unless "
-                       "--uplink says otherwise")
+                       "--uplink says otherwise, and by name follows it when it changes")
     p.add_argument("--uplink", metavar="ADDR",
                    help="UDP address members send to (default: the address of the cell's "
                         "interface, any port)")
@@ -87,6 +98,12 @@ def register(subparsers: Any) -> None:
                    help="seeds/001 4.1: multicasts only to gateways with members")
     p.add_argument("--skip-membership", action="store_true", default=None,
                    help="seeds/001 4.3: cells relay only their own membership changes")
+    p.add_argument("--data-dir", metavar="DIR",
+                   help="keep the host's promise and log here, written before it answers; "
+                        "a restart with the same DIR takes them up (default: memory only)")
+    p.add_argument("--sync", choices=SYNC_MODES[:2], default=None,
+                   help="with --data-dir: full (default) waits for the disk at each write, "
+                        "surviving a power cut; normal survives a crash of the process only")
     p.add_argument("--trace-dir", metavar="DIR", help="write trace events (elect) here")
     p.add_argument("--run-id", default=None, help="the trace's run column")
     p.add_argument("--run-for", metavar="S", type=float, default=None,
@@ -171,7 +188,21 @@ def run(args: argparse.Namespace) -> int:
                                      else str(host.get("run_id", "")),
                                      key=_key(args, host))
     settings.metrics = _metrics(args, host)
+    settings.data_dir, settings.sync = _durability(args, host)
     return asyncio.run(_serve(HostDriver(settings), args.run_for))
+
+
+def _durability(args: argparse.Namespace, host: dict[str, Any]) -> tuple[str | None, str]:
+    """``--data-dir`` and ``--sync`` (else the [host] table's ``data_dir``, ``sync``)."""
+    data_dir = args.data_dir if args.data_dir is not None else host.get("data_dir")
+    sync = args.sync if args.sync is not None else host.get("sync", "full")
+    if data_dir is not None and not isinstance(data_dir, str):
+        raise ConfigError("host.data_dir: expected a string (a directory)")
+    if sync not in SYNC_MODES[:2]:
+        raise ConfigError(f"host.sync: expected 'full' or 'normal', got {sync!r}")
+    if data_dir is None and (args.sync is not None or "sync" in host):
+        raise UsageError("--sync needs --data-dir")
+    return data_dir, str(sync)
 
 
 def _key(args: argparse.Namespace, host: dict[str, Any]) -> DeploymentKey | None:

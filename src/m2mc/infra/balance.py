@@ -10,8 +10,10 @@ checks finish the job.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from m2mc.infra.messages import CellInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,3 +44,16 @@ def plan(loads: Mapping[str, int]) -> RerouteOrder | None:
     if count < 1 or source == target:
         return None
     return RerouteOrder(source, target, count)
+
+
+def reroute(directory: Sequence[CellInfo], me: str, my_load: int
+            ) -> tuple[str, int, CellInfo] | None:
+    """The master's order from its directory of cells (its own load counted as it is
+    now): ``(source host, how many, target cell)``, or None when balanced."""
+    loads = {c.host: c.load for c in directory}
+    cells = {c.host: c for c in directory}
+    loads[me] = my_load
+    order = plan(loads)
+    if order is None or order.target not in cells:
+        return None
+    return order.source, order.count, cells[order.target]

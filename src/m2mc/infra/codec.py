@@ -181,13 +181,13 @@ HOSTS = _seq(_ident, _dec_str, 4096)
 
 def _enc_snapshot(s: m.Snapshot) -> list[Any]:
     return [s.lsn, s.gseq, s.last_app_gseq, ROWS[0](s.rows), MIDS[0](s.mcache),
-            HOSTS[0](s.retired), s.config_lsn]
+            HOSTS[0](s.retired), s.config_lsn, s.sequence]
 
 
 def _dec_snapshot(x: Any) -> m.Snapshot:
-    f = _list(x, 7)
+    f = _list(x, 8)
     return m.Snapshot(_dec_int(f[0]), _dec_int(f[1]), _dec_int(f[2]), ROWS[1](f[3]),
-                      MIDS[1](f[4]), HOSTS[1](f[5]), _dec_int(f[6]))
+                      MIDS[1](f[4]), HOSTS[1](f[5]), _dec_int(f[6]), _dec_int(f[7]))
 
 
 OPT_SNAPSHOT = _optional(_enc_snapshot, _dec_snapshot)
@@ -198,7 +198,7 @@ REQUEST = (lambda x: _body(x), lambda x: _request(x))
 # tag -> (class, field codecs in dataclass field order)
 _SCHEMAS: dict[int, tuple[type, tuple[tuple[Enc, Dec], ...]]] = {
     # cell downlink
-    1: (m.Beacon, (STR, INT, STR, STR, CELLS)),
+    1: (m.Beacon, (STR, INT, STR, STR, CELLS, INT)),
     2: (m.Normals, (STR, RECORDS)),
     3: (m.Transfer, (STR, MID, RECORDS)),
     4: (m.Ack, (STR, STR, INT)),
@@ -235,6 +235,8 @@ _SCHEMAS: dict[int, tuple[type, tuple[tuple[Enc, Dec], ...]]] = {
     39: (m.Reconfig, (STR, STR, INT, INT, STR)),
     40: (m.AdminResult, (STR, STR, INT, STR, STR, INT)),
     41: (m.RetiredNotice, (STR, STR, INT)),
+    42: (m.Recover, (STR, INT)),
+    43: (m.RecoverReply, (STR, INT, EPOCH, BOOL, HOSTS, INT)),
 }
 _TAGS: dict[type, int] = {cls: tag for tag, (cls, _) in _SCHEMAS.items()}
 _REQUEST_CLASSES = (m.JoinReq, m.NewReq, m.LeaveReq, m.LeaveOkReq)
@@ -306,3 +308,41 @@ def decode_body(body: bytes) -> Message:
 def record_size(r: m.Record) -> int:
     """Rough encoded size of a record, for batching under a datagram bound."""
     return 24 + len(r.mid.node) + len(r.body)
+
+
+# ------------------------------------------------------------------ stored forms
+# A host's durable log (m2mc.store.infra_host) keeps records, epochs and snapshots
+# as the msgpack of their wire fields, and reads them back through the same checks
+# as the network's: a damaged file is a DecodeError, never a wrong value.
+def _unpack(data: bytes) -> Any:
+    try:
+        return msgpack.unpackb(data, raw=False, use_list=True, strict_map_key=True)
+    except Exception as exc:  # msgpack raises several unrelated types
+        raise DecodeError(f"undecodable stored value: {type(exc).__name__}") from None
+
+
+def pack_record(r: m.Record) -> bytes:
+    out: bytes = msgpack.packb(enc_record(r), use_bin_type=True)
+    return out
+
+
+def unpack_record(data: bytes) -> m.Record:
+    return dec_record(_unpack(data))
+
+
+def pack_epoch(e: Epoch) -> bytes:
+    out: bytes = msgpack.packb(_enc_epoch(e), use_bin_type=True)
+    return out
+
+
+def unpack_epoch(data: bytes) -> Epoch:
+    return _dec_epoch(_unpack(data))
+
+
+def pack_snapshot(s: m.Snapshot) -> bytes:
+    out: bytes = msgpack.packb(_enc_snapshot(s), use_bin_type=True)
+    return out
+
+
+def unpack_snapshot(data: bytes) -> m.Snapshot:
+    return _dec_snapshot(_unpack(data))

@@ -35,6 +35,10 @@ class InfraConfig:
     mcache_ttl: float = 60.0  # an entry is forgotten after this
     max_members: int = 4096  # JOINs beyond are refused (dropped, retried by the member)
     member_timeout: float = 30.0  # a member unseen by every host this long is expelled
+    # a member that has not delivered this much (bytes, or seconds' worth) is expelled,
+    # so a paused application cannot make the hosts hold everything (0: no bound)
+    max_backlog_bytes: int = 256 << 20
+    max_backlog_age: float = 600.0
     fetch_limit: int = 512  # records in one Fetched answer
     # ------------------------------------------------ hosts (seeds/004 4.2, 4.5, 5.1, 5.3)
     status_interval: float = 0.1
@@ -50,6 +54,7 @@ class InfraConfig:
     max_forward_queue: int = 65536  # gateway: requests kept until sequenced
     max_queued_requests: int = 65536  # coordinator: requests held during a takeover
     batch_records: int = 256  # records per Replicate frame
+    checkpoint_every: int = 4096  # durable host: freed records between two checkpoints
     # ------------------------------------------------ outsiders (docs/security.md)
     control_rate: float = 50.0  # gateway, per computer: JOINs, NACKs, arrivals per second
     control_burst: float = 100.0
@@ -78,7 +83,7 @@ class InfraConfig:
         for name in ("beacon_interval", "local_timeout", "retransmit", "nack_timer",
                      "status_interval", "host_timeout", "election_collect", "election_vote",
                      "takeover_timeout", "max_datagram", "transfer_chunk", "batch_records",
-                     "control_rate", "control_burst", "control_total_rate",
+                     "checkpoint_every", "control_rate", "control_burst", "control_total_rate",
                      "control_total_burst", "control_max_senders", "max_hosts",
                      "max_backbone_frame", "replay_window", "max_auth_senders",
                      "admin_timeout", "max_admin_requests"):

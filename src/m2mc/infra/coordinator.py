@@ -11,6 +11,13 @@ NORMAL messages to all gateways is this replication stream.
 
 Request handling follows the seed exactly: figure 3 for JOIN, LEAVE and LEAVEOK,
 steps (1)-(5) and the buffering of early NEWs, STABINFO steps (1)-(3), A5, A6.
+
+Beyond the seed, a member's **backlog** is bounded: what the hosts hold because that
+member has not delivered it (every multicast after its ``stable``). A member whose
+application stopped reading keeps greeting, so ``member_timeout`` never expels it;
+past ``max_backlog_bytes`` or ``max_backlog_age`` it is expelled instead, as a silent
+one is (docs/infra.md, "Bounded hosts"), so no member can make every host's memory
+grow for as long as it pauses.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from m2mc.infra import messages as msg
+from m2mc.infra.codec import record_size
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.ids import Epoch, MemberId
 from m2mc.infra.replog import ReplicaLog
@@ -47,6 +55,7 @@ class CoordStats:
     discarded_a5: int = 0
     discarded_a6: int = 0
     expelled: int = 0
+    expelled_backlog: int = 0  # ... because its backlog passed max_backlog_bytes/_age
     refused_full: int = 0
 
 
@@ -78,6 +87,11 @@ class Coordinator:
         self.first_app_gseq: int | None = None  # first multicast this coordinator numbered
         self.early_total = 0  # early NEWs held, all members together (max_early_total)
         self._commit_dirty = False
+        # The multicasts held (gseq order, contiguous from self._held_base): when each
+        # was sequenced (or adopted) and the bytes held before it, for the backlog bound.
+        self._held: list[tuple[float, int]] = []
+        self._held_base = 0  # gseq of self._held[0]
+        self._held_bytes = 0  # bytes of every multicast held so far (a running total)
         self._rebuild_norm_buffer(now)
 
     # ================================================================ set-up
@@ -90,6 +104,7 @@ class Coordinator:
             r = self.log.get(lsn)
             if r is None or not r.gseq:
                 continue
+            self._hold(r, now)
             self.norm_buffer[r.gseq] = {
                 mid for mid, row in rows.items()
                 if row.first <= r.gseq and (row.last == 0 or r.gseq <= row.last)}
@@ -108,12 +123,18 @@ class Coordinator:
             self.first_app_gseq = r.gseq
         self.log.append((r,))
         if r.gseq:
+            self._hold(r, now)
             pending = set(self.work.members)
             if kind in (msg.LEFT, msg.EXPELLED):
                 pending.add(mid)  # figure 3 line 19: "members and mid"
             if pending:
                 self.norm_buffer[r.gseq] = pending
         return r
+
+    def append_genesis(self, founder: MemberId, sequence: int, now: float) -> msg.Record:
+        """The first record of a sequence nobody held before (docs/infra.md, "Hosts
+        without a data directory"): its id, which every beacon then carries."""
+        return self._append(msg.GENESIS, founder, body=sequence.to_bytes(8, "big"), now=now)
 
     def append_config(self, kind: int, target: MemberId, now: float) -> msg.Record:
         """Retire or admit a host (docs/infra.md, "Retiring a host"): the caller checked
@@ -376,6 +397,39 @@ class Coordinator:
                 recs.append(r)
         if recs:
             self.out.append((f.host, msg.Fetched(tuple(recs))))
+
+    def _hold(self, r: msg.Record, now: float) -> None:
+        if not self._held:
+            self._held_base = r.gseq
+        elif r.gseq != self._held_base + len(self._held):
+            return  # (gseqs are contiguous: never from an honest log)
+        self._held.append((now, self._held_bytes))
+        self._held_bytes += record_size(r)
+
+    def check_backlogs(self, now: float) -> list[MemberId]:
+        """Expel the members whose backlog passed a bound; return them."""
+        cfg = self.cfg
+        held = self._held
+        drop = self.stable_watermark() + 1 - self._held_base  # stable: nobody waits for it
+        if drop > 0:
+            del held[:drop]
+            self._held_base += drop
+        if not held or (cfg.max_backlog_bytes <= 0 and cfg.max_backlog_age <= 0):
+            return []
+        out = []
+        for mid in sorted(self.work.members):
+            first = max(self.stable.get(mid, 0), self.work.rows[mid].first - 1) + 1
+            i = first - self._held_base
+            if i < 0 or i >= len(held):
+                continue
+            since, before = held[i]
+            too_big = 0 < cfg.max_backlog_bytes < self._held_bytes - before
+            if too_big or 0 < cfg.max_backlog_age < now - since:
+                out.append(mid)
+        for mid in out:
+            self.expel(mid, now)
+            self.stats.expelled_backlog += 1
+        return out
 
     def check_members(self, now: float) -> None:
         self.work.mcache.expire(now)

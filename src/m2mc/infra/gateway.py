@@ -22,7 +22,8 @@ Departures from the pseudo-code, each in docs/decisions.md:
 Against outsiders (docs/security.md): ``local`` holds at most ``max_local``
 computers (greetings of further ones are ignored until some go silent); JOINs,
 NACKs and arrivals (a greeting that brings a new computer or member id: a
-handoff) pass a per-computer token bucket (``control_rate``/``control_burst``, and
+handoff; any frame of a known computer from a new address, where its answers then
+go) pass a per-computer token bucket (``control_rate``/``control_burst``, and
 ``control_total_*`` for all together) before any work is done; a refused one is
 not acknowledged, so a real member's retry brings it back. STABINFO is reported
 only for members of the replica's tables.
@@ -75,6 +76,7 @@ class GatewayStats:
     moved: int = 0
     rate_limited: int = 0  # JOINs, NACKs and arrivals refused by the rate limiter
     local_refused: int = 0  # greetings of new computers while `local` was full
+    readdressed: int = 0  # computers heard from a new address (their answers follow)
 
 
 @dataclass(slots=True)
@@ -123,7 +125,7 @@ class Gateway:
         if known is None and len(self.local) >= self.cfg.max_local:
             self.stats.local_refused += 1
             return
-        if self._costly(m, known) and not self.limiter.allow(m.node, now):
+        if self._costly(m, known, src) and not self.limiter.allow(m.node, now):
             self.stats.rate_limited += 1  # no ack: a real member tries again
             return
         loc = self._greet(src, m.node, now)
@@ -156,10 +158,14 @@ class Gateway:
             self.stats.forwarded += 1
 
     @staticmethod
-    def _costly(m: msg.UplinkMessage, known: _Local | None) -> bool:
+    def _costly(m: msg.UplinkMessage, known: _Local | None, src: str) -> bool:
         """Control traffic that makes the gateway or the coordinator work: JOIN, NACK,
-        and an arrival (a greeting of a computer or member id not seen here)."""
+        an arrival (a greeting of a computer or member id not seen here), and any
+        frame of a known computer from a new address (its answers go there from now
+        on: in an unkeyed deployment that costs an outsider as much as a NACK would)."""
         if isinstance(m, msg.JoinReq | msg.NackReq):
+            return True
+        if known is not None and known.addr != src:
             return True
         return isinstance(m, msg.Hello) and (known is None or known.mid != m.mid)
 
@@ -175,9 +181,21 @@ class Gateway:
         loc = self.local.get(node)
         if loc is None:
             loc = self.local[node] = _Local(src, now)
-        loc.addr = src
+        elif loc.addr != src:
+            self._readdress(loc, src)
         loc.heard = now
         return loc
+
+    def _readdress(self, loc: _Local, src: str) -> None:
+        """A known computer speaks from a new address (its interface's address changed,
+        or it roamed): answers, MOVEs and its running transfer go there from now on.
+        Members are keyed by node, never by address; the address is its own word (a
+        frame sealed by that node, in a keyed deployment)."""
+        loc.addr = src
+        self.stats.readdressed += 1
+        t = self.trans.get(loc.mid) if loc.mid is not None else None
+        if t is not None:
+            t.addr = src
 
     def _set_mid(self, node: str, loc: _Local, mid: MemberId | None) -> None:
         if mid is not None and mid in self.log.state.mcache and mid not in self.log.state.rows:
@@ -320,7 +338,7 @@ class Gateway:
                     if loc is not None and loc.mid == r.mid:
                         loc.mid = None
                 continue
-            if r.kind in msg.CONFIG_KINDS:  # the hosts' business: no multicast to relay
+            if r.kind in msg.HOSTS_ONLY_KINDS:  # the hosts' business: no multicast to relay
                 continue
             if not self.subscribed or self._skip(r):
                 continue
@@ -357,9 +375,10 @@ class Gateway:
         """A Sync from the coordinator arrived: with 4.1 it is the SUBSCOK."""
         if self.sub_requested:
             self.subscribed = True
-            # What was sequenced while this cell was out of the subscr-set never went
-            # by here: the beacons' high shows it, so that a member that came (or was
-            # switched on) here since asks for it even when no multicast follows.
+        if self.subscribed:
+            # What was sequenced while this cell was out of the subscr-set (or this
+            # host down, or recovering) never went by here: the beacons' high shows it,
+            # so that a member here asks for it even when no multicast follows.
             self.relay_high = max(self.relay_high, self.log.committed_gseq())
 
     # =============================================================== coordinator changes
@@ -393,12 +412,18 @@ class Gateway:
             self.cell_out.append((self.local[node].addr, msg.Move(self.host, node, target)))
             self.stats.moved += 1
 
+    def move_uplink(self, uplink: str, now: float) -> None:
+        """Beacons name ``uplink`` from now on, starting with one at once."""
+        self.uplink = uplink
+        self._next_beacon = now
+
     # =============================================================== timers
     def tick(self, now: float) -> None:
         if now >= self._next_beacon:
             self._next_beacon = now + self.cfg.beacon_interval
             self.cell_out.append((None, msg.Beacon(self.host, self.relay_high, self.uplink,
-                                                   self.master, self.directory)))
+                                                   self.master, self.directory,
+                                                   self.log.state.sequence)))
             self.stats.beacons += 1
         if now >= self._next_sweep:  # B2: silent computers leave `local`
             self._next_sweep = now + self.cfg.beacon_interval

@@ -42,6 +42,7 @@ from m2mc.infra.member_events import (
     Uplink,
     ViewChange,
 )
+from m2mc.infra.member_lost import new_sequence, not_member
 from m2mc.infra.member_moves import check_host, readdress
 from m2mc.infra.persist import MemberCommit, MemberStore, SavedMember
 from m2mc.infra.reliable import ReliableSender
@@ -90,10 +91,12 @@ class MemberCore:
         self._expect: str | None = None  # host of the cell we asked to move to
         self._unheard: set[str] = set()  # hosts we went to (or had) and did not hear
         self._last_high = 0
+        self.sequence = 0  # the hosts' sequence we belong to (beacons; 0: none heard yet)
         # Switch-off and power-on (persist.py): with a store (the driver's, never called
         # here) every change goes into a save the driver commits before output leaves.
         self.durable = None if store is None else Durable(self.trace, trace_journal)
         self._power_on = False  # resumed a saved membership, not yet confirmed by a host
+        self._lost_told = 0  # sequence losses written in the trace
         self.restore_problem = ""  # why the saved membership could not be taken up
         self._old_join_id: int | None = None  # the saved membership's (not to be reused)
         # Back-pressure (the API's max_queued_messages, :meth:`make_room`): messages are
@@ -238,7 +241,7 @@ class MemberCore:
                 self._on_ack(m.rseq, now)
         elif isinstance(m, msg.NotMember):
             if m.mid == self.mid:
-                self._not_member(now)
+                not_member(self, now)
         elif m.node == self.node:  # Move
             self._events.append(MoveRequest(m.target))
 
@@ -248,6 +251,8 @@ class MemberCore:
         if self.gateway is not None and b.host != self.gateway \
                 and now - self._gateway_heard < self.cfg.host_silence:
             return  # B3: we stay with one gateway while it is heard
+        if b.sequence and b.sequence != self.sequence:
+            new_sequence(self, b, now)
         changed = b.host != self.gateway
         self._unheard.discard(b.host)
         if b.host == self._expect:
@@ -405,6 +410,9 @@ class MemberCore:
             self._events.append(Left(r.mid, r.gseq, r.kind == msg.EXPELLED))
             if self.trace.enabled:
                 extra = {"power_on_refused": True} if r.lsn == 0 and self._power_on else {}
+                if r.lsn == 0 and self.stats.sequence_lost > self._lost_told:
+                    self._lost_told = self.stats.sequence_lost
+                    extra["sequence_lost"] = True
                 self._emit("leave", now, gseq=r.gseq,
                            detail=detail_json(member=str(r.mid),
                                               expelled=r.kind == msg.EXPELLED, **extra))
@@ -423,18 +431,6 @@ class MemberCore:
         elif self.cfg.skip_membership:
             return  # 4.3 (ii): line 11 skipped for membership changes
         self._events.append(ViewChange(r.gseq, _VIEW_KIND[r.kind], r.mid))
-
-    def _not_member(self, now: float) -> None:
-        """Our membership ended without us delivering its end (expelled while away,
-        and the record freed since): behave as if expelled now."""
-        if self.phase in (Phase.MEMBER, Phase.LEAVING):
-            assert self.mid is not None
-            if self._power_on:  # switched off longer than the hosts kept us (persist.py)
-                self.stats.resumes_refused += 1
-            self._deliver(msg.Record(0, self.mystable, msg.EXPELLED, self.mid), now)
-        elif self.phase == Phase.CLOSING:
-            self.phase = Phase.LEFT  # our LEAVEOK was processed; its ack got lost
-            self._sender.abandon()
 
     # ================================================================ NACK (figure 6)
     def _nack_now(self) -> msg.NackReq | None:

@@ -69,7 +69,7 @@ class Durable:
     def scalars(core: MemberCore) -> tuple[object, ...]:
         return (core.group, core.phase.value, None if core.mid is None else core.mid.join_id,
                 core.mystable, core.mynew, core._confirmed, core._leave_requested,
-                core.app_seq)
+                core.app_seq, core.sequence)
 
     def take(self, core: MemberCore) -> Save[MemberCommit] | None:
         """What changed since the last save, as a save for the driver to carry out
@@ -82,7 +82,8 @@ class Durable:
         join_id = None if core.mid is None else core.mid.join_id
         membership = encode_membership(
             group=core.group, phase=core.phase.value, join_id=join_id, mystable=core.mystable,
-            mynew=core.mynew, confirmed=core._confirmed, leave_requested=core._leave_requested)
+            mynew=core.mynew, confirmed=core._confirmed, leave_requested=core._leave_requested,
+            sequence=core.sequence)
         record = MemberCommit(core.node, core.app_seq, membership, tuple(self.put.values()),
                               tuple(self.drop), batch)
         core.stats.commits += 1
@@ -123,6 +124,7 @@ def restore(core: MemberCore, saved: SavedMember) -> None:
         durable.owned = {i.app_seq: i for i in saved.pending}
     core.restore_problem = saved.problem
     core._old_join_id = saved.join_id
+    core.sequence = saved.sequence
     if saved.problem:
         core.stats.restore_discarded += 1
     elif saved.resumable:

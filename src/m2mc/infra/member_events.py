@@ -85,5 +85,6 @@ class MemberStats:
     resumed: int = 0  # saved memberships taken up again at power-on
     resumes_refused: int = 0  # ... that the hosts no longer held (expelled while off)
     restore_discarded: int = 0  # saved memberships unusable (corrupt): joined afresh
+    sequence_lost: int = 0  # memberships ended because every host lost its state
     commits: int = 0  # saves of the durable state (before frames or events left)
     delivery_pauses: int = 0  # deliveries stopped: the application had no room

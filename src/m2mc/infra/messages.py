@@ -32,11 +32,13 @@ EXPELLED = 3  # "mid has left" because its computer went silent (seeds/004 4.5)
 CLEANUP = 4  # LEAVEOK processed: tables freed (seeds/001 figure 3 line 27); no gseq
 RETIRED = 5  # a host leaves the deployment for good (``mid.node`` is its id); no gseq
 ADMITTED = 6  # a retired host is admitted again (``mid.node`` is its id); no gseq
+GENESIS = 7  # the first record of a sequence: ``body`` is its 8-byte id; no gseq
 
 MEMBERSHIP_KINDS = frozenset({JOINED, LEFT, EXPELLED})
 CONFIG_KINDS = frozenset({RETIRED, ADMITTED})  # changes of the hosts' configuration
-NO_GSEQ_KINDS = frozenset({CLEANUP, RETIRED, ADMITTED})  # no multicast: never relayed
-RECORD_KINDS = frozenset({APP, JOINED, LEFT, EXPELLED, CLEANUP, RETIRED, ADMITTED})
+HOSTS_ONLY_KINDS = frozenset({RETIRED, ADMITTED, GENESIS})  # never relayed to a cell
+NO_GSEQ_KINDS = frozenset({CLEANUP, RETIRED, ADMITTED, GENESIS})  # no multicast
+RECORD_KINDS = frozenset({APP, JOINED, LEFT, EXPELLED, CLEANUP, RETIRED, ADMITTED, GENESIS})
 
 # Operators' requests (AdminRequest.op).
 OP_SHOW = 0  # the host's view of the deployment
@@ -80,13 +82,16 @@ class CellInfo:
 # --------------------------------------------------------------------- cell downlink
 @dataclass(frozen=True, slots=True)
 class Beacon:
-    """Every T_B seconds (seeds/001 2.4). ``high``: highest gseq relayed in the cell."""
+    """Every T_B seconds (seeds/001 2.4). ``high``: highest gseq relayed in the cell.
+    ``sequence``: the id of the hosts' sequence (its GENESIS record; 0 while the
+    gateway holds none): a member of another sequence is no member any more."""
 
     host: str
     high: int
     uplink: str
     master: str
     directory: tuple[CellInfo, ...] = ()
+    sequence: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,6 +293,7 @@ class Snapshot:
     mcache: tuple[MemberId, ...]
     retired: tuple[str, ...] = ()  # hosts retired for good (docs/infra.md, "Retiring")
     config_lsn: int = 0  # the record that last changed ``retired``
+    sequence: int = 0  # the id of the sequence (its GENESIS record; 0: none yet)
 
 
 @dataclass(frozen=True, slots=True)
@@ -457,7 +463,31 @@ class RetiredNotice:
     lsn: int
 
 
+@dataclass(frozen=True, slots=True)
+class Recover:
+    """A host without state asks the others where the deployment stands before it
+    takes part in anything (docs/infra.md, "Hosts without a data directory"); only
+    answers that echo ``nonce`` count, so none predates the question."""
+
+    host: str
+    nonce: int
+
+
+@dataclass(frozen=True, slots=True)
+class RecoverReply:
+    """A host's answer to :class:`Recover`: the newest epoch it knows (at least its
+    promise), whether it holds no state at all (``pristine``), and its committed
+    configuration (the retired hosts, changed last at ``config_lsn``)."""
+
+    host: str
+    nonce: int
+    epoch: Epoch
+    pristine: bool
+    retired: tuple[str, ...] = ()
+    config_lsn: int = 0
+
+
 BackboneMessage = (Status | ElectStart | Vote | Takeover | TakeoverReject | StateReply
                    | Forward | FwdAck | StabInfo | Subscribe | Unsubscribe | Fetch | Fetched
                    | Replicate | Sync | Accepted | Commit | Reroute | AdminRequest | Reconfig
-                   | AdminResult | RetiredNotice)
+                   | AdminResult | RetiredNotice | Recover | RecoverReply)

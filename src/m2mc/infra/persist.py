@@ -90,6 +90,7 @@ class SavedMember:
     leave_requested: bool = False
     pending: tuple[msg.NewItem, ...] = ()
     problem: str = ""  # why the saved membership could not be used ("": it could)
+    sequence: int = 0  # the hosts' sequence it belongs to (0: unknown, saved before ids)
 
     @property
     def resumable(self) -> bool:
@@ -97,10 +98,11 @@ class SavedMember:
 
 
 def encode_membership(*, group: str, phase: str, join_id: int | None, mystable: int,
-                      mynew: int, confirmed: int, leave_requested: bool) -> str:
+                      mynew: int, confirmed: int, leave_requested: bool,
+                      sequence: int = 0) -> str:
     return json.dumps({"v": FORMAT_VERSION, "group": group, "phase": phase,
                        "join_id": join_id, "mystable": mystable, "mynew": mynew,
-                       "confirmed": confirmed, "leave": leave_requested},
+                       "confirmed": confirmed, "leave": leave_requested, "sequence": sequence},
                       separators=(",", ":"), sort_keys=True)
 
 
@@ -145,7 +147,8 @@ def decode_saved(stored: StoredMember) -> SavedMember:
                            pending=renumbered, problem=problem)
     return SavedMember(stored.pid, app_seq, fields_["group"], fields_["phase"],
                        fields_["join_id"], fields_["mystable"], fields_["mynew"],
-                       fields_["confirmed"], fields_["leave"], tuple(items))
+                       fields_["confirmed"], fields_["leave"], tuple(items),
+                       sequence=fields_.get("sequence", 0))
 
 
 def _membership(text: str | None) -> tuple[dict[str, Any], str]:
@@ -165,6 +168,8 @@ def _membership(text: str | None) -> tuple[dict[str, Any], str]:
     for key in ("mystable", "mynew", "confirmed"):
         if _int(d.get(key)) is None:
             return d, f"the saved membership has a bad {key}: {d.get(key)!r:.40}"
+    if _int(d.get("sequence", 0)) is None:  # (absent in files saved before sequence ids)
+        return d, f"the saved membership has a bad sequence: {d.get('sequence')!r:.40}"
     if "join_id" not in d:
         return d, "the saved membership has no join-id entry"
     jid = d["join_id"]

@@ -10,17 +10,24 @@ number differently.
 The log doubles as the gateway's norm-cache (seeds/001 3.2): TRANSFER copies are
 taken from it by sequence number. Records are freed once committed and stable
 (delivered by every member, seeds/001 2.2).
+
+A durable host gives its log a :class:`~m2mc.infra.host_persist.LogJournal`: every
+change is noted there too, and its driver saves them before anything leaves
+(docs/infra.md, "Durable hosts"); :meth:`ReplicaLog.restore` takes the saved log up
+again.
 """
 
 from __future__ import annotations
 
+from m2mc.errors import SavedStateError
 from m2mc.infra import messages as msg
+from m2mc.infra.host_persist import LogJournal, StoredHost, check_stored
 from m2mc.infra.ids import NO_EPOCH, Epoch
 from m2mc.infra.state import CoordState, StateError
 
 
 class ReplicaLog:
-    __slots__ = ("_by_gseq", "_records", "applied", "high", "log_epoch", "low",
+    __slots__ = ("_by_gseq", "_records", "applied", "high", "journal", "log_epoch", "low",
                  "mcache_size", "mcache_ttl", "promised", "refused", "state")
 
     def __init__(self, mcache_size: int = 65536, mcache_ttl: float = 60.0) -> None:
@@ -35,6 +42,7 @@ class ReplicaLog:
         self.log_epoch: Epoch = NO_EPOCH  # epoch whose coordinator last synced this log
         self.promised: Epoch = NO_EPOCH  # highest epoch this host answered a takeover of
         self.refused = 0  # records that could not apply (never from an honest master)
+        self.journal: LogJournal | None = None  # a durable host's changes to save
 
     # ------------------------------------------------------------- reading
     def __len__(self) -> int:
@@ -62,6 +70,7 @@ class ReplicaLog:
     # ------------------------------------------------------------- writing
     def append(self, records: tuple[msg.Record, ...] | list[msg.Record]) -> bool:
         """Add records that follow on; skip ones already held. False on a gap."""
+        journal = self.journal
         for r in records:
             if r.lsn <= self.high:
                 continue
@@ -71,6 +80,8 @@ class ReplicaLog:
             if r.gseq:
                 self._by_gseq[r.gseq] = r.lsn
             self.high = r.lsn
+            if journal is not None:
+                journal.added[r.lsn] = r
         return True
 
     def replace_after(self, base: int, snapshot: msg.Snapshot | None,
@@ -88,9 +99,13 @@ class ReplicaLog:
             self.applied = self.high = snapshot.lsn
             self.low = snapshot.lsn + 1
             base = snapshot.lsn
+            if self.journal is not None:
+                self.journal.reset_to(snapshot)
         keep = max(base, self.applied)
         if keep > self.high:
             return False  # a hole between what we hold and what we are given
+        if keep < self.high and self.journal is not None:
+            self.journal.truncate(keep)
         for lsn in range(keep + 1, self.high + 1):
             r = self._records.pop(lsn)
             if r.gseq:
@@ -114,6 +129,8 @@ class ReplicaLog:
                 self._by_gseq[r.gseq] = r.lsn
             self.low -= 1
             added += 1
+            if self.journal is not None:
+                self.journal.added[r.lsn] = r
         return added
 
     def commit_to(self, commit: int, now: float) -> list[msg.Record]:
@@ -153,8 +170,36 @@ class ReplicaLog:
         return freed
 
     def reset(self) -> None:
-        """Forget everything (a restarted host)."""
+        """Forget everything but the promise (a gateway that frees its tables, 4.1)."""
+        journal, promised = self.journal, self.promised
         self.__init__(self.mcache_size, self.mcache_ttl)  # type: ignore[misc]
+        self.promised = promised
+        self.journal = journal
+        if journal is not None:
+            journal.reset_to(None)
+
+    def restore(self, stored: StoredHost, now: float) -> None:
+        """Take up a saved log (a durable host's restart): the tables at ``applied`` are
+        the checkpoint plus the records after it. :class:`SavedStateError` if the saved
+        log does not hold together."""
+        check_stored(stored)
+        ck = stored.checkpoint
+        state = (CoordState(self.mcache_size, self.mcache_ttl) if ck is None else
+                 CoordState.from_snapshot(ck, now, self.mcache_size, self.mcache_ttl))
+        records = {r.lsn: r for r in stored.records}
+        try:
+            for lsn in range(state.lsn + 1, stored.applied + 1):
+                state.apply(records[lsn], now)
+        except (StateError, KeyError) as exc:
+            raise SavedStateError(f"the saved log does not apply: {exc}") from None
+        self.state = state
+        self._records = records
+        self._by_gseq = {r.gseq: r.lsn for r in stored.records if r.gseq}
+        self.high = stored.records[-1].lsn if stored.records else state.lsn
+        self.low = stored.records[0].lsn if stored.records else self.high + 1
+        self.applied = stored.applied
+        self.promised = stored.promised
+        self.log_epoch = stored.log_epoch
 
 
 __all__ = ["ReplicaLog", "StateError"]

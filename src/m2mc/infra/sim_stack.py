@@ -9,6 +9,9 @@ The scenario's one group, with ``order = "total"``, is the group of seeds/001.
 
 * ``hosts`` (list of node ids, required): every host, in port order (the election's
   tie-break after the load);
+* ``durable_hosts`` (default true): hosts keep their promise and log in
+  ``durable_dir`` (``m2mc host --data-dir``), so a crash and restart, of one host or
+  all, loses nothing; false runs them on memory only (docs/infra.md, "Durable hosts");
 * ``join_after`` (seconds, default 0): members join this long after their first
   boot (so that the hosts' first election sees no load and a scenario knows which
   host is the first coordinator: the first one listed);
@@ -27,12 +30,13 @@ a gateway beacons from its uplink, which is its node id here) and come out seale
 (``HostCore.drain``, ``MemberCore.drain_frames``, sent to the uplink address the
 beacons named). What a wire refuses is counted in the core's stats.
 
-A host keeps its incarnation number in ``durable_dir``; a member keeps its saved
-state there (``infra-member.sqlite3``, docs/infra.md "Switch-off and power-on"): a
-crashed member is a switched-off one, and its restart is a power-on that resumes
-its membership (or joins afresh when the hosts expelled it meanwhile), never
-reusing a message id. Members cannot choose their cell in the simulator (mobility does), so
-load-balancing moves and "my host is silent" requests are counted and ignored.
+A host keeps its incarnation number in ``durable_dir``, and (``durable_hosts``) its
+saved log (``infra-host.sqlite3``); a member keeps its saved state there
+(``infra-member.sqlite3``, docs/infra.md "Switch-off and power-on"): a crashed member
+is a switched-off one, and its restart is a power-on that resumes its membership (or
+joins afresh when the hosts expelled it meanwhile), never reusing a message id.
+Members cannot choose their cell in the simulator (mobility does), so load-balancing
+moves and "my host is silent" requests are counted and ignored.
 
 A ``[[schedule]]`` entry with ``action = "retire"`` (or ``"readmit"``), ``node`` a
 host and ``target`` a host is an operator's ``m2mc host retire --id TARGET`` to that
@@ -52,6 +56,7 @@ from m2mc.errors import BufferFullError, ConfigError, UsageError
 from m2mc.infra import messages as msg
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.host import ADMIN, HostCore, HostIdentity
+from m2mc.infra.host_persist import HostStore
 from m2mc.infra.member import Delivered, MemberCore, MemberEvent, Phase, Uplink
 from m2mc.infra.persist import MemberStore, decode_saved
 from m2mc.infra.wire import INFRA_KEY_CONTEXT, InfraWire, sealing_auth
@@ -59,6 +64,7 @@ from m2mc.security.auth import counter_start_at
 from m2mc.security.keys import GroupKey, GroupSecret
 from m2mc.sim.node import NodeContext, Outgoing, register_stack
 from m2mc.sim.schema import Table
+from m2mc.store import infra_host
 from m2mc.store.infra_member import FILE_NAME, SqliteMemberStore
 from m2mc.trace.schema import NullSink, TraceSink
 
@@ -84,6 +90,7 @@ def check_params(params: Mapping[str, Any]) -> None:
     if not hosts:
         raise t.fail("hosts", "must list at least one host")
     t.number("join_after", 0.0, low=0.0)
+    t.boolean("durable_hosts", True)
     for name in ("key", "key_file", "passphrase", "suite"):
         t.opt_string(name)
     t.expect(*_CONFIG_KEYS)
@@ -123,14 +130,17 @@ class HostSimStack:
 
     ``on_admin(client, frame)`` (if given) takes the answers to operators' requests;
     without it they are only in the trace (the host's ``elect`` events). ``wire_at``
-    (if given) makes the core's wire when it starts (sealing counters begin then)."""
+    (if given) makes the core's wire when it starts (sealing counters begin then).
+    ``store`` (a durable core's): restored from at start, committed to before every
+    output leaves."""
 
     def __init__(self, core: HostCore, *,
                  on_admin: Callable[[str, bytes], None] | None = None,
-                 wire_at: WireAt | None = None) -> None:
+                 wire_at: WireAt | None = None, store: HostStore | None = None) -> None:
         self.core = core
         self.on_admin = on_admin
         self.wire_at = wire_at
+        self.store = store
         self._requests = 0
 
     def app_admin(self, action: str, target: str, now: float) -> None:
@@ -141,6 +151,8 @@ class HostSimStack:
     def start(self, now: float) -> None:
         if self.wire_at is not None:
             self.core.wire = self.wire_at(now)
+        if self.store is not None:
+            self.core.restore(self.store.load(), now)
         self.core.start(now)
 
     def receive(self, iface: str, src: str, datagram: bytes, now: float) -> None:
@@ -157,7 +169,11 @@ class HostSimStack:
 
     def datagrams_to_send(self, now: float) -> list[Outgoing]:
         out: list[Outgoing] = []
-        for s in self.core.drain(now):
+        sends = self.core.drain(now)
+        # Nothing leaves before the store holds it (m2mc.core.carry_out).
+        carry_out(self.core.take_save(now), None if self.store is None else self.store.commit,
+                  NullSink())
+        for s in sends:
             if s.link == ADMIN:
                 if self.on_admin is not None:
                     self.on_admin(s.dest or "", s.data)
@@ -183,18 +199,23 @@ class HostSimStack:
 
 
 def make_host(ctx: NodeContext, cfg: InfraConfig, hosts: Sequence[str],
-              wire_at: WireAt) -> HostSimStack:
-    """A scenario's host: its incarnation number goes up at each boot (``durable_dir``)."""
+              wire_at: WireAt, durable: bool = True) -> HostSimStack:
+    """A scenario's host: its incarnation number goes up at each boot (``durable_dir``),
+    where a durable one keeps its log too."""
     path = ctx.durable_dir / "incarnation"
     incarnation = _read_int(path, -1) + 1
     path.write_text(str(incarnation))
     cell = (ctx.ifaces or {}).get(RADIO) or ""
     ident = HostIdentity(ctx.node_id, "127.0.0.1", 7100 + list(hosts).index(ctx.node_id),
                          cell=cell, uplink=ctx.node_id)
+    # sync="off": a simulated crash drops the core, never what SQLite has written
+    store = infra_host.SqliteHostStore(ctx.durable_dir / infra_host.FILE_NAME, ctx.node_id,
+                                       sync="off") if durable else None
     return HostSimStack(HostCore(ident, cfg, ctx.rng, expected_hosts=len(hosts),
                                  trace=ctx.trace, run_id=ctx.run_id,
                                  group=ctx.groups[0].name if ctx.groups else "infra",
-                                 incarnation=incarnation), wire_at=wire_at)
+                                 incarnation=incarnation, durable=durable),
+                        wire_at=wire_at, store=store)
 
 
 class MemberSimStack:
@@ -321,7 +342,7 @@ def make_stack(ctx: NodeContext) -> HostSimStack | MemberSimStack:
     if WIRED in ifaces:
         if ctx.node_id not in hosts:
             raise ConfigError(f"stack.hosts: host {ctx.node_id!r} is not listed")
-        return make_host(ctx, cfg, hosts, wire_at)
+        return make_host(ctx, cfg, hosts, wire_at, bool(ctx.params.get("durable_hosts", True)))
     if RADIO not in ifaces:
         raise ConfigError(f"node {ctx.node_id}: an infra node needs a {RADIO!r} interface")
     return make_member(ctx, cfg, float(ctx.params.get("join_after", 0.0)), wire_at)

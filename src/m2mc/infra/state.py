@@ -38,7 +38,7 @@ class CoordState:
     """Tables after applying every record up to ``lsn``."""
 
     __slots__ = ("config_lsn", "gseq", "last_app_gseq", "lsn", "mcache", "members", "retired",
-                 "rows")
+                 "rows", "sequence")
 
     def __init__(self, mcache_size: int = 65536, mcache_ttl: float = 60.0) -> None:
         self.lsn = 0
@@ -49,13 +49,14 @@ class CoordState:
         self.mcache = MembershipCache(mcache_size, mcache_ttl)
         self.retired: frozenset[str] = frozenset()  # hosts retired for good
         self.config_lsn = 0  # the record that last changed ``retired``
+        self.sequence = 0  # the id of this sequence, from its GENESIS record (0: none)
 
     # -------------------------------------------------------------- decisions
     def next_record(self, kind: int, mid: MemberId, nseq: int = 0, app_seq: int = 0,
                     body: bytes = b"") -> msg.Record:
         """The record the coordinator appends next for this decision."""
         if kind in msg.NO_GSEQ_KINDS:
-            return msg.Record(self.lsn + 1, 0, kind, mid)
+            return msg.Record(self.lsn + 1, 0, kind, mid, body=body)
         gseq = self.gseq + 1
         return msg.Record(self.lsn + 1, gseq, kind, mid, nseq, app_seq,
                           gseq - self.last_app_gseq - 1, body)
@@ -92,6 +93,10 @@ class CoordState:
                 raise StateError(f"host {r.mid.node} retired twice")
             self.retired = self.retired | {r.mid.node}
             self.config_lsn = r.lsn
+        elif kind == msg.GENESIS:
+            if r.lsn != 1 or r.gseq or len(r.body) != 8 or not any(r.body):
+                raise StateError("a sequence starts once, at log position 1, with an id")
+            self.sequence = int.from_bytes(r.body, "big")
         elif kind == msg.ADMITTED:
             if r.mid.node not in self.retired or r.gseq:
                 raise StateError(f"host {r.mid.node} admitted but not retired")
@@ -106,7 +111,7 @@ class CoordState:
         rows = tuple(msg.Row(mid, row.first, row.last, row.recv, mid in self.members)
                      for mid, row in sorted(self.rows.items()))
         return msg.Snapshot(self.lsn, self.gseq, self.last_app_gseq, rows, tuple(self.mcache),
-                            tuple(sorted(self.retired)), self.config_lsn)
+                            tuple(sorted(self.retired)), self.config_lsn, self.sequence)
 
     @classmethod
     def from_snapshot(cls, snap: msg.Snapshot, now: float, mcache_size: int = 65536,
@@ -123,6 +128,7 @@ class CoordState:
             state.mcache.add(mid, now)
         state.retired = frozenset(snap.retired)
         state.config_lsn = snap.config_lsn
+        state.sequence = snap.sequence
         return state
 
     def copy(self, now: float) -> CoordState:

@@ -4,7 +4,15 @@ run by the one asyncio driver (runtime/driver.py); this module is its adapter.
 Backbone: TCP to every other host (listen address + peers). Cell: the host
 broadcasts on its cell's multicast group and receives members' frames on its
 uplink UDP address, which its beacons advertise. With a deployment key
-(``HostSettings.key``) every frame is sealed and checked (docs/security.md).
+(``HostSettings.key``) every frame is sealed and checked (docs/security.md). With a
+data directory (``HostSettings.data_dir``) the host keeps its promise and log there
+(m2mc.store.infra_host), takes them up at start, and the driver commits each save
+before the output it covers leaves (docs/infra.md, "Durable hosts").
+
+An uplink on the address of a cell interface given by name follows that address
+(:mod:`m2mc.infra_runtime.uplink`): when a DHCP renewal or a roam changes it, the
+uplink is bound again on the new one and the core advertises it at once
+(:meth:`~m2mc.infra.host.HostCore.move_uplink`).
 """
 
 from __future__ import annotations
@@ -20,18 +28,21 @@ from typing import TYPE_CHECKING, Any
 from m2mc.errors import ConfigError
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.host import HostCore, HostIdentity, HostSend
+from m2mc.infra.ids import NO_EPOCH
 from m2mc.infra.wire import InfraWire
 from m2mc.infra_runtime.keying import deployment_auth
 from m2mc.infra_runtime.net import (
     Backbone,
-    Udp,
     format_address,
     multicast_spec,
     parse_address,
 )
+from m2mc.infra_runtime.uplink import FollowedUplink, follows_interface
 from m2mc.log import node_logger
 from m2mc.runtime.driver import Driver
 from m2mc.runtime.tracing import open_trace
+from m2mc.store.infra_host import FILE_NAME as HOST_FILE
+from m2mc.store.infra_host import SqliteHostStore
 from m2mc.transport.iface import interface_address
 
 if TYPE_CHECKING:
@@ -51,6 +62,8 @@ class HostSettings:
     group: str = "infra"
     key: Any = None  # the deployment key source (DeploymentKey); None: unauthenticated
     metrics: str | None = None  # serve Prometheus metrics on this ADDR:PORT (docs/operations.md)
+    data_dir: str | Path | None = None  # durable: promise, log, commit point (None: memory)
+    sync: str = "full"  # with data_dir: "full" survives a power cut, "normal" a kill -9
 
 
 class HostDriver:
@@ -63,10 +76,11 @@ class HostDriver:
         self.core: HostCore | None = None
         self.driver: Driver | None = None
         self.backbone: Backbone | None = None
-        self.uplink: Udp | None = None
+        self.uplink: FollowedUplink | None = None
         cell = multicast_spec(settings.cell)
         self._cell_addr = (cell.group, cell.port)
-        self._iface = interface_address(cell.iface)  # a name stands for its address now
+        self._iface = cell.iface
+        self._iface_address = interface_address(cell.iface)  # a name must have one now
         self._configured = set(settings.peers)  # trusted: the operator named them
         self.bad_addresses = 0  # unusable addresses from the network, never sent to
         self.untrusted_addresses = 0  # advertised by nobody we can trust, never used
@@ -75,6 +89,7 @@ class HostDriver:
         self._trace_close: object = None
         self._addr_of: dict[str, tuple[str, int]] = {}
         self.metrics: MetricsServer | None = None
+        self.store: SqliteHostStore | None = None
 
     def now(self) -> float:
         assert self.driver is not None
@@ -88,11 +103,17 @@ class HostDriver:
 
             self.metrics = start_metrics(s.metrics, lambda: host_snapshot(self), s.host_id)
         try:
+            if s.data_dir is not None:  # first: a bad saved state stops the host at once
+                self.store = SqliteHostStore(Path(s.data_dir) / HOST_FILE, s.host_id,
+                                             sync=s.sync)
             await self._open()
         except BaseException:
             if self.metrics is not None:
                 await self.metrics.aclose()
                 self.metrics = None
+            if self.store is not None:
+                self.store.close()
+                self.store = None
             raise
 
     async def _open(self) -> None:
@@ -105,14 +126,25 @@ class HostDriver:
             s.key, s.host_id, replay_window=cfg.replay_window,
             max_senders=cfg.max_auth_senders))
         # The uplink first: the core's identity advertises its address.
-        self.uplink = await Udp.unicast(s.uplink, self._on_uplink, self._iface)
+        self.uplink = FollowedUplink(
+            self._iface, s.uplink, self._on_uplink, on_change=self._uplink_moved,
+            follow=follows_interface(self._iface, s.uplink[0], self._iface_address),
+            logger=self.log)
+        await self.uplink.open()
         ident = HostIdentity(s.host_id, s.listen[0], s.listen[1], s.cell,
                              format_address(self.uplink.address))
         self.core = HostCore(ident, cfg, random.Random(os.urandom(16)),
                              expected_hosts=1 + len(s.peers), trace=sink, run_id=s.run_id,
                              group=s.group, incarnation=int(time.time() * 1000) & 0x7FFF_FFFF,
-                             wire=wire)
-        self.driver = Driver(self.core, self)
+                             wire=wire, durable=self.store is not None)
+        store = self.store
+        if store is not None:  # before any link opens: a bad saved state stops it here
+            self.core.restore(store.load(), loop.time())
+            log = self.core.log
+            if log.high or log.promised != NO_EPOCH:
+                self.log.info("restored from %s: promised %s, log %s..%s, committed %s",
+                              store.path, log.promised, log.low, log.high, log.applied)
+        self.driver = Driver(self.core, self, commit=None if store is None else store.commit)
         await self.driver.start()
         self.core.start(self.now())
         self.log.info("host up: backbone %s, cell %s, uplink %s", format_address(s.listen),
@@ -132,6 +164,8 @@ class HostDriver:
             self.uplink.close()
         if callable(self._trace_close):
             self._trace_close()
+        if self.store is not None:
+            self.store.close()
         self._closed.set()
 
     # ------------------------------------------------------------ adapter: links
@@ -148,6 +182,21 @@ class HostDriver:
             await self.backbone.close()
         if self.uplink is not None:
             self.uplink.close()
+
+    def _uplink_moved(self, moved: bool) -> None:
+        """The uplink was bound again on the cell interface's new address: advertised
+        at once (a beacon now, the status at its next interval), so members follow
+        within a beacon interval and the other hosts' directories within a status one."""
+        core, up = self.core, self.uplink
+        if not moved or core is None or up is None or self.driver is None \
+                or self.driver.closed:
+            return
+        uplink = format_address(up.address)
+        if not core.move_uplink(uplink, self.now()):
+            return
+        self.log.warning("interface %s changed address: uplink now %s (beacons advertise it)",
+                         self._iface, uplink)
+        self.driver.poke()
 
     # ------------------------------------------------------------ inputs
     def _on_frame(self, src: str, data: bytes) -> None:
@@ -208,6 +257,9 @@ class HostDriver:
                 dest = self._checked(s.dest, "member address")
                 if dest is not None:
                     up.send(s.data, dest)
+        for text in core.notices:  # what the operator must know (no host holds the log...)
+            self.log.warning("%s", text)
+        core.notices.clear()
         if core.retired_self and not self.retired.is_set():
             self.log.error("%s: %s; stopping", self.s.host_id, core.retired_self)
             self.retired.set()

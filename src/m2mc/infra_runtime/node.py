@@ -118,6 +118,7 @@ class InfraNode(Node):
         self.malformed_bodies = 0  # delivered bodies unpack_body refused (dropped)
         self._member_store: SqliteMemberStore | None = None
         self._refused_seen = 0  # resumes refused already logged
+        self._lost_seen = 0  # sequence losses already logged
 
     # ------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -280,7 +281,8 @@ class InfraNode(Node):
 
     def network_changed(self) -> None:
         """Nothing to do: a member follows its hosts' beacons, which say when a cell is
-        back (seeds/004 4.5), and resends what was not acknowledged."""
+        back (seeds/004 4.5), and resends what was not acknowledged; an interface named
+        by name is watched by the driver, which follows its address by itself."""
         self._drv_infra()
 
     def members(self, gid: str) -> list[str]:
@@ -323,7 +325,8 @@ class InfraNode(Node):
         s = d.core.stats
         return {"delivered": s.delivered, "duplicates": s.duplicates, "nacks": s.nacks,
                 "buffer_evictions": s.buffer_evictions, "resent": s.resent_news,
-                "moves": d.moves, "decode_errors": d.decode_errors,
+                "moves": d.moves, "address_changes": d.address_changes,
+                "decode_errors": d.decode_errors,
                 "pending_sends": d.core.pending_sends, "bad_addresses": d.bad_addresses,
                 "dummies_refused": s.dummies_refused, "uplink_mismatch": s.uplink_mismatch,
                 "malformed_bodies": self.malformed_bodies,
@@ -369,13 +372,23 @@ class InfraNode(Node):
             elif isinstance(ev, Left):
                 self._view.discard(self._pid)
                 self._push_event(MemberLeft(gid, self._pid))
-                refused = self.driver.core.stats.resumes_refused if self.driver else 0
-                if refused > self._refused_seen:
-                    self._refused_seen = refused
-                    node_logger("m2mc.infra.member", self._pid).warning(
-                        "power-on: the hosts no longer hold %s (expelled while off; what "
-                        "was sequenced after mystable %d is lost to it): joining afresh",
-                        ev.mid, ev.gseq)
+                stats = self.driver.core.stats if self.driver else None
+                log = node_logger("m2mc.infra.member", self._pid)
+                if stats is not None and stats.sequence_lost > self._lost_seen:
+                    self._lost_seen = stats.sequence_lost
+                    log.warning("the hosts lost their log (every host restarted without its "
+                                "state): %s ended at gseq %d, what the old sequence held "
+                                "after it is lost; joining the new sequence", ev.mid, ev.gseq)
+                elif stats is not None and stats.resumes_refused > self._refused_seen:
+                    self._refused_seen = stats.resumes_refused
+                    log.warning("power-on: the hosts no longer hold %s (expelled while off; "
+                                "what was sequenced after mystable %d is lost to it): "
+                                "joining afresh", ev.mid, ev.gseq)
+                elif ev.expelled:
+                    log.warning("%s was expelled at gseq %d (no host heard it for "
+                                "member_timeout, or it delivered nothing for longer than "
+                                "max_backlog_bytes/max_backlog_age allow): joining again",
+                                ev.mid, ev.gseq)
         self._make_room()
         self._wake()
 

@@ -24,7 +24,7 @@ from m2mc.group.total.seqlog import SeqLogStats
 from m2mc.group.window import WindowStats
 from m2mc.infra.coordinator import CoordStats
 from m2mc.infra.gateway import GatewayStats
-from m2mc.infra.host import HostStats
+from m2mc.infra.host_stats import HostStats
 from m2mc.infra.member_events import MemberStats
 from m2mc.infra.wire import WireStats
 from m2mc.security.auth import AuthStats
@@ -327,6 +327,10 @@ _SPECS: list[MetricSpec] = [
        "outcome", where="member",
        alarm="increase(outcome!=\"resumed\") > 0: messages missed over a "
              "switch-off"),
+    _c("m2mc_member_sequence_lost_total", "memberships ended because every host lost its "
+       "state at once (hosts without --data-dir): the beacons named a new sequence; what the "
+       "old one held beyond the member's last delivery is lost to it, and it joined again",
+       where="member", alarm="increase > 0: run the hosts with --data-dir"),
     _c("m2mc_member_commits_total", "saves of the member's state (data_dir) before frames "
        "or events left", where="member"),
     _c("m2mc_member_delivery_pauses_total", "times the member stopped taking records: the "
@@ -379,6 +383,8 @@ _SPECS: list[MetricSpec] = [
        "connected to", where="host", alarm="rate > 0: forged statuses"),
     _c("m2mc_host_retired_refused_total", "frames from hosts retired for good, ignored",
        where="host", alarm="rate > 0 for 5m: a retired host still runs (stop it)"),
+    _c("m2mc_host_saves_total", "commits of a durable host's promise and log to its "
+       "--data-dir (one per output step that changed them)", where="host"),
     _c("m2mc_host_retired_notices_total", "retired hosts told so (their status answered, "
        "on the master)", where="host"),
     _c("m2mc_host_admin_refused_total", "operators' retire/readmit requests refused: "
@@ -409,6 +415,8 @@ _SPECS: list[MetricSpec] = [
        "limiter", where="host", alarm="rate > 0 for 5m"),
     _c("m2mc_gateway_local_refused_total", "new computers refused: max_local heard",
        where="host", alarm="rate > 0"),
+    _c("m2mc_gateway_readdressed_total", "members heard from a new address (their answers "
+       "follow)", where="host"),
     _c("m2mc_coordinator_sequenced_total", "messages sequenced (present on the master)",
        where="host"),
     _c("m2mc_coordinator_duplicates_total", "duplicate requests ignored", where="host"),
@@ -420,6 +428,10 @@ _SPECS: list[MetricSpec] = [
        "(seeds/001 A5)", where="host"),
     _c("m2mc_coordinator_discarded_a6_total", "JOINs of members already known (seeds/001 "
        "A6)", where="host"),
+    _c("m2mc_coordinator_expelled_backlog_total", "members expelled because their backlog "
+       "(what the hosts held for them, undelivered) passed max_backlog_bytes or "
+       "max_backlog_age: an application that stopped reading", where="host",
+       alarm="increase > 0"),
     _c("m2mc_coordinator_expelled_total", "members expelled after member_timeout",
        where="host"),
     _c("m2mc_coordinator_refused_full_total", "JOINs refused: max_members", where="host",

@@ -143,7 +143,7 @@ local GROUP_INFO = "gid:str desc:str order:str members:members / keyed:bool name
 
 -- Infrastructure-mode messages (m2mc.infra.codec._SCHEMAS): class name, link, fields.
 local INFRA_TAGS = {
-    [1]  = { "Beacon",         "downlink", "host:str high:int uplink:str master:str directory:cells" },
+    [1]  = { "Beacon",         "downlink", "host:str high:int uplink:str master:str directory:cells sequence:int" },
     [2]  = { "Normals",        "downlink", "host:str records:records" },
     [3]  = { "Transfer",       "downlink", "host:str dest:mid records:records" },
     [4]  = { "Ack",            "downlink", "host:str node:str rseq:int" },
@@ -177,6 +177,8 @@ local INFRA_TAGS = {
     [39] = { "Reconfig",       "backbone", "host:str client:str request:int op:int target:str" },
     [40] = { "AdminResult",    "backbone", "host:str client:str request:int code:str text:str lsn:int" },
     [41] = { "RetiredNotice",  "backbone", "host:str target:str lsn:int" },
+    [42] = { "Recover",        "backbone", "host:str nonce:int" },
+    [43] = { "RecoverReply",   "backbone", "host:str nonce:int epoch:epoch pristine:bool retired:strs config_lsn:int" },
 }
 
 -- Kinds of the coordinator's log records (m2mc.infra.messages).
@@ -188,12 +190,14 @@ local INFRA_RECORD_KINDS = {
     [4] = "CLEANUP",
     [5] = "RETIRED",
     [6] = "ADMITTED",
+    [7] = "GENESIS",
 }
 
 -- Record kinds whose member id names a host (its node), not a member.
 local INFRA_HOST_RECORDS = {
     [5] = "RETIRED",
     [6] = "ADMITTED",
+    [7] = "GENESIS",
 }
 
 -- An operator's request (AdminRequest.op, Reconfig.op; m2mc.infra.messages.OP_*).
@@ -430,6 +434,7 @@ F.i_snap_gseq = ProtoField.uint64("m2mc_infra.snapshot.gseq", "Global seqno")
 F.i_snap_last_app = ProtoField.uint64("m2mc_infra.snapshot.last_app_gseq", "Last application gseq")
 F.i_snap_retired = ProtoField.string("m2mc_infra.snapshot.retired", "Retired host")
 F.i_snap_config_lsn = ProtoField.uint64("m2mc_infra.snapshot.config_lsn", "Configuration log position")
+F.i_snap_sequence = ProtoField.uint64("m2mc_infra.snapshot.sequence", "Sequence id", base.HEX)
 F.i_row = ProtoField.none("m2mc_infra.row", "Row")
 F.i_row_first = ProtoField.uint64("m2mc_infra.row.first", "First")
 F.i_row_last = ProtoField.uint64("m2mc_infra.row.last", "Last")
@@ -446,7 +451,8 @@ local infra_fields = {
     F.i_rec_body, F.i_rec_body_len, F.i_item, F.i_item_nseq, F.i_item_app_seq,
     F.i_item_app_mid, F.i_item_body, F.i_item_body_len, F.i_cellinfo, F.i_cell_host,
     F.i_cell_cell, F.i_cell_uplink, F.i_cell_load, F.i_pair_stable, F.i_snap_lsn,
-    F.i_snap_gseq, F.i_snap_last_app, F.i_snap_retired, F.i_snap_config_lsn, F.i_row,
+    F.i_snap_gseq, F.i_snap_last_app, F.i_snap_retired, F.i_snap_config_lsn,
+    F.i_snap_sequence, F.i_row,
     F.i_row_first, F.i_row_last, F.i_row_recv, F.i_row_member, F.i_request_tag,
 }
 local IF = body_fields("m2mc_infra", INFRA_TAGS, 3, INFRA_FT, infra_fields)
@@ -1526,12 +1532,13 @@ function IR.opt_snapshot(ctx, tree, node, field, name)
     end
     if not expect(ctx, t, node, "arr", "a snapshot") then return end
     local it = node.items
-    if #it ~= 7 or not expect(ctx, t, it[1], "int", "a position") or not expect(ctx, t, it[2], "int", "a gseq")
+    if #it ~= 8 or not expect(ctx, t, it[1], "int", "a position") or not expect(ctx, t, it[2], "int", "a gseq")
             or not expect(ctx, t, it[3], "int", "a gseq") or not expect(ctx, t, it[4], "arr", "rows")
             or not expect(ctx, t, it[5], "arr", "a member cache")
             or not expect(ctx, t, it[6], "arr", "a list of retired hosts")
-            or not expect(ctx, t, it[7], "int", "a position") then
-        bad(ctx, t, "a snapshot is [lsn, gseq, last_app_gseq, rows, mcache, retired, config_lsn]")
+            or not expect(ctx, t, it[7], "int", "a position")
+            or not expect(ctx, t, it[8], "int", "a sequence id") then
+        bad(ctx, t, "a snapshot is [lsn, gseq, last_app_gseq, rows, mcache, retired, config_lsn, sequence]")
         return
     end
     add_uint(t, F.i_snap_lsn, ctx, it[1])
@@ -1562,6 +1569,7 @@ function IR.opt_snapshot(ctx, tree, node, field, name)
     local retired = IR.strs(ctx, t, it[6], F.i_snap_retired, "retired hosts")
     local ct = add_uint(t, F.i_snap_config_lsn, ctx, it[7])
     ct:append_text(" (the record that last changed the retired hosts)")
+    add_uint(t, F.i_snap_sequence, ctx, it[8])
     t:set_text(label_of(name) .. ": lsn " .. dec(it[1].v) .. ", gseq " .. dec(it[2].v) .. ", "
                .. #it[4].items .. " rows, retired " .. (retired or "?"))
     return "lsn " .. dec(it[1].v)
