@@ -24,9 +24,10 @@ E1 = Epoch(1, 0.0, "H1")
 
 
 def host(*extra: str) -> subprocess.CompletedProcess[str]:
+    run_for = () if "--run-for" in extra else ("--run-for", "0.2")
     return subprocess.run([sys.executable, "-m", "m2mc.cli", "host", "--id", "H1",
-                           "--listen", f"127.0.0.1:{PORT}", "--cell", CELL,
-                           *(extra if "--run-for" in extra else (*extra, "--run-for", "0.2"))], capture_output=True, text=True, timeout=60, check=False)
+                           "--listen", f"127.0.0.1:{PORT}", "--cell", CELL, *extra, *run_for],
+                          capture_output=True, text=True, timeout=60, check=False)
 
 
 def one_line_error(done: subprocess.CompletedProcess[str], *words: str) -> None:
