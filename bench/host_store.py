@@ -31,6 +31,7 @@ from m2mc.infra import messages as m
 from m2mc.infra.host_durable import HostSaver
 from m2mc.infra.ids import Epoch, MemberId
 from m2mc.infra.replog import ReplicaLog
+from m2mc.infra.state import pack_groups
 from m2mc.store.infra_host import SqliteHostStore
 
 EPOCH = Epoch(1, 0.0, "H1")
@@ -38,8 +39,9 @@ A = MemberId("A", 1)
 
 
 def records(n: int) -> list[m.Record]:
-    out = [m.Record(1, 1, m.JOINED, A)]
-    out += [m.Record(i, i, m.APP, A, i - 1, i - 1, 0, b"x" * 100) for i in range(2, n + 1)]
+    out = [m.Record(1, 1, m.JOINED, A, body=pack_groups(["g"]))]
+    out += [m.Record(i, i, m.APP, A, i - 1, i - 1, 0, b"x" * 100, "g", i - 1)
+            for i in range(2, n + 1)]
     return out
 
 
@@ -55,7 +57,7 @@ def run(recs: list[m.Record], batch: int, sync: str | None, tmp: Path) -> float:
         chunk = recs[i:i + batch]
         log.append(chunk)
         log.commit_to(chunk[-1].lsn, 0.0)
-        log.gc(chunk[-1].gseq)  # stable at once: the store checkpoints and drops them
+        log.gc(chunk[-1].gseq)  # stable at once: checkpointed, kept as history
         if saver is not None and store is not None:
             save = saver.take()
             if save is not None:

@@ -27,6 +27,7 @@ from m2mc.infra.host_durable import HostSaver
 from m2mc.infra.host_persist import MemoryHostStore, StoredHost
 from m2mc.infra.ids import Epoch, MemberId
 from m2mc.infra.replog import ReplicaLog
+from m2mc.infra.state import pack_groups
 
 A = MemberId("A", 1)
 E1 = Epoch(1, 0.0, "H1")
@@ -34,11 +35,11 @@ E2 = Epoch(2, 0.0, "H2")
 
 
 def app(lsn: int, gseq: int, nseq: int) -> m.Record:
-    return m.Record(lsn, gseq, m.APP, A, nseq, nseq, 0, f"a{nseq}".encode())
+    return m.Record(lsn, gseq, m.APP, A, nseq, nseq, 0, f"a{nseq}".encode(), "g", nseq)
 
 
 def joined(lsn: int = 1) -> m.Record:
-    return m.Record(lsn, lsn, m.JOINED, A)
+    return m.Record(lsn, lsn, m.JOINED, A, body=pack_groups(["g"]))
 
 
 def saved_log(store: MemoryHostStore, saver: HostSaver) -> None:
@@ -96,7 +97,7 @@ def test_a_replaced_suffix_is_replaced_in_the_store() -> None:
     log.append([joined(), app(2, 2, 1), app(3, 3, 2)])
     log.commit_to(1, 0.0)
     saved_log(store, saver)
-    other = m.Record(2, 2, m.APP, A, 1, 9, 0, b"other")
+    other = m.Record(2, 2, m.APP, A, 1, 9, 0, b"other", "g", 1)
     log.promised = log.log_epoch = E2
     assert log.replace_after(1, None, (other,), 0.0)  # a new master's log from 2 on
     saved_log(store, saver)
@@ -122,8 +123,10 @@ def test_a_snapshot_sync_resets_the_store() -> None:
     assert (back.applied, back.high, back.state.rows[A].recv) == (4, 4, 3)
 
 
-def test_checkpoints_bound_the_store() -> None:
-    store = MemoryHostStore()
+def test_checkpoints_bound_the_live_log_and_retention_the_history() -> None:
+    """What a restart loads stays within ``checkpoint_every`` freed records; what lies
+    below is history, kept until the retention's bytes bound drops the oldest."""
+    store = MemoryHostStore(retention_bytes=40 * 30)
     log = ReplicaLog()
     saver = HostSaver(log, checkpoint_every=10)
     log.append([joined()])
@@ -132,7 +135,10 @@ def test_checkpoints_bound_the_store() -> None:
         log.commit_to(i + 1, 0.0)
         log.gc(i + 1)  # every member delivered it: freed in memory
         saved_log(store, saver)
-    assert len(store.records) <= 10
+    assert len(store.load().records) <= 10
+    assert store.size <= 40 * 30 and store.evicted > 40  # the history, bounded
+    kept = sorted(store.records)
+    assert kept == list(range(kept[0], 101))  # the newest, contiguous
     back = reloaded(store)
     assert back.applied == 100 and back.state.rows[A].recv == 99
 

@@ -192,12 +192,13 @@ def test_a_winner_that_freed_its_log_takes_back_copies_members_still_need() -> N
     election, the committed but not yet stable multicasts it lacks come back from the
     hosts that kept them, so a slow member can still be sent them."""
     from m2mc.infra.replog import ReplicaLog
+    from m2mc.infra.state import pack_groups
     from m2mc.infra.takeover import TakeoverRound, state_reply
 
     kept = ReplicaLog()
     a = MemberId("A", 1)
-    recs = (m.Record(1, 1, m.JOINED, a),
-            *(m.Record(i, i, m.APP, a, i - 1, i - 1) for i in range(2, 11)))
+    recs = (m.Record(1, 1, m.JOINED, a, body=pack_groups(["g"])),
+            *(m.Record(i, i, m.APP, a, i - 1, i - 1, 0, b"", "g", i - 1) for i in range(2, 11)))
     kept.append(recs)
     kept.commit_to(10, 0.0)
     kept.gc(3)  # multicasts 1-3 are stable: freed everywhere; 4-10 are not

@@ -18,7 +18,7 @@ from m2mc.infra.gateway import Gateway
 from m2mc.infra.host import HostCore, HostIdentity
 from m2mc.infra.ids import Epoch, MemberId
 from m2mc.infra.replog import ReplicaLog
-from m2mc.infra.state import CoordState
+from m2mc.infra.state import CoordState, pack_groups
 from m2mc.infra.wire import INFRA_KEY_CONTEXT, InfraWire
 from m2mc.infra_runtime.uplink import (
     FollowedUplink,
@@ -94,7 +94,8 @@ def gateway(**cfg: object) -> Gateway:
     work = CoordState()
     records = []
     for kind, app in [(m.JOINED, 0), *[(m.APP, i) for i in range(1, 41)]]:
-        r = work.next_record(kind, A, app, app, b"x") if app else work.next_record(kind, A)
+        r = (work.next_record(kind, A, app, app, b"x", "g") if app
+             else work.next_record(kind, A, body=pack_groups(["g"])))
         work.apply(r, 0.0)
         records.append(r)
     assert log.append(records)

@@ -24,14 +24,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from m2mc.infra import history
 from m2mc.infra import messages as msg
 from m2mc.infra.codec import record_size
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.ids import Epoch, MemberId
 from m2mc.infra.replog import ReplicaLog
-from m2mc.infra.state import CoordState
+from m2mc.infra.state import CoordState, pack_groups
 
 Out = tuple[str, msg.BackboneMessage]  # (destination host, message)
+
+
+def _good_name(name: str) -> bool:
+    return 0 < len(name.encode()) <= msg.MAX_GROUP_NAME
 
 
 @dataclass(slots=True)
@@ -57,6 +62,9 @@ class CoordStats:
     expelled: int = 0
     expelled_backlog: int = 0  # ... because its backlog passed max_backlog_bytes/_age
     refused_full: int = 0
+    groups_refused: int = 0  # joins of a group past max_groups/max_member_groups, bad names
+    noops: int = 0  # items turned into NOOP records (refused joins, sends to a group not
+    # joined, leaves of a group not joined)
 
 
 @dataclass(slots=True)
@@ -116,8 +124,8 @@ class Coordinator:
 
     # ================================================================ decisions
     def _append(self, kind: int, mid: MemberId, nseq: int = 0, app_seq: int = 0,
-                body: bytes = b"", now: float = 0.0) -> msg.Record:
-        r = self.work.next_record(kind, mid, nseq, app_seq, body)
+                body: bytes = b"", now: float = 0.0, group: str = "") -> msg.Record:
+        r = self.work.next_record(kind, mid, nseq, app_seq, body, group)
         self.work.apply(r, now)
         if kind == msg.APP and self.first_app_gseq is None:
             self.first_app_gseq = r.gseq
@@ -147,7 +155,7 @@ class Coordinator:
         if isinstance(req, msg.NewReq):
             self._on_new(mid, req.items, now)
         elif isinstance(req, msg.JoinReq):
-            self._on_join(mid, now)
+            self._on_join(mid, req.groups, now)
         elif isinstance(req, msg.LeaveReq):
             self._on_leave(mid, now)
         else:
@@ -156,7 +164,7 @@ class Coordinator:
             self.last_seen[mid] = now
         self.out.append((fwd.host, msg.FwdAck(self.epoch, fwd.fseq, self.work.lsn)))
 
-    def _on_join(self, mid: MemberId, now: float) -> None:
+    def _on_join(self, mid: MemberId, groups: tuple[str, ...], now: float) -> None:
         w = self.work
         if mid in w.members or mid in w.rows or mid in w.mcache:  # A6
             self.stats.discarded_a6 += 1
@@ -164,7 +172,18 @@ class Coordinator:
         if len(w.members) >= self.cfg.max_members:
             self.stats.refused_full += 1
             return
-        self._append(msg.JOINED, mid, now=now)  # figure 3 lines 2-12
+        accepted: list[str] = []
+        new = 0
+        for name in dict.fromkeys(groups):  # the groups it may join (the rest: refused)
+            fresh = not (name in w.groups and w.groups[name].members)
+            if not _good_name(name) or len(accepted) >= self.cfg.max_member_groups or (
+                    fresh and w.live_groups() + new >= self.cfg.max_groups):
+                self.stats.groups_refused += 1
+                continue
+            accepted.append(name)
+            new += fresh
+        counts = [(g, w.groups[g].count if g in w.groups else 0) for g in accepted]
+        self._append(msg.JOINED, mid, body=pack_groups(counts), now=now)  # figure 3 2-12
         self.stable[mid] = 0
         self.last_seen[mid] = now
 
@@ -208,8 +227,7 @@ class Coordinator:
         row = w.rows[mid]
         for item in items:
             if item.nseq == row.recv + 1:
-                self._append(msg.APP, mid, item.nseq, item.app_seq, item.body, now)
-                self.stats.sequenced += 1
+                self._take(mid, item, now)
             elif item.nseq <= row.recv:
                 self.stats.duplicates += 1
             else:
@@ -227,13 +245,34 @@ class Coordinator:
         if early_buf is not None:
             while (nxt := early_buf.items.pop(row.recv + 1, None)) is not None:
                 self.early_total -= 1
-                self._append(msg.APP, mid, nxt.nseq, nxt.app_seq, nxt.body, now)
-                self.stats.sequenced += 1
+                self._take(mid, nxt, now)
             for stale in [n for n in early_buf.items if n <= row.recv]:
                 del early_buf.items[stale]
                 self.early_total -= 1
             if not early_buf.items:
                 del self.early[mid]
+
+    def _take(self, mid: MemberId, item: msg.NewItem, now: float) -> None:
+        """Sequence the member's next NEW item: its message, or its joining or leaving a
+        group; a NOOP record in its place when it may not (docs/infra.md, "Groups")."""
+        w = self.work
+        mine = w.groups_of(mid)
+        kind = item.kind
+        if kind == msg.APP or kind == msg.GLEFT:
+            ok = item.group in mine
+        else:
+            g = w.groups.get(item.group)
+            room = (g is not None and bool(g.members)) or w.live_groups() < self.cfg.max_groups
+            ok = (_good_name(item.group) and item.group not in mine
+                  and len(mine) < self.cfg.max_member_groups and room)
+            if not ok and item.group not in mine:
+                self.stats.groups_refused += 1
+        if not ok:
+            kind = msg.NOOP
+            self.stats.noops += 1
+        body = item.body if kind == msg.APP else b""
+        self._append(kind, mid, item.nseq, item.app_seq, body, now, item.group)
+        self.stats.sequenced += 1
 
     def handle_stabinfo(self, pairs: tuple[tuple[MemberId, int], ...]) -> None:
         for mid, s in pairs:
@@ -387,6 +426,13 @@ class Coordinator:
     def handle_unsubscribe(self, host: str) -> None:
         self.subscribers.discard(host)
 
+    def handle_read(self, m: msg.Fetch | msg.HistoryAsk) -> None:
+        """A gateway asks for copies of older records (for a transfer, or for history)."""
+        if isinstance(m, msg.Fetch):
+            self.handle_fetch(m)
+        else:
+            self.handle_history(m)
+
     def handle_fetch(self, f: msg.Fetch) -> None:
         """Copies from the norm-buffer for a gateway's state transfer (3.2)."""
         top = min(f.hi, self.log.committed_gseq(), f.lo + self.cfg.fetch_limit - 1)
@@ -397,6 +443,15 @@ class Coordinator:
                 recs.append(r)
         if recs:
             self.out.append((f.host, msg.Fetched(tuple(recs))))
+
+    def handle_history(self, ask: msg.HistoryAsk) -> None:
+        """A gateway passes a member's history request on: answer from this log."""
+        if not history.may_read(self.log, ask.mid, ask.groups):
+            return
+        a = history.answer(self.log, ask, self.cfg.fetch_limit, self.cfg.max_datagram)
+        members = history.members_of(self.log, ask.groups[0]) if len(ask.groups) == 1 else ()
+        self.out.append((ask.host, msg.HistoryAnswer(self.host, ask.node, ask.mid, ask.req, a.lo,
+                                                     a.hi, a.floor, a.records, members)))
 
     def _hold(self, r: msg.Record, now: float) -> None:
         if not self._held:

@@ -30,6 +30,7 @@ from m2mc.infra.host import HostCore, HostIdentity
 from m2mc.infra.host_persist import StoredHost
 from m2mc.infra.ids import NO_EPOCH, Epoch, MemberId
 from m2mc.infra.replog import ReplicaLog
+from m2mc.infra.state import pack_groups
 from m2mc.infra.wire import INFRA_KEY_CONTEXT, InfraWire
 from m2mc.security.auth import AuthConfig, GroupAuth
 
@@ -113,7 +114,8 @@ _SPLIT = b"\xff\xfe"
 
 def _saved_host(data: bytes) -> None:
     """``promised | log_epoch | snapshot or empty | record | record ...`` (split at
-    ``ff fe``), each as a store keeps it; then the log they make is taken up."""
+    ``ff fe``), each as a store keeps it; then the log they make is taken up (its
+    records applied: a JOINED record's groups decoded, state.unpack_groups)."""
     parts = data.split(_SPLIT)
     while len(parts) < 3:
         parts.append(b"")
@@ -127,7 +129,8 @@ def _saved_host(data: bytes) -> None:
 
 def _saved_host_seeds() -> list[bytes]:
     recs = [m.Record(1, 0, m.GENESIS, MemberId("H1", 0), body=b"\x01" * 8),
-            m.Record(2, 1, m.JOINED, _A), m.Record(3, 2, m.APP, _A, 1, 1, 0, b"x")]
+            m.Record(2, 1, m.JOINED, _A, body=pack_groups([("g", 0)])),
+            m.Record(3, 2, m.APP, _A, 1, 1, 0, b"x", "g", 1)]
     snap = m.Snapshot(1, 0, 0, (), (), (), 0, 77)
     parts = [codec.pack_epoch(_E), codec.pack_epoch(_E), b"",
              *(codec.pack_record(r) for r in recs)]

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from m2mc.infra import history
 from m2mc.infra import messages as msg
 from m2mc.infra.codec import record_size
 from m2mc.infra.config import InfraConfig
@@ -76,6 +77,9 @@ class GatewayStats:
     moved: int = 0
     rate_limited: int = 0  # JOINs, NACKs and arrivals refused by the rate limiter
     local_refused: int = 0  # greetings of new computers while `local` was full
+    history_served: int = 0  # history answers sent to members (ours or the master's)
+    history_refused: int = 0  # history requests of non-members, or for others' groups
+    history_asked: int = 0  # requests passed to the master (its log reaches further)
     readdressed: int = 0  # computers heard from a new address (their answers follow)
 
 
@@ -113,6 +117,9 @@ class Gateway:
         self._next_beacon = 0.0
         self._next_stabinfo = 0.0
         self._next_sweep = 0.0
+        # What the log frees stays here, in memory, for the retention (a durable host's
+        # store takes over at restore: docs/infra.md, "History").
+        log.history = history.MemoryHistory(cfg.memory_history_bytes, cfg.retention_age)
         self.limiter = RateLimiter(RateLimitConfig(
             cfg.control_rate, cfg.control_burst, cfg.control_total_rate,
             cfg.control_total_burst, cfg.control_max_senders))
@@ -146,6 +153,9 @@ class Gateway:
             self.cell_out.append((src, msg.Ack(self.host, m.node, m.rseq)))  # A2
             self._on_nack(m, src)
             return
+        if isinstance(m, msg.HistoryReq):
+            self._on_history(m, src)
+            return
         if isinstance(m, msg.JoinReq | msg.NewReq | msg.LeaveReq):
             self._set_mid(m.node, loc, m.mid)
         fseq = self.outbox.add(m, now)
@@ -163,7 +173,7 @@ class Gateway:
         an arrival (a greeting of a computer or member id not seen here), and any
         frame of a known computer from a new address (its answers go there from now
         on: in an unkeyed deployment that costs an outsider as much as a NACK would)."""
-        if isinstance(m, msg.JoinReq | msg.NackReq):
+        if isinstance(m, msg.JoinReq | msg.NackReq | msg.HistoryReq):
             return True
         if known is not None and known.addr != src:
             return True
@@ -315,11 +325,43 @@ class Gateway:
                 return True
         return False
 
-    def on_fetched(self, records: tuple[msg.Record, ...]) -> None:
+    def on_copies(self, m: msg.Fetched | msg.HistoryAnswer) -> None:
+        """The master's copies: for a transfer (Fetched), or for a member's history."""
+        if isinstance(m, msg.HistoryAnswer):
+            self.on_history_answer(m)
+            return
         limit = self.cfg.fetch_limit * 4
-        for r in records:
+        for r in m.records:
             if len(self._fetched) < limit:
                 self._fetched[r.gseq] = r
+
+    # =============================================================== history
+    def _on_history(self, m: msg.HistoryReq, src: str) -> None:
+        """Answer from this host's log, or pass the request to the master when this log
+        stops short of it (docs/infra.md, "History")."""
+        log = self.log
+        if not history.may_read(log, m.mid, m.groups):
+            self.stats.history_refused += 1  # (or our tables lag: the member asks again)
+            return
+        a = history.answer(log, m, self.cfg.fetch_limit, self.cfg.max_datagram)
+        if history.lacks(a, m) and self.master and self.master != self.host:
+            self.stats.history_asked += 1
+            self.to_coord.append(msg.HistoryAsk(self.host, m.node, m.mid, m.req, m.groups,
+                                                m.lo, m.hi, m.newest))
+            return
+        members = history.members_of(log, m.groups[0]) if len(m.groups) == 1 else ()
+        self.stats.history_served += 1
+        self.cell_out.append((src, msg.HistoryReply(self.host, m.mid, m.req, a.lo, a.hi,
+                                                    a.floor, a.records, members)))
+
+    def on_history_answer(self, a: msg.HistoryAnswer) -> None:
+        """The master's answer to a request we passed on: to the member, if still here."""
+        loc = self.local.get(a.node)
+        if loc is None or loc.mid != a.dest:
+            return
+        self.stats.history_served += 1
+        self.cell_out.append((loc.addr, msg.HistoryReply(self.host, a.dest, a.req, a.lo, a.hi,
+                                                         a.floor, a.records, a.members)))
 
     # =============================================================== NORMAL (figure 5)
     def _skip(self, r: msg.Record) -> bool:

@@ -49,7 +49,7 @@ from m2mc.infra.wire import InfraWire
 from m2mc.trace.schema import NullSink, TraceEvent, TraceSink, detail_json
 
 _FOR_COORDINATOR = (msg.Forward, msg.StabInfo, msg.Subscribe, msg.Unsubscribe, msg.Fetch,
-                    msg.Reconfig)
+                    msg.Reconfig, msg.HistoryAsk)
 _SUCCESSION = (msg.ElectStart, msg.Vote, msg.Takeover, msg.StateReply, msg.TakeoverReject,
                msg.Recover, msg.RecoverReply)
 ADMIN = "admin"  # HostSend.link of an answer to an operator's command line (dest: its name)
@@ -158,7 +158,7 @@ class HostCore:
 
     def take_save(self, now: float) -> Save[HostCommit] | None:
         """What must be durable before the output drained so far leaves (None: nothing)."""
-        save = None if self.saver is None else self.saver.take()
+        save = None if self.saver is None else self.saver.take(now)
         if save is not None:
             self.stats.saves += 1
         return save
@@ -189,8 +189,7 @@ class HostCore:
         except DecodeError:
             self.stats.decode_errors += 1
             return
-        if isinstance(m, msg.Hello | msg.JoinReq | msg.NewReq | msg.LeaveReq | msg.LeaveOkReq
-                      | msg.NackReq):
+        if isinstance(m, msg.UplinkMessage):
             self.gateway.on_uplink(src, m, now)
             self._settle(now)
 
@@ -322,8 +321,8 @@ class HostCore:
             self._on_status(m, now)
         elif isinstance(m, msg.Sync):
             self._on_sync(src, m, now)
-        elif isinstance(m, msg.Fetched):
-            self.gateway.on_fetched(m.records)
+        elif isinstance(m, msg.Fetched | msg.HistoryAnswer):  # copies of older records
+            self.gateway.on_copies(m)
         elif isinstance(m, msg.Reroute) and m.epoch == self.epoch:
             self.gateway.on_reroute(m.count, m.target)
         elif isinstance(m, msg.AdminRequest):
@@ -357,8 +356,8 @@ class HostCore:
                 self.gateway.on_synced()
         elif isinstance(m, msg.Unsubscribe):
             c.handle_unsubscribe(m.host)
-        elif isinstance(m, msg.Fetch):
-            c.handle_fetch(m)
+        elif isinstance(m, msg.Fetch | msg.HistoryAsk):  # copies of older records
+            c.handle_read(m)
         elif isinstance(m, msg.Reconfig) and self._admitted(m.host):
             self.ops.on_reconfig(m, now)
 
@@ -423,7 +422,7 @@ class HostCore:
             if records:
                 self.gateway.on_committed(records)
         self.gateway.on_commit_point(self.commit, self.stable)
-        self.log.gc(min(self.stable, self.log.committed_gseq()))
+        self.log.gc(min(self.stable, self.log.committed_gseq()), now)
         c = self.coordinator
         self.ops.check_configuration(now)  # first: answers tell the new quorum
         if c is not None:

@@ -14,9 +14,10 @@ holds those records as uncommitted, and the next master's Sync commits them agai
 The log in memory frees records once they are stable; the store keeps a checkpoint
 of the committed tables and every record after it, so a restart can rebuild the
 tables at the commit point. A new checkpoint is written once ``checkpoint_every``
-freed records lie between the old one and the log's ``low``; then the store drops
-them. Its size is therefore bounded by the records the log holds plus
-``checkpoint_every``.
+freed records lie between the old one and the log's ``low``; the records below it
+are then no longer live (``drop_below``): what a restart loads is bounded by the
+records the log holds plus ``checkpoint_every``. The store keeps them as the host's
+history until its retention drops them (:mod:`m2mc.infra.history`).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class HostSaver:
         self._saved = (stored.promised, stored.log_epoch, stored.applied)
         self._dropped = min(self.log.low, self.checkpoint_lsn + 1)
 
-    def take(self) -> Save[HostCommit] | None:
+    def take(self, now: float = 0.0) -> Save[HostCommit] | None:
         """What must be durable before the next output leaves (None: nothing)."""
         log, j = self.log, self.journal
         checkpoint = j.checkpoint if j.reset else None
@@ -56,6 +57,7 @@ class HostSaver:
             self.checkpoint_lsn = 0 if checkpoint is None else checkpoint.lsn
             self._dropped = 0  # the store starts over: nothing below the new log is held
             self._pending_checkpoint = None  # (of the log that was replaced)
+            log.history_gap = False  # once this commit is made, the store's history is right
         if log.low - 1 - self.checkpoint_lsn >= self.checkpoint_every \
                 and log.applied >= log.low - 1:
             checkpoint = log.state.snapshot()  # the committed tables, at `applied`
@@ -75,7 +77,7 @@ class HostSaver:
         self._pending_checkpoint = None
         commit = HostCommit(log.promised, log.log_epoch, log.applied, j.reset, checkpoint,
                             j.truncate_after, tuple(j.added[k] for k in sorted(j.added)),
-                            drop_below if drop_below > self._dropped else 0)
+                            drop_below if drop_below > self._dropped else 0, now)
         j.clear()
         self._saved = scalars
         self._dropped = max(self._dropped, drop_below)

@@ -38,6 +38,6 @@ def new_sequence(core: MemberCore, b: msg.Beacon, now: float) -> None:
     core._last_high = b.high
     if core.phase == Phase.JOINING:
         core.phase = Phase.LEFT  # our JOIN went to the old sequence
-        core.join(now)
+        core.join(now, core.join_groups)
     else:
         not_member(core, now)

@@ -105,7 +105,9 @@ class HostDriver:
         try:
             if s.data_dir is not None:  # first: a bad saved state stops the host at once
                 self.store = SqliteHostStore(Path(s.data_dir) / HOST_FILE, s.host_id,
-                                             sync=s.sync)
+                                             sync=s.sync, retention_age=s.config.retention_age,
+                                             retention_bytes=s.config.retention_bytes,
+                                             clock=time.time)
             await self._open()
         except BaseException:
             if self.metrics is not None:
