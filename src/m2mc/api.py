@@ -13,7 +13,8 @@ events from :meth:`Node.events`: :class:`~m2mc.group.events.GroupDiscovered`,
 :class:`~m2mc.group.events.MemberJoined`, :class:`~m2mc.group.events.MemberLeft`,
 :class:`~m2mc.group.events.MemberNamed` (a member's display name),
 :class:`~m2mc.group.events.CatchUpProgress`, :class:`~m2mc.group.events.GroupCreated`,
-:class:`~m2mc.group.events.Reconnected` (back in range).
+:class:`~m2mc.group.events.Reconnected` (back in range),
+:class:`~m2mc.group.events.Rejoined` (infrastructure mode: the hosts ended the membership).
 Messages come from the group handles, in the group's order. For scripts
 without asyncio see :mod:`m2mc.runtime.sync` (:class:`SyncNode`). docs/api.md
 documents all of it.

@@ -16,7 +16,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 __all__ = ["GROUP_ORDERS", "GjlpState", "NodeMode", "Order", "PartitionKind", "ReconnectReason",
-           "ViewKind"]
+           "RejoinReason", "ViewKind"]
 
 
 class Order(StrEnum):
@@ -52,6 +52,17 @@ class ReconnectReason(StrEnum):
 
     INTERFACE = "interface"
     SILENCE = "silence"
+
+
+class RejoinReason(StrEnum):
+    """Why the hosts ended an infrastructure member's membership without its leave
+    (``Rejoined.reason``, docs/infra.md): nobody heard it for ``member_timeout`` or its
+    backlog passed ``max_backlog_bytes``/``max_backlog_age`` (expelled), a power-on
+    found it gone (resume refused), or every host lost its log (sequence lost)."""
+
+    EXPELLED = "expelled"
+    RESUME_REFUSED = "resume_refused"
+    SEQUENCE_LOST = "sequence_lost"
 
 
 class NodeMode(StrEnum):

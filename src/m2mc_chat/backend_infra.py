@@ -31,9 +31,10 @@ from urllib.parse import parse_qs, urlsplit
 from m2mc.api import Group, GroupKey, Node, NodeConfig
 from m2mc.errors import ConfigError, UsageError
 from m2mc.group.codec import GrpInfo
-from m2mc.group.events import GroupEvent, MessagesSkipped
+from m2mc.group.events import GroupEvent, MessagesSkipped, Rejoined
 from m2mc.group.events import MemberJoined as NodeMemberJoined
 from m2mc.group.events import MemberLeft as NodeMemberLeft
+from m2mc.kinds import RejoinReason
 from m2mc_chat.backend import (
     BackendEvent,
     BackendLimits,
@@ -202,4 +203,10 @@ class InfraChatBackend(M2MCBackend):
                 return [BackendNotice(f"{count} earlier message{'s' if count != 1 else ''} "
                                       "of this group are gone: the hosts no longer keep them",
                                       gid)]
+            case Rejoined(reason=RejoinReason.SEQUENCE_LOST):
+                return [BackendNotice("the hosts lost their log (every one restarted without "
+                                      "its data): joined again, older messages are gone")]
+            case Rejoined():
+                return [BackendNotice("the hosts had let this device go (asleep or not "
+                                      "reading for too long): joined again, catching up")]
         return super()._translate(event)

@@ -14,9 +14,10 @@ from trace_check import verify
 
 from m2mc.api import Group, GroupMessage, Node, NodeConfig
 from m2mc.errors import UsageError
-from m2mc.group.events import GroupEvent, MemberLeft, MessagesSkipped
+from m2mc.group.events import GroupEvent, MemberLeft, MessagesSkipped, Rejoined
 from m2mc.infra.config import InfraConfig
 from m2mc.infra_runtime.host_driver import HostDriver, HostSettings
+from m2mc.kinds import RejoinReason
 
 BASE = 15000 + (os.getpid() % 300) * 3
 CELLS = [f"udp-multicast://239.255.{80 + i}.{1 + os.getpid() % 200}:{BASE + i}"
@@ -173,7 +174,14 @@ async def test_a_member_asleep_past_member_timeout_catches_up_and_is_told_what_i
                 "bob expelled")
             bob = Node(cfg, data_dir=tmp_path / "bob")
             await bob.start()
-            skipped = await events_until(bob, lambda e: isinstance(e, MessagesSkipped))
+            seen: list[GroupEvent] = []
+            skipped = await events_until(
+                bob, lambda e: seen.append(e) is None and isinstance(e, MessagesSkipped))
+            # told first that the hosts had let it go, and why
+            rejoined = [e for e in seen if isinstance(e, Rejoined)]
+            assert len(rejoined) == 1, seen
+            assert rejoined[0].reason is RejoinReason.RESUME_REFUSED
+            assert rejoined[0].mid.startswith("bob#") and rejoined[0].gseq > 0
             assert isinstance(skipped, MessagesSkipped) and skipped.gid == "chat"
             gb = bob.group("chat")
             await until(lambda: bob.stats()["catchups"] == 1
@@ -192,3 +200,41 @@ async def test_a_member_asleep_past_member_timeout_catches_up_and_is_told_what_i
         for d in hosts:
             await d.close()
 
+
+
+async def test_a_member_that_stops_reading_is_expelled_at_the_backlog_bound_and_told(
+        ) -> None:
+    """An application that stops reading (max_queued_messages reached) keeps its node
+    greeting, so member_timeout never fires; past max_backlog_bytes the hosts expel it.
+    The application gets a Rejoined event (reason expelled); once it reads again it has
+    every message, in order, as if it had never left."""
+    # (the hosts hear a member's mystable a few beacon intervals late: a sender that
+    # reads its own copies as it goes stays far below the bound)
+    hosts = await start_hosts(InfraConfig(max_backlog_bytes=80_000, max_backlog_age=0.0))
+    try:
+        cfg = NodeConfig(mode="infra", hosts=tuple(CELLS))
+        async with Node(cfg, pid="alice") as alice, \
+                Node(NodeConfig(mode="infra", hosts=tuple(CELLS), max_queued_messages=10),
+                     pid="bob") as bob:
+            ga = await alice.create_group("chat")
+            gb = await bob.join("chat", timeout=WAIT)
+            seen: list[GroupEvent] = []
+            told = asyncio.ensure_future(events_until(
+                bob, lambda e: seen.append(e) is None and isinstance(e, Rejoined)))
+            sent = [f"m{i:04d}".ljust(100, ".") for i in range(1500)]
+            for text in sent:  # bob reads nothing meanwhile; alice reads as she goes
+                await ga.send(text)
+                assert (await ga.receive(timeout=WAIT)).text == text
+            rejoined = await told
+            assert isinstance(rejoined, Rejoined)
+            assert rejoined.reason is RejoinReason.EXPELLED and rejoined.mid.startswith("bob#")
+            # (still not reading, its new membership may pass the bound again: each time
+            # the same, and it loses nothing)
+            assert sum(d.core.coordinator.stats.expelled_backlog for d in hosts
+                       if d.core is not None and d.core.coordinator is not None) >= 1
+            got = [m.text for m in await take(gb, len(sent))]  # it reads again
+            assert got == sent
+            assert not any(isinstance(e, (MemberLeft, MessagesSkipped)) for e in seen)
+    finally:
+        for d in hosts:
+            await d.close()

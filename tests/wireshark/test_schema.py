@@ -206,11 +206,6 @@ NOT_DISSECTED = {
     "m2mc.infra_runtime.net:parse_address": "addresses in messages: shown as strings",
     "m2mc.infra_runtime.node:unpack_body": "the application's payload in a record: bytes",
     "m2mc_chat.codec:decode_body": "the chat's payload in a group record: bytes",
-    "m2mc.infra.codec:_unpack": "a durable host's file (records, epochs, snapshots as "
-                                "stored): never on the wire",
-    "m2mc.infra.codec:unpack_epoch": "a durable host's file: never on the wire",
-    "m2mc.infra.codec:unpack_record": "a durable host's file: never on the wire",
-    "m2mc.infra.codec:unpack_snapshot": "a durable host's file: never on the wire",
     "m2mc.group.stream_codec:decode_descriptor": "a streamed message's head is a record "
                                                  "whose payload (the descriptor) is shown "
                                                  "as bytes; its body's STREAM kinds are "

@@ -15,6 +15,7 @@ from m2mc.group.events import (
     MemberNamed,
     MessagesSkipped,
     Reconnected,
+    Rejoined,
 )
 from m2mc.group.manager import GroupNode
 
@@ -33,4 +34,5 @@ __all__ = [
     "MemberNamed",
     "MessagesSkipped",
     "Reconnected",
+    "Rejoined",
 ]

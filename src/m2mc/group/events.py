@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from m2mc.group.codec import GrpInfo
-from m2mc.kinds import ReconnectReason
+from m2mc.kinds import ReconnectReason, RejoinReason
 from m2mc.ordering import Message, MessageId
 
 
@@ -111,6 +111,20 @@ class Reconnected:
 
 
 @dataclass(frozen=True, slots=True)
+class Rejoined:
+    """Infrastructure mode: the hosts ended this node's membership ``mid`` at ``gseq``
+    without its leave, and it joined again with its groups (docs/infra.md, "Members
+    that sleep", "Bounded hosts", "Hosts without a data directory"). After
+    ``EXPELLED`` or ``RESUME_REFUSED`` it catches up from the hosts' log, and what
+    their retention dropped comes as :class:`MessagesSkipped`; after
+    ``SEQUENCE_LOST`` what the old sequence held beyond ``gseq`` is gone."""
+
+    mid: str
+    reason: RejoinReason
+    gseq: int
+
+
+@dataclass(frozen=True, slots=True)
 class StreamUpdate:
     """News of a streamed message's body for its readers (docs/group.md section 12):
     ``available`` bytes from its start are held here; ``done``: all of it, checked;
@@ -126,4 +140,4 @@ class StreamUpdate:
 
 GroupEvent = (Delivered | DeliveredBatch | GroupDiscovered | GroupCreated | MemberJoined
               | MemberLeft | MemberNamed | CatchUpProgress | MessagesSkipped | Reconnected
-              | StreamUpdate)
+              | Rejoined | StreamUpdate)

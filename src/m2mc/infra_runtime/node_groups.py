@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from m2mc.api_message import GroupMessage
 from m2mc.errors import DecodeError
-from m2mc.group.events import MemberJoined, MemberLeft, MessagesSkipped
+from m2mc.group.events import MemberJoined, MemberLeft, MessagesSkipped, Rejoined
 from m2mc.infra.member import (
     Delivered,
     GroupJoined,
@@ -35,7 +35,7 @@ from m2mc.infra.member import (
     MessagesLost,
     ViewChange,
 )
-from m2mc.kinds import ViewKind
+from m2mc.kinds import RejoinReason, ViewKind
 from m2mc.ordering import MessageId
 
 if TYPE_CHECKING:
@@ -137,13 +137,16 @@ def expelled(node: InfraNode, ev: Left) -> None:
     """Our membership ended without our leave: say why, once (the member joins again
     with its groups by itself)."""
     stats = node.driver.core.stats if node.driver is not None else None
+    reason = RejoinReason.EXPELLED
     if stats is not None and stats.sequence_lost > node._lost_seen:
         node._lost_seen = stats.sequence_lost
+        reason = RejoinReason.SEQUENCE_LOST
         node.log.warning("the hosts lost their log (every host restarted without its state): "
                          "%s ended at gseq %d, what the old sequence held after it is lost; "
                          "joining the new sequence with its groups", ev.mid, ev.gseq)
     elif stats is not None and stats.resumes_refused > node._refused_seen:
         node._refused_seen = stats.resumes_refused
+        reason = RejoinReason.RESUME_REFUSED
         node.log.warning("power-on: the hosts no longer hold %s (expelled while off): joining "
                          "again with its groups, catching up from the hosts' log", ev.mid)
     else:
@@ -151,6 +154,7 @@ def expelled(node: InfraNode, ev: Left) -> None:
                          "it delivered nothing for longer than max_backlog_bytes/"
                          "max_backlog_age allow): joining again with its groups, catching up "
                          "from the hosts' log", ev.mid, ev.gseq)
+    node._push_event(Rejoined(str(ev.mid), reason, ev.gseq))
 
 
 def joined(node: InfraNode, group: str, gseq: int) -> None:
