@@ -167,7 +167,8 @@ def _stack(tmp_path: Path) -> Any:
 
 
 @given(st.binary(max_size=60))
-@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_malformed_group_messages_are_counted_never_raised(tmp_path: Path, tail: bytes) -> None:
     import msgpack
     from basic_stack import group_prefix
