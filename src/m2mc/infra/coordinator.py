@@ -345,10 +345,15 @@ class Coordinator:
         p.last_progress = now
         base = p.applied
         snapshot = None
+        limit = self.cfg.batch_records * 4
         if not log.has_from(base + 1) or base > log.high:
-            base = log.applied
+            # Our committed tables, and the committed records we still hold below them:
+            # they are not stable (members may still NACK them), so the host must keep
+            # them too (or a later takeover by it frees them for good). At most
+            # ``limit`` records in all, the newest below the snapshot first.
             snapshot = log.state.snapshot()
-        last = min(log.high, base + self.cfg.batch_records * 4)
+            base = max(log.low - 1, log.applied - limit)
+        last = min(log.high, base + limit)
         records = log.range(base + 1, last) if last > base else ()
         self.out.append((h, msg.Sync(self.epoch, self.commit, base, snapshot, records)))
         p.sent = last

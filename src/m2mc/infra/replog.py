@@ -88,7 +88,9 @@ class ReplicaLog:
                       records: tuple[msg.Record, ...], now: float) -> bool:
         """Make the log: committed prefix, then ``records`` after ``base`` (a Sync).
 
-        A snapshot newer than what was applied replaces the tables and the log.
+        A snapshot newer than what was applied replaces the tables and the log; the
+        records given at or below it are committed copies the master still keeps (not
+        stable yet), held below the snapshot as far as they reach it.
         Records at or below ``applied`` are committed and kept as they are.
         False if the records do not follow on from what is held.
         """
@@ -101,6 +103,7 @@ class ReplicaLog:
             base = snapshot.lsn
             if self.journal is not None:
                 self.journal.reset_to(snapshot)
+            self.backfill(tuple(r for r in records if r.lsn <= snapshot.lsn))
         keep = max(base, self.applied)
         if keep > self.high:
             return False  # a hole between what we hold and what we are given
