@@ -78,6 +78,7 @@ COVERED: dict[str, str] = {
     "m2mc.transport.url:_parse": "transport.url",
     "m2mc.transport.linkwatch:parse_messages": "transport.rtnetlink",
     "m2mc.transport.linkwatch:LinkState.feed": "transport.rtnetlink",
+    "m2mc.transport.linkwatch:AddressState.feed": "transport.rtnetlink",
     "m2mc.ordering.ids:MessageId.parse": "ordering.message_id",
     "m2mc.security.groupwire:open_frame": "security.groupwire",
     "m2mc.group.codec:split_frame": "group.frame",
@@ -85,6 +86,11 @@ COVERED: dict[str, str] = {
     "m2mc.group.stream_codec:decode_descriptor": "group.stream_head",
     "m2mc.infra.codec:decode": "infra.frame",
     "m2mc.infra.codec:decode_body": "infra.body",
+    "m2mc.infra.codec:_unpack": "infra.saved_host",
+    "m2mc.infra.codec:unpack_epoch": "infra.saved_host",
+    "m2mc.infra.codec:unpack_record": "infra.saved_host",
+    "m2mc.infra.codec:unpack_snapshot": "infra.saved_host",
+    "m2mc.infra.state:unpack_groups": "infra.saved_host",
     "m2mc.infra.wire:InfraWire.decode": "infra.sealed",
     "m2mc.infra_runtime.net:FrameReader.feed": "infra.backbone_stream",
     "m2mc.infra_runtime.net:parse_address": "infra.address",
@@ -289,8 +295,12 @@ def _rtnetlink_target() -> FuzzTarget:
 
     def run(data: bytes) -> None:
         state = lw.LinkState(3, "eth0", "10.77.0.4")
+        follower = lw.AddressState(3, "eth0", "10.77.0.4")
         for message in lw.parse_messages(data):
             state.feed(message)
+            follower.feed(message)
+            if follower.current is not None and follower.current not in follower.addresses:
+                raise BoundViolation("the followed address is not one the interface holds")
 
     def seeds() -> list[bytes]:
         name = lw._RTATTR.pack(9, lw.IFLA_IFNAME) + b"eth0\0" + bytes(3)

@@ -144,11 +144,13 @@ class BackendLimits:
     without it, everything is available.
     """
 
-    one_group: bool = False
-    """The network has exactly one group (infrastructure mode, seeds/001 2.2 (i)):
-    ``create_group`` and ``join_group`` both join it, whatever name is given."""
-    durable_history: bool = True
-    """Messages from before this process joined, or from before a restart, come back."""
+    group_keys: bool = True
+    """Groups may have keys of their own (ad hoc mode). Infrastructure mode has none:
+    the hosts' deployment key covers every group of the deployment."""
+    named_groups: bool = False
+    """A group's id is its name, and any name can be joined without discovering it
+    first (infrastructure mode: the hosts know the groups; a member outside the
+    deployment sees none of them)."""
     notice: str = ""
     """One line telling the user what is missing (shown above the status bar)."""
 

@@ -5,25 +5,25 @@ seeds/001 and 004 (``m2mc host``, docs/infra.md) through the same application AP
 as ad hoc mode (``m2mc.api.Node(NodeConfig(mode="infra", hosts=cells))``). What
 differs, and how the chat shows it (each item is part of :data:`INFRA_LIMITS`):
 
-- **One group.** seeds/001 serves one group per deployment and has no GJLP, so the
-  browser lists that group (gid ``infra``) from the start; creating a group or
-  joining any name joins it.
-- **No durable log.** A member delivers from its join on (seeds/001 3.3) and keeps
-  nothing, so there is no catch-up of older messages and nothing after a restart.
-- **Members.** The coordinator's view changes after our join arrive as
-  joined/left/expelled records; members who joined earlier appear once they write.
-  Hosts expel members they stop hearing from, so every member of the view counts
-  as heard from, refreshed every :data:`PRESENCE_REFRESH` seconds.
-- **Identity.** Each run is a fresh incarnation ``<device id>.<6 hex digits>``: the
-  member numbers its messages from 1 in every run and keeps no log, so reusing the
-  bare device id would reuse message ids the others already hold, and they would
-  drop the new messages as duplicates.
+- **Groups.** The hosts serve any number of groups, known by name: creating a group
+  makes (or joins) the group of that name, and the browser lists the groups this
+  member saw in the deployment's order. Groups have no keys of their own: the
+  hosts' deployment key (``--key-file``) covers them all.
+- **History.** The hosts keep each group's messages for their retention
+  (docs/infra.md, "History"): joining a group shows its conversation so far, and a
+  restarted chat shows it again. The member keeps its state in
+  ``<data-dir>/infra-<device id>/`` (its membership, groups and message numbering),
+  so a restart resumes it under the same id; away longer than the hosts wait, it
+  joins again and catches up from their log, and is told what their retention had
+  dropped.
+- **Members.** A group's members as the hosts named them at the join, then its
+  joins and leaves. Hosts expel members they stop hearing from, so every member of
+  a view counts as heard from, refreshed every :data:`PRESENCE_REFRESH` seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
-import secrets
 from collections.abc import Sequence
 from dataclasses import replace
 from urllib.parse import parse_qs, urlsplit
@@ -31,7 +31,7 @@ from urllib.parse import parse_qs, urlsplit
 from m2mc.api import Group, GroupKey, Node, NodeConfig
 from m2mc.errors import ConfigError, UsageError
 from m2mc.group.codec import GrpInfo
-from m2mc.group.events import GroupEvent
+from m2mc.group.events import GroupEvent, MessagesSkipped
 from m2mc.group.events import MemberJoined as NodeMemberJoined
 from m2mc.group.events import MemberLeft as NodeMemberLeft
 from m2mc_chat.backend import (
@@ -42,22 +42,23 @@ from m2mc_chat.backend import (
     GroupInfo,
     MemberSeen,
 )
-from m2mc_chat.backend_m2mc import M2MCBackend
+from m2mc_chat.backend_m2mc import M2MCBackend, group_info
 from m2mc_chat.config import ChatConfig, infra_cells
 
-__all__ = ["INFRA_DESC", "INFRA_GID", "INFRA_LIMITS", "InfraChatBackend", "describe_infra"]
+__all__ = ["INFRA_LIMITS", "InfraChatBackend", "describe_infra"]
 
-INFRA_GID = "infra"
-INFRA_DESC = "the hosts' group"
 INFRA_LIMITS = BackendLimits(
-    one_group=True, durable_history=False,
-    notice="infrastructure mode: the hosts serve one group; no history from before you joined")
+    group_keys=False, named_groups=True,
+    notice="infrastructure mode: groups have no keys of their own; history as far back as "
+           "the hosts keep it")
 JOIN_TIMEOUT = 15.0
 """Seconds to wait for the coordinator to let us in (an election may be under way)."""
+HISTORY_WAIT = 5.0
+"""Seconds a view waits for a group's history from the hosts before it opens without."""
 PRESENCE_REFRESH = 5.0
 """Seconds between refreshes of the view's members as heard from."""
 MAX_LEFT = 4096
-"""Members remembered as having left (a bound: the view is the hosts', not ours)."""
+"""Members remembered as having left, per group (a bound: the view is the hosts')."""
 _POLL = 0.05
 
 
@@ -91,20 +92,21 @@ class InfraChatBackend(M2MCBackend):
         if not self.cells:
             raise ConfigError("--infra needs the hosts' cells: GROUP:PORT[,GROUP:PORT...]")
         self.channel = self.cells[0]
-        self.pid = f"{config.device_id}.{secrets.token_hex(3)}"
         base = node_config or NodeConfig()
-        self._node_config = replace(base, mode="infra", hosts=base.hosts or self.cells,
-                                    pid=self.pid,
-                                    infra_key=config.infra_key or base.infra_key,
-                                    metrics=config.metrics or base.metrics)
+        # Its own data_dir keeps the membership and the numbering of its messages: the
+        # device id is its member id across restarts (docs/infra.md, "Switch-off").
+        self._node_config = replace(
+            base, mode="infra", hosts=base.hosts or self.cells, pid=config.device_id,
+            data_dir=base.data_dir or config.data_dir / f"infra-{config.device_id}",
+            infra_key=config.infra_key or base.infra_key,
+            metrics=config.metrics or base.metrics)
         self.join_timeout = JOIN_TIMEOUT
-        self._left: dict[str, None] = {}   # insertion-ordered: the oldest is dropped first
-        self._leaving = False
+        self._left: dict[str, dict[str, None]] = {}  # gid -> members gone, oldest first
         self._setup(Node(self._node_config))
 
     @property
     def node_id(self) -> str:
-        return self.pid
+        return self.config.device_id
 
     @property
     def mode(self) -> str:
@@ -112,94 +114,92 @@ class InfraChatBackend(M2MCBackend):
 
     # ---------------------------------------------------------------- queries
 
-    def _is_member(self) -> bool:
-        return bool(self.node.joined())
-
-    def _group_info(self) -> GroupInfo:
-        members = tuple(self.node.members(INFRA_GID))
-        left = tuple(pid for pid in self._left if pid not in members)
+    def _info(self, info: GrpInfo) -> GroupInfo:
+        out = group_info(info)
+        left = tuple(pid for pid in self._left.get(info.gid, ()) if pid not in out.members)
         # Sealed frames with a deployment key (issue 9) when the node has one.
-        authenticated = getattr(self.node, "authenticated", False) is True
-        return GroupInfo(INFRA_GID, INFRA_DESC, members, left, authenticated=authenticated,
-                         key_held=authenticated)
+        keyed = getattr(self.node, "authenticated", False) is True
+        return replace(out, left=left, authenticated=keyed, key_held=keyed)
 
     def _info_of(self, group: Group) -> GroupInfo:
-        return self._group_info()
+        info = group.info
+        if info is None:
+            raise UsageError(f"group {group.gid!r} has no record")
+        return self._info(info)
 
     def joined_groups(self) -> list[GroupInfo]:
-        return [self._group_info()] if self._is_member() else []
+        return [self._info(info) for info in self.node.joined()]
 
     def known_groups(self) -> list[GroupInfo]:
-        return [self._group_info()]
+        return [self._info(info) for info in self.node.discovered()]
 
     def _locked(self) -> list[GrpInfo]:
         return []     # no group keys in infrastructure mode
 
     async def history(self, gid: str) -> list[Delivered]:
-        return []   # no durable log in infrastructure mode (INFRA_LIMITS)
+        """The group's conversation from the hosts' log (their retention), once the
+        node has it (at most :data:`HISTORY_WAIT` seconds)."""
+        ready = getattr(self.node, "history_ready", None)
+        loop = asyncio.get_running_loop()
+        end = loop.time() + HISTORY_WAIT
+        while callable(ready) and not ready(gid) and loop.time() < end:
+            await asyncio.sleep(_POLL)
+        return await super().history(gid)
 
     # --------------------------------------------------------------- commands
 
     async def create_group(self, desc: str, key: GroupKey | None = None) -> GroupInfo:
         _no_group_key(key)
-        info = await self._join()
-        if desc.strip() not in ("", INFRA_DESC, INFRA_GID):
-            await self._queue.put(BackendNotice(
-                f"the hosts serve one group: joined it ({desc.strip()!r} is not a group "
-                "of its own)", INFRA_GID))
-        return info
+        return await self._join(desc.strip(), create=True)
 
     async def join_group(self, gid: str, key: GroupKey | None = None) -> GroupInfo:
         _no_group_key(key)
-        return await self._join()
+        return await self._join(gid, create=False)
 
     async def leave_group(self, gid: str) -> None:
-        self._leaving = True
-        await super().leave_group(INFRA_GID)
+        await super().leave_group(gid)
 
-    async def _join(self) -> GroupInfo:
+    async def _join(self, gid: str, *, create: bool) -> GroupInfo:
+        if not gid:
+            raise UsageError("a group needs a name")
+        node = self.node
+        group = await (node.create_group(gid) if create
+                       else node.join(gid, timeout=self.join_timeout))
         loop = asyncio.get_running_loop()
         end = loop.time() + self.join_timeout
-        # A LEAVE still under way would make the node report us as a member at once.
-        while self._phase() in ("leaving", "closing") and loop.time() < end:
-            await asyncio.sleep(_POLL)
-        self._leaving = False
-        group = await self.node.join(INFRA_GID, timeout=max(0.0, end - loop.time()))
-        if not self._is_member():
+        while gid not in {g.gid for g in node.joined()} and loop.time() < end:
+            await asyncio.sleep(_POLL)  # (create_group waits 5 s: an election may be slower)
+        if gid not in {g.gid for g in node.joined()}:
             cells = ", ".join(urlsplit(c).netloc for c in self.cells)
             raise UsageError(f"no host let us join within {self.join_timeout:g} s "
                              f"(cells {cells}); are the hosts running, and is this the "
                              "deployment key they use (or none if they use none)? "
                              "Still trying.")
         self._read_group(group)
-        return self._group_info()
+        return self._info_of(group)
 
     # -------------------------------------------------------------- internals
-
-    def _phase(self) -> str:
-        """The member's phase (``idle``, ``joining``, ``member``, ``leaving``, ...)."""
-        core = getattr(getattr(self.node, "driver", None), "core", None)
-        return str(getattr(getattr(core, "phase", None), "value", ""))
 
     async def _watch_presence(self) -> None:
         # The hosts expel members they stop hearing from: the view is who is heard from.
         while True:
             await asyncio.sleep(PRESENCE_REFRESH)
-            if self._is_member():
-                for pid in self.node.members(INFRA_GID):
-                    await self._queue.put(MemberSeen(INFRA_GID, pid))
+            for info in self.node.joined():
+                for pid in self.node.members(info.gid):
+                    await self._queue.put(MemberSeen(info.gid, pid))
 
     def _translate(self, event: GroupEvent) -> list[BackendEvent]:
-        out: list[BackendEvent] = []
         match event:
-            case NodeMemberLeft(pid=pid):
-                self._left.pop(pid, None)
-                self._left[pid] = None
-                if len(self._left) > MAX_LEFT:
-                    del self._left[next(iter(self._left))]
-                if pid == self.pid and not self._leaving:
-                    out.append(BackendNotice("the hosts stopped counting this member "
-                                             "(not heard from); joining again", INFRA_GID))
-            case NodeMemberJoined(pid=pid):
-                self._left.pop(pid, None)
-        return [*super()._translate(event), *out]
+            case NodeMemberLeft(gid=gid, pid=pid):
+                left = self._left.setdefault(gid, {})
+                left.pop(pid, None)
+                left[pid] = None
+                if len(left) > MAX_LEFT:
+                    del left[next(iter(left))]
+            case NodeMemberJoined(gid=gid, pid=pid):
+                self._left.get(gid, {}).pop(pid, None)
+            case MessagesSkipped(gid=gid, count=count):
+                return [BackendNotice(f"{count} earlier message{'s' if count != 1 else ''} "
+                                      "of this group are gone: the hosts no longer keep them",
+                                      gid)]
+        return super()._translate(event)

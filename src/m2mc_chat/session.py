@@ -349,14 +349,14 @@ class ChatSession:
     def find_group(self, desc_or_gid: str) -> GroupInfo | None:
         """A discovered group by gid, else by description (the first one, by gid).
 
-        On a network with one group (``limits.one_group``) any name finds it.
+        Where groups are known by name (``limits.named_groups``) any name finds its group.
         """
         if desc_or_gid in self.groups:
             return self.groups[desc_or_gid]
         matches = sorted((g for g in self.groups.values() if g.desc == desc_or_gid),
                          key=lambda g: g.gid)
-        if not matches and self.limits.one_group and len(self.groups) == 1:
-            return next(iter(self.groups.values()))
+        if not matches and self.limits.named_groups and desc_or_gid.strip():
+            return GroupInfo(desc_or_gid, desc_or_gid)
         return matches[0] if matches else None
 
     # ----------------------------------------------------------------- events

@@ -92,6 +92,8 @@ KNOWN_LAYER_BREAKS = {
     ("m2mc.infra_runtime.node", "m2mc.api_config"): "the same: InfraNode takes a NodeConfig",
     ("m2mc.infra_runtime.node", "m2mc.api_message"): "the same: InfraNode hands out the "
                                                      "API's GroupMessage",
+    ("m2mc.infra_runtime.node_groups", "m2mc.api_message"): "the same: InfraNode's groups "
+                                                           "hand out the API's GroupMessage",
     ("m2mc_pipeline.__main__", "m2mc.cli"): "`python -m m2mc_pipeline` runs `m2mc analyze`",
 }
 

@@ -21,14 +21,8 @@ import pytest
 from m2mc.errors import ConfigError, UsageError
 from m2mc.infra_runtime.host_driver import HostDriver, HostSettings
 from m2mc.security.keys import GroupKey
-from m2mc_chat.backend import ChatBackend
-from m2mc_chat.backend_infra import (
-    INFRA_DESC,
-    INFRA_GID,
-    INFRA_LIMITS,
-    InfraChatBackend,
-    describe_infra,
-)
+from m2mc_chat.backend import ChatBackend, GroupInfo
+from m2mc_chat.backend_infra import INFRA_LIMITS, InfraChatBackend, describe_infra
 from m2mc_chat.backend_m2mc import M2MCBackend
 from m2mc_chat.config import ChatConfig, infra_cells, load_config, parse_infra
 from m2mc_chat.fake import demo_network
@@ -86,12 +80,10 @@ def test_m2mc_backend_with_cells_is_the_infra_backend(tmp_path: Path) -> None:
     assert isinstance(backend, InfraChatBackend) and isinstance(backend, ChatBackend)
     assert backend.limits == INFRA_LIMITS
     assert backend.mode == "infra 239.255.20.1:7711 +1 cell (loopback only)"
-    # A fresh incarnation per run: message ids restart at 1, so the pid must not repeat.
-    again = M2MCBackend(config)
-    assert backend.node_id.startswith("dev.") and again.node_id.startswith("dev.")
-    assert backend.node_id != again.node_id
-    assert [g.gid for g in backend.known_groups()] == [INFRA_GID]   # before any network
-    assert backend.joined_groups() == []
+    # Its own data_dir keeps the numbering: the device id is the member, run after run.
+    assert backend.node_id == M2MCBackend(config).node_id == "dev"
+    assert backend._node_config.data_dir == tmp_path / "infra-dev"
+    assert backend.known_groups() == [] and backend.joined_groups() == []  # before any network
     assert describe_infra([cell_url("239.255.1.2:3")]) == "infra 239.255.1.2:3 (loopback only)"
 
 
@@ -107,7 +99,10 @@ async def test_the_ui_says_what_infrastructure_mode_lacks(tmp_path: Path) -> Non
         await pilot.press("ctrl+g")
         await settle(pilot)
         assert isinstance(app.screen, GroupBrowser)
-        assert "The hosts serve one group (infrastructure mode)" in screen_text(app)
+        assert "The hosts' groups (infrastructure mode)" in screen_text(app)
+        await pilot.press("k")  # a keyed group: there are none here (a warning, no prompt)
+        await settle(pilot)
+        assert isinstance(app.screen, GroupBrowser)
 
 
 async def test_ad_hoc_mode_shows_no_notice(tmp_path: Path) -> None:
@@ -179,33 +174,39 @@ class Participant:
         await asyncio.wait_for(self.pump, WAIT)
 
 
-async def test_join_send_reply_presence_leave(tmp_path: Path, cells: list[str]) -> None:
+async def test_groups_history_send_reply_presence_leave(tmp_path: Path,
+                                                       cells: list[str]) -> None:
     async with Participant(tmp_path, "alice", cells) as alice, \
             Participant(tmp_path, "bob", cells[::-1]) as bob:   # bob starts in the other cell
-        assert alice.find_group("lunch") is not None   # one group: any name finds it
+        assert alice.find_group("lunch") == GroupInfo("lunch", "lunch")  # known by name
         info = await alice.create_group("lunch")
-        assert (info.gid, info.desc, info.authenticated) == (INFRA_GID, INFRA_DESC, False)
-        assert await alice.backend.history(INFRA_GID) == []
-        await bob.join_group(bob.find_group("anything").gid)  # type: ignore[union-attr]
-        presence = alice.views[INFRA_GID].presence
+        assert (info.gid, info.desc, info.authenticated) == ("lunch", "lunch", False)
+        assert await alice.backend.history("lunch") == []
+        question = await alice.send("lunch", "Pizza or curry?")
+        await alice.create_group("coffee")           # a second group of the deployment
+        await alice.send("coffee", "Espresso at four?")
+        await bob.join_group("lunch")                # the hosts' history comes with it
+        bob_tree, alice_tree = bob.views["lunch"].tree, alice.views["lunch"].tree
+        assert question in bob_tree and "coffee" not in bob.views
+        presence = alice.views["lunch"].presence
         assert await alice.wait_until(lambda: bob.node_id in presence, WAIT)  # bob's join
         assert presence.state(bob.node_id, alice.clock()) is MemberState.JOINED
-        question = await alice.send(INFRA_GID, "Pizza or curry?")
-        bob_tree, alice_tree = bob.views[INFRA_GID].tree, alice.views[INFRA_GID].tree
-        assert await bob.wait_until(lambda: question in bob_tree, WAIT)
-        answer = await bob.send(INFRA_GID, "Curry", reply_to=question)
+        assert alice.node_id in bob.views["lunch"].presence   # named by the hosts
+        answer = await bob.send("lunch", "Curry", reply_to=question)
         assert await alice.wait_until(lambda: answer in alice_tree, WAIT)
         assert alice_tree.parent_of(answer) == question
         assert alice_tree.get(answer).nick == "bob"  # type: ignore[union-attr]
         assert len(alice_tree) == len(bob_tree) == 2      # our own copies were not doubled
         assert alice_tree.transcript() == bob_tree.transcript()
-        await bob.leave_group(INFRA_GID)
+        assert len(alice.views["coffee"].tree) == 1
+        await bob.leave_group("lunch")
         assert await alice.wait_until(
             lambda: presence.state(bob.node_id, alice.clock()) is MemberState.LEFT, WAIT)
-        assert INFRA_GID not in bob.views
-        await bob.join_group(INFRA_GID)                  # and back, once the LEAVE is done
-        later = await alice.send(INFRA_GID, "Welcome back")
-        assert await bob.wait_until(lambda: later in bob.views[INFRA_GID].tree, WAIT)
+        assert "lunch" not in bob.views
+        await bob.join_group("lunch")                  # and back, once the LEAVE is done
+        assert len(bob.views["lunch"].tree) == 2       # the conversation, from the hosts
+        later = await alice.send("lunch", "Welcome back")
+        assert await bob.wait_until(lambda: later in bob.views["lunch"].tree, WAIT)
 
 
 async def test_a_keyed_deployment_lets_in_who_has_its_key(tmp_path: Path,
@@ -215,9 +216,9 @@ async def test_a_keyed_deployment_lets_in_who_has_its_key(tmp_path: Path,
             Participant(tmp_path, "bob", keyed_cells[::-1], key) as bob:
         info = await alice.create_group("lunch")
         assert info.authenticated                       # shown as keyed in the browser
-        await bob.join_group(INFRA_GID)
-        question = await alice.send(INFRA_GID, "Pizza or curry?")
-        assert await bob.wait_until(lambda: question in bob.views[INFRA_GID].tree, WAIT)
+        await bob.join_group("lunch")
+        question = await alice.send("lunch", "Pizza or curry?")
+        assert await bob.wait_until(lambda: question in bob.views["lunch"].tree, WAIT)
     outsider = Participant(tmp_path, "eve", keyed_cells)  # no key: the hosts ignore her
     backend = outsider.session.backend
     assert isinstance(backend, InfraChatBackend)
@@ -238,8 +239,17 @@ async def test_join_without_hosts_fails_in_one_line(tmp_path: Path) -> None:
         assert session.views == {}
 
 
+async def _poll(pilot: object, cond: Callable[[], bool], times: int = 400) -> bool:
+    for _ in range(times):                       # polled: everything goes through the hosts
+        if cond():
+            return True
+        await pilot.pause(0.05)  # type: ignore[attr-defined]
+    return cond()
+
+
 async def test_the_tui_on_hosts(tmp_path: Path, cells: list[str]) -> None:
     from m2mc_chat.app import ChatApp
+    from m2mc_chat.testing import type_text
 
     config = ChatConfig(nick="alice", device_id="alice", data_dir=tmp_path / "alice",
                         infra=tuple(cells))
@@ -248,30 +258,63 @@ async def test_the_tui_on_hosts(tmp_path: Path, cells: list[str]) -> None:
             app.run_test(size=(110, 30)) as pilot:
         await settle(pilot)
         assert "infra 239.255." in screen_text(app) and INFRA_LIMITS.notice in screen_text(app)
-        await pilot.press("ctrl+g")
+        mid = (await bob.create_group("standup")) and await bob.send("standup",
+                                                                      "Who goes first?")
+        await pilot.press("ctrl+g", "n")          # alice makes (joins) the same group
         await settle(pilot)
+        await type_text(pilot, "standup")
+        await pilot.press("enter")
+        assert await _poll(pilot, lambda: "bob: Who goes first?" in screen_text(app))
+        assert app.main is not None and app.main.current == "standup"
         text = screen_text(app)
-        assert INFRA_DESC in text and "unauthenticated" in text   # listed before joining
-        await pilot.press("j")
-        for _ in range(400):                     # polled: the join goes through the hosts
-            if not isinstance(app.screen, GroupBrowser):
-                break
-            await pilot.pause(0.05)
-        assert app.main is not None and app.main.current == INFRA_GID
-        await bob.join_group(INFRA_GID)
-        mid = await bob.send(INFRA_GID, "Who goes first?")
-        for _ in range(400):
-            if "bob: Who goes first?" in screen_text(app):
-                break
-            await pilot.pause(0.05)
-        text = screen_text(app)
-        assert "bob: Who goes first?" in text and f"{INFRA_DESC}  · unauthenticated" in text
-        await pilot.press("down", "ctrl+r", "M", "e", "enter")   # select bob's message, answer it
-        tree = bob.views[INFRA_GID].tree
+        assert "standup  · unauthenticated" in text
+        await pilot.press("ctrl+r", "M", "e", "enter")   # answer bob's message
+        tree = bob.views["standup"].tree
         assert await bob.wait_until(lambda: len(tree) == 2, WAIT)
         reply = tree.get(tree.nth(2))
         assert reply is not None and (reply.parent, reply.text) == (mid, "Me")
         await pilot.press("ctrl+q")
+
+
+async def test_a_restarted_member_sees_its_conversation(tmp_path: Path,
+                                                        cells: list[str]) -> None:
+    """The TUI on hosts, quit and started again on the same data directory: the group
+    and its whole conversation are back, what was said meanwhile too, from the hosts."""
+    from m2mc_chat.app import ChatApp
+    from m2mc_chat.testing import type_text
+
+    config = ChatConfig(nick="alice", device_id="alice", data_dir=tmp_path / "alice",
+                        infra=tuple(cells))
+    async with Participant(tmp_path, "bob", cells) as bob:
+        app = ChatApp(config, M2MCBackend)
+        async with app.run_test(size=(110, 30)) as pilot:
+            await settle(pilot)
+            await pilot.press("ctrl+g", "n")
+            await settle(pilot)
+            await type_text(pilot, "trip")
+            await pilot.press("enter")
+            assert await _poll(pilot, lambda: app.main is not None
+                               and app.main.current == "trip")
+            await pilot.press("ctrl+n")
+            await type_text(pilot, "Train or bus?")
+            await pilot.press("enter")
+            await bob.join_group("trip")
+            tree = bob.views["trip"].tree
+            assert await bob.wait_until(lambda: len(tree) == 1, WAIT)
+            await bob.send("trip", "Train", reply_to=tree.nth(1))
+            assert await _poll(pilot, lambda: "bob: Train" in screen_text(app))
+            await pilot.press("ctrl+q")
+        await bob.send("trip", "It leaves at nine")    # while alice is away
+        again = ChatApp(config, M2MCBackend)
+        async with again.run_test(size=(110, 30)) as pilot:
+            assert await _poll(pilot, lambda: "bob: It leaves at nine" in screen_text(again))
+            text = screen_text(again)
+            assert "alice: Train or bus?" in text and "bob: Train" in text
+            assert again.main is not None and again.main.current == "trip"
+            session = again.session
+            assert session is not None and session.node_id == "alice"
+            assert len(session.views["trip"].tree) == 3
+            await pilot.press("ctrl+q")
 
 
 # ------------------------------------------------- processes: m2mc host and m2mc chat
@@ -346,9 +389,9 @@ def test_three_chat_processes_on_two_hosts_agree(tmp_path: Path) -> None:
                                "--trace-dir", str(trace)], tmp_path))
         wait_for(lambda: coordinator_elected(trace), 30, "a coordinator")
         chats: dict[str, Proc] = {}
-        # One after the other: a member sees the joins sequenced after its own, and alice
-        # waits until she sees both others (wait_members 3) before the first message.
-        for name, script, order in (("alice", "infra_alice.txt", cells),
+        # One after the other: a member joining later reads what was said before from
+        # the hosts (the scripts are ad hoc mode's, unchanged).
+        for name, script, order in (("alice", "alice.txt", cells),
                                     ("bob", "bob.txt", cells[::-1]),     # the other cell
                                     ("carol", "carol.txt", cells)):
             chats[name] = proc = Proc(
@@ -370,8 +413,8 @@ def test_three_chat_processes_on_two_hosts_agree(tmp_path: Path) -> None:
                    for name in ("alice", "bob", "carol")}
     trees = [t["tree"] for t in transcripts.values()]
     assert trees[0] == trees[1] == trees[2]
-    assert all(t["group"] == INFRA_GID for t in transcripts.values())
-    assert transcripts["alice"]["node"].startswith("alice.")
+    assert all(t["group"] == "lunch" for t in transcripts.values())
+    assert transcripts["alice"]["node"] == "alice"
 
     def shape(nodes: list[dict[str, object]]) -> list[object]:
         return [(n["nick"], n["text"], shape(n["children"])) for n in nodes]  # type: ignore[arg-type]

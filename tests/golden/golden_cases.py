@@ -25,6 +25,7 @@ from m2mc.group.stream_codec import LAST, StreamData, StreamNack
 from m2mc.infra import codec as ic
 from m2mc.infra import messages as im
 from m2mc.infra.ids import Epoch, MemberId
+from m2mc.infra.state import pack_groups
 from m2mc.infra.wire import INFRA_KEY_CONTEXT, InfraWire
 from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.security.auth import AuthConfig, GroupAuth, Suite
@@ -340,26 +341,34 @@ CELL1 = im.CellInfo("H1", "udp-multicast://239.255.20.1:7711?iface=127.0.0.1&ttl
                     "127.0.0.1:7801", 2)
 CELL2 = im.CellInfo("H2", "udp-multicast://239.255.20.2:7712?iface=127.0.0.1&ttl=1",
                     "127.0.0.1:7802", 0)
-REC_APP = im.Record(10, 7, im.APP, M1, 3, 3, 0, b"\x00hello")
+REC_APP = im.Record(10, 7, im.APP, M1, 3, 3, 0, b"\x00hello", "lunch", 5)
 RECORDS = (  # one record of every kind
     REC_APP,
-    im.Record(11, 8, im.JOINED, M2),
+    im.Record(11, 8, im.JOINED, M2, body=pack_groups([("lunch", 5), ("coffee", 0)])),
     im.Record(12, 9, im.LEFT, M2),
-    im.Record(13, 10, im.EXPELLED, M1, prememb=0),
+    im.Record(13, 10, im.EXPELLED, M1, 4, 4),
     im.Record(14, 0, im.CLEANUP, M2),
     im.Record(15, 0, im.RETIRED, MemberId("H4", 0)),
     im.Record(16, 0, im.ADMITTED, MemberId("H4", 0)),
-    im.Record(17, 11, im.APP, M1, 4, 4, 2, b"\x01\x00\x07carol:1Yes"),
+    im.Record(17, 11, im.APP, M1, 4, 4, 2, b"\x01\x00\x07carol:1Yes", "lunch", 6),
+    im.Record(1, 0, im.GENESIS, MemberId("H1", 0), body=bytes.fromhex("5eed0f5e9e2c0001")),
+    im.Record(18, 12, im.GJOINED, M1, 5, 5, 0, b"", "coffee", 0),
+    im.Record(19, 13, im.GLEFT, M1, 6, 6, 0, b"", "coffee", 0),
+    im.Record(20, 14, im.NOOP, M1, 7, 7, 0, b"", "tea", 0),
 )
-SNAPSHOT = im.Snapshot(30, 25, 24, (im.Row(M1, 5, 0, 3, True), im.Row(M2, 8, 9, 0, False)),
-                       (M2,), ("H4",), 15)
-NEW = im.NewReq("m1", "H1", 2, M1, (im.NewItem(3, 3, b"\x00hello"), im.NewItem(4, 4, b"\x00bye")))
+SEQUENCE = 0x5EED0F5E9E2C0001  # a sequence id (its GENESIS record's body)
+SNAPSHOT = im.Snapshot(30, 25, 24, (im.Row(M1, 5, 0, 3, True, 3), im.Row(M2, 8, 9, 0, False)),
+                       (M2,), ("H4",), 15, SEQUENCE, (im.GroupRow("lunch", 6, (M1,)),
+                                                      im.GroupRow("coffee", 0, ())))
+NEW = im.NewReq("m1", "H1", 2, M1, (im.NewItem(3, 3, b"\x00hello", "lunch"),
+                                    im.NewItem(4, 4, b"", "coffee", im.GJOINED),
+                                    im.NewItem(5, 5, b"\x00bye", "coffee")))
 
 
 def infra_messages() -> list[tuple[str, str, Any]]:
     return [
-        ("Beacon", "H1's beacon: highest gseq 42, its uplink, the master, the directory",
-         im.Beacon("H1", 42, "127.0.0.1:7801", "H1", (CELL1, CELL2))),
+        ("Beacon", "H1's beacon: highest gseq 42, its uplink, the master, the directory, "
+         "the sequence", im.Beacon("H1", 42, "127.0.0.1:7801", "H1", (CELL1, CELL2), SEQUENCE)),
         ("Normals", "two NORMAL multicasts broadcast in H1's cell",
          im.Normals("H1", RECORDS[:2])),
         ("Transfer", "TRANSFER copies for member m1",
@@ -374,9 +383,10 @@ def infra_messages() -> list[tuple[str, str, Any]]:
          im.Hello("m1", "H1", M1, 7, True)),
         ("Hello.nomember", "a greeting from a computer that is no member yet (mid nil)",
          im.Hello("m3", "H1", None, 0, False)),
-        ("JoinReq", "m1 asks to join (uplink frame 1)",
-         im.JoinReq("m1", "H1", 1, M1)),
-        ("NewReq", "two NEW messages of m1 in one frame",
+        ("JoinReq", "m1 asks to join the deployment with group lunch (uplink frame 1)",
+         im.JoinReq("m1", "H1", 1, M1, ("lunch",))),
+        ("NewReq", "three NEW items of m1 in one frame: a message to lunch, joining coffee, "
+                   "a message to coffee",
          NEW),
         ("LeaveReq", "m1 asks to leave",
          im.LeaveReq("m1", "H1", 3, M1)),
@@ -384,6 +394,10 @@ def infra_messages() -> list[tuple[str, str, Any]]:
          im.LeaveOkReq("m1", "H1", 4, M1)),
         ("NackReq", "m1 delivered up to 7 and missed 8 and 9",
          im.NackReq("m1", "H1", 6, M1, 7, 10)),
+        ("HistoryReq", "m1 asks for lunch's records from 1 to 40, the newest first",
+         im.HistoryReq("m1", "H1", M1, 2, ("lunch",), 1, 40, True)),
+        ("HistoryReply", "H1's answer: it covers 6 to 40 and holds from 5 on",
+         im.HistoryReply("H1", M1, 2, 6, 40, 5, (REC_APP,), ("m1", "m2"))),
         ("Status", "H1's periodic status update",
          im.Status("H1", 1, "127.0.0.1", 7101, CELL1.cell, CELL1.uplink, 2, (M1,), "H1", E3, E3,
                    40, 42)),
@@ -434,6 +448,14 @@ def infra_messages() -> list[tuple[str, str, Any]]:
          im.AdminResult("H1", "operator-0a1b2c", 1, "ok", "retired H3", 44)),
         ("RetiredNotice", "the master tells H3 it was retired at 44",
          im.RetiredNotice("H1", "H3", 44)),
+        ("Recover", "H3, restarted without state, asks where the deployment stands",
+         im.Recover("H3", 0x2A2A2A2A)),
+        ("RecoverReply", "H1 answers H3's question: epoch E3, it holds state, H4 retired",
+         im.RecoverReply("H1", 0x2A2A2A2A, E3, False, ("H4",), 15)),
+        ("HistoryAsk", "H2 passes m1's history request to the master",
+         im.HistoryAsk("H2", "m1", M1, 2, ("lunch",), 1, 40, True)),
+        ("HistoryAnswer", "the master's answer, for H2 to relay to m1",
+         im.HistoryAnswer("H1", "m1", M1, 2, 1, 40, 1, (REC_APP,), ("m1", "m2"))),
     ]
 
 

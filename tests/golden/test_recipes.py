@@ -128,8 +128,14 @@ def test_infra_frames_follow_section_9() -> None:
     assert INFRA["plain.NackReq"] == [infra_frame([15, "m1", "H1", 6, ["m1", 0x1234ABCD], 7, 10])]
     assert INFRA["plain.Hello.nomember"] == [infra_frame([10, "m3", "H1", None, 0, False])]
     assert INFRA["plain.Vote"] == [infra_frame([22, EPOCH, "H2", "H1"])]
-    assert INFRA["plain.Fetched"] == [infra_frame(
-        [32, [[10, 7, 0, "m1", 0x1234ABCD, 3, 3, 0, b"\x00hello"]]])]
+    app = [10, 7, 0, "m1", 0x1234ABCD, 3, 3, 0, b"\x00hello", "lunch", 5]
+    assert INFRA["plain.Fetched"] == [infra_frame([32, [app]])]
+    assert INFRA["plain.HistoryReq"] == [infra_frame(
+        [16, "m1", "H1", ["m1", 0x1234ABCD], 2, ["lunch"], 1, 40, True])]
+    assert INFRA["plain.HistoryReply"] == [infra_frame(
+        [7, "H1", ["m1", 0x1234ABCD], 2, 6, 40, 5, [app], ["m1", "m2"]])]
+    assert INFRA["plain.JoinReq"] == [infra_frame([11, "m1", "H1", 1, ["m1", 0x1234ABCD],
+                                                   ["lunch"]])]
     commit = msgpack.packb([36, EPOCH, 42, 40, ["H1", "H2"]], use_bin_type=True)
     assert INFRA["sealed.hmac-sha256.Commit.to_H2"] == [
         sealed(b"IM\x81\x02H2", "m2mc-infra", "H1", 1, commit)]

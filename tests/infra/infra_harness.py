@@ -28,16 +28,23 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from m2mc.infra import codec
 from m2mc.infra import messages as msg
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.host import HostCore, HostIdentity
 from m2mc.infra.host_persist import MemoryHostStore
+from m2mc.infra.ids import NO_EPOCH
 from m2mc.infra.member import (
     Delivered,
+    GroupJoined,
+    GroupLeft,
+    GroupRefused,
+    HistoryLoaded,
     Joined,
     Left,
     MemberCore,
     MemberEvent,
+    MessagesLost,
     MoveRequest,
     Phase,
     Uplink,
@@ -61,7 +68,11 @@ class MemberLog:
     joined: list[Joined] = field(default_factory=list)
     left: list[Left] = field(default_factory=list)
     moves: list[MoveRequest] = field(default_factory=list)
+    groups: list[GroupJoined | GroupLeft | GroupRefused] = field(default_factory=list)
+    lost: list[MessagesLost] = field(default_factory=list)
+    histories: list[HistoryLoaded] = field(default_factory=list)
     sent: dict[str, bytes] = field(default_factory=dict)
+    sent_to: dict[str, str] = field(default_factory=dict)  # message id -> its group
     left_process: dict[str, bytes] = field(default_factory=dict)  # NEWs seen on the uplink
 
 
@@ -95,6 +106,7 @@ class Net:
         self._admin_seq = 0
         self.stores: dict[str, MemberStore] = {}
         self.off: set[str] = set()  # members switched off
+        self._groups: dict[str, tuple[str, ...] | None] = {}  # the groups each joins with
         self._crash_in: dict[str, int] = {}  # member -> inputs left before it crashes
         for i, h in enumerate(self.host_ids):
             self._boot_host(h, i)
@@ -118,7 +130,9 @@ class Net:
                         random.Random(self.rng.getrandbits(32)),
                         expected_hosts=len(self.host_ids), trace=self.sink, incarnation=inc,
                         wire=self.wire(h), durable=self.durable_hosts)
-        store = self.host_stores.setdefault(h, MemoryHostStore()) if self.durable_hosts \
+        store = self.host_stores.setdefault(h, MemoryHostStore(
+            retention_age=self.cfg.retention_age, retention_bytes=self.cfg.retention_bytes)
+        ) if self.durable_hosts \
             else None
         self.hosts[h] = core
         self.alive[h] = True
@@ -127,13 +141,16 @@ class Net:
                      ifaces={WIRED: BACKBONE, RADIO: h}, addressed=True)
 
     def add_member(self, node: str, cell: str | None, *, join: bool = True,
-                   cfg: InfraConfig | None = None, store: MemberStore | None = None
-                   ) -> MemberCore:
+                   cfg: InfraConfig | None = None, store: MemberStore | None = None,
+                   groups: tuple[str, ...] | None = None) -> MemberCore:
+        """A member in ``cell``; it joins the deployment with ``groups`` (default: the
+        core's group, "infra")."""
         m = MemberCore(node, cfg or self.cfg, random.Random(self.rng.getrandbits(32)),
                        trace=self.sink, wire=self.wire(node), store=store)
         if store is not None:
             self.stores[node] = store
         self.logs[node] = MemberLog()
+        self._groups[node] = groups
         self._start_member(node, m, cell, join)
         return m
 
@@ -143,7 +160,8 @@ class Net:
         if node in self.net.sim.by_id:
             self.net.crash(node)  # a new process in place of the old one (if still up)
             self.net.move(node, RADIO, cell)  # where it powers on
-        self.net.add(node, lambda ctx: _Member(self, node, m, cell, join),
+        groups = self._groups.get(node)
+        self.net.add(node, lambda ctx: _Member(self, node, m, cell, join, groups),
                      ifaces={RADIO: cell}, addressed=True)
 
     def wire(self, sender: str, key: bytes | None = None) -> InfraWire:
@@ -189,12 +207,12 @@ class Net:
         return True
 
     # ------------------------------------------------------------------ actions
-    def send(self, node: str, body: bytes) -> str | None:
+    def send(self, node: str, body: bytes, group: str | None = None) -> str | None:
         """The message id, or None when the member crashed before it left (the id
         died with the process: nothing outside saw it)."""
 
         def send(stack: _Member, now: float) -> str | None:
-            mid = stack.core.send(body, now)
+            mid = stack.core.send(body, now, group)
             return None if self._crashed(node) else mid
 
         mid: str | None = self.net.call(node, send)
@@ -203,7 +221,17 @@ class Net:
         log = self.logs[node]
         assert mid not in log.sent, f"{node} numbered two messages {mid}"
         log.sent[mid] = body
+        log.sent_to[mid] = group or self.members[node].group
         return mid
+
+    def join_group(self, node: str, group: str) -> None:
+        self.net.call(node, lambda stack, now: stack.core.join_group(group, now))
+
+    def leave_group(self, node: str, group: str) -> None:
+        self.net.call(node, lambda stack, now: stack.core.leave_group(group, now))
+
+    def request_history(self, node: str, group: str, upto: int) -> None:
+        self.net.call(node, lambda stack, now: stack.core.request_history(group, upto, now))
 
     # ------------------------------------------------------------------ switch-off
     def power_off(self, node: str) -> None:
@@ -296,6 +324,12 @@ class Net:
                 log.joined.append(ev)
             elif isinstance(ev, Left):
                 log.left.append(ev)
+            elif isinstance(ev, GroupJoined | GroupLeft | GroupRefused):
+                log.groups.append(ev)
+            elif isinstance(ev, MessagesLost):
+                log.lost.append(ev)
+            elif isinstance(ev, HistoryLoaded):
+                log.histories.append(ev)
             else:
                 log.moves.append(ev)
                 if self.obey_moves and self.where[node] != ev.target.cell:
@@ -318,18 +352,19 @@ class _Member(MemberSimStack):
     book, every NEW that leaves checked, and switched off at its crash point."""
 
     def __init__(self, net: Net, node: str, core: MemberCore, cell: str | None,
-                 join: bool) -> None:
+                 join: bool, join_with: tuple[str, ...] | None = None) -> None:
         super().__init__(core, on_events=lambda events: net._member_events(node, events),
                          store=net.stores.get(node), trace=net.sink)
         self.net = net
         self.node = node
         self.cell = cell
         self.join = join
+        self.join_with = join_with
 
     def start(self, now: float) -> None:
         self.core.on_attach(self.cell, now)
         if self.join and self.core.phase in (Phase.IDLE, Phase.LEFT):
-            self.core.join(now)
+            self.core.join(now, self.join_with)
 
     def receive(self, iface: str, src: str, datagram: bytes, now: float) -> None:
         super().receive(iface, src, datagram, now)
@@ -437,6 +472,51 @@ def run_workload(net: Net, *, members: int = 9, rounds: int = 150, p_send: float
     net.run_until(net.now + 2.0)
 
 
+def bootstrapped(core: HostCore, others: Iterable[str], now: float = 0.0) -> HostCore:
+    """A host core tested alone, past its recovery: every other host says it is there
+    (a status) and holds no state either, so a fresh deployment starts
+    (m2mc.infra.recovery). The core must have started."""
+    r = core.succession.recovery
+    for h in others:
+        core.receive_backbone(h, codec.encode(msg.Status(
+            h, 1, "127.0.0.1", 7000, "cell", h, 0, (), "", NO_EPOCH, NO_EPOCH, 0, 0, None)), now)
+        if r is not None:
+            core.receive_backbone(h, codec.encode(msg.RecoverReply(h, r.nonce, NO_EPOCH, True)),
+                                  now)
+    assert not core.succession.recovering
+    core.drain(now)
+    return core
+
+
+def traffic(net: Net, seconds: float, tag: str, rate: float = 10.0) -> None:
+    """Every member that may send sends ``rate`` messages a second for ``seconds``."""
+    for k in range(int(seconds * rate)):
+        for n, core in net.members.items():
+            if n not in net.off and core.phase.value in ("joining", "member"):
+                net.send(n, f"{n}-{tag}{k}".encode())
+        net.run_until(net.now + 1.0 / rate)
+
+
+def restart_the_quorum_depends_on(net: Net) -> str:
+    """Issue 34's case: a host cut off the backbone, traffic, the master crashes for
+    good and the other follower restarts (its log is the only live one that holds
+    what the master committed with it), traffic, the partition heals. Returns the
+    restarted follower."""
+    traffic(net, 1.0, "a")
+    master = net.coordinator()
+    assert master is not None
+    follower, cut = sorted(h for h in net.host_ids if h != master)
+    net.net.partition([cut], domains=["backbone"])
+    traffic(net, 2.0, "b")
+    net.crash(master)
+    net.crash(follower)
+    net.run_until(net.now + 0.3)
+    net.restart(follower)
+    traffic(net, 1.0, "c")
+    net.net.heal_partitions()
+    return follower
+
+
 def drain(net: Net, limit: float = 60.0) -> None:
     """Members out of coverage, or in a dead host's cell, come into live cells; then
     run until every send is sequenced (at most ``limit`` seconds), and a little more."""
@@ -469,3 +549,44 @@ def check_hosts_collected(hosts: Mapping[str, HostCore]) -> None:
         assert g.local_m == {} and g.trans == {} and len(g.outbox) == 0, h
         assert core.log.state.rows == {}, h
         assert len(core.log) == 0, (h, core.log.low, core.log.high)  # every copy freed
+
+
+def group_spans(log: MemberLog, top: int) -> dict[str, list[tuple[int, int]]]:
+    """Each group's membership of a member, as spans of positions ``(after, upto)``:
+    from its GroupJoined (exclusive) to its GroupLeft (inclusive), or ``top``."""
+    spans: dict[str, list[tuple[int, int]]] = {}
+    open_at: dict[str, int] = {}
+    for ev in log.groups:
+        if isinstance(ev, GroupJoined) and ev.group not in open_at:
+            open_at[ev.group] = ev.gseq
+        elif isinstance(ev, GroupLeft) and ev.group in open_at:
+            spans.setdefault(ev.group, []).append((open_at.pop(ev.group), ev.gseq))
+    for g, start in open_at.items():
+        spans.setdefault(g, []).append((start, top))
+    return spans
+
+
+def check_groups(net: Net, nodes: Iterable[str] | None = None) -> dict[int, str]:
+    """Several groups in one order: P1, P2, P6 over everything (one gseq per message),
+    and per group P4/P5: a member delivers exactly the messages of its groups, each
+    one sequenced while it was in the group, every one of them unless it was told it
+    lost it (MessagesLost, counted in ``stats.lost``)."""
+    by_gseq = check_total_order(net)
+    sent_to = {mid: g for log in net.logs.values() for mid, g in log.sent_to.items()}
+    assert set(by_gseq.values()) == set(net.all_sent()), (
+        f"never sequenced: {sorted(set(net.all_sent()) - set(by_gseq.values()))[:5]}")
+    top = max(by_gseq, default=0)
+    for node in nodes if nodes is not None else net.members:
+        log = net.logs[node]
+        spans = group_spans(log, top)
+        for d in log.delivered:
+            assert d.group == sent_to[d.mid], f"{node}: {d.mid} delivered in {d.group}"
+            assert any(a < d.gseq <= b for a, b in spans.get(d.group, ())), (
+                f"{node} delivered {d.mid} of {d.group} while not in it")
+        got = {d.gseq for d in log.delivered}
+        missing = sorted(g for g, mid in by_gseq.items()
+                         if any(a < g <= b for a, b in spans.get(sent_to[mid], ()))
+                         and g not in got)
+        told = sum(x.count for x in log.lost)
+        assert len(missing) == told, f"{node} missed {missing[:10]} ({len(missing)}), told {told}"
+    return by_gseq

@@ -8,7 +8,7 @@ import asyncio
 import random
 
 import pytest
-from infra_harness import Net, check_complete
+from infra_harness import Net, bootstrapped, check_complete
 
 from m2mc.errors import ConfigError
 from m2mc.infra import messages as m
@@ -21,7 +21,7 @@ from m2mc.infra.ids import NO_EPOCH, Epoch, MemberId
 from m2mc.infra.mcache import MembershipCache
 from m2mc.infra.member import MemberCore
 from m2mc.infra.replog import ReplicaLog
-from m2mc.infra.state import CoordState
+from m2mc.infra.state import CoordState, pack_groups
 from m2mc.infra.takeover import TakeoverRound
 from m2mc.infra_runtime.net import (
     MAX_PEER_NAME,
@@ -97,10 +97,10 @@ def test_fetched_copies_and_fetch_answers_are_bounded() -> None:
     log = ReplicaLog()
     work = CoordState()
     a = MemberId("A", 1)
-    recs = [work.next_record(m.JOINED, a)]
+    recs = [work.next_record(m.JOINED, a, body=pack_groups(["g"]))]
     work.apply(recs[0], 0.0)
     for i in range(1, 40):
-        r = work.next_record(m.APP, a, i, i, b"x")
+        r = work.next_record(m.APP, a, i, i, b"x", "g")
         work.apply(r, 0.0)
         recs.append(r)
     log.append(recs)
@@ -110,7 +110,7 @@ def test_fetched_copies_and_fetch_answers_are_bounded() -> None:
     ((_, answer),) = c.drain()
     assert isinstance(answer, m.Fetched) and len(answer.records) == 8
     g = gateway(fetch_limit=2)
-    g.on_fetched(tuple(recs))
+    g.on_copies(m.Fetched(tuple(recs)))
     assert len(g._fetched) == 8  # 4 x fetch_limit
 
 
@@ -168,10 +168,10 @@ def test_cell_datagrams_stop_at_max_datagram() -> None:
     log = ReplicaLog()
     work = CoordState()
     a = MemberId("A", 1)
-    recs = [work.next_record(m.JOINED, a)]
+    recs = [work.next_record(m.JOINED, a, body=pack_groups(["g"]))]
     work.apply(recs[0], 0.0)
     for i in range(1, 30):
-        r = work.next_record(m.APP, a, i, i, bytes(300))
+        r = work.next_record(m.APP, a, i, i, bytes(300), "g")
         work.apply(r, 0.0)
         recs.append(r)
     log.append(recs)
@@ -188,8 +188,7 @@ def host(**cfg: object) -> HostCore:
     core = HostCore(HostIdentity("H1"), InfraConfig(**cfg).check(),  # type: ignore[arg-type]
                     random.Random(1), expected_hosts=3)
     core.start(0.0)
-    core.drain(0.0)
-    return core
+    return bootstrapped(core, ("H2", "H3"))
 
 
 def status(h: str) -> bytes:

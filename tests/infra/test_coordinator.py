@@ -26,12 +26,12 @@ def fwd(c: Coordinator, req: m.MemberRequest, fseq: int = 1, host: str = "H2") -
     return acks[-1]
 
 
-def join(c: Coordinator, mid: MemberId) -> None:
-    fwd(c, m.JoinReq(mid.node, "H2", 1, mid))
+def join(c: Coordinator, mid: MemberId, groups: tuple[str, ...] = ("g",)) -> None:
+    fwd(c, m.JoinReq(mid.node, "H2", 1, mid, groups))
 
 
 def new(c: Coordinator, mid: MemberId, *nseqs: int) -> m.FwdAck:
-    items = tuple(m.NewItem(n, n, f"{mid.node}{n}".encode()) for n in nseqs)
+    items = tuple(m.NewItem(n, n, f"{mid.node}{n}".encode(), "g") for n in nseqs)
     return fwd(c, m.NewReq(mid.node, "H2", 1, mid, items))
 
 

@@ -10,14 +10,24 @@ from __future__ import annotations
 import random
 
 import pytest
-from infra_harness import Net, check_complete, drain, run_workload
+from infra_harness import (
+    Net,
+    check_complete,
+    drain,
+    restart_the_quorum_depends_on,
+    run_workload,
+    traffic,
+)
 
 from m2mc.errors import SavedStateError
 from m2mc.infra import messages as m
+from m2mc.infra.codec import record_size
+from m2mc.infra.config import InfraConfig
 from m2mc.infra.host_durable import HostSaver
 from m2mc.infra.host_persist import MemoryHostStore, StoredHost
 from m2mc.infra.ids import Epoch, MemberId
 from m2mc.infra.replog import ReplicaLog
+from m2mc.infra.state import pack_groups
 
 A = MemberId("A", 1)
 E1 = Epoch(1, 0.0, "H1")
@@ -25,11 +35,11 @@ E2 = Epoch(2, 0.0, "H2")
 
 
 def app(lsn: int, gseq: int, nseq: int) -> m.Record:
-    return m.Record(lsn, gseq, m.APP, A, nseq, nseq, 0, f"a{nseq}".encode())
+    return m.Record(lsn, gseq, m.APP, A, nseq, nseq, 0, f"a{nseq}".encode(), "g", nseq)
 
 
 def joined(lsn: int = 1) -> m.Record:
-    return m.Record(lsn, lsn, m.JOINED, A)
+    return m.Record(lsn, lsn, m.JOINED, A, body=pack_groups(["g"]))
 
 
 def saved_log(store: MemoryHostStore, saver: HostSaver) -> None:
@@ -61,6 +71,24 @@ def test_a_restarted_log_holds_what_was_saved() -> None:
     assert saver.take() is None  # nothing changed since
 
 
+def test_a_commit_point_alone_costs_no_write_and_rides_along() -> None:
+    """Only what an answer depends on makes a save; the commit point waits for the next
+    one, and a restart from the older one holds the rest as uncommitted."""
+    store = MemoryHostStore()
+    log = ReplicaLog()
+    saver = HostSaver(log)
+    log.promised = log.log_epoch = E1
+    log.append([joined(), app(2, 2, 1), app(3, 3, 2)])
+    saved_log(store, saver)
+    log.commit_to(3, 0.0)
+    assert saver.take() is None  # committing needs no write before anything leaves
+    back = reloaded(store)
+    assert (back.applied, back.high) == (0, 3)  # held, uncommitted: a Sync commits them
+    log.append([app(4, 4, 3)])
+    saved_log(store, saver)
+    assert store.applied == 3 and reloaded(store).state.rows[A].recv == 2
+
+
 def test_a_replaced_suffix_is_replaced_in_the_store() -> None:
     store = MemoryHostStore()
     log = ReplicaLog()
@@ -69,7 +97,7 @@ def test_a_replaced_suffix_is_replaced_in_the_store() -> None:
     log.append([joined(), app(2, 2, 1), app(3, 3, 2)])
     log.commit_to(1, 0.0)
     saved_log(store, saver)
-    other = m.Record(2, 2, m.APP, A, 1, 9, 0, b"other")
+    other = m.Record(2, 2, m.APP, A, 1, 9, 0, b"other", "g", 1)
     log.promised = log.log_epoch = E2
     assert log.replace_after(1, None, (other,), 0.0)  # a new master's log from 2 on
     saved_log(store, saver)
@@ -95,8 +123,10 @@ def test_a_snapshot_sync_resets_the_store() -> None:
     assert (back.applied, back.high, back.state.rows[A].recv) == (4, 4, 3)
 
 
-def test_checkpoints_bound_the_store() -> None:
-    store = MemoryHostStore()
+def test_checkpoints_bound_the_live_log_and_retention_the_history() -> None:
+    """What a restart loads stays within ``checkpoint_every`` freed records; what lies
+    below is history, kept until the retention's bytes bound drops the oldest."""
+    store = MemoryHostStore(retention_bytes=40 * 30)
     log = ReplicaLog()
     saver = HostSaver(log, checkpoint_every=10)
     log.append([joined()])
@@ -105,7 +135,10 @@ def test_checkpoints_bound_the_store() -> None:
         log.commit_to(i + 1, 0.0)
         log.gc(i + 1)  # every member delivered it: freed in memory
         saved_log(store, saver)
-    assert len(store.records) <= 10
+    assert len(store.load().records) <= 10
+    assert store.size <= 40 * 30 and store.evicted > 40  # the history, bounded
+    kept = sorted(store.records)
+    assert kept == list(range(kept[0], 101))  # the newest, contiguous
     back = reloaded(store)
     assert back.applied == 100 and back.state.rows[A].recv == 99
 
@@ -126,16 +159,6 @@ def steady(net: Net, members: int = 4) -> None:
         net.add_member(f"M{i}", net.host_ids[i % len(net.host_ids)])
     net.run_until(net.now + 3.0)
     assert all(c.is_member for c in net.members.values())
-
-
-def traffic(net: Net, seconds: float, tag: str, rate: float = 10.0) -> None:
-    """Each member sends ``rate`` messages a second for ``seconds``."""
-    step = 1.0 / rate
-    for k in range(int(seconds * rate)):
-        for n in net.members:
-            if n not in net.off:
-                net.send(n, f"{n}-{tag}{k}".encode())
-        net.run_until(net.now + step)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
@@ -161,18 +184,7 @@ def test_a_restart_while_the_quorum_depends_on_it(seed: int) -> None:
     the stale log won: lost and renumbered multicasts)."""
     net = Net(seed=seed, loss=0.05)
     steady(net)
-    traffic(net, 1.0, "a")
-    master = net.coordinator()
-    assert master is not None
-    follower, cut = sorted(h for h in net.host_ids if h != master)
-    net.net.partition([cut], domains=["backbone"])
-    traffic(net, 2.0, "b")
-    net.crash(master)
-    net.crash(follower)
-    net.run_until(net.now + 0.3)
-    net.restart(follower)
-    traffic(net, 1.0, "c")
-    net.net.heal_partitions()
+    restart_the_quorum_depends_on(net)
     drain(net)
     check_complete(net)
 
@@ -196,3 +208,50 @@ def test_the_workload_with_durable_hosts() -> None:
     net = Net(seed=5, loss=0.1)
     run_workload(net, members=6, rounds=60, crash_at=30)
     check_complete(net)
+
+
+# ------------------------------------------------------------------ bounded hosts
+@pytest.mark.parametrize("bound", ["bytes", "age"])
+def test_a_paused_member_is_expelled_at_its_backlog_bound(bound: str) -> None:
+    """A member whose application stops reading keeps greeting (member_timeout never
+    fires); past max_backlog_bytes or max_backlog_age the hosts expel it, free what
+    they held for it, count it, and the member sees its own expulsion."""
+    cfg = (InfraConfig(max_backlog_bytes=20_000, max_backlog_age=0.0) if bound == "bytes"
+           else InfraConfig(max_backlog_bytes=0, max_backlog_age=4.0))
+    net = Net(seed=3, cfg=cfg)
+    steady(net)
+    paused = net.members["M0"]
+    paused.make_room(paused.stats.delivered, net.now)  # the application reads no more
+    expelled_at = None
+    for k in range(120):
+        for n in ("M1", "M2", "M3"):
+            net.send(n, f"{n}-{k}".ljust(100, ".").encode())
+        net.run_until(net.now + 0.1)
+        master = net.hosts[net.coordinator() or "H1"].coordinator
+        if expelled_at is None and master is not None and master.stats.expelled_backlog:
+            expelled_at = k
+    assert expelled_at is not None
+    if bound == "bytes":  # 3 records a round, each counted as record_size: 20,000 / that
+        per_round = 3 * record_size(m.Record(1, 1, m.APP, A, 1, 1, 0, b"x" * 100))
+        assert abs(expelled_at - 20_000 / per_round) <= 4, expelled_at
+    else:  # 4 s at 10 rounds a second
+        assert 38 <= expelled_at <= 50, expelled_at
+    assert any(left.expelled for left in net.logs["M0"].left)
+    for h, core in net.hosts.items():  # nothing held for it any more
+        assert len(core.log) < 200, h
+    paused.make_room(10**9, net.now)  # it reads again: it rejoined and goes on
+    net.send("M0", b"back")
+    drain(net)
+    assert any(d.body == b"back" for d in net.logs["M1"].delivered)
+
+
+def test_without_a_bound_a_paused_member_holds_the_log() -> None:
+    net = Net(seed=3, cfg=InfraConfig(max_backlog_bytes=0, max_backlog_age=0.0))
+    steady(net)
+    paused = net.members["M0"]
+    paused.make_room(paused.stats.delivered, net.now)
+    for k in range(60):
+        net.send("M1", f"M1-{k}".encode())
+        net.run_until(net.now + 0.1)
+    assert not net.logs["M0"].left
+    assert all(len(core.log) >= 60 for core in net.hosts.values())

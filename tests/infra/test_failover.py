@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from infra_harness import Net, check_complete, check_total_order, run_workload
+from infra_harness import Net, bootstrapped, check_complete, check_total_order, run_workload
 
 from m2mc.infra import messages as m
 from m2mc.infra.codec import decode, encode
@@ -138,6 +138,7 @@ def test_old_master_records_are_refused_after_a_takeover() -> None:
     cfg = InfraConfig()
     host = HostCore(HostIdentity("H2"), cfg, random.Random(1), expected_hosts=3)
     host.start(0.0)
+    bootstrapped(host, ("H1", "H3"))
     e1, e2 = Epoch(1, 0.0, "H1"), Epoch(2, 1.0, "H3")
     host.receive_backbone("H3", encode(m.Takeover(e2, "H3", 0)), 1.0)
     out = [decode(s.data) for s in host.drain(1.0) if s.link == "backbone"]
@@ -191,12 +192,13 @@ def test_a_winner_that_freed_its_log_takes_back_copies_members_still_need() -> N
     election, the committed but not yet stable multicasts it lacks come back from the
     hosts that kept them, so a slow member can still be sent them."""
     from m2mc.infra.replog import ReplicaLog
+    from m2mc.infra.state import pack_groups
     from m2mc.infra.takeover import TakeoverRound, state_reply
 
     kept = ReplicaLog()
     a = MemberId("A", 1)
-    recs = (m.Record(1, 1, m.JOINED, a),
-            *(m.Record(i, i, m.APP, a, i - 1, i - 1) for i in range(2, 11)))
+    recs = (m.Record(1, 1, m.JOINED, a, body=pack_groups(["g"])),
+            *(m.Record(i, i, m.APP, a, i - 1, i - 1, 0, b"", "g", i - 1) for i in range(2, 11)))
     kept.append(recs)
     kept.commit_to(10, 0.0)
     kept.gc(3)  # multicasts 1-3 are stable: freed everywhere; 4-10 are not

@@ -7,7 +7,7 @@ from m2mc.infra.config import InfraConfig
 from m2mc.infra.gateway import Gateway
 from m2mc.infra.ids import Epoch, MemberId
 from m2mc.infra.replog import ReplicaLog
-from m2mc.infra.state import CoordState
+from m2mc.infra.state import CoordState, pack_groups
 
 E = Epoch(1, 0.0, "H1")
 A = MemberId("A", 1)
@@ -20,11 +20,11 @@ def committed_log(plan: list[tuple[int, MemberId]], napp: int = 0) -> ReplicaLog
     work = CoordState()
     recs = []
     for kind, mid in plan:
-        r = work.next_record(kind, mid)
+        r = work.next_record(kind, mid, body=pack_groups(("g",)) if kind == m.JOINED else b"")
         work.apply(r, 0.0)
         recs.append(r)
     for i in range(1, napp + 1):
-        r = work.next_record(m.APP, A, i, i, f"x{i}".encode())
+        r = work.next_record(m.APP, A, i, i, f"x{i}".encode(), "g")
         work.apply(r, 0.0)
         recs.append(r)
     assert log.append(recs)

@@ -11,6 +11,7 @@ from m2mc.infra import messages as m
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.ids import MemberId
 from m2mc.infra.member import Delivered, Joined, Left, MemberCore, MoveRequest, Phase, ViewChange
+from m2mc.infra.state import pack_groups
 from m2mc.trace.schema import ListSink
 
 B = MemberId("B", 7)
@@ -34,8 +35,14 @@ def ack_last(core: MemberCore, now: float = 0.0) -> None:
     core.receive(m.Ack("G", "A", out.rseq), now)
 
 
-def rec(g: int, kind: int = m.APP, mid: MemberId = B, prememb: int = 0) -> m.Record:
-    return m.Record(g, g, kind, mid, g, g, prememb, f"b{g}".encode())
+def rec(g: int, kind: int = m.APP, mid: MemberId = B, prememb: int = 0,
+        group: str = "infra") -> m.Record:
+    return m.Record(g, g, kind, mid, g, g, prememb, f"b{g}".encode(), group)
+
+
+def has_joined(s0: int, mid: MemberId, groups: tuple[str, ...] = ("infra",)) -> m.Record:
+    """A JOINED record: ``mid`` joins the deployment with ``groups``."""
+    return m.Record(s0, s0, m.JOINED, mid, body=pack_groups(groups))
 
 
 def joined(core: MemberCore, s0: int = 1) -> None:
@@ -44,7 +51,7 @@ def joined(core: MemberCore, s0: int = 1) -> None:
     (j,) = frames(core)
     assert isinstance(j, m.JoinReq) and j.mid == mid
     ack_last(core)
-    core.receive(m.Normals("G", (m.Record(s0, s0, m.JOINED, mid),)), 0.0)
+    core.receive(m.Normals("G", (has_joined(s0, mid),)), 0.0)
 
 
 def delivered(core: MemberCore) -> list[int]:
@@ -56,9 +63,9 @@ def test_join_uses_a_fresh_join_id_and_starts_at_has_joined() -> None:
     mid = core.join(0.0)
     assert core.phase == Phase.JOINING and mid.node == "A"
     (j,) = frames(core)
-    assert j == m.JoinReq("A", "G", j.rseq, mid)
+    assert j == m.JoinReq("A", "G", j.rseq, mid, ("infra",))
     core.receive(m.Normals("G", (rec(3), rec(4))), 0.0)  # before our join: not delivered
-    core.receive(m.Normals("G", (m.Record(5, 5, m.JOINED, mid), rec(6))), 0.0)
+    core.receive(m.Normals("G", (has_joined(5, mid), rec(6))), 0.0)
     ev = core.events()
     assert ev[0] == Joined(mid, 5)
     assert [e.gseq for e in ev if isinstance(e, Delivered)] == [6]
@@ -155,7 +162,7 @@ def test_own_news_are_resent_until_sequenced() -> None:
     (again,) = frames(core)
     assert isinstance(again, m.NewReq) and again.items[0].nseq == 1
     ack_last(core, 2.5)
-    core.receive(m.Normals("G", (m.Record(2, 2, m.APP, core.mid, 1, 1, 0, b"x"),)), 2.6)  # type: ignore[arg-type]
+    core.receive(m.Normals("G", (m.Record(2, 2, m.APP, core.mid, 1, 1, 0, b"x", "infra"),)), 2.6)  # type: ignore[arg-type]
     assert core.pending_sends == 0
 
 
@@ -168,7 +175,7 @@ def test_leave_waits_for_own_news_then_leaveok_after_has_left() -> None:
     core.leave(0.0)
     assert [type(f) for f in frames(core)] == [m.NewReq]
     mid = core.mid
-    core.receive(m.Normals("G", (m.Record(2, 2, m.APP, mid, 1, 1, 0, b"x"),)), 0.1)  # type: ignore[arg-type]
+    core.receive(m.Normals("G", (m.Record(2, 2, m.APP, mid, 1, 1, 0, b"x", "infra"),)), 0.1)  # type: ignore[arg-type]
     (leave,) = frames(core)
     assert isinstance(leave, m.LeaveReq)
     ack_last(core, 0.1)
@@ -216,8 +223,8 @@ def test_membership_changes_are_view_events_without_skipping() -> None:
     core = member()
     joined(core)
     core.events()
-    core.receive(m.Normals("G", (m.Record(2, 2, m.JOINED, B),)), 0.0)
-    assert core.events() == [ViewChange(2, "joined", B)]
+    core.receive(m.Normals("G", (has_joined(2, B),)), 0.0)
+    assert core.events() == [ViewChange(2, "joined", B, "infra")]
 
 
 def test_beacon_high_reveals_lost_tail() -> None:
@@ -292,8 +299,8 @@ def test_trace_events() -> None:
     core.on_attach("cell", 0.0)
     core.receive(m.Beacon("G", 0, "up", "H1"), 0.0)
     mid = core.join(0.0)
-    core.receive(m.Normals("G", (m.Record(1, 1, m.JOINED, mid), rec(2))), 0.1)
-    core.receive(m.Normals("G", (rec(2),)), 0.2)
+    core.receive(m.Normals("G", (has_joined(1, mid, ("g",)), rec(2, group="g"))), 0.1)
+    core.receive(m.Normals("G", (rec(2, group="g"),)), 0.2)
     sent = core.send(b"hi", 0.3)
     assert sent == "A:1"
     got = [(e.event, e.mid, e.gseq) for e in sink.events]

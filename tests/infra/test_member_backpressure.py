@@ -23,6 +23,7 @@ from m2mc.infra import messages as m
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.ids import MemberId
 from m2mc.infra.member import Delivered, MemberCore, ViewChange
+from m2mc.infra.state import pack_groups
 from m2mc.infra_runtime.host_driver import HostDriver, HostSettings
 from m2mc.infra_runtime.node import InfraNode
 
@@ -43,14 +44,15 @@ def _member(**cfg: object) -> MemberCore:
     out = core._sender.outstanding
     assert out is not None
     core.receive(m.Ack("G", "A", out.rseq), 0.0)
-    core.receive(m.Normals("G", (m.Record(1, 1, m.JOINED, mid),)), 0.0)
+    core.receive(m.Normals("G", (m.Record(1, 1, m.JOINED, mid, body=pack_groups(["infra"])),)),
+                 0.0)
     core.drain()
     core.events()
     return core
 
 
 def _rec(g: int, kind: int = m.APP) -> m.Record:
-    return m.Record(g, g, kind, B, g, g, 0, f"b{g}".encode())
+    return m.Record(g, g, kind, B, g, g, 0, f"b{g}".encode(), "infra")
 
 
 def _delivered(core: MemberCore) -> list[int]:
@@ -87,7 +89,8 @@ def test_the_core_stops_at_the_room_it_was_given_and_nacks_nothing_while_paused(
 def test_membership_changes_pass_while_the_application_has_no_room() -> None:
     core = _member()
     core.make_room(core.stats.delivered, 0.0)  # no room at all
-    core.receive(m.Normals("G", (m.Record(2, 2, m.JOINED, B), _rec(3))), 0.0)
+    joined = m.Record(2, 2, m.JOINED, B, body=pack_groups(["infra"]))
+    core.receive(m.Normals("G", (joined, _rec(3))), 0.0)
     events = core.events()
     assert [type(e) for e in events] == [ViewChange]  # B joined; message 3 waits
     assert core.mystable == 2 and core.paused

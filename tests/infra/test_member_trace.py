@@ -10,13 +10,14 @@ from m2mc.infra import messages as m
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.ids import MemberId
 from m2mc.infra.member import MemberCore
+from m2mc.infra.state import pack_groups
 from m2mc.trace.schema import ListSink
 
 B = MemberId("B", 7)
 
 
 def rec(g: int) -> m.Record:
-    return m.Record(g, g, m.APP, B, g, g, 0, f"b{g}".encode())
+    return m.Record(g, g, m.APP, B, g, g, 0, f"b{g}".encode(), "g")
 
 
 def test_nack_event_names_the_gseqs_asked_for() -> None:
@@ -25,7 +26,7 @@ def test_nack_event_names_the_gseqs_asked_for() -> None:
     core.on_attach("cell", 0.0)
     core.receive(m.Beacon("G", 0, "up", "H1"), 0.0)
     mid = core.join(0.0)
-    core.receive(m.Normals("G", (m.Record(1, 1, m.JOINED, mid),)), 0.1)
+    core.receive(m.Normals("G", (m.Record(1, 1, m.JOINED, mid, body=pack_groups(["g"])),)), 0.1)
     core.receive(m.Normals("G", (rec(5),)), 0.2)  # 2, 3 and 4 missing
     (nack,) = [e for e in sink.events if e.event == "nack"]
     assert nack.t == 0.2 and nack.mid is None and nack.group == "g" and nack.order == "total"

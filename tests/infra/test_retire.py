@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from infra_harness import (
     Net,
+    bootstrapped,
     check_complete,
     check_garbage_collected,
     check_total_order,
@@ -187,8 +188,7 @@ def test_the_master_can_retire_itself_and_the_others_carry_on() -> None:
 def _host(hosts: int = 3) -> HostCore:
     core = HostCore(HostIdentity("H1"), InfraConfig(), random.Random(1), expected_hosts=hosts)
     core.start(0.0)
-    core.drain(0.0)
-    return core
+    return bootstrapped(core, [f"H{i}" for i in range(2, hosts + 1)])
 
 
 def _status(h: str, eid: Epoch | None = None, master: str = "") -> bytes:

@@ -41,22 +41,24 @@ def load(trace_dir: Path) -> list[dict[str, Any]]:
 def verify(trace_dir: Path) -> Verdict:
     rows = load(trace_dir)
     v = Verdict()
-    sends: dict[str, tuple[str, float]] = {}
+    sends: dict[str, tuple[str, float, str]] = {}
     delivered: dict[str, list[tuple[int, str]]] = defaultdict(list)
-    intervals: dict[str, list[list[float]]] = defaultdict(list)
+    # (node, group) -> membership spans: several groups in one deployment
+    intervals: dict[tuple[str, str], list[list[float]]] = defaultdict(list)
     crashed_for_good: dict[str, float] = {}
     for r in rows:
         ev, node = r["event"], r["node"]
+        key = (node, r.get("group") or "")
         if ev == "send":
-            sends[r["mid"]] = (node, r["t"])
+            sends[r["mid"]] = (node, r["t"], r.get("group") or "")
         elif ev == "deliver":
             delivered[node].append((r["gseq"], r["mid"]))
         elif ev == "join":
-            if not intervals[node] or intervals[node][-1][1] != float("inf"):
-                intervals[node].append([r["t"], float("inf")])
+            if not intervals[key] or intervals[key][-1][1] != float("inf"):
+                intervals[key].append([r["t"], float("inf")])
         elif ev == "leave":
-            if intervals[node] and intervals[node][-1][1] == float("inf"):
-                intervals[node][-1][1] = r["t"]
+            if intervals[key] and intervals[key][-1][1] == float("inf"):
+                intervals[key][-1][1] = r["t"]
         elif ev == "crash":
             crashed_for_good[node] = r["t"]
         elif ev == "restart":
@@ -64,7 +66,7 @@ def verify(trace_dir: Path) -> Verdict:
         elif ev == "elect":
             v.elect.append({"node": node, "t": r["t"], **json.loads(r["detail"])})
     v.sent = len(sends)
-    v.members = len(intervals)
+    v.members = len({node for node, _ in intervals})
     owner: dict[int, str] = {}
     for node, seq in delivered.items():
         last = 0
@@ -82,9 +84,10 @@ def verify(trace_dir: Path) -> Verdict:
             if owner.setdefault(gseq, mid) != mid:
                 v.problems.append(f"total_order: gseq {gseq} is {owner[gseq]} and {mid}")
     got = {node: {mid for _, mid in seq} for node, seq in delivered.items()}
-    for mid, (_sender, t_send) in sends.items():
-        for node, spans in intervals.items():
-            if node in crashed_for_good and crashed_for_good[node] <= t_send:
+    for mid, (_sender, t_send, group) in sends.items():
+        for (node, in_group), spans in intervals.items():
+            if in_group != group or (node in crashed_for_good
+                                     and crashed_for_good[node] <= t_send):
                 continue
             if any(a <= t_send <= b for a, b in spans) and mid not in got.get(node, set()):
                 v.problems.append(f"lost: {node} never delivered {mid} (sent {t_send:.3f})")

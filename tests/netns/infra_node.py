@@ -37,8 +37,10 @@ def state(node: Node) -> dict[str, object]:
     if driver is None:
         return {}
     core = driver.core
+    up = driver.uplink
     return {"cell": driver.cell, "gateway": core.gateway, "uplink": core.gateway_addr,
-            "phase": core.phase.value, "mystable": core.mystable, "seen_high": core.seen_high}
+            "phase": core.phase.value, "mystable": core.mystable, "seen_high": core.seen_high,
+            "from": "" if up is None or up.udp is None else "{}:{}".format(*up.address)}
 
 
 def say(text: str) -> None:

@@ -99,6 +99,28 @@ class Lab:
         assert snooping.stdout.strip() == b"0", "multicast snooping must be off"
         return self
 
+    def add_lan(self, ifname: str, network: str) -> list[str]:
+        """A second network beside eth0's: bridge ``br-<ifname>`` in the switch (snooping
+        off, as br0), and in each host an interface ``ifname`` on it with address
+        ``<network>.<index + 1>/24`` (``network`` as LAB_NETWORK: three octets of a test
+        range). Returns the hosts' addresses on it, in host order. Faults (loss,
+        partitions) apply to eth0's ports only."""
+        sw, bridge = self.switch, f"br-{ifname}"
+        _ip("-n", sw, "link", "add", bridge, "type", "bridge", "mcast_snooping", "0")
+        _ip("-n", sw, "link", "set", bridge, "up")
+        addresses = []
+        for host in self.hosts:
+            port = f"{ifname[:4]}{host.index}"
+            address = f"{network}.{host.index + 1}"
+            _ip("-n", host.netns, "link", "add", ifname, "type", "veth", "peer", "name", port,
+                "netns", sw)
+            _ip("-n", sw, "link", "set", port, "master", bridge)
+            _ip("-n", sw, "link", "set", port, "up")
+            _ip("-n", host.netns, "addr", "add", f"{address}/24", "dev", ifname)
+            _ip("-n", host.netns, "link", "set", ifname, "up")
+            addresses.append(address)
+        return addresses
+
     def destroy(self) -> None:
         for process in self._processes:
             if process.poll() is None:

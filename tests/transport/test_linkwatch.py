@@ -1,6 +1,7 @@
 """The interface watcher's sans-IO parts (m2mc.transport.linkwatch): rtnetlink messages
-decoded from bytes made here, and the state that says when an interface is back. The
-kernel side runs in tests/netns/test_adhoc_linkwatch.py."""
+decoded from bytes made here, the state that says when an interface is back, and the
+one that follows an interface's address (infrastructure uplinks). The kernel side runs
+in tests/netns/test_adhoc_linkwatch.py and tests/netns/test_infra_iface.py."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from m2mc.transport.linkwatch import (
     RTM_DELADDR,
     RTM_NEWADDR,
     RTM_NEWLINK,
+    AddressState,
     LinkMessage,
     LinkState,
     parse_messages,
@@ -89,3 +91,73 @@ async def test_channels_without_an_interface_have_no_signal() -> None:
     async with channel:
         assert channel.watch_link(lambda: None) is False
     assert Channel.watch_link(channel, lambda: None) is False
+
+
+def follow(state: AddressState, *messages: bytes) -> list[bool]:
+    return [state.feed(m) for data in messages for m in parse_messages(data)]
+
+
+def test_a_followed_address_moves_when_a_renewal_replaces_it() -> None:
+    state = AddressState(3, "wlan0", "10.78.0.4")
+    assert state.usable and state.current == "10.78.0.4"
+    # DHCP to another address: the old one goes (nothing left), then the new one comes
+    assert follow(state, addr(3, "10.78.0.4", RTM_DELADDR)) == [True]
+    assert state.current is None and not state.usable
+    assert follow(state, addr(3, "10.78.0.104")) == [True]
+    assert state.current == "10.78.0.104" and state.usable and state.moves == 2
+    assert follow(state, addr(3, "10.78.0.104")) == [False]  # a lease renewed in place
+
+
+def test_a_roam_that_adds_before_it_removes_moves_once_when_the_old_address_goes() -> None:
+    state = AddressState(3, "wlan0", "10.78.0.2")
+    assert follow(state, addr(3, "10.78.0.102")) == [False]  # the old one still works
+    assert state.current == "10.78.0.2" and state.addresses == ["10.78.0.2", "10.78.0.102"]
+    assert follow(state, addr(3, "10.78.0.102", RTM_DELADDR)) == [False]  # not the one used
+    assert follow(state, addr(3, "10.78.0.102"), addr(3, "10.78.0.2", RTM_DELADDR)) == [
+        False, True]
+    assert state.current == "10.78.0.102" and state.moves == 1
+
+
+def test_the_same_address_back_is_no_move_but_the_interface_is_back() -> None:
+    state = AddressState(3, "wlan0", "10.78.0.4")
+    assert follow(state, link(3, 0, "wlan0")) == [False]  # down: the address stays
+    assert follow(state, link(3, UP, "wlan0")) == [True]  # back (join the groups again)
+    assert follow(state, addr(3, "10.78.0.4", RTM_DELADDR), addr(3, "10.78.0.4")) == [
+        True, True]  # gone (None), then back where it was
+    assert state.current == "10.78.0.4"
+    assert follow(state, addr(5, "10.78.0.9"), link(5, UP, "eth1")) == [False, False]  # others
+
+
+def test_an_interface_made_again_starts_with_no_address() -> None:
+    state = AddressState(3, "wlan0", "10.78.0.4")
+    assert follow(state, link(3, 0, "wlan0", kind=17)) == [True]  # unplugged: no address
+    assert state.current is None
+    assert follow(state, link(7, UP, "wlan0"), addr(7, "10.78.0.7")) == [False, True]
+    assert state.index == 7 and state.current == "10.78.0.7"
+
+
+def test_a_fresh_look_replaces_what_was_known() -> None:
+    state = AddressState(3, "wlan0", "10.78.0.4")
+    assert state.reset(["10.78.0.4", "192.0.2.1"]) is False  # the same, and one more
+    assert state.reset(["192.0.2.1"]) is True and state.current == "192.0.2.1"
+    assert state.reset([]) is True and state.current is None
+    assert state.reset(["198.51.100.1", "198.51.100.1"]) is True
+    assert state.addresses == ["198.51.100.1"]
+
+
+@given(st.lists(st.tuples(st.sampled_from(["addr", "deladdr", "link", "dellink"]),
+                          st.sampled_from([3, 4]), st.sampled_from(["a", "b", "c"]),
+                          st.booleans())))
+def test_the_followed_address_is_always_one_the_interface_holds(
+        events: list[tuple[str, int, str, bool]]) -> None:
+    state = AddressState(3, "wlan0", "10.0.0.1")
+    for kind, index, which, up in events:
+        address = {"a": "10.0.0.1", "b": "10.0.0.2", "c": "10.0.0.3"}[which]
+        name = "wlan0" if index == 3 or up else "eth1"
+        before = state.current
+        changed = state.feed(LinkMessage(kind, index, UP if up else 0, name, address))
+        assert state.current is None or state.current in state.addresses
+        assert state.current == (state.addresses[0] if before not in state.addresses
+                                 and state.addresses else state.current)
+        if state.current != before:
+            assert changed

@@ -175,17 +175,21 @@ def group_type_token(cls: type, name: str) -> set[str]:
 _MID = ["m0", 0x1234ABCD]
 _EPOCH = [4, 1700000000.25, "H2"]
 _CELL = ["H1", "udp-multicast://239.255.20.1:7711?iface=127.0.0.1&ttl=1", "127.0.0.1:7301", 2]
-_RECORD = [7, 5, 0, "m0", 0x1234ABCD, 3, 2, 1, b"payload"]
+_RECORD = [7, 5, 0, "m0", 0x1234ABCD, 3, 2, 1, b"payload", "lunch", 4]
 # One wire sample per token; a codec is of the one token whose sample it decodes and
 # encodes back unchanged (None: the optional form).
 WIRE_SAMPLES: dict[str, Any] = {
     "int": 7, "str": "x", "bool": True, "bytes": b"x",
     "mid": _MID, "epoch": _EPOCH, "cell": _CELL,
-    "records": [_RECORD, [8, 0, 1, "m1", 2, 0, 0, 0, b""], [9, 0, 5, "H3", 0, 0, 0, 0, b""]],
-    "cells": [_CELL], "mids": [_MID, ["m1", 2]], "items": [[3, 2, b"body"], [4, 3, b""]],
+    "records": [_RECORD, [8, 0, 1, "m1", 2, 0, 0, 0, b"", "", 0],
+                [9, 0, 5, "H3", 0, 0, 0, 0, b"", "", 0],
+                [10, 6, 8, "m1", 2, 1, 3, 0, b"", "tea", 0]],
+    "cells": [_CELL], "mids": [_MID, ["m1", 2]],
+    "items": [[3, 2, b"body", "lunch", 0], [4, 3, b"", "tea", 8]],
     "pairs": [[_MID, 11]], "strs": ["H1", "H2"],
-    "opt_snapshot": [9, 6, 5, [[_MID, 1, 4, 3, True]], [["m1", 2]], ["H3", "H4"], 8],
-    "request": [12, "m0", "H1", 4, _MID, [[3, 2, b"body"]]],
+    "opt_snapshot": [9, 6, 5, [[_MID, 1, 4, 3, True, 2]], [["m1", 2]], ["H3", "H4"], 8, 77,
+                     [["lunch", 4, [_MID]], ["tea", 0, []]]],
+    "request": [12, "m0", "H1", 4, _MID, [[3, 2, b"body", "lunch", 0]]],
 }
 
 

@@ -325,8 +325,13 @@ def check_retirement(seen: list[dict[str, Any]], packets: list[Packet],
     assert admin["shown"] in [f["admin"]["text"] for f in to_operator]
     # the RETIRED record: at the position printed, on the backbone only; the master's
     # trace appended it for that client
-    retired = {(kind, host, at) for f in seen for kind, host, at in f["host_records"]}
+    host_records = {(kind, host, at) for f in seen for kind, host, at in f["host_records"]}
+    retired = {r for r in host_records if r[0] == "5"}
     assert retired and retired == {("5", target, lsn)}, retired
+    # besides it, only the sequence's first record (GENESIS, at log position 1, founded
+    # by the first master) names a host
+    assert {r[0] for r in host_records} <= {"5", "7"}, host_records
+    assert all(at == "1" for kind, _, at in host_records if kind == "7"), host_records
     assert all(f["via"] == "tcp" for f in seen if f["host_records"])
     assert [(r["node"], detail(r)) for r in host_rows if r["event"] == "elect"
             and detail(r).get("phase") == "retire"] == [

@@ -29,7 +29,9 @@ directory a host keeps everything in memory, and a restarted one takes part in
 nothing until it has recovered the log from the others.
 
 ``--iface NAME`` puts the cell on that interface (by name or address) and is where
-the uplink binds unless ``--uplink`` says otherwise.
+the uplink binds unless ``--uplink`` says otherwise. By name, the uplink follows the
+interface's address: bound again on the new one when it changes, and advertised at
+once (a warning line says ``uplink now ADDR``; docs/infra.md "Addresses").
 
 A deployment key (``--key-file FILE`` or ``--passphrase TEXT``, and ``--suite``)
 seals every frame; members need the same key (``NodeConfig.infra_key``). Without
@@ -88,7 +90,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--cell", metavar="URL",
                    help="this host's cell: udp-multicast://239.255.X.Y:PORT?iface=IP&ttl=1")
     add_iface_argument(p, "the --cell URL", "; the uplink binds on its address unless "
-                       "--uplink says otherwise")
+                       "--uplink says otherwise, and by name follows it when it changes")
     p.add_argument("--uplink", metavar="ADDR",
                    help="UDP address members send to (default: the address of the cell's "
                         "interface, any port)")

@@ -61,6 +61,15 @@ def _dec_bool(x: Any) -> bool:
     return x
 
 
+def _dec_group(x: Any) -> str:
+    """A group's name: text of at most MAX_GROUP_NAME bytes ("" where none applies)."""
+    if type(x) is not str:
+        raise DecodeError(f"expected a group name, got {type(x).__name__}")
+    if len(x) > m.MAX_GROUP_NAME and len(x.encode()) > m.MAX_GROUP_NAME:
+        raise DecodeError(f"group name of more than {m.MAX_GROUP_NAME} bytes")
+    return x
+
+
 def _dec_float(x: Any) -> float:
     if type(x) is int:
         x = float(x)
@@ -111,16 +120,17 @@ def _seq(enc: Enc, dec: Dec, limit: int = 1 << 20) -> tuple[Enc, Dec]:
 
 def enc_record(r: m.Record) -> list[Any]:
     return [r.lsn, r.gseq, r.kind, r.mid.node, r.mid.join_id, r.nseq, r.app_seq, r.prememb,
-            r.body]
+            r.body, r.group, r.gpos]
 
 
 def dec_record(x: Any) -> m.Record:
-    f = _list(x, 9)
+    f = _list(x, 11)
     kind = _dec_int(f[2])
     if kind not in m.RECORD_KINDS:
         raise DecodeError(f"unknown record kind {kind}")
     return m.Record(_dec_int(f[0]), _dec_int(f[1]), kind, MemberId(_dec_str(f[3]), _dec_int(f[4])),
-                    _dec_int(f[5]), _dec_int(f[6]), _dec_int(f[7]), _dec_bytes(f[8]))
+                    _dec_int(f[5]), _dec_int(f[6]), _dec_int(f[7]), _dec_bytes(f[8]),
+                    _dec_group(f[9]), _dec_int(f[10]))
 
 
 def _enc_cellinfo(c: m.CellInfo) -> list[Any]:
@@ -133,21 +143,34 @@ def _dec_cellinfo(x: Any) -> m.CellInfo:
 
 
 def _enc_newitem(i: m.NewItem) -> list[Any]:
-    return [i.nseq, i.app_seq, i.body]
+    return [i.nseq, i.app_seq, i.body, i.group, i.kind]
 
 
 def _dec_newitem(x: Any) -> m.NewItem:
-    f = _list(x, 3)
-    return m.NewItem(_dec_int(f[0]), _dec_int(f[1]), _dec_bytes(f[2]))
+    f = _list(x, 5)
+    kind = _dec_int(f[4])
+    if kind not in m.ITEM_KINDS:
+        raise DecodeError(f"unknown item kind {kind}")
+    return m.NewItem(_dec_int(f[0]), _dec_int(f[1]), _dec_bytes(f[2]), _dec_group(f[3]), kind)
 
 
 def _enc_row(r: m.Row) -> list[Any]:
-    return [_enc_mid(r.mid), r.first, r.last, r.recv, r.member]
+    return [_enc_mid(r.mid), r.first, r.last, r.recv, r.member, r.app_seq]
 
 
 def _dec_row(x: Any) -> m.Row:
-    f = _list(x, 5)
-    return m.Row(_dec_mid(f[0]), _dec_int(f[1]), _dec_int(f[2]), _dec_int(f[3]), _dec_bool(f[4]))
+    f = _list(x, 6)
+    return m.Row(_dec_mid(f[0]), _dec_int(f[1]), _dec_int(f[2]), _dec_int(f[3]), _dec_bool(f[4]),
+                 _dec_int(f[5]))
+
+
+def _enc_grouprow(g: m.GroupRow) -> list[Any]:
+    return [g.name, g.count, [_enc_mid(x) for x in g.members]]
+
+
+def _dec_grouprow(x: Any) -> m.GroupRow:
+    f = _list(x, 3)
+    return m.GroupRow(_dec_group(f[0]), _dec_int(f[1]), MIDS[1](f[2]))
 
 
 def _enc_pair(p: tuple[MemberId, int]) -> list[Any]:
@@ -177,17 +200,21 @@ PAIRS = _seq(_enc_pair, _dec_pair)
 
 
 HOSTS = _seq(_ident, _dec_str, 4096)
+GROUPS = _seq(_ident, _dec_group, 4096)  # names of groups
+NAMES = _seq(_ident, _dec_str, 4096)  # names of computers
+GROUP_ROWS = _seq(_enc_grouprow, _dec_grouprow, 1 << 16)
 
 
 def _enc_snapshot(s: m.Snapshot) -> list[Any]:
     return [s.lsn, s.gseq, s.last_app_gseq, ROWS[0](s.rows), MIDS[0](s.mcache),
-            HOSTS[0](s.retired), s.config_lsn]
+            HOSTS[0](s.retired), s.config_lsn, s.sequence, GROUP_ROWS[0](s.groups)]
 
 
 def _dec_snapshot(x: Any) -> m.Snapshot:
-    f = _list(x, 7)
+    f = _list(x, 9)
     return m.Snapshot(_dec_int(f[0]), _dec_int(f[1]), _dec_int(f[2]), ROWS[1](f[3]),
-                      MIDS[1](f[4]), HOSTS[1](f[5]), _dec_int(f[6]))
+                      MIDS[1](f[4]), HOSTS[1](f[5]), _dec_int(f[6]), _dec_int(f[7]),
+                      GROUP_ROWS[1](f[8]))
 
 
 OPT_SNAPSHOT = _optional(_enc_snapshot, _dec_snapshot)
@@ -198,19 +225,21 @@ REQUEST = (lambda x: _body(x), lambda x: _request(x))
 # tag -> (class, field codecs in dataclass field order)
 _SCHEMAS: dict[int, tuple[type, tuple[tuple[Enc, Dec], ...]]] = {
     # cell downlink
-    1: (m.Beacon, (STR, INT, STR, STR, CELLS)),
+    1: (m.Beacon, (STR, INT, STR, STR, CELLS, INT)),
     2: (m.Normals, (STR, RECORDS)),
     3: (m.Transfer, (STR, MID, RECORDS)),
     4: (m.Ack, (STR, STR, INT)),
     5: (m.Move, (STR, STR, CELL)),
     6: (m.NotMember, (STR, MID)),
+    7: (m.HistoryReply, (STR, MID, INT, INT, INT, INT, RECORDS, NAMES)),
     # cell uplink
     10: (m.Hello, (STR, STR, OPT_MID, INT, BOOL)),
-    11: (m.JoinReq, (STR, STR, INT, MID)),
+    11: (m.JoinReq, (STR, STR, INT, MID, GROUPS)),
     12: (m.NewReq, (STR, STR, INT, MID, ITEMS)),
     13: (m.LeaveReq, (STR, STR, INT, MID)),
     14: (m.LeaveOkReq, (STR, STR, INT, MID)),
     15: (m.NackReq, (STR, STR, INT, MID, INT, INT)),
+    16: (m.HistoryReq, (STR, STR, MID, INT, GROUPS, INT, INT, BOOL)),
     # backbone
     20: (m.Status, (STR, INT, STR, INT, STR, STR, INT, MIDS, STR, EPOCH, EPOCH, INT, INT,
                     OPT_EPOCH)),
@@ -235,6 +264,10 @@ _SCHEMAS: dict[int, tuple[type, tuple[tuple[Enc, Dec], ...]]] = {
     39: (m.Reconfig, (STR, STR, INT, INT, STR)),
     40: (m.AdminResult, (STR, STR, INT, STR, STR, INT)),
     41: (m.RetiredNotice, (STR, STR, INT)),
+    42: (m.Recover, (STR, INT)),
+    43: (m.RecoverReply, (STR, INT, EPOCH, BOOL, HOSTS, INT)),
+    44: (m.HistoryAsk, (STR, STR, MID, INT, GROUPS, INT, INT, BOOL)),
+    45: (m.HistoryAnswer, (STR, STR, MID, INT, INT, INT, INT, RECORDS, NAMES)),
 }
 _TAGS: dict[type, int] = {cls: tag for tag, (cls, _) in _SCHEMAS.items()}
 _REQUEST_CLASSES = (m.JoinReq, m.NewReq, m.LeaveReq, m.LeaveOkReq)
@@ -305,7 +338,7 @@ def decode_body(body: bytes) -> Message:
 
 def record_size(r: m.Record) -> int:
     """Rough encoded size of a record, for batching under a datagram bound."""
-    return 24 + len(r.mid.node) + len(r.body)
+    return 28 + len(r.mid.node) + len(r.body) + len(r.group)
 
 
 # ------------------------------------------------------------------ stored forms

@@ -9,6 +9,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from m2mc.errors import ConfigError
+from m2mc.infra.state import GROUP_TABLE_LIMIT
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +36,20 @@ class InfraConfig:
     mcache_ttl: float = 60.0  # an entry is forgotten after this
     max_members: int = 4096  # JOINs beyond are refused (dropped, retried by the member)
     member_timeout: float = 30.0  # a member unseen by every host this long is expelled
-    fetch_limit: int = 512  # records in one Fetched answer
+    # a member that has not delivered this much (bytes, or seconds' worth) is expelled,
+    # so a paused application cannot make the hosts hold everything (0: no bound)
+    max_backlog_bytes: int = 256 << 20
+    max_backlog_age: float = 600.0
+    fetch_limit: int = 512  # records in one Fetched (or history) answer
+    # ------------------------------------------------ groups (seeds/001 2.2 (i) lifted)
+    max_groups: int = 1024  # coordinator: groups with members; joins of further ones refused
+    max_member_groups: int = 64  # groups one member may be in (coordinator and member)
+    # ------------------------------------------------ history (docs/infra.md, "History")
+    retention_age: float = 7 * 86400.0  # host: records kept after stability (0: no bound)
+    retention_bytes: int = 1 << 30  # durable host: bytes of its log on disk (0: no bound)
+    memory_history_bytes: int = 32 << 20  # host without a data dir: bytes kept in memory
+    history_bytes: int = 8 << 20  # member: bytes of a group's history it fetches and keeps
+    history_retry: float = 0.5  # member: ask again for history not answered this long
     # ------------------------------------------------ hosts (seeds/004 4.2, 4.5, 5.1, 5.3)
     status_interval: float = 0.1
     host_timeout: float = 0.5  # a host whose last status is older is dead
@@ -82,9 +96,11 @@ class InfraConfig:
                      "checkpoint_every", "control_rate", "control_burst", "control_total_rate",
                      "control_total_burst", "control_max_senders", "max_hosts",
                      "max_backbone_frame", "replay_window", "max_auth_senders",
-                     "admin_timeout", "max_admin_requests"):
+                     "admin_timeout", "max_admin_requests", "history_retry"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"infra.{name}: must be > 0")
+        if self.max_groups > GROUP_TABLE_LIMIT:
+            raise ConfigError(f"infra.max_groups: at most {GROUP_TABLE_LIMIT}")
         if self.host_timeout <= self.status_interval:
             raise ConfigError("infra.host_timeout must exceed infra.status_interval")
         if self.local_timeout <= self.beacon_interval:

@@ -11,19 +11,32 @@ NORMAL messages to all gateways is this replication stream.
 
 Request handling follows the seed exactly: figure 3 for JOIN, LEAVE and LEAVEOK,
 steps (1)-(5) and the buffering of early NEWs, STABINFO steps (1)-(3), A5, A6.
+
+Beyond the seed, a member's **backlog** is bounded: what the hosts hold because that
+member has not delivered it (every multicast after its ``stable``). A member whose
+application stopped reading keeps greeting, so ``member_timeout`` never expels it;
+past ``max_backlog_bytes`` or ``max_backlog_age`` it is expelled instead, as a silent
+one is (docs/infra.md, "Bounded hosts"), so no member can make every host's memory
+grow for as long as it pauses.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from m2mc.infra import history
 from m2mc.infra import messages as msg
+from m2mc.infra.codec import record_size
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.ids import Epoch, MemberId
 from m2mc.infra.replog import ReplicaLog
-from m2mc.infra.state import CoordState
+from m2mc.infra.state import CoordState, pack_groups
 
 Out = tuple[str, msg.BackboneMessage]  # (destination host, message)
+
+
+def _good_name(name: str) -> bool:
+    return 0 < len(name.encode()) <= msg.MAX_GROUP_NAME
 
 
 @dataclass(slots=True)
@@ -47,7 +60,11 @@ class CoordStats:
     discarded_a5: int = 0
     discarded_a6: int = 0
     expelled: int = 0
+    expelled_backlog: int = 0  # ... because its backlog passed max_backlog_bytes/_age
     refused_full: int = 0
+    groups_refused: int = 0  # joins of a group past max_groups/max_member_groups, bad names
+    noops: int = 0  # items turned into NOOP records (refused joins, sends to a group not
+    # joined, leaves of a group not joined)
 
 
 @dataclass(slots=True)
@@ -78,6 +95,11 @@ class Coordinator:
         self.first_app_gseq: int | None = None  # first multicast this coordinator numbered
         self.early_total = 0  # early NEWs held, all members together (max_early_total)
         self._commit_dirty = False
+        # The multicasts held (gseq order, contiguous from self._held_base): when each
+        # was sequenced (or adopted) and the bytes held before it, for the backlog bound.
+        self._held: list[tuple[float, int]] = []
+        self._held_base = 0  # gseq of self._held[0]
+        self._held_bytes = 0  # bytes of every multicast held so far (a running total)
         self._rebuild_norm_buffer(now)
 
     # ================================================================ set-up
@@ -90,6 +112,7 @@ class Coordinator:
             r = self.log.get(lsn)
             if r is None or not r.gseq:
                 continue
+            self._hold(r, now)
             self.norm_buffer[r.gseq] = {
                 mid for mid, row in rows.items()
                 if row.first <= r.gseq and (row.last == 0 or r.gseq <= row.last)}
@@ -101,19 +124,25 @@ class Coordinator:
 
     # ================================================================ decisions
     def _append(self, kind: int, mid: MemberId, nseq: int = 0, app_seq: int = 0,
-                body: bytes = b"", now: float = 0.0) -> msg.Record:
-        r = self.work.next_record(kind, mid, nseq, app_seq, body)
+                body: bytes = b"", now: float = 0.0, group: str = "") -> msg.Record:
+        r = self.work.next_record(kind, mid, nseq, app_seq, body, group)
         self.work.apply(r, now)
         if kind == msg.APP and self.first_app_gseq is None:
             self.first_app_gseq = r.gseq
         self.log.append((r,))
         if r.gseq:
+            self._hold(r, now)
             pending = set(self.work.members)
             if kind in (msg.LEFT, msg.EXPELLED):
                 pending.add(mid)  # figure 3 line 19: "members and mid"
             if pending:
                 self.norm_buffer[r.gseq] = pending
         return r
+
+    def append_genesis(self, founder: MemberId, sequence: int, now: float) -> msg.Record:
+        """The first record of a sequence nobody held before (docs/infra.md, "Hosts
+        without a data directory"): its id, which every beacon then carries."""
+        return self._append(msg.GENESIS, founder, body=sequence.to_bytes(8, "big"), now=now)
 
     def append_config(self, kind: int, target: MemberId, now: float) -> msg.Record:
         """Retire or admit a host (docs/infra.md, "Retiring a host"): the caller checked
@@ -126,7 +155,7 @@ class Coordinator:
         if isinstance(req, msg.NewReq):
             self._on_new(mid, req.items, now)
         elif isinstance(req, msg.JoinReq):
-            self._on_join(mid, now)
+            self._on_join(mid, req.groups, now)
         elif isinstance(req, msg.LeaveReq):
             self._on_leave(mid, now)
         else:
@@ -135,7 +164,7 @@ class Coordinator:
             self.last_seen[mid] = now
         self.out.append((fwd.host, msg.FwdAck(self.epoch, fwd.fseq, self.work.lsn)))
 
-    def _on_join(self, mid: MemberId, now: float) -> None:
+    def _on_join(self, mid: MemberId, groups: tuple[str, ...], now: float) -> None:
         w = self.work
         if mid in w.members or mid in w.rows or mid in w.mcache:  # A6
             self.stats.discarded_a6 += 1
@@ -143,7 +172,18 @@ class Coordinator:
         if len(w.members) >= self.cfg.max_members:
             self.stats.refused_full += 1
             return
-        self._append(msg.JOINED, mid, now=now)  # figure 3 lines 2-12
+        accepted: list[str] = []
+        new = 0
+        for name in dict.fromkeys(groups):  # the groups it may join (the rest: refused)
+            fresh = not (name in w.groups and w.groups[name].members)
+            if not _good_name(name) or len(accepted) >= self.cfg.max_member_groups or (
+                    fresh and w.live_groups() + new >= self.cfg.max_groups):
+                self.stats.groups_refused += 1
+                continue
+            accepted.append(name)
+            new += fresh
+        counts = [(g, w.groups[g].count if g in w.groups else 0) for g in accepted]
+        self._append(msg.JOINED, mid, body=pack_groups(counts), now=now)  # figure 3 2-12
         self.stable[mid] = 0
         self.last_seen[mid] = now
 
@@ -187,8 +227,7 @@ class Coordinator:
         row = w.rows[mid]
         for item in items:
             if item.nseq == row.recv + 1:
-                self._append(msg.APP, mid, item.nseq, item.app_seq, item.body, now)
-                self.stats.sequenced += 1
+                self._take(mid, item, now)
             elif item.nseq <= row.recv:
                 self.stats.duplicates += 1
             else:
@@ -206,13 +245,34 @@ class Coordinator:
         if early_buf is not None:
             while (nxt := early_buf.items.pop(row.recv + 1, None)) is not None:
                 self.early_total -= 1
-                self._append(msg.APP, mid, nxt.nseq, nxt.app_seq, nxt.body, now)
-                self.stats.sequenced += 1
+                self._take(mid, nxt, now)
             for stale in [n for n in early_buf.items if n <= row.recv]:
                 del early_buf.items[stale]
                 self.early_total -= 1
             if not early_buf.items:
                 del self.early[mid]
+
+    def _take(self, mid: MemberId, item: msg.NewItem, now: float) -> None:
+        """Sequence the member's next NEW item: its message, or its joining or leaving a
+        group; a NOOP record in its place when it may not (docs/infra.md, "Groups")."""
+        w = self.work
+        mine = w.groups_of(mid)
+        kind = item.kind
+        if kind == msg.APP or kind == msg.GLEFT:
+            ok = item.group in mine
+        else:
+            g = w.groups.get(item.group)
+            room = (g is not None and bool(g.members)) or w.live_groups() < self.cfg.max_groups
+            ok = (_good_name(item.group) and item.group not in mine
+                  and len(mine) < self.cfg.max_member_groups and room)
+            if not ok and item.group not in mine:
+                self.stats.groups_refused += 1
+        if not ok:
+            kind = msg.NOOP
+            self.stats.noops += 1
+        body = item.body if kind == msg.APP else b""
+        self._append(kind, mid, item.nseq, item.app_seq, body, now, item.group)
+        self.stats.sequenced += 1
 
     def handle_stabinfo(self, pairs: tuple[tuple[MemberId, int], ...]) -> None:
         for mid, s in pairs:
@@ -371,6 +431,13 @@ class Coordinator:
     def handle_unsubscribe(self, host: str) -> None:
         self.subscribers.discard(host)
 
+    def handle_read(self, m: msg.Fetch | msg.HistoryAsk) -> None:
+        """A gateway asks for copies of older records (for a transfer, or for history)."""
+        if isinstance(m, msg.Fetch):
+            self.handle_fetch(m)
+        else:
+            self.handle_history(m)
+
     def handle_fetch(self, f: msg.Fetch) -> None:
         """Copies from the norm-buffer for a gateway's state transfer (3.2)."""
         top = min(f.hi, self.log.committed_gseq(), f.lo + self.cfg.fetch_limit - 1)
@@ -381,6 +448,48 @@ class Coordinator:
                 recs.append(r)
         if recs:
             self.out.append((f.host, msg.Fetched(tuple(recs))))
+
+    def handle_history(self, ask: msg.HistoryAsk) -> None:
+        """A gateway passes a member's history request on: answer from this log."""
+        if not history.may_read(self.log, ask.mid, ask.groups):
+            return
+        a = history.answer(self.log, ask, self.cfg.fetch_limit, self.cfg.max_datagram)
+        members = history.members_of(self.log, ask.groups[0]) if len(ask.groups) == 1 else ()
+        self.out.append((ask.host, msg.HistoryAnswer(self.host, ask.node, ask.mid, ask.req, a.lo,
+                                                     a.hi, a.floor, a.records, members)))
+
+    def _hold(self, r: msg.Record, now: float) -> None:
+        if not self._held:
+            self._held_base = r.gseq
+        elif r.gseq != self._held_base + len(self._held):
+            return  # (gseqs are contiguous: never from an honest log)
+        self._held.append((now, self._held_bytes))
+        self._held_bytes += record_size(r)
+
+    def check_backlogs(self, now: float) -> list[MemberId]:
+        """Expel the members whose backlog passed a bound; return them."""
+        cfg = self.cfg
+        held = self._held
+        drop = self.stable_watermark() + 1 - self._held_base  # stable: nobody waits for it
+        if drop > 0:
+            del held[:drop]
+            self._held_base += drop
+        if not held or (cfg.max_backlog_bytes <= 0 and cfg.max_backlog_age <= 0):
+            return []
+        out = []
+        for mid in sorted(self.work.members):
+            first = max(self.stable.get(mid, 0), self.work.rows[mid].first - 1) + 1
+            i = first - self._held_base
+            if i < 0 or i >= len(held):
+                continue
+            since, before = held[i]
+            too_big = 0 < cfg.max_backlog_bytes < self._held_bytes - before
+            if too_big or 0 < cfg.max_backlog_age < now - since:
+                out.append(mid)
+        for mid in out:
+            self.expel(mid, now)
+            self.stats.expelled_backlog += 1
+        return out
 
     def check_members(self, now: float) -> None:
         self.work.mcache.expire(now)

@@ -2,6 +2,10 @@
 
 * ``infra.sealed``: :meth:`InfraWire.decode` of a keyed deployment: only typed
   decode errors may come out, and the replay table stays within its bound.
+* ``infra.saved_host``: what a durable host reads back from its store (the stored
+  forms of epochs, snapshots and records, m2mc.store.infra_host), then the log they
+  make taken up (:meth:`ReplicaLog.restore`): a damaged file gives a typed error,
+  :class:`DecodeError` or :class:`SavedStateError`, never anything else.
 * ``infra.host``: a stream of frames (each a msgpack body the target wraps with a
   valid checksum, so mutations reach the protocol, on the cell or the backbone) fed
   to a :class:`HostCore` with small bounds, with time advancing: nothing may raise,
@@ -17,11 +21,16 @@ import struct
 import zlib
 from typing import Any
 
+from m2mc.errors import DecodeError, SavedStateError
+from m2mc.infra import codec
 from m2mc.infra import messages as m
 from m2mc.infra.codec import MAGIC, encode, encode_body
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.host import HostCore, HostIdentity
+from m2mc.infra.host_persist import StoredHost
 from m2mc.infra.ids import NO_EPOCH, Epoch, MemberId
+from m2mc.infra.replog import ReplicaLog
+from m2mc.infra.state import pack_groups
 from m2mc.infra.wire import INFRA_KEY_CONTEXT, InfraWire
 from m2mc.security.auth import AuthConfig, GroupAuth
 
@@ -100,6 +109,36 @@ def _host(data: bytes) -> None:
             _bound(len(c.work.members) <= cfg.max_members, "members")
 
 
+_SPLIT = b"\xff\xfe"
+
+
+def _saved_host(data: bytes) -> None:
+    """``promised | log_epoch | snapshot or empty | record | record ...`` (split at
+    ``ff fe``), each as a store keeps it; then the log they make is taken up (its
+    records applied: a JOINED record's groups decoded, state.unpack_groups)."""
+    parts = data.split(_SPLIT)
+    while len(parts) < 3:
+        parts.append(b"")
+    promised = codec.unpack_epoch(parts[0]) if parts[0] else NO_EPOCH
+    log_epoch = codec.unpack_epoch(parts[1]) if parts[1] else NO_EPOCH
+    snapshot = codec.unpack_snapshot(parts[2]) if parts[2] else None
+    records = tuple(codec.unpack_record(p) for p in parts[3:])
+    applied = records[-1].lsn if records else (snapshot.lsn if snapshot else 0)
+    ReplicaLog().restore(StoredHost(promised, log_epoch, applied, snapshot, records), 0.0)
+
+
+def _saved_host_seeds() -> list[bytes]:
+    recs = [m.Record(1, 0, m.GENESIS, MemberId("H1", 0), body=b"\x01" * 8),
+            m.Record(2, 1, m.JOINED, _A, body=pack_groups([("g", 0)])),
+            m.Record(3, 2, m.APP, _A, 1, 1, 0, b"x", "g", 1)]
+    snap = m.Snapshot(1, 0, 0, (), (), (), 0, 77)
+    parts = [codec.pack_epoch(_E), codec.pack_epoch(_E), b"",
+             *(codec.pack_record(r) for r in recs)]
+    with_snapshot = [codec.pack_epoch(_E), b"", codec.pack_snapshot(snap),
+                     *(codec.pack_record(r) for r in recs[1:])]
+    return [_SPLIT.join(parts), _SPLIT.join(with_snapshot), b""]
+
+
 def _bound(ok: bool, what: str) -> None:
     if not ok:
         raise AssertionError(f"{what} over its bound")
@@ -121,5 +160,7 @@ def targets() -> list[Any]:
     _sealed.wire = InfraWire(GroupAuth(  # type: ignore[attr-defined]
         INFRA_KEY_CONTEXT, _KEY, "H1", config=AuthConfig(replay_window=64, max_senders=4)))
     return [FuzzTarget("infra.sealed", _sealed, _sealed_seeds),
+            FuzzTarget("infra.saved_host", _saved_host, _saved_host_seeds,
+                       expected=(DecodeError, SavedStateError)),
             FuzzTarget("infra.host", _host, _host_seeds, expected=(),
                        max_len=_STREAM_MAX_LEN)]

@@ -22,7 +22,8 @@ Departures from the pseudo-code, each in docs/decisions.md:
 Against outsiders (docs/security.md): ``local`` holds at most ``max_local``
 computers (greetings of further ones are ignored until some go silent); JOINs,
 NACKs and arrivals (a greeting that brings a new computer or member id: a
-handoff) pass a per-computer token bucket (``control_rate``/``control_burst``, and
+handoff; any frame of a known computer from a new address, where its answers then
+go) pass a per-computer token bucket (``control_rate``/``control_burst``, and
 ``control_total_*`` for all together) before any work is done; a refused one is
 not acknowledged, so a real member's retry brings it back. STABINFO is reported
 only for members of the replica's tables.
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from m2mc.infra import history
 from m2mc.infra import messages as msg
 from m2mc.infra.codec import record_size
 from m2mc.infra.config import InfraConfig
@@ -75,6 +77,10 @@ class GatewayStats:
     moved: int = 0
     rate_limited: int = 0  # JOINs, NACKs and arrivals refused by the rate limiter
     local_refused: int = 0  # greetings of new computers while `local` was full
+    history_served: int = 0  # history answers sent to members (ours or the master's)
+    history_refused: int = 0  # history requests of non-members, or for others' groups
+    history_asked: int = 0  # requests passed to the master (its log reaches further)
+    readdressed: int = 0  # computers heard from a new address (their answers follow)
 
 
 @dataclass(slots=True)
@@ -112,6 +118,9 @@ class Gateway:
         self._next_beacon = 0.0
         self._next_stabinfo = 0.0
         self._next_sweep = 0.0
+        # What the log frees stays here, in memory, for the retention (a durable host's
+        # store takes over at restore: docs/infra.md, "History").
+        log.history = history.MemoryHistory(cfg.memory_history_bytes, cfg.retention_age)
         self.limiter = RateLimiter(RateLimitConfig(
             cfg.control_rate, cfg.control_burst, cfg.control_total_rate,
             cfg.control_total_burst, cfg.control_max_senders))
@@ -124,7 +133,7 @@ class Gateway:
         if known is None and len(self.local) >= self.cfg.max_local:
             self.stats.local_refused += 1
             return
-        if self._costly(m, known) and not self.limiter.allow(m.node, now):
+        if self._costly(m, known, src) and not self.limiter.allow(m.node, now):
             self.stats.rate_limited += 1  # no ack: a real member tries again
             return
         loc = self._greet(src, m.node, now)
@@ -145,6 +154,9 @@ class Gateway:
             self.cell_out.append((src, msg.Ack(self.host, m.node, m.rseq)))  # A2
             self._on_nack(m, src)
             return
+        if isinstance(m, msg.HistoryReq):
+            self._on_history(m, src)
+            return
         if isinstance(m, msg.JoinReq | msg.NewReq | msg.LeaveReq):
             self._set_mid(m.node, loc, m.mid)
         fseq = self.outbox.add(m, now)
@@ -157,10 +169,14 @@ class Gateway:
             self.stats.forwarded += 1
 
     @staticmethod
-    def _costly(m: msg.UplinkMessage, known: _Local | None) -> bool:
+    def _costly(m: msg.UplinkMessage, known: _Local | None, src: str) -> bool:
         """Control traffic that makes the gateway or the coordinator work: JOIN, NACK,
-        and an arrival (a greeting of a computer or member id not seen here)."""
-        if isinstance(m, msg.JoinReq | msg.NackReq):
+        an arrival (a greeting of a computer or member id not seen here), and any
+        frame of a known computer from a new address (its answers go there from now
+        on: in an unkeyed deployment that costs an outsider as much as a NACK would)."""
+        if isinstance(m, msg.JoinReq | msg.NackReq | msg.HistoryReq):
+            return True
+        if known is not None and known.addr != src:
             return True
         return isinstance(m, msg.Hello) and (known is None or known.mid != m.mid)
 
@@ -176,9 +192,21 @@ class Gateway:
         loc = self.local.get(node)
         if loc is None:
             loc = self.local[node] = _Local(src, now)
-        loc.addr = src
+        elif loc.addr != src:
+            self._readdress(loc, src)
         loc.heard = now
         return loc
+
+    def _readdress(self, loc: _Local, src: str) -> None:
+        """A known computer speaks from a new address (its interface's address changed,
+        or it roamed): answers, MOVEs and its running transfer go there from now on.
+        Members are keyed by node, never by address; the address is its own word (a
+        frame sealed by that node, in a keyed deployment)."""
+        loc.addr = src
+        self.stats.readdressed += 1
+        t = self.trans.get(loc.mid) if loc.mid is not None else None
+        if t is not None:
+            t.addr = src
 
     def _set_mid(self, node: str, loc: _Local, mid: MemberId | None) -> None:
         if mid is not None and mid in self.log.state.mcache and mid not in self.log.state.rows:
@@ -298,11 +326,43 @@ class Gateway:
                 return True
         return False
 
-    def on_fetched(self, records: tuple[msg.Record, ...]) -> None:
+    def on_copies(self, m: msg.Fetched | msg.HistoryAnswer) -> None:
+        """The master's copies: for a transfer (Fetched), or for a member's history."""
+        if isinstance(m, msg.HistoryAnswer):
+            self.on_history_answer(m)
+            return
         limit = self.cfg.fetch_limit * 4
-        for r in records:
+        for r in m.records:
             if len(self._fetched) < limit:
                 self._fetched[r.gseq] = r
+
+    # =============================================================== history
+    def _on_history(self, m: msg.HistoryReq, src: str) -> None:
+        """Answer from this host's log, or pass the request to the master when this log
+        stops short of it (docs/infra.md, "History")."""
+        log = self.log
+        if not history.may_read(log, m.mid, m.groups):
+            self.stats.history_refused += 1  # (or our tables lag: the member asks again)
+            return
+        a = history.answer(log, m, self.cfg.fetch_limit, self.cfg.max_datagram)
+        if history.lacks(a, m) and self.master and self.master != self.host:
+            self.stats.history_asked += 1
+            self.to_coord.append(msg.HistoryAsk(self.host, m.node, m.mid, m.req, m.groups,
+                                                m.lo, m.hi, m.newest))
+            return
+        members = history.members_of(log, m.groups[0]) if len(m.groups) == 1 else ()
+        self.stats.history_served += 1
+        self.cell_out.append((src, msg.HistoryReply(self.host, m.mid, m.req, a.lo, a.hi,
+                                                    a.floor, a.records, members)))
+
+    def on_history_answer(self, a: msg.HistoryAnswer) -> None:
+        """The master's answer to a request we passed on: to the member, if still here."""
+        loc = self.local.get(a.node)
+        if loc is None or loc.mid != a.dest:
+            return
+        self.stats.history_served += 1
+        self.cell_out.append((loc.addr, msg.HistoryReply(self.host, a.dest, a.req, a.lo, a.hi,
+                                                         a.floor, a.records, a.members)))
 
     # =============================================================== NORMAL (figure 5)
     def _skip(self, r: msg.Record) -> bool:
@@ -321,7 +381,7 @@ class Gateway:
                     if loc is not None and loc.mid == r.mid:
                         loc.mid = None
                 continue
-            if r.kind in msg.CONFIG_KINDS:  # the hosts' business: no multicast to relay
+            if r.kind in msg.HOSTS_ONLY_KINDS:  # the hosts' business: no multicast to relay
                 continue
             if not self.subscribed or self._skip(r):
                 continue
@@ -371,9 +431,10 @@ class Gateway:
         """A Sync from the coordinator arrived: with 4.1 it is the SUBSCOK."""
         if self.sub_requested:
             self.subscribed = True
-            # What was sequenced while this cell was out of the subscr-set never went
-            # by here: the beacons' high shows it, so that a member that came (or was
-            # switched on) here since asks for it even when no multicast follows.
+        if self.subscribed:
+            # What was sequenced while this cell was out of the subscr-set (or this
+            # host down, or recovering) never went by here: the beacons' high shows it,
+            # so that a member here asks for it even when no multicast follows.
             self.relay_high = max(self.relay_high, self.log.committed_gseq())
 
     # =============================================================== coordinator changes
@@ -407,12 +468,18 @@ class Gateway:
             self.cell_out.append((self.local[node].addr, msg.Move(self.host, node, target)))
             self.stats.moved += 1
 
+    def move_uplink(self, uplink: str, now: float) -> None:
+        """Beacons name ``uplink`` from now on, starting with one at once."""
+        self.uplink = uplink
+        self._next_beacon = now
+
     # =============================================================== timers
     def tick(self, now: float) -> None:
         if now >= self._next_beacon:
             self._next_beacon = now + self.cfg.beacon_interval
             self.cell_out.append((None, msg.Beacon(self.host, self.relay_high, self.uplink,
-                                                   self.master, self.directory)))
+                                                   self.master, self.directory,
+                                                   self.log.state.sequence)))
             self.stats.beacons += 1
         if now >= self._next_sweep:  # B2: silent computers leave `local`
             self._next_sweep = now + self.cfg.beacon_interval

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from m2mc.core import Save
 from m2mc.errors import DecodeError
@@ -41,15 +41,17 @@ from m2mc.infra.host_admin import Operators
 from m2mc.infra.host_durable import HostSaver
 from m2mc.infra.host_persist import HostCommit, StoredHost
 from m2mc.infra.host_stats import HostStats, security_stats
+from m2mc.infra.host_succession import Succession
 from m2mc.infra.ids import NO_EPOCH, Epoch
 from m2mc.infra.replog import ReplicaLog
-from m2mc.infra.state import StateError
-from m2mc.infra.takeover import TakeoverRound, state_reply
+from m2mc.infra.takeover import TakeoverRound
 from m2mc.infra.wire import InfraWire
 from m2mc.trace.schema import NullSink, TraceEvent, TraceSink, detail_json
 
 _FOR_COORDINATOR = (msg.Forward, msg.StabInfo, msg.Subscribe, msg.Unsubscribe, msg.Fetch,
-                    msg.Reconfig)
+                    msg.Reconfig, msg.HistoryAsk)
+_SUCCESSION = (msg.ElectStart, msg.Vote, msg.Takeover, msg.StateReply, msg.TakeoverReject,
+               msg.Recover, msg.RecoverReply)
 ADMIN = "admin"  # HostSend.link of an answer to an operator's command line (dest: its name)
 
 
@@ -86,10 +88,7 @@ class HostCore:
         self.log = ReplicaLog(cfg.mcache_size, cfg.mcache_ttl)
         self.gateway = Gateway(self.me, cfg, self.log, ident.uplink or self.me)
         self.directory = Directory(self.me, cfg.host_timeout, expected_hosts)
-        self.election = Election(self.me, cfg.election_collect, cfg.election_vote,
-                                 cfg.election_announce, rng)
         self.coordinator: Coordinator | None = None
-        self.takeover: TakeoverRound | None = None
         self.master = ""
         self.epoch: Epoch = NO_EPOCH
         self.commit = 0
@@ -103,23 +102,34 @@ class HostCore:
         self._last_gap = -1
         self._started = 0.0
         self._next_status = 0.0
-        self._next_check = 0.0
         self._next_balance = 0.0
         self.retired: frozenset[str] = frozenset()  # committed configuration (never freed)
         self.config_lsn = 0
         self.retired_self = ""  # why this host stopped for good ("" while it serves)
         self.ops = Operators(self)
         self.saver = HostSaver(self.log, cfg.checkpoint_every) if durable else None
+        self.succession = Succession(self, rng)
+        self.notices: list[str] = []  # for the operator's log (the driver takes them)
+
+    @property
+    def election(self) -> Election:
+        return self.succession.election
+
+    @property
+    def takeover(self) -> TakeoverRound | None:
+        return self.succession.takeover
+
+    @takeover.setter
+    def takeover(self, round_: TakeoverRound | None) -> None:
+        self.succession.takeover = round_
 
     # ================================================================ driver API
     def start(self, now: float) -> None:
         self._started = now
         self._next_status = now
-        # a grace period to discover the others; jitter so hosts rarely start together
-        self._next_check = now + self.cfg.host_timeout + self.rng.uniform(
-            0.0, 2 * self.cfg.status_interval)
+        self.succession.start(now)
         self._next_balance = now + self.cfg.balance_interval
-        self._send_status(now)
+        self.send_status(now)
 
     def restore(self, stored: StoredHost, now: float) -> None:
         """Take up a durable host's saved promise and log (before :meth:`start`);
@@ -131,13 +141,24 @@ class HostCore:
         self.election.see_round(log.promised.round)
         self.gateway.relay_high = log.committed_gseq()  # members NACK what they missed
         self.ops.check_configuration(now)
-        self._emit("elect", now, detail_json(phase="restored", promised=str(log.promised),
+        self.emit("elect", now, detail_json(phase="restored", promised=str(log.promised),
                                              log_epoch=str(log.log_epoch), applied=log.applied,
                                              high=log.high))
 
+    def move_uplink(self, uplink: str, now: float) -> bool:
+        """Members reach this host at ``uplink`` from now on (its driver bound the uplink
+        again on its interface's new address): its identity says so, and its beacons,
+        starting with one at once; its status and its own cell in the directory follow
+        at the next status interval. False if that was already its uplink."""
+        if uplink == (self.ident.uplink or self.me):
+            return False
+        self.ident = replace(self.ident, uplink=uplink)
+        self.gateway.move_uplink(uplink, now)
+        return True
+
     def take_save(self, now: float) -> Save[HostCommit] | None:
         """What must be durable before the output drained so far leaves (None: nothing)."""
-        save = None if self.saver is None else self.saver.take()
+        save = None if self.saver is None else self.saver.take(now)
         if save is not None:
             self.stats.saves += 1
         return save
@@ -161,15 +182,14 @@ class HostCore:
         self._settle(now)
 
     def receive_cell(self, src: str, data: bytes, now: float) -> None:
-        if self.retired_self:
-            return
+        if self.retired_self or self.succession.recovering:
+            return  # (a recovering host has no tables to judge a member by)
         try:
             m, _ = self.wire.decode(data)
         except DecodeError:
             self.stats.decode_errors += 1
             return
-        if isinstance(m, msg.Hello | msg.JoinReq | msg.NewReq | msg.LeaveReq | msg.LeaveOkReq
-                      | msg.NackReq):
+        if isinstance(m, msg.UplinkMessage):
             self.gateway.on_uplink(src, m, now)
             self._settle(now)
 
@@ -179,45 +199,33 @@ class HostCore:
         cfg = self.cfg
         if now >= self._next_status:
             self._next_status = now + cfg.status_interval
-            self._send_status(now)
+            self.send_status(now)
             if self.directory.expire(now):
-                self._refresh_directory()
+                self.refresh_directory()
             if self.coordinator is not None:  # our own cell counts as "seen" too
                 self.coordinator.saw_members(tuple(self.gateway.local_m), now)
                 self.coordinator.check_members(now)
-            self._refresh_directory()
-        if now >= self._next_check:  # seeds/004 4.5: is anybody the master?
-            self._next_check = now + 2 * cfg.status_interval
-            if not self._master_alive() and not self.election.running and self.takeover is None:
-                self._start_election(now)
-        outcome = self.election.tick(now, self.directory.quorum())
-        if outcome.vote is not None:
-            self._bb.append((None, outcome.vote))
-        if outcome.start is not None:
-            self._announce_start(outcome.start, now)
-        if outcome.won is not None:
-            self._won(outcome.won, now)
-        if self.takeover is not None and now >= self.takeover.deadline:
-            self.takeover = None  # no quorum answered: vote again
-            self.election.schedule_restart(now)
+                for mid in self.coordinator.check_backlogs(now):
+                    self.notice(f"expelled {mid}: it delivered nothing for too long (its "
+                                "backlog passed max_backlog_bytes or max_backlog_age)")
+            self.refresh_directory()
+        self.succession.tick(now)
         if self.coordinator is not None and cfg.balance and now >= self._next_balance:
             self._next_balance = now + cfg.balance_interval
             self._balance()
-        self.gateway.tick(now)
+        if not self.succession.recovering:  # no beacons before we hold the log
+            self.gateway.tick(now)
         self._settle(now)
 
     def next_deadline(self) -> float | None:
         if self.retired_self:
             return None
-        ds = [self._next_status, self._next_check, self.gateway.next_deadline()]
-        admin = self.ops.desk.next_deadline()
-        if admin is not None:
-            ds.append(admin)
-        e = self.election.next_deadline()
-        if e is not None:
-            ds.append(e)
-        if self.takeover is not None:
-            ds.append(self.takeover.deadline)
+        ds = [self._next_status]
+        if not self.succession.recovering:
+            ds.append(self.gateway.next_deadline())
+        for d in (self.ops.desk.next_deadline(), self.succession.next_deadline()):
+            if d is not None:
+                ds.append(d)
         if self.coordinator is not None and self.cfg.balance:
             ds.append(self._next_balance)
         if self.gateway.transfers_ready() or self._bb or self.gateway.cell_out or self.ops.out:
@@ -229,7 +237,7 @@ class HostCore:
         self.ops.desk.expire(now)
         if self.coordinator is not None:
             self.coordinator.flush(self.directory.live(), self.directory.quorum(), now)
-            self._route_coordinator()
+            self.route_coordinator()
         self.gateway.flush(now)
         self._settle(now)
         out: list[HostSend] = []
@@ -246,7 +254,7 @@ class HostCore:
         self.gateway.cell_out = []
         for client, result in self.ops.out:
             out.append(HostSend(ADMIN, client, encode(result, client)))
-            self._emit("elect", now, detail_json(phase="admin", client=client,
+            self.emit("elect", now, detail_json(phase="admin", client=client,
                                                  request=result.request, code=result.code,
                                                  lsn=result.lsn))
         self.ops.out = []
@@ -263,23 +271,23 @@ class HostCore:
                 break
             src, m = self._local.popleft()
             self._on_backbone(src, m, now)
-            self._route_coordinator()
+            self.route_coordinator()
         c = self.coordinator
         if c is not None and c.update_commit(self.directory.quorum(), set(self.directory.live())):
             self._advance(c.commit, c.stable_watermark(), now)
         if c is not None and not self._reported_first and c.first_app_gseq is not None:
             self._reported_first = True
             self.first_sequenced = (now, c.first_app_gseq)
-            self._emit("elect", now, detail_json(phase="first_sequenced", epoch=str(c.epoch),
+            self.emit("elect", now, detail_json(phase="first_sequenced", epoch=str(c.epoch),
                                                  gseq=c.first_app_gseq))
 
-    def _route_coordinator(self) -> None:
+    def route_coordinator(self) -> None:
         if self.coordinator is None:
             return
         for dest, m in self.coordinator.drain():
-            self._to_host(dest, m)
+            self.send_to(dest, m)
 
-    def _to_host(self, dest: str, m: msg.BackboneMessage) -> None:
+    def send_to(self, dest: str, m: msg.BackboneMessage) -> None:
         if dest == self.me:
             self._local.append((self.me, m))
         else:
@@ -287,7 +295,7 @@ class HostCore:
 
     def _to_master(self, m: msg.BackboneMessage) -> None:
         if self.master:
-            self._to_host(self.master, m)
+            self.send_to(self.master, m)
 
     # ================================================================ backbone input
     def _on_backbone(self, src: str, m: msg.BackboneMessage, now: float) -> None:
@@ -295,8 +303,11 @@ class HostCore:
             return
         if isinstance(m, _FOR_COORDINATOR):
             self._for_coordinator(src, m, now)
+        elif isinstance(m, _SUCCESSION):
+            self.succession.on_message(m, now, self._admitted)
         elif isinstance(m, msg.Replicate):
-            self._on_replicate(src, m, now)
+            if not self.succession.recovering:
+                self._on_replicate(src, m, now)
         elif isinstance(m, msg.Commit):
             if m.epoch == self.epoch:  # the commit point counts even for a non-replica
                 self._advance(m.commit, m.stable, now)
@@ -310,27 +321,8 @@ class HostCore:
             self._on_status(m, now)
         elif isinstance(m, msg.Sync):
             self._on_sync(src, m, now)
-        elif isinstance(m, msg.Fetched):
-            self.gateway.on_fetched(m.records)
-        elif isinstance(m, msg.ElectStart):
-            if self.election.on_start(m.eid, now):
-                self._send_status(now)
-        elif isinstance(m, msg.Vote):
-            if self._admitted(m.voter):
-                self.election.on_vote(m)
-        elif isinstance(m, msg.Takeover):
-            self._on_takeover(m, now)
-        elif isinstance(m, msg.StateReply):
-            if self.takeover is not None and self._admitted(m.host) \
-                    and m.host not in self.retired:
-                self.takeover.add(m)
-                if self.takeover.ready:
-                    self._activate(now)
-        elif isinstance(m, msg.TakeoverReject):
-            if self.takeover is not None and m.epoch == self.takeover.epoch:
-                self.takeover = None
-                self.election.see_round(m.promised.round)
-                self.election.schedule_restart(now)
+        elif isinstance(m, msg.Fetched | msg.HistoryAnswer):  # copies of older records
+            self.gateway.on_copies(m)
         elif isinstance(m, msg.Reroute) and m.epoch == self.epoch:
             self.gateway.on_reroute(m.count, m.target)
         elif isinstance(m, msg.AdminRequest):
@@ -364,8 +356,8 @@ class HostCore:
                 self.gateway.on_synced()
         elif isinstance(m, msg.Unsubscribe):
             c.handle_unsubscribe(m.host)
-        elif isinstance(m, msg.Fetch):
-            c.handle_fetch(m)
+        elif isinstance(m, msg.Fetch | msg.HistoryAsk):  # copies of older records
+            c.handle_read(m)
         elif isinstance(m, msg.Reconfig) and self._admitted(m.host):
             self.ops.on_reconfig(m, now)
 
@@ -373,7 +365,7 @@ class HostCore:
         if m.epoch < self.log.promised or m.epoch < self.epoch:
             return  # an old master's records: refused (docs/infra.md)
         if m.epoch > self.epoch:
-            self._follow(src, m.epoch, now)
+            self.follow(src, m.epoch, now)
         if self.log.log_epoch != m.epoch:
             self._gap(m.epoch, self.log.applied)  # not synced yet: ask for a Sync
             return
@@ -381,7 +373,7 @@ class HostCore:
             self._gap(m.epoch, self.log.high)
             return
         self._last_gap = -1
-        self._to_host(src, msg.Accepted(m.epoch, self.me, self.log.high))
+        self.send_to(src, msg.Accepted(m.epoch, self.me, self.log.high))
         self._advance(m.commit, self.stable, now)
 
     def _gap(self, epoch: Epoch, high: int) -> None:
@@ -390,21 +382,23 @@ class HostCore:
             self._to_master(msg.Accepted(epoch, self.me, high, gap=True))
 
     def _on_sync(self, src: str, m: msg.Sync, now: float) -> None:
-        if m.epoch < self.log.promised or m.epoch < self.epoch:
+        if m.epoch < self.log.promised or m.epoch < self.epoch \
+                or not self.succession.allows_sync(m.epoch):
             return
         self.log.promised = m.epoch
         if m.epoch > self.epoch or self.master != src:
-            self._follow(src, m.epoch, now)
+            self.follow(src, m.epoch, now)
         if not self.log.replace_after(m.base, m.snapshot, m.records, now):
             self._gap(m.epoch, self.log.applied)
             return
         self.log.log_epoch = m.epoch
         self._last_gap = -1
-        self._to_host(src, msg.Accepted(m.epoch, self.me, self.log.high))
+        self.succession.synced(now)
+        self.send_to(src, msg.Accepted(m.epoch, self.me, self.log.high))
         self.gateway.on_synced()
         self._advance(m.commit, self.stable, now)
 
-    def _follow(self, master: str, epoch: Epoch, now: float) -> None:
+    def follow(self, master: str, epoch: Epoch, now: float) -> None:
         """Accept ``master`` of ``epoch`` as coordinator."""
         if self.coordinator is not None and self.coordinator.epoch < epoch:
             self.coordinator = None  # a newer master exists: step down
@@ -416,7 +410,7 @@ class HostCore:
         self.election.see_round(epoch.round)
         self.election.settle()
         self.gateway.new_master(master, epoch, now)
-        self._emit("elect", now, detail_json(phase="follow", epoch=str(epoch), master=master))
+        self.emit("elect", now, detail_json(phase="follow", epoch=str(epoch), master=master))
         self.ops.on_new_master(now)
 
     def _advance(self, commit: int, stable: int, now: float) -> None:
@@ -428,7 +422,7 @@ class HostCore:
             if records:
                 self.gateway.on_committed(records)
         self.gateway.on_commit_point(self.commit, self.stable)
-        self.log.gc(min(self.stable, self.log.committed_gseq()))
+        self.log.gc(min(self.stable, self.log.committed_gseq()), now)
         c = self.coordinator
         self.ops.check_configuration(now)  # first: answers tell the new quorum
         if c is not None:
@@ -453,7 +447,7 @@ class HostCore:
                           self.master if self._master_active() else "", self.epoch,
                           self.log.log_epoch, self.log.applied, self.log.high, eid)
 
-    def _send_status(self, now: float) -> None:
+    def send_status(self, now: float) -> None:
         voting = self.election.running and self.election.state.value == "voting"
         st = self._status(self.election.eid if voting else None)
         self._bb.append((None, st))
@@ -479,20 +473,22 @@ class HostCore:
         fresh, restarted = self.directory.on_status(st, now)
         self.election.see_round(max(st.epoch.round, st.eid.round if st.eid else 0))
         if st.eid is not None and st.eid > self.election.eid \
-                and self.election.on_start(st.eid, now):
-            self._send_status(now)
+                and not self.succession.recovering and self.election.on_start(st.eid, now):
+            self.send_status(now)
         self.election.on_status(st, now)
+        if restarted and st.host == self.master:
+            self.master = ""  # it restarted: it leads no more (an election follows)
         c = self.coordinator
         if c is not None:
             if restarted:
                 c.peers.pop(st.host, None)
             c.note_status(st, now)
         if st.master == st.host and st.epoch > self.epoch and st.epoch >= self.log.promised:
-            self._follow(st.host, st.epoch, now)  # a master we missed the takeover of
+            self.follow(st.host, st.epoch, now)  # a master we missed the takeover of
         if fresh or restarted:
-            self._refresh_directory()
+            self.refresh_directory()
 
-    def _refresh_directory(self) -> None:
+    def refresh_directory(self) -> None:
         cells = []
         for h in self.directory.live():
             if h == self.me:
@@ -504,78 +500,40 @@ class HostCore:
                     cells.append(msg.CellInfo(h, st.cell, st.uplink, st.load))
         self.gateway.directory = tuple(cells)
 
-    def _master_alive(self) -> bool:
+    def master_alive(self) -> bool:
         if not self.master:
             return False
         if self.master == self.me:
             return self.coordinator is not None or self.takeover is not None
         return self.directory.is_live(self.master)
 
-    # ================================================================ election, takeover
-    def _start_election(self, now: float) -> None:
-        self.stats.elections_started += 1
-        self._announce_start(self.election.begin(now), now)
+    # ================================================================ the succession's port
+    def broadcast(self, m: msg.BackboneMessage) -> None:
+        self._bb.append((None, m))
 
-    def _announce_start(self, start: msg.ElectStart, now: float) -> None:
-        self._bb.append((None, start))
-        self._send_status(now)
-
-    def _won(self, epoch: Epoch, now: float) -> None:
-        if epoch < self.log.promised or (epoch == self.log.promised and self.master != self.me):
-            self.election.schedule_restart(now)
-            return
-        self.stats.takeovers += 1
-        self.log.promised = epoch
+    def lead(self, epoch: Epoch, now: float) -> None:
+        """We won ``epoch``: the takeover runs, and we are the master it makes."""
         self.coordinator = None
-        self.takeover = TakeoverRound(self.me, epoch, self.log, self.directory.quorum(), now,
-                                      self.cfg.takeover_timeout,
-                                      quorum_of=self.directory.quorum, retired=self.retired)
         self.master = self.me
         self.epoch = epoch
         self.commit = 0
         self.gateway.new_master(self.me, epoch, now)
-        self._bb.append((None, self.takeover.request()))
-        self._emit("elect", now, detail_json(phase="won", epoch=str(epoch), master=self.me))
-        if self.takeover.ready:
-            self._activate(now)
 
-    def _on_takeover(self, m: msg.Takeover, now: float) -> None:
-        stale = m.epoch == self.log.promised and m.master != self.master
-        if m.epoch < self.log.promised or stale:
-            self._to_host(m.master, msg.TakeoverReject(m.epoch, self.me, self.log.promised))
-            return
-        self.log.promised = m.epoch
-        if m.epoch != self.epoch or self.master != m.master:
-            self._follow(m.master, m.epoch, now)
-        self._to_host(m.master, state_reply(self.me, m.epoch, self.log, m.commit,
-                                                   m.low))
-
-    def _activate(self, now: float) -> None:
-        t = self.takeover
-        assert t is not None
-        try:
-            work, resumed = t.adopt(now)
-        except (StateError, RuntimeError):
-            self.stats.bad_takeovers += 1  # a forged or corrupt answer: vote again
-            self.takeover = None
-            self.election.schedule_restart(now)
-            return
-        self.ops.check_configuration(now)  # the adopted log may carry a snapshot's
-        c = Coordinator(self.me, t.epoch, self.cfg, self.log, work, now)
-        for h, applied in t.answered().items():
-            p = c.peer(h)
-            p.applied = applied
+    def install(self, c: Coordinator, now: float) -> None:
+        """The takeover is done: ``c`` sequences from now on."""
         self.coordinator = c
-        self.takeover = None
         self._reported_first = False
-        self._emit("elect", now, detail_json(phase="active", epoch=str(t.epoch), master=self.me,
-                                             resumed_lsn=self.log.high, resumed_gseq=work.gseq,
-                                             uncommitted=resumed))
         queued, self._queued = self._queued, deque()
         for src, qm in queued:
             self._for_coordinator(src, qm, now)
         self.ops.on_new_master(now)
-        self._route_coordinator()
+        self.route_coordinator()
+
+    def check_configuration(self, now: float) -> None:
+        self.ops.check_configuration(now)
+
+    def notice(self, text: str) -> None:
+        self.notices.append(text)
 
     def _balance(self) -> None:
         order = reroute(self.gateway.directory, self.me, self.gateway.load())
@@ -594,7 +552,7 @@ class HostCore:
                               None if self.coordinator is None else self.coordinator.stats)
 
     # ================================================================ trace
-    def _emit(self, event: str, now: float, detail: str) -> None:
+    def emit(self, event: str, now: float, detail: str) -> None:
         if self.trace.enabled:
             self.trace.emit(TraceEvent(self.run_id, self.me, now, event, self.group, None, None,
                                        None, None, None, None, detail))

@@ -69,7 +69,7 @@ class Operators:
         elif core.master and core.master != core.me and core.directory.is_live(core.master):
             p.resent = p.resent or bool(p.sent_to and p.sent_to != core.master)
             p.sent_to = core.master
-            core._to_host(core.master, msg.Reconfig(core.me, client, request, p.op, p.target))
+            core.send_to(core.master, msg.Reconfig(core.me, client, request, p.op, p.target))
         elif not p.sent_to:
             self.answer(core.me, client, request, reconfig.NO_MASTER,
                         "no master right now (an election is under way, or no quorum of "
@@ -105,7 +105,7 @@ class Operators:
             self.answer(origin, client, request, reconfig.BUSY, "too many changes waiting")
             return
         record = c.append_config(kind, MemberId(target, 0), now)
-        core._emit("elect", now, detail_json(phase=_OP_NAMES[op], target=target,
+        core.emit("elect", now, detail_json(phase=_OP_NAMES[op], target=target,
                                              lsn=record.lsn, client=client))
 
     def on_committed(self, commit: int, now: float) -> None:
@@ -122,7 +122,7 @@ class Operators:
         core = self.core
         result = msg.AdminResult(core.me, client, request, code, text, lsn)
         if origin != core.me:
-            core._to_host(origin, result)
+            core.send_to(origin, result)
         else:
             self.on_result(result)
 
@@ -141,7 +141,7 @@ class Operators:
         """This host's view of the deployment, as one line of JSON (``m2mc host show``)."""
         core = self.core
         d = core.directory
-        master = core.master if core.master and (core._master_alive()) else ""
+        master = core.master if core.master and (core.master_alive()) else ""
         return json.dumps({
             "host": core.me, "master": master, "epoch": str(core.epoch),
             "commit": core.commit, "hosts": d.live(), "dead": d.dead(),
@@ -163,7 +163,7 @@ class Operators:
         c = core.coordinator
         if isinstance(m, msg.Status) and c is not None and m.host in c.work.retired:
             self.notices += 1
-            core._to_host(m.host, msg.RetiredNotice(core.me, m.host, core.config_lsn))
+            core.send_to(m.host, msg.RetiredNotice(core.me, m.host, core.config_lsn))
         return True
 
     def on_notice(self, m: msg.RetiredNotice, now: float) -> None:
@@ -190,8 +190,8 @@ class Operators:
         if c is not None:
             for h in state.retired:
                 c.peers.pop(h, None)
-        core._refresh_directory()
-        core._emit("elect", now, detail_json(phase="configuration", lsn=core.config_lsn,
+        core.refresh_directory()
+        core.emit("elect", now, detail_json(phase="configuration", lsn=core.config_lsn,
                                              retired=sorted(core.retired),
                                              quorum=core.directory.quorum(),
                                              hosts=core.directory.universe()))
@@ -207,9 +207,8 @@ class Operators:
         c = core.coordinator
         if c is not None:
             c.flush(core.directory.live(), core.directory.quorum(), now)
-            core._route_coordinator()
+            core.route_coordinator()
         core.retired_self = why
         core.coordinator = None
-        core.takeover = None
-        core.election.settle()
-        core._emit("elect", now, detail_json(phase="retired", why=why))
+        core.succession.stop()
+        core.emit("elect", now, detail_json(phase="retired", why=why))

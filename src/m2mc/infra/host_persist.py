@@ -22,17 +22,29 @@ the last save, and :class:`~m2mc.infra.host_durable.HostSaver` turns it into one
 :class:`HostCommit` per output step, which the driver commits before it sends what
 the core produced (runtime/driver.py; m2mc.core.carry_out). :class:`MemoryHostStore`
 is the store of tests; ``m2mc.store.infra_host`` the SQLite one.
+
+A store keeps the records the log no longer needs (below ``live_low``) as the host's
+history (docs/infra.md, "History"), dropping them by its retention only (oldest
+first: none older than ``retention_age`` seconds, at most ``retention_bytes`` in all;
+0 is no bound), and serves reads of them: it is the log's
+:class:`~m2mc.infra.history.HistoryPort`. :meth:`HostStore.load` gives back only the
+live part.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from m2mc.errors import SavedStateError
 from m2mc.infra import messages as msg
+from m2mc.infra.codec import record_size
 from m2mc.infra.ids import NO_EPOCH, Epoch
+
+if TYPE_CHECKING:
+    from m2mc.infra.history import HistoryPort, Query
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +58,8 @@ class HostCommit:
     checkpoint: msg.Snapshot | None = None  # new committed tables at checkpoint.lsn
     truncate_after: int | None = None  # drop records above this lsn (a replaced suffix)
     records: tuple[msg.Record, ...] = ()  # records to hold (added or replaced)
-    drop_below: int = 0  # records below this lsn are no longer needed
+    drop_below: int = 0  # records below this lsn are no longer live: history from now on
+    now: float = 0.0  # the core's time (dates the records of a store without a clock)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +70,8 @@ class StoredHost:
     log_epoch: Epoch = NO_EPOCH
     applied: int = 0
     checkpoint: msg.Snapshot | None = None
-    records: tuple[msg.Record, ...] = ()  # in lsn order
+    records: tuple[msg.Record, ...] = ()  # in lsn order (the live part)
+    history: HistoryPort | None = None  # where the rest is read (None: nowhere)
 
     @property
     def empty(self) -> bool:
@@ -83,7 +97,8 @@ class HostStore(Protocol):
 @dataclass
 class MemoryHostStore:
     """A :class:`HostStore` in memory: it outlives the core it serves, as a file
-    outlives its process (the tests' restarts and power cuts)."""
+    outlives its process (the tests' restarts and power cuts). Records are dated
+    with the commits' ``now``."""
 
     promised: Epoch = NO_EPOCH
     log_epoch: Epoch = NO_EPOCH
@@ -91,28 +106,72 @@ class MemoryHostStore:
     checkpoint: msg.Snapshot | None = None
     records: dict[int, msg.Record] = field(default_factory=dict)
     commits: int = 0
+    live_low: int = 0  # records below are history
+    retention_age: float = 0.0
+    retention_bytes: int = 0
+    dated: dict[int, float] = field(default_factory=dict)  # lsn -> when it was written
+    size: int = 0
+    evicted: int = 0  # history records retention dropped
 
     def load(self) -> StoredHost:
         return StoredHost(self.promised, self.log_epoch, self.applied, self.checkpoint,
-                          tuple(self.records[k] for k in sorted(self.records)))
+                          tuple(self.records[k] for k in sorted(self.records)
+                                if k >= self.live_low), self)
+
+    def _drop(self, lsn: int) -> None:
+        r = self.records.pop(lsn)
+        self.dated.pop(lsn, None)
+        self.size -= record_size(r)
 
     def commit(self, c: HostCommit) -> None:
         self.commits += 1
         recs = self.records
         if c.reset:
-            recs.clear()
+            for lsn in list(recs):
+                self._drop(lsn)
             self.checkpoint = None
+            self.live_low = 0
         if c.checkpoint is not None:
             self.checkpoint = c.checkpoint
         if c.truncate_after is not None:
             for lsn in [k for k in recs if k > c.truncate_after]:
-                del recs[lsn]
+                self._drop(lsn)
         for r in c.records:
+            if r.lsn in recs:
+                self._drop(r.lsn)
             recs[r.lsn] = r
+            self.dated[r.lsn] = c.now
+            self.size += record_size(r)
         if c.drop_below:
-            for lsn in [k for k in recs if k < c.drop_below]:
-                del recs[lsn]
+            self.live_low = max(self.live_low, c.drop_below)
+        self._retain(c.now)
         self.promised, self.log_epoch, self.applied = c.promised, c.log_epoch, c.applied
+
+    def _retain(self, now: float) -> None:
+        """Drop history (never the live part) by age and bytes, the oldest first."""
+        for lsn in sorted(k for k in self.records if k < self.live_low):
+            old = self.retention_age > 0 and now - self.dated[lsn] > self.retention_age
+            big = self.retention_bytes > 0 and self.size > self.retention_bytes
+            if not (old or big):
+                break
+            self._drop(lsn)
+            self.evicted += 1
+
+    # ------------------------------------------------------------ HistoryPort
+    def history_floor(self) -> int | None:
+        return next((self.records[k].gseq for k in sorted(self.records)
+                     if self.records[k].gseq), None)
+
+    def history_read(self, q: Query) -> list[msg.Record]:
+        got = [r for r in self.records.values() if q.lo <= r.gseq <= q.hi and q.wants(r)]
+        got.sort(key=lambda r: r.gseq)
+        return got[max(0, len(got) - q.limit):] if q.newest else got[:q.limit]
+
+    def history_add(self, records: Iterable[msg.Record], now: float) -> None:
+        return None  # it holds them already
+
+    def history_clear(self) -> None:
+        return None  # the reset commit clears it
 
     def close(self) -> None:
         return None

@@ -18,6 +18,12 @@ Where this goes beyond the pseudo-code (docs/decisions.md):
   duplicates by ``recv``), so a crashed gateway or coordinator loses nothing.
 * JOIN is sent without waiting for a first NORMAL; ``mystable`` starts at the
   gateway's beacon ``high`` (or 0), below the "has joined" it waits for.
+* Groups (seeds/001 2.2 (i) lifted, :mod:`.member_groups`): the deployment has one
+  order; the member takes every record of it and delivers the messages of its
+  groups. It joins the deployment with its first groups (JOIN names them) and joins
+  and leaves others by NEW items, in order with its messages.
+* History and catch-up after a return (:mod:`.member_history`): what the hosts'
+  log still holds, read by HistoryReq.
 """
 
 from __future__ import annotations
@@ -27,35 +33,43 @@ from collections import OrderedDict, deque
 
 from m2mc.core import Save
 from m2mc.errors import BufferFullError, DecodeError, UsageError
+from m2mc.infra import member_groups as mg
+from m2mc.infra import member_history as mh
 from m2mc.infra import messages as msg
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.ids import MemberId
 from m2mc.infra.member_durable import Durable, restore
 from m2mc.infra.member_events import (
     Delivered,
+    GroupJoined,
+    GroupLeft,
+    GroupRefused,
+    HistoryLoaded,
     Joined,
     Left,
     MemberEvent,
     MemberStats,
+    MessagesLost,
     MoveRequest,
     Phase,
     Uplink,
     ViewChange,
 )
+from m2mc.infra.member_lost import new_sequence, not_member
 from m2mc.infra.member_moves import check_host, readdress
+from m2mc.infra.member_nack import maybe_nack, nack_expired
 from m2mc.infra.persist import MemberCommit, MemberStore, SavedMember
 from m2mc.infra.reliable import ReliableSender
 from m2mc.infra.wire import InfraWire
-from m2mc.kinds import ViewKind
-from m2mc.trace.schema import NullSink, TraceEvent, TraceJournal, TraceSink, detail_json
+from m2mc.trace.schema import NullSink, TraceEvent, TraceJournal, TraceSink
 
-__all__ = ["Delivered", "Joined", "Left", "MemberCore", "MemberEvent", "MemberStats",
-           "MoveRequest", "Phase", "Uplink", "ViewChange"]
+__all__ = ["Delivered", "GroupJoined", "GroupLeft", "GroupRefused", "HistoryLoaded", "Joined",
+           "Left", "MemberCore", "MemberEvent", "MemberStats", "MessagesLost", "MoveRequest",
+           "Phase", "Uplink", "ViewChange"]
 
 _DUMMY = None  # a dummy element of mybuf (4.3): only a sequence number
-_DOWNLINK = (msg.Beacon, msg.Normals, msg.Transfer, msg.Ack, msg.Move, msg.NotMember)
-_VIEW_KIND = {msg.JOINED: ViewKind.JOINED, msg.LEFT: ViewKind.LEFT,
-              msg.EXPELLED: ViewKind.EXPELLED}
+_DOWNLINK = (msg.Beacon, msg.Normals, msg.Transfer, msg.Ack, msg.Move, msg.NotMember,
+             msg.HistoryReply)
 
 
 class MemberCore:
@@ -90,10 +104,12 @@ class MemberCore:
         self._expect: str | None = None  # host of the cell we asked to move to
         self._unheard: set[str] = set()  # hosts we went to (or had) and did not hear
         self._last_high = 0
+        self.sequence = 0  # the hosts' sequence we belong to (beacons; 0: none heard yet)
         # Switch-off and power-on (persist.py): with a store (the driver's, never called
         # here) every change goes into a save the driver commits before output leaves.
         self.durable = None if store is None else Durable(self.trace, trace_journal)
         self._power_on = False  # resumed a saved membership, not yet confirmed by a host
+        self._lost_told = 0  # sequence losses written in the trace
         self.restore_problem = ""  # why the saved membership could not be taken up
         self._old_join_id: int | None = None  # the saved membership's (not to be reused)
         # Back-pressure (the API's max_queued_messages, :meth:`make_room`): messages are
@@ -101,6 +117,21 @@ class MemberCore:
         # core pauses, records wait in mybuf (bounded) and the rest is NACKed later.
         self.deliver_until: int | None = None
         self.paused = False
+        # Groups (member_groups.py): ours (-> gpos of the last one delivered, -1: unknown),
+        # our views of them, our join/leave items not yet in the order (app_seq -> (kind,
+        # group)), the groups our JOIN names; history and catch-up (member_history.py).
+        self.groups: dict[str, int] = {}
+        self.views: dict[str, set[str]] = {}
+        self.group_ops: dict[int, tuple[int, str]] = {}
+        self.join_groups: tuple[str, ...] = ()
+        self.known_groups: dict[str, None] = {}  # groups seen in the order (max_groups)
+        self._last_group_gseq: dict[str, int] = {}
+        self.fetches = mh.Fetches()
+        self.catchup: tuple[int, int] | None = None  # positions still to read after a return
+        self.catchup_gap: tuple[int, int] | None = None  # ... that retention had dropped
+        self.resume_from: int | None = None  # delivered up to here before the expulsion
+        self.resume_sequenced: set[int] = set()  # app_seqs sequenced under the old join-id
+        self.resume_upto = 0  # ... all up to this one (its EXPELLED record said)
         self._reset_membership()
 
     def _reset_membership(self) -> None:
@@ -119,30 +150,25 @@ class MemberCore:
         self._leave_requested = False
 
     # ================================================================ application
-    def join(self, now: float) -> MemberId:
-        """Ask to join with a fresh join-id (seeds/001 2.3, 3.3 steps i-iv)."""
-        if self.phase not in (Phase.IDLE, Phase.LEFT):
-            raise UsageError(f"join: already {self.phase.value}")
-        pending = sorted([*(item for item, _ in self._unconfirmed.values()),
-                          *self._in_flight(), *self._news], key=lambda i: i.nseq)
-        pending = [i for i in pending if i.nseq > self._confirmed]
-        self._sender.abandon()  # a frame of the old membership is worthless now
-        self._reset_membership()
-        join_id = self.rng.getrandbits(32)
-        while join_id == self._old_join_id:  # never the saved one again (2.3)
-            join_id = self.rng.getrandbits(32)
-        self.mid = MemberId(self.node, join_id)
-        self.mystable = self._last_high
-        self.phase = Phase.JOINING
-        self._control.append("join")
-        if self.durable is not None:
-            kept = {i.app_seq for i in pending}
-            self.durable.release(lambda i: i.app_seq not in kept)
-        for item in pending:  # messages never sequenced in the last membership
-            self.mynew += 1
-            self._queue_new(msg.NewItem(self.mynew, item.app_seq, item.body))
-        self._pump(now)
-        return self.mid
+    def join(self, now: float, groups: tuple[str, ...] | list[str] | None = None) -> MemberId:
+        """Ask to join the deployment, and ``groups`` with it (default: ``self.group``),
+        with a fresh join-id (seeds/001 2.3, 3.3 steps i-iv; :func:`.member_groups.join`)."""
+        return mg.join(self, now, groups)
+
+    def join_group(self, group: str, now: float) -> None:
+        """Join ``group`` too (:func:`.member_groups.join_group`)."""
+        mg.join_group(self, group, now)
+
+    def leave_group(self, group: str, now: float) -> None:
+        """Leave ``group`` (:func:`.member_groups.leave_group`)."""
+        mg.leave_group(self, group, now)
+
+    def request_history(self, group: str, upto: int, now: float) -> None:
+        """Read ``group``'s history from the hosts' log, up to position ``upto``: a
+        :class:`HistoryLoaded` event when done (member_history.py)."""
+        if group not in self.groups:
+            raise UsageError(f"history: not in group {group!r}")
+        mh.request_history(self, group, upto, now)
 
     def leave(self, now: float) -> None:
         """Send LEAVE once every own NEW is sequenced (3.3 leaving steps i-iii)."""
@@ -151,25 +177,31 @@ class MemberCore:
         self._leave_requested = True
         self._pump(now)
 
-    def send(self, body: bytes, now: float) -> str:
-        """Multicast ``body`` (3.3: increment mynew, NEW, send reliably); its message id."""
+    def send(self, body: bytes, now: float, group: str | None = None) -> str:
+        """Multicast ``body`` to ``group`` (default ``self.group``; 3.3: increment mynew,
+        NEW, send reliably); its message id."""
         if self.phase not in (Phase.JOINING, Phase.MEMBER) or self._leave_requested:
             raise UsageError(f"send: not a member ({self.phase.value})")
+        group = self.group if group is None else group
+        if mg.intended(self).get(group) is not False:
+            raise UsageError(f"send: not in group {group!r}")
         if len(body) > self.cfg.max_payload:
             raise UsageError(f"send: {len(body)} bytes exceed max_payload {self.cfg.max_payload}")
         if self.pending_sends >= self.cfg.max_pending_sends:
             raise BufferFullError(f"send: {self.cfg.max_pending_sends} messages already pending")
         self.mynew += 1
         self._app_seq += 1
-        self._queue_new(msg.NewItem(self.mynew, self._app_seq, body))
+        self._queue_new(msg.NewItem(self.mynew, self._app_seq, body, group))
         mid = f"{self.node}:{self._app_seq}"
         if self.trace.enabled:
-            self._emit("send", now, mid=mid, bytes=len(body))
+            self._emit("send", now, mid=mid, bytes=len(body), group=group)
         self._pump(now)
         return mid
 
     def _queue_new(self, item: msg.NewItem) -> None:
         self._news.append(item)
+        if item.kind != msg.APP:
+            self.group_ops[item.app_seq] = (item.kind, item.group)
         if self.durable is not None:
             self.durable.own(item)
 
@@ -238,7 +270,10 @@ class MemberCore:
                 self._on_ack(m.rseq, now)
         elif isinstance(m, msg.NotMember):
             if m.mid == self.mid:
-                self._not_member(now)
+                not_member(self, now)
+        elif isinstance(m, msg.HistoryReply):
+            if m.dest == self.mid and m.host == self.gateway:
+                mh.on_reply(self, m, now)
         elif m.node == self.node:  # Move
             self._events.append(MoveRequest(m.target))
 
@@ -248,6 +283,8 @@ class MemberCore:
         if self.gateway is not None and b.host != self.gateway \
                 and now - self._gateway_heard < self.cfg.host_silence:
             return  # B3: we stay with one gateway while it is heard
+        if b.sequence and b.sequence != self.sequence:
+            new_sequence(self, b, now)
         changed = b.host != self.gateway
         self._unheard.discard(b.host)
         if b.host == self._expect:
@@ -297,10 +334,12 @@ class MemberCore:
             if (self.phase == Phase.JOINING and r.kind == msg.JOINED and r.mid == self.mid):
                 self._on_own_joined(s)  # (v.i), (v.ii)
                 tracing = self.trace.enabled
+            ours = r.kind == msg.APP and r.group in self.groups
             if s < self.mystable + 1 or (s in buf and buf[s] is not None):  # lines 2-3
                 self.stats.duplicates += 1
-                if tracing and r.kind == msg.APP:
-                    self._emit("dup", now, mid=f"{r.mid.node}:{r.app_seq}", gseq=s)
+                if tracing and ours:
+                    self._emit("dup", now, mid=f"{r.mid.node}:{r.app_seq}", gseq=s,
+                               group=r.group)
                 continue
             # 4.3 applies to a computer "neither joining nor leaving": a joining one
             # must not step over its own "has joined" on a dummy.
@@ -311,9 +350,9 @@ class MemberCore:
             # Deliverable at once (with its dummies): never worth dropping for space.
             forced = s - bridge <= self.mystable + 1
             self._insert(s, r, forced)  # lines 4-7
-            if tracing and r.kind == msg.APP:
+            if tracing and ours:
                 self._emit("recv", now, mid=f"{r.mid.node}:{r.app_seq}", gseq=s,
-                           bytes=len(r.body))
+                           bytes=len(r.body), group=r.group)
             if bridge:  # 4.3 (i): dummy elements
                 for d in range(max(s - bridge, self.mystable + 1), s):
                     if d not in buf:
@@ -351,7 +390,7 @@ class MemberCore:
 
     def _deliver_ready(self, now: float) -> None:
         buf = self.mybuf
-        while (self.mystable + 1) in buf:
+        while (self.mystable + 1) in buf and self.catchup is None:
             if self.deliver_until is not None and self.stats.delivered >= self.deliver_until \
                     and self._no_room(buf[self.mystable + 1]):
                 return
@@ -365,7 +404,8 @@ class MemberCore:
 
     def _no_room(self, r: msg.Record | None) -> bool:
         """Whether ``r`` must wait: a message for an application with no room."""
-        if r is None or r.kind != msg.APP or self.phase == Phase.JOINING:
+        if r is None or r.kind != msg.APP or r.group not in self.groups \
+                or self.phase == Phase.JOINING:
             return False  # not for the application (footnote 6: discarded when joining)
         if not self.paused:
             self.paused = True
@@ -380,105 +420,61 @@ class MemberCore:
             self.paused = False
             self._deliver_ready(now)
             self._maybe_nack(now)
+            mh.send_due(self, now)  # (a catch-up that waited for room)
             self._pump(now)
 
     def _deliver(self, r: msg.Record, now: float) -> None:
-        if r.kind == msg.APP:
-            self.stats.delivered += 1
-            if r.mid == self.mid:
-                self._unconfirmed.pop(r.nseq, None)
-                self._confirmed = max(self._confirmed, r.nseq)
-                self._power_on = False  # the hosts hold our membership
-                if self.durable is not None:
-                    self.durable.sequenced(r.nseq)
-            self._events.append(Delivered(r.gseq, r.mid.node, r.app_seq, r.body))
-            if self.trace.enabled:
-                self._emit("deliver", now, mid=f"{r.mid.node}:{r.app_seq}", gseq=r.gseq,
-                           bytes=len(r.body))
+        kind = r.kind
+        if kind not in msg.MEMBERSHIP_KINDS:  # a message, a group change, a NOOP
+            mg.on_item(self, r, now)
             return
-        own = r.mid == self.mid
-        if own and r.kind == msg.JOINED:
+        if r.mid != self.mid:
+            if r.mid.node != self.node:  # (not our own old membership's end)
+                mg.others_membership(self, r)
+            return
+        if kind == msg.JOINED:
             self._events.append(Joined(r.mid, r.gseq))
-            if self.trace.enabled:
-                self._emit("join", now, gseq=r.gseq, detail=detail_json(member=str(r.mid)))
-        elif own:
-            self._events.append(Left(r.mid, r.gseq, r.kind == msg.EXPELLED))
-            if self.trace.enabled:
-                extra = {"power_on_refused": True} if r.lsn == 0 and self._power_on else {}
-                self._emit("leave", now, gseq=r.gseq,
-                           detail=detail_json(member=str(r.mid),
-                                              expelled=r.kind == msg.EXPELLED, **extra))
-            self._power_on = False
-            if r.kind == msg.LEFT:
-                self.phase = Phase.CLOSING
-                self._control.append("leaveok")  # step (iii)
-                self._control_acked.pop("leave", None)
-            else:
-                wanted_out = self._leave_requested or self.phase == Phase.LEAVING
-                self.phase = Phase.LEFT
-                self._sender.abandon()
-                if self.auto_rejoin and not wanted_out:
-                    self.join(now)
+            mg.own_joined(self, r, now)
+            if self.resume_from is not None:  # back after an expulsion: what we missed
+                lo, self.resume_from = self.resume_from + 1, None
+                mh.start_catchup(self, lo, r.gseq - 1, now)
             return
-        elif self.cfg.skip_membership:
-            return  # 4.3 (ii): line 11 skipped for membership changes
-        self._events.append(ViewChange(r.gseq, _VIEW_KIND[r.kind], r.mid))
-
-    def _not_member(self, now: float) -> None:
-        """Our membership ended without us delivering its end (expelled while away,
-        and the record freed since): behave as if expelled now."""
-        if self.phase in (Phase.MEMBER, Phase.LEAVING):
-            assert self.mid is not None
-            if self._power_on:  # switched off longer than the hosts kept us (persist.py)
-                self.stats.resumes_refused += 1
-            self._deliver(msg.Record(0, self.mystable, msg.EXPELLED, self.mid), now)
-        elif self.phase == Phase.CLOSING:
-            self.phase = Phase.LEFT  # our LEAVEOK was processed; its ack got lost
-            self._sender.abandon()
+        expelled = kind == msg.EXPELLED
+        self._events.append(Left(r.mid, r.gseq, expelled))
+        wanted_out = self._leave_requested or self.phase == Phase.LEAVING
+        # Expelled while away: we join again with our groups and catch up on what the
+        # hosts still hold (member_history.py), so we never left them.
+        # A sequence every host lost (member_lost.py) has no log to catch up from: we
+        # leave our groups with it, and join them again in the new one.
+        rejoin = expelled and self.auto_rejoin and not wanted_out
+        extra = {"power_on_refused": True} if r.lsn == 0 and self._power_on else {}
+        lost = r.lsn == 0 and self.stats.sequence_lost > self._lost_told
+        if lost:
+            self._lost_told = self.stats.sequence_lost
+            extra["sequence_lost"] = True
+        self._power_on = False
+        groups = tuple(self.groups)
+        if not rejoin or lost:
+            mh.cancel_catchup(self)
+            for group in groups:
+                mg.leave(self, group, r.gseq, now, expelled, **extra)
+        if kind == msg.LEFT:
+            self.phase = Phase.CLOSING
+            self._control.append("leaveok")  # step (iii)
+            self._control_acked.pop("leave", None)
+            return
+        self.phase = Phase.LEFT
+        if rejoin:  # (join takes our NEWs in flight along: it abandons the frame itself)
+            self.resume_from = None if lost else self.mystable
+            self.join(now, groups)
+            return
+        flying = self._in_flight()
+        self._sender.abandon()
+        self._news = deque(sorted([*flying, *self._news], key=lambda i: i.nseq))
 
     # ================================================================ NACK (figure 6)
-    def _nack_now(self) -> msg.NackReq | None:
-        if self.seen_high <= self.mystable or self.mid is None or self.paused \
-                or self.phase not in (Phase.JOINING, Phase.MEMBER, Phase.LEAVING):
-            return None  # mylow = 0, nothing more to deliver, or no room: not now
-        s2 = min(self.mybuf) if self.mybuf else self.seen_high + 1
-        if self.phase == Phase.JOINING:
-            # Which multicasts we need starts at our "has joined", unknown yet: ask
-            # for all we know of; the gateway starts the transfer at first[mid].
-            s2 = self.seen_high + 1
-        return msg.NackReq(self.node, "", 0, self.mid, self.mystable, s2)
-
     def _maybe_nack(self, now: float) -> None:
-        if self.mynack is not None:
-            return  # the timer runs: no further NACK (lines 14-17)
-        nack = self._nack_now()
-        if nack is not None:
-            self._send_nack(nack, now)
-
-    def _send_nack(self, nack: msg.NackReq, now: float) -> None:
-        self.mynack = nack
-        self._nack_pending = nack
-        out = self._sender.outstanding
-        if out is not None and isinstance(out.frame, msg.NackReq):
-            self._sender.abandon()  # the newer NACK supersedes the unacknowledged one
-        self._nack_timer = now + self.cfg.nack_timer
-        self.stats.nacks += 1
-        if self.trace.enabled:
-            # gseq_ranges: the sequence numbers asked for (s1 < gseq < s2), as the group
-            # layer's NACKs name theirs: what the pipeline's time to repair starts from.
-            wanted = [[nack.s1 + 1, nack.s2 - 1]] if nack.s2 - nack.s1 > 1 else []
-            self._emit("nack", now, detail=detail_json(s1=nack.s1, s2=nack.s2,
-                                                       gseq_ranges=wanted))
-        self._pump(now)
-
-    def _nack_expired(self, now: float) -> None:
-        """Figure 6 lines 18-23."""
-        self._nack_timer = None
-        nack = self._nack_now()
-        if nack is not None:
-            self._send_nack(nack, now)
-        else:
-            self.mynack = None
+        maybe_nack(self, now)
 
     # ================================================================ uplink
     def _requeue_unconfirmed(self) -> None:
@@ -509,7 +505,7 @@ class MemberCore:
         if self._control:
             kind = self._control.popleft()
             if kind == "join":
-                frame = msg.JoinReq(self.node, self.gateway, rseq, self.mid)
+                frame = msg.JoinReq(self.node, self.gateway, rseq, self.mid, self.join_groups)
             elif kind == "leave":
                 frame = msg.LeaveReq(self.node, self.gateway, rseq, self.mid)
             else:
@@ -518,7 +514,7 @@ class MemberCore:
             n = self._nack_pending
             self._nack_pending = None
             frame = msg.NackReq(self.node, self.gateway, rseq, n.mid, n.s1, n.s2)
-        elif self._news and self.phase == Phase.MEMBER:
+        elif self._news and self.phase == Phase.MEMBER and self.catchup is None:
             items: list[msg.NewItem] = []
             size = 0
             while self._news and (not items or size + len(self._news[0].body) + 16
@@ -537,7 +533,7 @@ class MemberCore:
     # ================================================================ timers
     def on_timer(self, now: float) -> None:
         if self._nack_timer is not None and now >= self._nack_timer:
-            self._nack_expired(now)
+            nack_expired(self, now)
         if self._can_send():
             frame = self._sender.due(now, self._readdress)
             if frame is not None:
@@ -552,6 +548,8 @@ class MemberCore:
                 if kind not in self._control:
                     self._control.append(kind)
         check_host(self, now)  # seeds/004 4.5: a silent host
+        if self.fetches.running:
+            mh.send_due(self, now)
         self._pump(now)
 
     def next_deadline(self) -> float | None:
@@ -563,6 +561,10 @@ class MemberCore:
         if self.cell is not None:
             ds.append(max(self._gateway_heard, self._attached_at, self._move_asked)
                       + self.cfg.host_silence)
+        fetch = self.fetches.deadline(self.cfg.history_retry, self.paused) \
+            if self._can_send() else None
+        if fetch is not None:
+            ds.append(fetch)
         return min(ds) if ds else None
 
     # ================================================================ outputs
@@ -584,9 +586,10 @@ class MemberCore:
         return None if self.durable is None else self.durable.take(self)
 
     def _emit(self, event: str, now: float, *, mid: str | None = None, gseq: int | None = None,
-              bytes: int | None = None, detail: str | None = None) -> None:
-        ev = TraceEvent(self.run_id, self.node, now, event, self.group, mid, None, "total",
-                        gseq, bytes, None, detail)
+              bytes: int | None = None, detail: str | None = None,
+              group: str | None = None) -> None:
+        ev = TraceEvent(self.run_id, self.node, now, event, self.group if group is None else group,
+                        mid, None, "total", gseq, bytes, None, detail)
         if self.durable is not None and self.durable.trace_out is not None:
             self.durable.trace_out.append(ev)  # written once the commit makes it true
         else:

@@ -23,6 +23,8 @@ from m2mc.errors import SavedStateError, UsageError
 from m2mc.infra import messages as msg
 from m2mc.infra.ids import MemberId
 from m2mc.infra.member_events import Phase
+from m2mc.infra.member_groups import join as mg_join
+from m2mc.infra.member_history import resume_catchup
 from m2mc.infra.persist import MemberCommit, SavedMember, encode_membership
 from m2mc.trace.schema import TraceEvent, TraceJournal, TraceSink
 
@@ -69,7 +71,8 @@ class Durable:
     def scalars(core: MemberCore) -> tuple[object, ...]:
         return (core.group, core.phase.value, None if core.mid is None else core.mid.join_id,
                 core.mystable, core.mynew, core._confirmed, core._leave_requested,
-                core.app_seq)
+                core.app_seq, core.sequence, tuple(core.groups.items()), core.catchup,
+                len(core.resume_sequenced), core.resume_upto, core.resume_from)
 
     def take(self, core: MemberCore) -> Save[MemberCommit] | None:
         """What changed since the last save, as a save for the driver to carry out
@@ -82,7 +85,10 @@ class Durable:
         join_id = None if core.mid is None else core.mid.join_id
         membership = encode_membership(
             group=core.group, phase=core.phase.value, join_id=join_id, mystable=core.mystable,
-            mynew=core.mynew, confirmed=core._confirmed, leave_requested=core._leave_requested)
+            mynew=core.mynew, confirmed=core._confirmed, leave_requested=core._leave_requested,
+            sequence=core.sequence, groups=core.groups, catchup=core.catchup,
+            resume_sequenced=tuple(sorted(core.resume_sequenced)), resume_upto=core.resume_upto,
+            resume_from=core.resume_from)
         record = MemberCommit(core.node, core.app_seq, membership, tuple(self.put.values()),
                               tuple(self.drop), batch)
         core.stats.commits += 1
@@ -106,7 +112,8 @@ def restore(core: MemberCore, saved: SavedMember) -> None:
     NotMember, which ends it as an expulsion (``stats.resumes_refused``) and joins
     afresh. Own messages not yet in the total order are sent again (the coordinator
     drops copies by ``recv``). A joining computer starts afresh at its next
-    ``join`` (its JOIN may never have arrived). A corrupt membership
+    ``join`` (its JOIN may never have arrived). Its groups come back with it, and a
+    catch-up after a return (:mod:`.member_history`) goes on where it was. A corrupt membership
     (``saved.problem``) is counted in ``stats.restore_discarded`` and left behind;
     its own messages go with the next join.
     """
@@ -118,11 +125,13 @@ def restore(core: MemberCore, saved: SavedMember) -> None:
     core.group = saved.group
     core.mynew, core._confirmed = saved.mynew, saved.confirmed
     core._news = deque(saved.pending)
+    core.group_ops = {i.app_seq: (i.kind, i.group) for i in saved.pending if i.kind != msg.APP}
     durable = core.durable
     if durable is not None:
         durable.owned = {i.app_seq: i for i in saved.pending}
     core.restore_problem = saved.problem
     core._old_join_id = saved.join_id
+    core.sequence = saved.sequence
     if saved.problem:
         core.stats.restore_discarded += 1
     elif saved.resumable:
@@ -135,6 +144,19 @@ def restore(core: MemberCore, saved: SavedMember) -> None:
             core._control.append("leave" if core.phase == Phase.LEAVING else "leaveok")
         core._power_on = True
         core.stats.resumed += 1
+        core.groups = dict(saved.groups)
+        core.views = {g: {core.node} for g in core.groups}
+        if saved.catchup is not None:  # switched off in the middle of a catch-up: go on
+            core.resume_sequenced = set(saved.resume_sequenced)
+            core.resume_upto = saved.resume_upto
+            core.catchup = saved.catchup
+            resume_catchup(core, 0.0)
+    elif saved.phase == Phase.JOINING.value and saved.resume_from is not None:
+        # Switched off while joining again after an expulsion: join again (a fresh
+        # join-id), with its groups, and catch up from where it had delivered.
+        core.groups = dict(saved.groups)
+        core.resume_from = saved.resume_from
+        mg_join(core, 0.0, tuple(core.groups))
     elif saved.phase == Phase.LEFT.value:
         core.phase = Phase.LEFT
     if durable is not None and not saved.problem and saved.phase != Phase.JOINING.value:

@@ -22,10 +22,15 @@ class Phase(Enum):
 
 @dataclass(frozen=True, slots=True)
 class Delivered:
+    """A message of ``group``, at ``gseq`` in the deployment's order; ``gpos``: its
+    place in its group (1, 2, 3, ...)."""
+
     gseq: int
     sender: str  # the sending computer
     app_seq: int
     body: bytes
+    group: str = ""
+    gpos: int = 0
 
     @property
     def mid(self) -> str:
@@ -34,9 +39,68 @@ class Delivered:
 
 @dataclass(frozen=True, slots=True)
 class ViewChange:
+    """Another member joined or left ``group`` (one of ours)."""
+
     gseq: int
     kind: ViewKind
     member: MemberId
+    group: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupJoined:
+    """We are in ``group`` from ``gseq`` on (our JOINED or GJOINED record)."""
+
+    group: str
+    gseq: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupLeft:
+    """We are out of ``group`` from ``gseq`` on (our GLEFT record, or we left the
+    deployment: ``expelled`` when the hosts expelled us and we did not rejoin)."""
+
+    group: str
+    gseq: int
+    expelled: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRefused:
+    """The coordinator refused our joining ``group`` (too many groups, a bad name) or a
+    message to a group we were not in (``sent``: the message's app_seq, else 0)."""
+
+    group: str
+    gseq: int
+    sent: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class MessagesLost:
+    """``count`` messages of ``group`` between positions ``after`` and ``before`` (of the
+    deployment's order) will never be delivered here: we were away, and the hosts'
+    retention dropped them before we came back (docs/infra.md, "Members that sleep")."""
+
+    group: str
+    after: int
+    before: int
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryLoaded:
+    """The hosts' history of ``group`` up to position ``upto``, as
+    :meth:`~m2mc.infra.member.MemberCore.request_history` asked: ``messages`` oldest
+    first (at most ``history_bytes`` of them). ``gone``: the group's messages before
+    them that retention dropped (0 when the hosts still hold the group's first
+    message, or the byte bound stopped the fetch first); ``members``: the group's
+    members at the answering host."""
+
+    group: str
+    upto: int
+    messages: tuple[Delivered, ...]
+    gone: int
+    members: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +123,8 @@ class MoveRequest:
     target: msg.CellInfo
 
 
-MemberEvent = Delivered | ViewChange | Joined | Left | MoveRequest
+MemberEvent = (Delivered | ViewChange | Joined | Left | MoveRequest | GroupJoined | GroupLeft
+               | GroupRefused | MessagesLost | HistoryLoaded)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,5 +150,15 @@ class MemberStats:
     resumed: int = 0  # saved memberships taken up again at power-on
     resumes_refused: int = 0  # ... that the hosts no longer held (expelled while off)
     restore_discarded: int = 0  # saved memberships unusable (corrupt): joined afresh
+    sequence_lost: int = 0  # memberships ended because every host lost its state
     commits: int = 0  # saves of the durable state (before frames or events left)
     delivery_pauses: int = 0  # deliveries stopped: the application had no room
+    other_groups: int = 0  # messages of groups we are not in (passed over)
+    groups_refused: int = 0  # joins of a group the coordinator refused
+    sends_refused: int = 0  # messages the coordinator did not sequence (NOOP)
+    # members that sleep (docs/infra.md, "Members that sleep")
+    catchups: int = 0  # returns after an expulsion caught up from the hosts' log
+    caught_up: int = 0  # messages delivered by those catch-ups
+    lost: int = 0  # messages of our groups the hosts' retention dropped while we were away
+    history_requests: int = 0  # history requests sent (again included)
+    history_records: int = 0  # records the answers brought

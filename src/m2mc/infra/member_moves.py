@@ -4,6 +4,7 @@ gateway. Split from :mod:`m2mc.infra.member`; sans-IO, on the core's own state."
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from m2mc.infra import messages as msg
@@ -48,8 +49,4 @@ def readdress(frame: msg.UplinkMessage, gateway: str) -> msg.UplinkMessage:
     """``frame`` as sent to ``gateway`` (a resend after the member changed gateway)."""
     if isinstance(frame, msg.Hello) or frame.host == gateway:
         return frame
-    if isinstance(frame, msg.NewReq):
-        return msg.NewReq(frame.node, gateway, frame.rseq, frame.mid, frame.items)
-    if isinstance(frame, msg.NackReq):
-        return msg.NackReq(frame.node, gateway, frame.rseq, frame.mid, frame.s1, frame.s2)
-    return type(frame)(frame.node, gateway, frame.rseq, frame.mid)
+    return replace(frame, host=gateway)

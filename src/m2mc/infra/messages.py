@@ -32,11 +32,21 @@ EXPELLED = 3  # "mid has left" because its computer went silent (seeds/004 4.5)
 CLEANUP = 4  # LEAVEOK processed: tables freed (seeds/001 figure 3 line 27); no gseq
 RETIRED = 5  # a host leaves the deployment for good (``mid.node`` is its id); no gseq
 ADMITTED = 6  # a retired host is admitted again (``mid.node`` is its id); no gseq
+GENESIS = 7  # the first record of a sequence: ``body`` is its 8-byte id; no gseq
+GJOINED = 8  # "mid has joined group ``group``" (a member already in the deployment)
+GLEFT = 9  # "mid has left group ``group``" (and stays in the deployment)
+NOOP = 10  # an item of mid the coordinator refused (a group it may not join, ...): it
+# takes its place in mid's NEWs and in the order, and nobody delivers it
 
-MEMBERSHIP_KINDS = frozenset({JOINED, LEFT, EXPELLED})
+MEMBERSHIP_KINDS = frozenset({JOINED, LEFT, EXPELLED})  # the deployment's (4.3 may skip them)
+GROUP_KINDS = frozenset({GJOINED, GLEFT})  # one group's membership, in its own order
+ITEM_KINDS = frozenset({APP, GJOINED, GLEFT})  # what a member's NEW items ask for
 CONFIG_KINDS = frozenset({RETIRED, ADMITTED})  # changes of the hosts' configuration
-NO_GSEQ_KINDS = frozenset({CLEANUP, RETIRED, ADMITTED})  # no multicast: never relayed
-RECORD_KINDS = frozenset({APP, JOINED, LEFT, EXPELLED, CLEANUP, RETIRED, ADMITTED})
+HOSTS_ONLY_KINDS = frozenset({RETIRED, ADMITTED, GENESIS})  # never relayed to a cell
+NO_GSEQ_KINDS = frozenset({CLEANUP, RETIRED, ADMITTED, GENESIS})  # no multicast
+RECORD_KINDS = frozenset({APP, JOINED, LEFT, EXPELLED, CLEANUP, RETIRED, ADMITTED, GENESIS,
+                          GJOINED, GLEFT, NOOP})
+MAX_GROUP_NAME = 200  # bytes of UTF-8 in a group's name
 
 # Operators' requests (AdminRequest.op).
 OP_SHOW = 0  # the host's view of the deployment
@@ -49,12 +59,18 @@ ADMIN_OPS = frozenset({OP_SHOW, OP_RETIRE, OP_READMIT})
 class Record:
     """One decision of the coordinator, at log position ``lsn``.
 
-    ``gseq`` is the multicast's sequence number (0 for CLEANUP, RETIRED, ADMITTED).
-    ``mid`` is the sender (APP) or the member concerned (JOINED, LEFT, EXPELLED,
-    CLEANUP); for RETIRED and ADMITTED, ``mid.node`` is the host concerned.
-    ``nseq`` is the sender's NEW number (seeds/001 3.1), ``app_seq`` the
-    sender's application message number (the trace ``mid``). ``prememb`` is the
-    number of membership changes immediately before this multicast (seeds/001 4.3).
+    ``gseq`` is the multicast's sequence number (0 for CLEANUP, RETIRED, ADMITTED):
+    one order for the whole deployment, every group's records in it.
+    ``mid`` is the sender (APP, NOOP) or the member concerned (JOINED, LEFT, EXPELLED,
+    CLEANUP, GJOINED, GLEFT); for RETIRED and ADMITTED, ``mid.node`` is the host
+    concerned. ``nseq`` is the sender's NEW number (seeds/001 3.1), ``app_seq`` the
+    sender's application message number (the trace ``mid``); an EXPELLED record
+    carries the last ``nseq`` and ``app_seq`` sequenced from the member. ``prememb``
+    is the number of membership changes immediately before this multicast
+    (seeds/001 4.3). ``group`` names the group of an APP, GJOINED, GLEFT or NOOP
+    record; ``gpos`` is the number of the group's messages (APP records) up to this
+    record, so an APP record's ``gpos`` is its place in its group (1, 2, 3, ...). A
+    JOINED record's ``body`` lists the groups the member joins with it (msgpack).
     """
 
     lsn: int
@@ -65,6 +81,8 @@ class Record:
     app_seq: int = 0
     prememb: int = 0
     body: bytes = b""
+    group: str = ""
+    gpos: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,13 +98,16 @@ class CellInfo:
 # --------------------------------------------------------------------- cell downlink
 @dataclass(frozen=True, slots=True)
 class Beacon:
-    """Every T_B seconds (seeds/001 2.4). ``high``: highest gseq relayed in the cell."""
+    """Every T_B seconds (seeds/001 2.4). ``high``: highest gseq relayed in the cell.
+    ``sequence``: the id of the hosts' sequence (its GENESIS record; 0 while the
+    gateway holds none): a member of another sequence is no member any more."""
 
     host: str
     high: int
     uplink: str
     master: str
     directory: tuple[CellInfo, ...] = ()
+    sequence: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +145,25 @@ class Move:
     target: CellInfo
 
 
+@dataclass(frozen=True, slots=True)
+class HistoryReply:
+    """The answer to :class:`HistoryReq` ``req`` of member ``dest``: every record of
+    the groups asked for with ``lo <= gseq <= hi`` that the answering host holds, the
+    oldest first (a part of the range asked for: the member asks on from there).
+    ``floor`` is the lowest ``gseq`` that host holds: below it, retention dropped
+    the records (or that host never held them). ``members``: the members of the
+    first group asked for, at the host's commit point (at most 1,024 computers)."""
+
+    host: str
+    dest: MemberId
+    req: int
+    lo: int
+    hi: int
+    floor: int
+    records: tuple[Record, ...]
+    members: tuple[str, ...] = ()
+
+
 # --------------------------------------------------------------------- cell uplink
 @dataclass(frozen=True, slots=True)
 class Hello:
@@ -152,17 +192,26 @@ class NotMember:
 
 @dataclass(frozen=True, slots=True)
 class NewItem:
+    """One NEW of a member: a message for ``group`` (``kind`` APP), or a request to
+    join or leave ``group`` (GJOINED, GLEFT), numbered with its messages so that the
+    coordinator takes them in the order the member made them."""
+
     nseq: int
     app_seq: int
     body: bytes
+    group: str = ""
+    kind: int = APP
 
 
 @dataclass(frozen=True, slots=True)
 class JoinReq:
+    """Join the deployment, and at the same position the ``groups`` named."""
+
     node: str
     host: str
     rseq: int
     mid: MemberId
+    groups: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,9 +253,26 @@ class NackReq:
     s2: int
 
 
+@dataclass(frozen=True, slots=True)
+class HistoryReq:
+    """A member asks its gateway for the records of ``groups`` with ``lo <= gseq <=
+    hi`` from the hosts' log (docs/infra.md, "History"): the oldest first, or with
+    ``newest`` the newest first. ``req`` numbers the member's requests; the answer
+    carries it back. Sent again until answered, never through the reliable uplink."""
+
+    node: str
+    host: str
+    mid: MemberId
+    req: int
+    groups: tuple[str, ...]
+    lo: int
+    hi: int
+    newest: bool = False
+
+
 MemberRequest = JoinReq | NewReq | LeaveReq | LeaveOkReq
-UplinkMessage = Hello | JoinReq | NewReq | LeaveReq | LeaveOkReq | NackReq
-DownlinkMessage = Beacon | Normals | Transfer | Ack | Move | NotMember
+UplinkMessage = Hello | JoinReq | NewReq | LeaveReq | LeaveOkReq | NackReq | HistoryReq
+DownlinkMessage = Beacon | Normals | Transfer | Ack | Move | NotMember | HistoryReply
 
 
 # --------------------------------------------------------------------- backbone
@@ -275,11 +341,23 @@ class Row:
     last: int
     recv: int
     member: bool
+    app_seq: int = 0  # the app_seq of NEW ``recv``
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRow:
+    """One group in the coordinator's tables: its name, how many messages it has had
+    (the ``gpos`` of its last APP record) and its members."""
+
+    name: str
+    count: int
+    members: tuple[MemberId, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """The replicated tables after applying every record up to ``lsn``."""
+    """The replicated tables after applying every record up to ``lsn`` (``groups`` in
+    the order the tables made them)."""
 
     lsn: int
     gseq: int
@@ -288,6 +366,8 @@ class Snapshot:
     mcache: tuple[MemberId, ...]
     retired: tuple[str, ...] = ()  # hosts retired for good (docs/infra.md, "Retiring")
     config_lsn: int = 0  # the record that last changed ``retired``
+    sequence: int = 0  # the id of the sequence (its GENESIS record; 0: none yet)
+    groups: tuple[GroupRow, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -457,7 +537,63 @@ class RetiredNotice:
     lsn: int
 
 
+@dataclass(frozen=True, slots=True)
+class Recover:
+    """A host without state asks the others where the deployment stands before it
+    takes part in anything (docs/infra.md, "Hosts without a data directory"); only
+    answers that echo ``nonce`` count, so none predates the question."""
+
+    host: str
+    nonce: int
+
+
+@dataclass(frozen=True, slots=True)
+class RecoverReply:
+    """A host's answer to :class:`Recover`: the newest epoch it knows (at least its
+    promise), whether it holds no state at all (``pristine``), and its committed
+    configuration (the retired hosts, changed last at ``config_lsn``)."""
+
+    host: str
+    nonce: int
+    epoch: Epoch
+    pristine: bool
+    retired: tuple[str, ...] = ()
+    config_lsn: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryAsk:
+    """Gateway ``host`` passes a member's :class:`HistoryReq` to the master, whose log
+    reaches further back than its own (docs/infra.md, "History")."""
+
+    host: str
+    node: str
+    mid: MemberId
+    req: int
+    groups: tuple[str, ...]
+    lo: int
+    hi: int
+    newest: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryAnswer:
+    """The master's answer to :class:`HistoryAsk`, for the gateway that asked to relay to
+    computer ``node`` as a :class:`HistoryReply` (same fields)."""
+
+    host: str
+    node: str
+    dest: MemberId
+    req: int
+    lo: int
+    hi: int
+    floor: int
+    records: tuple[Record, ...]
+    members: tuple[str, ...] = ()
+
+
 BackboneMessage = (Status | ElectStart | Vote | Takeover | TakeoverReject | StateReply
                    | Forward | FwdAck | StabInfo | Subscribe | Unsubscribe | Fetch | Fetched
                    | Replicate | Sync | Accepted | Commit | Reroute | AdminRequest | Reconfig
-                   | AdminResult | RetiredNotice)
+                   | AdminResult | RetiredNotice | Recover | RecoverReply | HistoryAsk
+                   | HistoryAnswer)

@@ -5,12 +5,16 @@ and, at power-on, initialises the member as in 3.3 with those two values. We kee
 more, and keep it all the time rather than only at a planned switch-off, so that a
 crash (``kill -9``, a flat battery) is a switch-off too (docs/decisions.md):
 
-* the membership: its join-id, phase, ``mystable``, ``mynew``, and up to which
-  ``nseq`` the member saw its own NEWs sequenced;
+* the membership: its join-id, phase, ``mystable``, ``mynew``, up to which ``nseq``
+  the member saw its own NEWs sequenced, its groups (with the place of the last
+  message delivered in each) and, during a catch-up after a return
+  (:mod:`m2mc.infra.member_history`), what is still to read and which of its own
+  messages it saw sequenced under the old join-id;
 * the message numbering (the last ``app_seq`` used: ids are ``node:app_seq``);
-* every own message not yet seen in the total order (``nseq``, ``app_seq``, body),
-  so that a NEW the coordinator may be waiting for can be sent again after power-on
-  (it numbers a member's NEWs without gaps: a lost one would block the rest).
+* every own item not yet seen in the total order (``nseq``, ``app_seq``, body, group
+  and kind: a message, or joining or leaving a group), so that a NEW the
+  coordinator may be waiting for can be sent again after power-on (it numbers a
+  member's NEWs without gaps: a lost one would block the rest).
 
 The core never commits: each change goes into a save
 (:meth:`~m2mc.infra.member.MemberCore.take_save`, a :class:`MemberCommit`) that the
@@ -47,7 +51,8 @@ class StoredMember:
     pid: str
     app_seq: object  # the last message number used
     membership: str | None  # JSON text written by encode_membership
-    pending: tuple[tuple[object, object, object], ...] = ()  # (app_seq, nseq, body) rows
+    # (app_seq, nseq, body, group, kind) rows (group "" and kind 0 in older files)
+    pending: tuple[tuple[object, ...], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +95,12 @@ class SavedMember:
     leave_requested: bool = False
     pending: tuple[msg.NewItem, ...] = ()
     problem: str = ""  # why the saved membership could not be used ("": it could)
+    sequence: int = 0  # the hosts' sequence it belongs to (0: unknown, saved before ids)
+    groups: tuple[tuple[str, int], ...] = ()  # our groups, each with its last gpos
+    catchup: tuple[int, int] | None = None  # a catch-up under way: positions still to read
+    resume_sequenced: tuple[int, ...] = ()  # ... our app_seqs it saw sequenced
+    resume_upto: int = 0  # ... all of ours up to this app_seq were
+    resume_from: int | None = None  # joining again after an expulsion: delivered up to here
 
     @property
     def resumable(self) -> bool:
@@ -97,11 +108,21 @@ class SavedMember:
 
 
 def encode_membership(*, group: str, phase: str, join_id: int | None, mystable: int,
-                      mynew: int, confirmed: int, leave_requested: bool) -> str:
-    return json.dumps({"v": FORMAT_VERSION, "group": group, "phase": phase,
-                       "join_id": join_id, "mystable": mystable, "mynew": mynew,
-                       "confirmed": confirmed, "leave": leave_requested},
-                      separators=(",", ":"), sort_keys=True)
+                      mynew: int, confirmed: int, leave_requested: bool,
+                      sequence: int = 0, groups: dict[str, int] | None = None,
+                      catchup: tuple[int, int] | None = None,
+                      resume_sequenced: tuple[int, ...] = (), resume_upto: int = 0,
+                      resume_from: int | None = None) -> str:
+    d: dict[str, Any] = {"v": FORMAT_VERSION, "group": group, "phase": phase,
+                         "join_id": join_id, "mystable": mystable, "mynew": mynew,
+                         "confirmed": confirmed, "leave": leave_requested, "sequence": sequence,
+                         "groups": groups or {}}
+    if resume_from is not None:
+        d["resume"] = resume_from
+    if catchup is not None:
+        d["catchup"] = {"lo": catchup[0], "hi": catchup[1], "seq": list(resume_sequenced),
+                        "upto": resume_upto}
+    return json.dumps(d, separators=(",", ":"), sort_keys=True)
 
 
 def _int(value: object, low: int = 0) -> int | None:
@@ -110,14 +131,21 @@ def _int(value: object, low: int = 0) -> int | None:
     return value
 
 
-def _pending(rows: Iterable[tuple[object, object, object]]) -> tuple[list[msg.NewItem], str]:
+def _pending(rows: Iterable[tuple[object, ...]], group: str) -> tuple[list[msg.NewItem], str]:
+    """The pending items; a row of an older file (no group, kind) is a message to the
+    saved membership's group."""
     items: list[msg.NewItem] = []
     for row in rows:
-        a, n, body = row
-        app_seq, nseq = _int(a, 1), _int(n, 1)
-        if app_seq is None or nseq is None or not isinstance(body, bytes | bytearray):
+        if len(row) == 3:
+            row = (*row, "", msg.APP)
+        if len(row) != 5:
             return [], f"a pending message is unreadable: {row!r:.80}"
-        items.append(msg.NewItem(nseq, app_seq, bytes(body)))
+        a, n, body, g, k = row
+        app_seq, nseq, kind = _int(a, 1), _int(n, 1), _int(k)
+        if app_seq is None or nseq is None or not isinstance(body, bytes | bytearray) \
+                or not isinstance(g, str) or kind not in msg.ITEM_KINDS:
+            return [], f"a pending message is unreadable: {row!r:.80}"
+        items.append(msg.NewItem(nseq, app_seq, bytes(body), g or group, kind))
     items.sort(key=lambda i: i.app_seq)
     return items, ""
 
@@ -131,21 +159,33 @@ def decode_saved(stored: StoredMember) -> SavedMember:
         raise SavedStateError(f"the saved message numbering is unreadable "
                               f"({stored.app_seq!r:.40}): starting afresh under pid "
                               f"{stored.pid!r} could reuse message ids")
-    items, problem = _pending(stored.pending)
+    fields_, why = _membership(stored.membership)
+    saved_group = fields_.get("group")
+    saved_group = saved_group if isinstance(saved_group, str) and saved_group else "infra"
+    items, problem = _pending(stored.pending, saved_group)
     if items:
         app_seq = max(app_seq, items[-1].app_seq)  # never below an id that was used
-    fields_, why = _membership(stored.membership)
     problem = problem or why
     if not problem:
         problem = _consistency(fields_, items)
     if problem:  # a fresh join, with the own messages renumbered in sending order
-        renumbered = tuple(msg.NewItem(k, i.app_seq, i.body) for k, i in enumerate(items, 1))
-        group = fields_.get("group")
-        return SavedMember(stored.pid, app_seq, group if isinstance(group, str) else "infra",
-                           pending=renumbered, problem=problem)
+        renumbered = tuple(msg.NewItem(k, i.app_seq, i.body, i.group, i.kind)
+                           for k, i in enumerate(items, 1))
+        return SavedMember(stored.pid, app_seq, saved_group, pending=renumbered,
+                           problem=problem)
+    groups = fields_.get("groups")
+    if groups is None:  # a file of one group per deployment: its group (count unknown)
+        groups = {fields_["group"]: -1} if fields_["phase"] in RESUMABLE else {}
+    cu = fields_.get("catchup")
     return SavedMember(stored.pid, app_seq, fields_["group"], fields_["phase"],
                        fields_["join_id"], fields_["mystable"], fields_["mynew"],
-                       fields_["confirmed"], fields_["leave"], tuple(items))
+                       fields_["confirmed"], fields_["leave"], tuple(items),
+                       sequence=fields_.get("sequence", 0),
+                       groups=tuple(groups.items()),
+                       catchup=None if cu is None else (cu["lo"], cu["hi"]),
+                       resume_sequenced=() if cu is None else tuple(cu["seq"]),
+                       resume_upto=0 if cu is None else cu["upto"],
+                       resume_from=fields_.get("resume"))
 
 
 def _membership(text: str | None) -> tuple[dict[str, Any], str]:
@@ -165,8 +205,23 @@ def _membership(text: str | None) -> tuple[dict[str, Any], str]:
     for key in ("mystable", "mynew", "confirmed"):
         if _int(d.get(key)) is None:
             return d, f"the saved membership has a bad {key}: {d.get(key)!r:.40}"
+    if _int(d.get("sequence", 0)) is None:  # (absent in files saved before sequence ids)
+        return d, f"the saved membership has a bad sequence: {d.get('sequence')!r:.40}"
     if "join_id" not in d:
         return d, "the saved membership has no join-id entry"
+    groups = d.get("groups", {})
+    if not isinstance(groups, dict) or not all(
+            isinstance(g, str) and g and _int(p, -1) is not None for g, p in groups.items()):
+        return d, "the saved membership has bad groups"
+    if "resume" in d and _int(d["resume"]) is None:
+        return d, "the saved membership has a bad resume point"
+    cu = d.get("catchup")
+    if cu is not None and not (isinstance(cu, dict) and _int(cu.get("lo"), 1) is not None
+                               and _int(cu.get("hi")) is not None
+                               and _int(cu.get("upto")) is not None
+                               and isinstance(cu.get("seq"), list)
+                               and all(_int(a, 1) is not None for a in cu["seq"])):
+        return d, "the saved membership has a bad catch-up"
     jid = d["join_id"]
     if jid is not None and (_int(jid) is None or jid >= _JOIN_ID_LIMIT):
         return d, f"the saved membership has a bad join-id: {jid!r:.40}"
@@ -194,7 +249,7 @@ class MemoryMemberStore:
     pid: str = ""
     app_seq: object = None
     membership: str | None = None
-    pending: dict[object, tuple[object, object, object]] = field(default_factory=dict)
+    pending: dict[object, tuple[object, ...]] = field(default_factory=dict)
     trace_batch: str | None = None
     commits: int = 0
 
@@ -211,7 +266,8 @@ class MemoryMemberStore:
         for a in c.drop:
             self.pending.pop(a, None)
         for item in c.put:
-            self.pending[item.app_seq] = (item.app_seq, item.nseq, item.body)
+            self.pending[item.app_seq] = (item.app_seq, item.nseq, item.body, item.group,
+                                          item.kind)
         if c.trace_batch is not None:
             self.trace_batch = c.trace_batch
         self.commits += 1

@@ -9,7 +9,8 @@ number differently.
 
 The log doubles as the gateway's norm-cache (seeds/001 3.2): TRANSFER copies are
 taken from it by sequence number. Records are freed once committed and stable
-(delivered by every member, seeds/001 2.2).
+(delivered by every member, seeds/001 2.2); what is freed stays in the host's
+history (:attr:`ReplicaLog.history`, :mod:`m2mc.infra.history`) for its retention.
 
 A durable host gives its log a :class:`~m2mc.infra.host_persist.LogJournal`: every
 change is noted there too, and its driver saves them before anything leaves
@@ -21,14 +22,15 @@ from __future__ import annotations
 
 from m2mc.errors import SavedStateError
 from m2mc.infra import messages as msg
+from m2mc.infra.history import HistoryPort, MemoryHistory
 from m2mc.infra.host_persist import LogJournal, StoredHost, check_stored
 from m2mc.infra.ids import NO_EPOCH, Epoch
 from m2mc.infra.state import CoordState, StateError
 
 
 class ReplicaLog:
-    __slots__ = ("_by_gseq", "_records", "applied", "high", "journal", "log_epoch", "low",
-                 "mcache_size", "mcache_ttl", "promised", "refused", "state")
+    __slots__ = ("_by_gseq", "_records", "applied", "high", "history", "history_gap", "journal",
+                 "log_epoch", "low", "mcache_size", "mcache_ttl", "promised", "refused", "state")
 
     def __init__(self, mcache_size: int = 65536, mcache_ttl: float = 60.0) -> None:
         self.mcache_size = mcache_size
@@ -43,6 +45,10 @@ class ReplicaLog:
         self.promised: Epoch = NO_EPOCH  # highest epoch this host answered a takeover of
         self.refused = 0  # records that could not apply (never from an honest master)
         self.journal: LogJournal | None = None  # a durable host's changes to save
+        self.history: HistoryPort = MemoryHistory()  # committed records freed from the log
+        # A durable host's store still holds the records of a log that a snapshot
+        # replaced, until its next save: do not read its history until then.
+        self.history_gap = False
 
     # ------------------------------------------------------------- reading
     def __len__(self) -> int:
@@ -101,6 +107,7 @@ class ReplicaLog:
             self.applied = self.high = snapshot.lsn
             self.low = snapshot.lsn + 1
             base = snapshot.lsn
+            self._history_restarts()
             if self.journal is not None:
                 self.journal.reset_to(snapshot)
             self.backfill(tuple(r for r in records if r.lsn <= snapshot.lsn))
@@ -157,9 +164,10 @@ class ReplicaLog:
             out.append(r)
         return out
 
-    def gc(self, stable_gseq: int) -> int:
-        """Free committed records whose multicast is stable; return how many."""
-        freed = 0
+    def gc(self, stable_gseq: int, now: float = 0.0) -> int:
+        """Free committed records whose multicast is stable (into the history); return
+        how many."""
+        freed: list[msg.Record] = []
         recs = self._records
         while self.low <= self.applied:
             r = recs[self.low]
@@ -169,15 +177,23 @@ class ReplicaLog:
             if r.gseq:
                 self._by_gseq.pop(r.gseq, None)
             self.low += 1
-            freed += 1
-        return freed
+            freed.append(r)
+        if freed:
+            self.history.history_add(freed, now)
+        return len(freed)
+
+    def _history_restarts(self) -> None:
+        self.history.history_clear()
+        self.history_gap = self.journal is not None
 
     def reset(self) -> None:
         """Forget everything but the promise (a gateway that frees its tables, 4.1)."""
-        journal, promised = self.journal, self.promised
+        journal, promised, history = self.journal, self.promised, self.history
         self.__init__(self.mcache_size, self.mcache_ttl)  # type: ignore[misc]
         self.promised = promised
         self.journal = journal
+        self.history = history
+        self._history_restarts()
         if journal is not None:
             journal.reset_to(None)
 
@@ -203,6 +219,8 @@ class ReplicaLog:
         self.applied = stored.applied
         self.promised = stored.promised
         self.log_epoch = stored.log_epoch
+        if stored.history is not None:
+            self.history = stored.history  # the store keeps what the log frees
 
 
 __all__ = ["ReplicaLog", "StateError"]

@@ -3,7 +3,9 @@
 
 A node with a ``wired`` interface is a host (its ``radio`` interface is its cell);
 a node with only a ``radio`` interface (usually ``"@cells"``) is a mobile member.
-The scenario's one group, with ``order = "total"``, is the group of seeds/001.
+The scenario's groups (``order = "total"``) are groups of the deployment (seeds/001
+2.2 (i) lifted, docs/infra.md "Groups"): a member joins the deployment with the
+groups it is listed in, and a ``join``/``leave`` in the schedule joins or leaves one.
 
 [stack] keys:
 
@@ -210,7 +212,8 @@ def make_host(ctx: NodeContext, cfg: InfraConfig, hosts: Sequence[str],
                          cell=cell, uplink=ctx.node_id)
     # sync="off": a simulated crash drops the core, never what SQLite has written
     store = infra_host.SqliteHostStore(ctx.durable_dir / infra_host.FILE_NAME, ctx.node_id,
-                                       sync="off") if durable else None
+                                       sync="off", retention_age=cfg.retention_age,
+                                       retention_bytes=cfg.retention_bytes) if durable else None
     return HostSimStack(HostCore(ident, cfg, ctx.rng, expected_hosts=len(hosts),
                                  trace=ctx.trace, run_id=ctx.run_id,
                                  group=ctx.groups[0].name if ctx.groups else "infra",
@@ -225,22 +228,23 @@ class MemberSimStack:
     "my host is silent" requests are ignored unless ``on_events`` takes the events.
 
     ``join_after`` (None: never by itself): at start, a member that resumed no
-    membership joins this many seconds later. ``wire_at`` as for a host."""
+    membership joins this many seconds later, with ``groups`` (default: the core's
+    group). ``wire_at`` as for a host."""
 
     def __init__(self, core: MemberCore, *, join_after: float | None = None,
                  on_events: Callable[[list[MemberEvent]], None] | None = None,
                  wire_at: WireAt | None = None, store: MemberStore | None = None,
-                 trace: TraceSink | None = None) -> None:
+                 trace: TraceSink | None = None, groups: tuple[str, ...] = ()) -> None:
         self.core = core
         self.store = store  # where take_save's commits go (None: no data_dir)
         # where a commit's trace events go once it is durable
         self.trace: TraceSink = NullSink() if trace is None else trace
         self.wire_at = wire_at
-        self.group = core.group
+        self.groups = groups or (core.group,)
         self.join_after = join_after
         self.on_events = on_events
         self._join_at: float | None = None
-        self.delivered: list[str] = []
+        self.delivered: dict[str, list[str]] = {}
 
     @property
     def decode_errors(self) -> int:
@@ -258,7 +262,7 @@ class MemberSimStack:
     def on_timer(self, now: float) -> None:
         if self._join_at is not None and now >= self._join_at:
             self._join_at = None
-            self.core.join(now)
+            self.core.join(now, self.groups)
         self.core.on_timer(now)
 
     def next_deadline(self) -> float | None:
@@ -275,7 +279,7 @@ class MemberSimStack:
                   self.trace)
         for ev in events:
             if isinstance(ev, Delivered):
-                self.delivered.append(ev.mid)
+                self.delivered.setdefault(ev.group, []).append(ev.mid)
         if self.on_events is not None and events:
             self.on_events(events)
         return self.outgoing(frames)
@@ -289,33 +293,32 @@ class MemberSimStack:
 
     def app_send(self, group: str, payload: bytes, reply_to: str | None,
                  now: float) -> str | None:
-        if group != self.group or not self.core.is_member:
+        if group not in self.core.groups or not self.core.is_member:
             return None
         try:
-            return self.core.send(payload, now)
+            return self.core.send(payload, now, group)
         except (UsageError, BufferFullError):
             return None
 
     def delivered_mids(self, group: str) -> Sequence[str]:
-        return self.delivered if group == self.group else ()
+        return self.delivered.get(group, ())
 
     def app_join(self, group: str, now: float) -> None:
-        if group == self.group:
-            with contextlib.suppress(UsageError):
-                self.core.join(now)
+        with contextlib.suppress(UsageError, BufferFullError):
+            self.core.join_group(group, now)
 
     def app_leave(self, group: str, now: float) -> None:
-        if group == self.group:
-            with contextlib.suppress(UsageError):
-                self.core.leave(now)
+        with contextlib.suppress(UsageError, BufferFullError):
+            self.core.leave_group(group, now)
 
 
 def make_member(ctx: NodeContext, cfg: InfraConfig, join_after: float,
                 wire_at: WireAt) -> MemberSimStack:
     """A scenario's member: its saved state in ``durable_dir`` (a restart is a power-on
-    that resumes it); it joins the scenario's group ``join_after`` seconds after its
-    first boot, at once after a later one that resumed nothing."""
-    group = ctx.groups[0].name if ctx.groups else "infra"
+    that resumes it); it joins the deployment with its groups ``join_after`` seconds
+    after its first boot, at once after a later one that resumed nothing."""
+    groups = tuple(g.name for g in ctx.groups)
+    group = groups[0] if groups else "infra"
     store = SqliteMemberStore(ctx.durable_dir / FILE_NAME)
     core = MemberCore(ctx.node_id, cfg, ctx.rng, group=group, trace=ctx.trace,
                       run_id=ctx.run_id, store=store)
@@ -327,7 +330,8 @@ def make_member(ctx: NodeContext, cfg: InfraConfig, join_after: float,
         booted = ctx.durable_dir / "booted"
         joins = 0.0 if booted.exists() else join_after
         booted.write_text("1")
-    return MemberSimStack(core, join_after=joins, wire_at=wire_at, store=store, trace=ctx.trace)
+    return MemberSimStack(core, join_after=joins, wire_at=wire_at, store=store, trace=ctx.trace,
+                          groups=groups)
 
 
 def make_stack(ctx: NodeContext) -> HostSimStack | MemberSimStack:

@@ -8,6 +8,11 @@ uplink UDP address, which its beacons advertise. With a deployment key
 data directory (``HostSettings.data_dir``) the host keeps its promise and log there
 (m2mc.store.infra_host), takes them up at start, and the driver commits each save
 before the output it covers leaves (docs/infra.md, "Durable hosts").
+
+An uplink on the address of a cell interface given by name follows that address
+(:mod:`m2mc.infra_runtime.uplink`): when a DHCP renewal or a roam changes it, the
+uplink is bound again on the new one and the core advertises it at once
+(:meth:`~m2mc.infra.host.HostCore.move_uplink`).
 """
 
 from __future__ import annotations
@@ -28,11 +33,11 @@ from m2mc.infra.wire import InfraWire
 from m2mc.infra_runtime.keying import deployment_auth
 from m2mc.infra_runtime.net import (
     Backbone,
-    Udp,
     format_address,
     multicast_spec,
     parse_address,
 )
+from m2mc.infra_runtime.uplink import FollowedUplink, follows_interface
 from m2mc.log import node_logger
 from m2mc.runtime.driver import Driver
 from m2mc.runtime.tracing import open_trace
@@ -71,10 +76,11 @@ class HostDriver:
         self.core: HostCore | None = None
         self.driver: Driver | None = None
         self.backbone: Backbone | None = None
-        self.uplink: Udp | None = None
+        self.uplink: FollowedUplink | None = None
         cell = multicast_spec(settings.cell)
         self._cell_addr = (cell.group, cell.port)
-        self._iface = interface_address(cell.iface)  # a name stands for its address now
+        self._iface = cell.iface
+        self._iface_address = interface_address(cell.iface)  # a name must have one now
         self._configured = set(settings.peers)  # trusted: the operator named them
         self.bad_addresses = 0  # unusable addresses from the network, never sent to
         self.untrusted_addresses = 0  # advertised by nobody we can trust, never used
@@ -99,7 +105,9 @@ class HostDriver:
         try:
             if s.data_dir is not None:  # first: a bad saved state stops the host at once
                 self.store = SqliteHostStore(Path(s.data_dir) / HOST_FILE, s.host_id,
-                                             sync=s.sync)
+                                             sync=s.sync, retention_age=s.config.retention_age,
+                                             retention_bytes=s.config.retention_bytes,
+                                             clock=time.time)
             await self._open()
         except BaseException:
             if self.metrics is not None:
@@ -120,7 +128,11 @@ class HostDriver:
             s.key, s.host_id, replay_window=cfg.replay_window,
             max_senders=cfg.max_auth_senders))
         # The uplink first: the core's identity advertises its address.
-        self.uplink = await Udp.unicast(s.uplink, self._on_uplink, self._iface)
+        self.uplink = FollowedUplink(
+            self._iface, s.uplink, self._on_uplink, on_change=self._uplink_moved,
+            follow=follows_interface(self._iface, s.uplink[0], self._iface_address),
+            logger=self.log)
+        await self.uplink.open()
         ident = HostIdentity(s.host_id, s.listen[0], s.listen[1], s.cell,
                              format_address(self.uplink.address))
         self.core = HostCore(ident, cfg, random.Random(os.urandom(16)),
@@ -172,6 +184,21 @@ class HostDriver:
             await self.backbone.close()
         if self.uplink is not None:
             self.uplink.close()
+
+    def _uplink_moved(self, moved: bool) -> None:
+        """The uplink was bound again on the cell interface's new address: advertised
+        at once (a beacon now, the status at its next interval), so members follow
+        within a beacon interval and the other hosts' directories within a status one."""
+        core, up = self.core, self.uplink
+        if not moved or core is None or up is None or self.driver is None \
+                or self.driver.closed:
+            return
+        uplink = format_address(up.address)
+        if not core.move_uplink(uplink, self.now()):
+            return
+        self.log.warning("interface %s changed address: uplink now %s (beacons advertise it)",
+                         self._iface, uplink)
+        self.driver.poke()
 
     # ------------------------------------------------------------ inputs
     def _on_frame(self, src: str, data: bytes) -> None:
@@ -232,6 +259,9 @@ class HostDriver:
                 dest = self._checked(s.dest, "member address")
                 if dest is not None:
                     up.send(s.data, dest)
+        for text in core.notices:  # what the operator must know (no host holds the log...)
+            self.log.warning("%s", text)
+        core.notices.clear()
         if core.retired_self and not self.retired.is_set():
             self.log.error("%s: %s; stopping", self.s.host_id, core.retired_self)
             self.retired.set()

@@ -19,7 +19,10 @@ beacon advertises is used only when the beacon came from that very address (the
 core checks it: a gateway beacons from its uplink socket), so a forged beacon cannot
 make members send to a third party (docs/security.md, "Infrastructure mode").
 An interface given by name must have an IPv4 address when the member starts: its
-uplink socket binds on it.
+uplink socket binds on it, and follows it (:mod:`m2mc.infra_runtime.uplink`): when
+the address changes the socket is bound again on the new one and the cell's group
+joined again (by index), and the member's next greeting, on the next beacon, tells
+the gateway where it is now (the gateway keys members by node id, not address).
 """
 
 from __future__ import annotations
@@ -35,9 +38,11 @@ from m2mc.infra.member import MemberCore, MemberEvent, MoveRequest, Uplink
 from m2mc.infra.persist import MemberStore
 from m2mc.infra.wire import InfraWire
 from m2mc.infra_runtime.net import Udp, cell_on, format_address, multicast_spec, parse_address
+from m2mc.infra_runtime.uplink import FollowedUplink, follows_interface
 from m2mc.runtime.driver import Driver
 from m2mc.trace.schema import TraceJournal, TraceSink
-from m2mc.transport.iface import interface_address
+from m2mc.transport.iface import interface_address, resolve_interface
+from m2mc.transport.linkwatch import rejoin_group
 
 log = logging.getLogger("m2mc.infra.member")
 
@@ -59,7 +64,7 @@ class MemberDriver:
         # The driver commits the core's saves to the store, then writes their trace.
         self.driver = Driver(self.core, self, commit=None if store is None else store.commit,
                              trace=trace, journal=trace_journal)
-        self.uplink: Udp | None = None
+        self.uplink: FollowedUplink | None = None
         self.cell_sock: Udp | None = None
         self.cell: str | None = None
         self._start_cell: str | None = None
@@ -111,8 +116,32 @@ class MemberDriver:
     # ------------------------------------------------------------ adapter: links
     async def open_links(self, driver: Driver) -> None:
         address = interface_address(self.iface)
-        self.uplink = await Udp.unicast((address, 0), self._on_datagram, address)
+        self.uplink = FollowedUplink(self.iface, (address, 0), self._on_datagram,
+                                     follow=follows_interface(self.iface, address, address),
+                                     on_change=self._interface_changed, logger=log)
+        await self.uplink.open()
         await self.move(self._start_cell)
+
+    @property
+    def address_changes(self) -> int:
+        """Times the uplink was bound again on the interface's new address."""
+        return 0 if self.uplink is None else self.uplink.moves
+
+    def _interface_changed(self, moved: bool) -> None:
+        """The interface has a (new) address, or came back: join the cell's group again
+        (by index: the kernel may have dropped it with the address or the link, and a
+        fresh join tells IGMP-snooping switches from the new address at once), then
+        serve the core: what waits for a retransmission leaves from the new socket."""
+        sock = self.cell_sock.sock if self.cell_sock is not None else None
+        if sock is not None and self.cell is not None and not self.driver.closed:
+            spec = multicast_spec(self.cell)
+            try:
+                mreq = resolve_interface(spec.iface).membership(spec.group)
+            except ConfigError as exc:
+                log.warning("interface %s cannot be used: %s", spec.iface, exc)
+            else:
+                rejoin_group(sock, mreq, f"{spec.group} on {spec.iface}")
+        self.driver.poke()
 
     async def close_links(self) -> None:
         if self.cell_sock is not None:

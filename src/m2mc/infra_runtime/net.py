@@ -22,6 +22,7 @@ import struct
 from collections.abc import Callable
 
 from m2mc.errors import ConfigError
+from m2mc.transport.iface import resolve_interface
 from m2mc.transport.multicast import open_multicast_socket
 from m2mc.transport.url import MulticastSpec, format_channel_url, parse_channel_url
 
@@ -376,12 +377,16 @@ class Udp:
     async def unicast(cls, bind: tuple[str, int],
                       on_datagram: Callable[[bytes, tuple[str, int]], None],
                       iface: str = "127.0.0.1") -> Udp:
+        """A socket bound on ``bind``; its multicast leaves by ``iface`` (the cell's, an
+        address or a name: by index on Linux, as ad hoc channels send, so it does not
+        depend on the interface's address)."""
+        multicast_if = resolve_interface(iface).multicast_if()  # ConfigError: no such one
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         with contextlib.suppress(OSError):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
         # multicast sends from this socket leave by the cell's interface, with TTL 1
-        sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(iface))
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, multicast_if)
         sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
         sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
         try:

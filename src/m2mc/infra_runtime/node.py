@@ -2,12 +2,15 @@
 infrastructure-mode member: ``Node(NodeConfig(mode="infra", hosts=[cell URLs]))``.
 
 The same calls as ad hoc mode: ``create_group``/``join`` make this process a member
-of the deployment's group (seeds/001 has one group), ``Group.send`` multicasts,
+of a group of the deployment (any number of them: seeds/001 2.2 (i) lifted,
+docs/infra.md "Groups"; a group's id is its name), ``Group.send`` multicasts,
 ``Group.receive`` and ``async for`` deliver in the total order, ``leave`` leaves
-(seeds/001 3.3). Every message carries its ``gseq``. Any requested order is
+(seeds/001 3.3; leaving the last group leaves the deployment). Every message carries
+its ``gseq``, its place in the deployment's one order. Any requested order is
 honoured because the coordinator's total order also keeps S_b, FIFO and causal
 order: a member sends only after delivering what it answers, and the coordinator
-numbers its NEWs in sending order.
+numbers its NEWs in sending order. ``history(gid)`` answers from the hosts' log
+(:mod:`.node_groups`).
 
 ``hosts`` lists the cells' multicast URLs; the member starts in the first one
 (``infra_cell`` picks another) and moves when the master balances load or its host
@@ -17,8 +20,9 @@ goes silent.
 "Switch-off and power-on"): its membership, message numbering and own messages not
 yet in the total order are saved in ``<data_dir>/infra-member.sqlite3`` before
 anything leaves the process, and the next start with the same ``data_dir`` resumes
-the membership (fetching by NACK what was sequenced meanwhile) or, when the hosts
-expelled it meanwhile, joins afresh. ``close`` is then a switch-off, not a leave.
+the membership and its groups (fetching by NACK what was sequenced meanwhile) or,
+when the hosts expelled it meanwhile, joins again with its groups and catches up from
+the hosts' log. ``close`` is then a switch-off, not a leave.
 Without ``data_dir`` nothing is saved, as before.
 
 ``infra_key`` (a :class:`~m2mc.security.keys.GroupKey`, key text or bytes) seals every
@@ -42,16 +46,18 @@ from m2mc.api_config import KeyArg, NodeConfig
 from m2mc.api_message import GroupMessage, ReplyTo, _parent
 from m2mc.api_node import NOT_RUNNING, Group, Node
 from m2mc.errors import BufferFullError, DecodeError, UsageError
-from m2mc.group.codec import GrpInfo
-from m2mc.group.events import GroupCreated, MemberJoined, MemberLeft
+from m2mc.group.codec import GrpInfo, MemberEntry
+from m2mc.group.events import GroupCreated
 from m2mc.group.names import check_name
 from m2mc.infra.config import InfraConfig
-from m2mc.infra.member import Delivered, Joined, Left, MemberEvent, Phase, ViewChange
+from m2mc.infra.member import MemberEvent, Phase
+from m2mc.infra.member_groups import check_name as check_group
 from m2mc.infra.persist import SavedMember, decode_saved
 from m2mc.infra.wire import InfraWire
 from m2mc.infra_runtime.keying import deployment_auth
 from m2mc.infra_runtime.member_driver import MemberDriver
-from m2mc.kinds import GROUP_ORDERS, NodeMode, Order, ViewKind
+from m2mc.infra_runtime.node_groups import GroupState, ask_history, on_events
+from m2mc.kinds import GROUP_ORDERS, NodeMode, Order
 from m2mc.log import node_logger
 from m2mc.ordering import ROOT, MessageId
 from m2mc.runtime.gc_freeze import tune_collector
@@ -111,13 +117,14 @@ class InfraNode(Node):
             raise UsageError("mode='infra' needs hosts=[the cells' udp-multicast:// URLs]")
         self.infra_config: InfraConfig = cfg.infra or InfraConfig()
         self.driver: MemberDriver | None = None
-        self.gid: str | None = None
-        self._view: set[str] = set()
-        self._queue: deque[GroupMessage] = deque()
+        self.groups: dict[str, GroupState] = {}  # ours (node_groups.py)
         self._pid = ""
+        self.log = node_logger("m2mc.infra.member", cfg.pid or "-")
         self.malformed_bodies = 0  # delivered bodies unpack_body refused (dropped)
+        self.lost = 0  # messages of our groups we will never get (MessagesSkipped)
         self._member_store: SqliteMemberStore | None = None
         self._refused_seen = 0  # resumes refused already logged
+        self._lost_seen = 0  # sequence losses already logged
 
     # ------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -149,6 +156,9 @@ class InfraNode(Node):
         self._make_room()
         cells = list(cfg.hosts)
         await self.driver.start(cfg.infra_cell or cells[0])
+        for group, st in self.groups.items():  # (a resumed membership's)
+            if st.since is not None:
+                ask_history(self, group, st.since)
         if cfg.metrics is not None:
             from m2mc.metrics.infra import member_snapshot
 
@@ -186,12 +196,14 @@ class InfraNode(Node):
     def _restore(self, driver: MemberDriver, saved: SavedMember) -> None:
         core = driver.core
         core.restore(saved)
-        log = node_logger("m2mc.infra.member", self._pid)
+        self.log = node_logger("m2mc.infra.member", self._pid)
         if saved.problem:
-            log.warning("saved membership left behind (%s): joining afresh", saved.problem)
+            self.log.warning("saved membership left behind (%s): joining afresh", saved.problem)
         elif core.phase not in (Phase.IDLE, Phase.LEFT):
-            self.gid = core.group  # resumed: already in the deployment's group
-            log.info("power-on: resuming %s at mystable %d", core.mid, core.mystable)
+            self.log.info("power-on: resuming %s at mystable %d, groups %s", core.mid,
+                          core.mystable, ", ".join(sorted(core.groups)) or "none")
+            for group in core.groups:  # in them still: their history up to here, once up
+                self.groups[group] = GroupState(since=core.mystable)
 
     async def close(self) -> None:
         if self._closed:
@@ -219,6 +231,8 @@ class InfraNode(Node):
                            key_file: str | os.PathLike[str] | None = None,
                            passphrase: str | None = None,
                            suite: str | None = None) -> InfraGroup:
+        """Join the group named ``desc`` (its gid: the hosts know groups by name; a new
+        name makes a new group)."""
         await self._use_key(GroupKey.of(key, key_file=key_file, passphrase=passphrase,
                                         suite=suite))
         group = await self._join(desc, order, 5.0)
@@ -249,21 +263,32 @@ class InfraNode(Node):
         d.core.wire = InfraWire(await self._auth(source))
 
     async def _join(self, gid: str, order: str, timeout: float) -> InfraGroup:
+        """Join ``gid`` (the deployment too, if need be); return once we are in it and
+        hold its history, or at ``timeout`` (then the member goes on trying)."""
         d = self._drv_infra()
         if order not in GROUP_ORDERS:
             raise UsageError(f"unknown order {order!r}; expected one of "
                              f"{', '.join(GROUP_ORDERS)}")
-        if self.gid is not None and self.gid != gid and d.core.phase != Phase.LEFT:
-            raise UsageError(f"infrastructure mode has one group; already in {self.gid!r}")
-        self.gid = gid
-        d.core.group = gid
-        if d.core.phase in (Phase.IDLE, Phase.LEFT):
-            d.core.join(d.now())
-            d.service()
+        check_group(gid)
+        core = d.core
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
-        while not d.core.is_member and loop.time() < end and not self._closed:
+        while core.phase in (Phase.LEAVING, Phase.CLOSING) and loop.time() < end:
+            await self._wait(end - loop.time())  # a LEAVE of the deployment under way
+        if not self.groups:
+            core.group = gid  # (the trace's group for what concerns no group)
+        st = self.groups.setdefault(gid, GroupState())
+        st.refused = False
+        if gid not in core.groups:
+            core.join_group(gid, d.now())
+            d.service()
+        while not (gid in core.groups and st.loaded) and not st.refused \
+                and loop.time() < end and not self._closed:
             await self._wait(end - loop.time())
+        if st.refused:
+            self.groups.pop(gid, None)
+            raise UsageError(f"the hosts refused to let this member into group {gid!r} "
+                             "(max_groups or max_member_groups reached)")
         return InfraGroup(self, gid)
 
     async def discover(self, gid: str | None = None, *, timeout: float = 2.0) -> list[GrpInfo]:
@@ -271,7 +296,7 @@ class InfraNode(Node):
 
     def group(self, gid: str) -> InfraGroup:
         d = self._drv_infra()
-        if gid != self.gid or d.core.phase in (Phase.IDLE, Phase.LEFT):
+        if gid not in d.core.groups:
             raise UsageError(f"not a member of group {gid!r}")
         return InfraGroup(self, gid)
 
@@ -280,16 +305,20 @@ class InfraNode(Node):
 
     def network_changed(self) -> None:
         """Nothing to do: a member follows its hosts' beacons, which say when a cell is
-        back (seeds/004 4.5), and resends what was not acknowledged."""
+        back (seeds/004 4.5), and resends what was not acknowledged; an interface named
+        by name is watched by the driver, which follows its address by itself."""
         self._drv_infra()
 
     def members(self, gid: str) -> list[str]:
-        return sorted(self._view) if gid == self.gid else []
+        """The members of ``gid`` this member knows: those the hosts named when it
+        joined (with its history) and those who joined since."""
+        core = self.driver.core if self.driver is not None else None
+        return sorted(core.views.get(gid, ())) if core is not None else []
 
     def member_names(self, gid: str) -> dict[str, str]:
         """Only this member's own name: infrastructure mode carries no display names
         (docs/decisions.md, "Display names"); the others are known by their ids."""
-        own = self._pid in self._view and gid == self.gid and self.config.name
+        own = self._pid in self.members(gid) and self.config.name
         return {self._pid: self.config.name} if own else {}
 
     def set_name(self, name: str) -> None:
@@ -297,11 +326,21 @@ class InfraNode(Node):
         check_name(name)
         self.config.name = name
 
+    def _info(self, gid: str) -> GrpInfo:
+        return GrpInfo(gid, gid, Order.TOTAL,
+                       tuple(MemberEntry(pid, 0, True) for pid in self.members(gid)))
+
     def discovered(self) -> list[GrpInfo]:
-        return [GrpInfo(self.gid, self.gid, Order.TOTAL, ())] if self.gid else []
+        """The groups this member is in, and those it saw in the deployment's order
+        (at most ``max_groups``)."""
+        core = self.driver.core if self.driver is not None else None
+        names = dict.fromkeys(self.groups) if core is None else \
+            dict.fromkeys([*core.groups, *core.known_groups])
+        return [self._info(gid) for gid in names]
 
     def joined(self) -> list[GrpInfo]:
-        return self.discovered() if self.driver and self.driver.core.is_member else []
+        core = self.driver.core if self.driver is not None else None
+        return [] if core is None else [self._info(gid) for gid in core.groups]
 
     def locked(self) -> list[GrpInfo]:
         """None: the deployment key is given at start or at join, and a member without
@@ -316,19 +355,34 @@ class InfraNode(Node):
                          "hosts, not the other members")
 
     def history(self, gid: str) -> list[GroupMessage]:
-        raise UsageError("history needs the durable log, which infrastructure mode does not keep")
+        """The messages of ``gid``, oldest first: what the hosts' log held of it up to
+        where this member came in (their retention, at most ``history_bytes``), then
+        what it delivered since (docs/infra.md, "History")."""
+        self._drv_infra()
+        st = self.groups.get(gid)
+        return [] if st is None else st.history()
+
+    def history_ready(self, gid: str) -> bool:
+        """Whether ``history(gid)`` holds the hosts' part yet (``join`` waits for it)."""
+        st = self.groups.get(gid)
+        return st is not None and st.loaded
 
     def stats(self) -> dict[str, int]:
         d = self._drv_infra()
         s = d.core.stats
         return {"delivered": s.delivered, "duplicates": s.duplicates, "nacks": s.nacks,
                 "buffer_evictions": s.buffer_evictions, "resent": s.resent_news,
-                "moves": d.moves, "decode_errors": d.decode_errors,
+                "moves": d.moves, "address_changes": d.address_changes,
+                "decode_errors": d.decode_errors,
                 "pending_sends": d.core.pending_sends, "bad_addresses": d.bad_addresses,
                 "dummies_refused": s.dummies_refused, "uplink_mismatch": s.uplink_mismatch,
                 "malformed_bodies": self.malformed_bodies,
                 "resumed": s.resumed, "resumes_refused": s.resumes_refused,
                 "restore_discarded": s.restore_discarded, "delivery_pauses": s.delivery_pauses,
+                "other_groups": s.other_groups, "groups_refused": s.groups_refused,
+                "sends_refused": s.sends_refused, "catchups": s.catchups,
+                "caught_up": s.caught_up, "lost": s.lost, "sequence_lost": s.sequence_lost,
+                "history_requests": s.history_requests, "history_records": s.history_records,
                 **d.core.wire.counters()}
 
     @property
@@ -343,53 +397,21 @@ class InfraNode(Node):
         return self.driver
 
     def _on_events(self, events: list[MemberEvent]) -> None:
-        gid = self.gid or ""
-        skip_own = not self.config.deliver_own
-        for ev in events:
-            if isinstance(ev, Delivered):
-                if skip_own and ev.sender == self._pid:
-                    continue  # NodeConfig.deliver_own off: not handed back to the application
-                try:
-                    data, parent = unpack_body(ev.body)
-                except DecodeError:
-                    self.malformed_bodies += 1  # dropped: not a body pack_body made
-                    continue
-                self._queue.append(GroupMessage(gid, MessageId(ev.sender, ev.app_seq),
-                                                    parent, data, ev.gseq))
-            elif isinstance(ev, ViewChange):
-                if ev.kind == ViewKind.JOINED:
-                    self._view.add(ev.member.node)
-                    self._push_event(MemberJoined(gid, ev.member.node))
-                else:
-                    self._view.discard(ev.member.node)
-                    self._push_event(MemberLeft(gid, ev.member.node))
-            elif isinstance(ev, Joined):
-                self._view.add(self._pid)
-                self._push_event(MemberJoined(gid, self._pid))
-            elif isinstance(ev, Left):
-                self._view.discard(self._pid)
-                self._push_event(MemberLeft(gid, self._pid))
-                refused = self.driver.core.stats.resumes_refused if self.driver else 0
-                if refused > self._refused_seen:
-                    self._refused_seen = refused
-                    node_logger("m2mc.infra.member", self._pid).warning(
-                        "power-on: the hosts no longer hold %s (expelled while off; what "
-                        "was sequenced after mystable %d is lost to it): joining afresh",
-                        ev.mid, ev.gseq)
+        on_events(self, events)
         self._make_room()
         self._wake()
 
     def _make_room(self) -> None:
-        """Back-pressure at ``max_queued_messages``, as in ad hoc mode: the member
-        delivers no more than the queue has room for, then pauses (records wait in its
-        buffer, and what it misses is NACKed); it goes on once the application has read
-        the queue down to half the bound (docs/api.md)."""
+        """Back-pressure at ``max_queued_messages`` per group, as in ad hoc mode: the
+        member delivers no more than the fullest group's queue has room for, then
+        pauses (records wait in its buffer, and what it misses is NACKed); it goes on
+        once the application has read that queue down to half the bound (docs/api.md)."""
         d = self.driver
         if d is None:
             return
         core = d.core
         limit = self.config.max_queued_messages
-        held = len(self._queue)
+        held = max((len(st.queue) for st in self.groups.values()), default=0)
         if core.paused and held > limit // 2:
             return
         paused = core.paused
@@ -400,13 +422,13 @@ class InfraNode(Node):
 
 
 class InfraGroup(Group):
-    """The deployment's group, as an infrastructure member's handle."""
+    """One group of the deployment, as an infrastructure member's handle."""
 
     node: InfraNode
 
     @property
     def info(self) -> GrpInfo | None:
-        return GrpInfo(self.gid, self.gid, Order.TOTAL, ())
+        return self.node._info(self.gid)
 
     @property
     def order(self) -> str:
@@ -421,6 +443,10 @@ class InfraGroup(Group):
     def members(self) -> list[str]:
         return self.node.members(self.gid)
 
+    def _queue(self) -> deque[GroupMessage]:
+        st = self.node.groups.get(self.gid)
+        return st.queue if st is not None else deque()
+
     async def send(self, data: bytes | str, *, reply_to: ReplyTo = None) -> MessageId:
         node = self.node
         d = node._drv_infra()
@@ -428,7 +454,7 @@ class InfraGroup(Group):
         body = pack_body(payload, _parent(reply_to))
         while True:
             try:
-                mid = d.core.send(body, d.now())
+                mid = d.core.send(body, d.now(), self.gid)
                 break
             except BufferFullError:
                 await node._wait(0.05)  # back-pressure: wait for our messages to come back
@@ -442,8 +468,9 @@ class InfraGroup(Group):
         loop = asyncio.get_running_loop()
         end = None if timeout is None else loop.time() + timeout
         while True:
-            if node._queue:
-                m = node._queue.popleft()
+            q = self._queue()
+            if q:
+                m = q.popleft()
                 node._make_room()
                 return m
             if node._closed:
@@ -457,19 +484,20 @@ class InfraGroup(Group):
                            timeout: float | None = None) -> list[GroupMessage]:
         first = await self.receive(timeout)
         out = [first]
-        q = self.node._queue
+        q = self._queue()
         while q and len(out) < limit:
             out.append(q.popleft())
         self.node._make_room()
         return out
 
     def pending(self) -> int:
-        return len(self.node._queue)
+        return len(self._queue())
 
     async def leave(self) -> None:
+        """Leave this group (the last one: the deployment too)."""
         d = self.node._drv_infra()
         with contextlib.suppress(UsageError):
-            d.core.leave(d.now())
+            d.core.leave_group(self.gid, d.now())
         d.service()
 
 

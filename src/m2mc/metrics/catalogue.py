@@ -27,6 +27,10 @@ from m2mc.infra.gateway import GatewayStats
 from m2mc.infra.host_stats import HostStats
 from m2mc.infra.member_events import MemberStats
 from m2mc.infra.wire import WireStats
+from m2mc.metrics.catalogue_infra import INFRA_SPECS
+from m2mc.metrics.spec import MetricSpec
+from m2mc.metrics.spec import counter as _c
+from m2mc.metrics.spec import gauge as _g
 from m2mc.security.auth import AuthStats
 from m2mc.security.ratelimit import RateLimitStats
 from m2mc.transport.channel import ChannelStats
@@ -38,26 +42,6 @@ MAX_GROUP_LABELS = 32
 """Groups that get a ``group`` label value of their own, per node; the others share
 :data:`OTHER_GROUPS` (docs/operations.md, "Label cardinality")."""
 OTHER_GROUPS = "(other)"
-
-
-@dataclass(frozen=True, slots=True)
-class MetricSpec:
-    name: str  # as scraped: counters end in _total
-    kind: str  # "counter" | "gauge"
-    labels: tuple[str, ...]  # beyond "node", which every metric has
-    help: str
-    alarm: str = ""
-    where: str = "node"  # which processes export it: node, member, host, daemon (joined by +)
-    combine: str = "sum"  # how samples that share labels (the "(other)" group) combine
-
-
-def _c(name: str, help_: str, *labels: str, where: str = "node", alarm: str = "") -> MetricSpec:
-    return MetricSpec(name, "counter", labels, help_, alarm, where)
-
-
-def _g(name: str, help_: str, *labels: str, where: str = "node", alarm: str = "",
-       combine: str = "sum") -> MetricSpec:
-    return MetricSpec(name, "gauge", labels, help_, alarm, where, combine)
 
 
 _ALL = "node+member+host+daemon"
@@ -304,128 +288,7 @@ _SPECS: list[MetricSpec] = [
        where="node+daemon", alarm="rate > 0: a network or interface problem"),
     _c("m2mc_channel_dropped_paused_total", "datagrams dropped while the application was not "
        "reading (max_queued_messages reached)", alarm="rate > 0: a slow application"),
-    # ----------------------------------------------------------------- infra member
-    _c("m2mc_member_nacks_total", "NACKs this member sent", where="member"),
-    _c("m2mc_member_buffer_evictions_total", "records evicted from the member's buffer",
-       where="member"),
-    _c("m2mc_member_resent_news_total", "own messages resent (not seen sequenced in time)",
-       where="member"),
-    _c("m2mc_member_dummies_refused_total", "bridges longer than max_dummies (filled by NACK "
-       "instead)", where="member"),
-    _c("m2mc_member_moves_total", "cells this member moved to (the first counts)",
-       where="member", alarm="rate > 1/min: hosts keep going silent or balancing"),
-    _c("m2mc_member_bad_addresses_total", "gateway addresses outside the allowed scope, "
-       "never sent to", where="member", alarm="rate > 0"),
-    _g("m2mc_member_phase", "1 for the member's phase: idle, joining, member, leaving, "
-       "closing, left", "phase", where="member"),
-    _c("m2mc_member_uplink_mismatch_total", "beacons naming another uplink than the address "
-       "they came from: not followed", where="member",
-       alarm="rate > 0: forged beacons, or a gateway behind address translation"),
-    _c("m2mc_member_resumes_total", "power-ons with a saved membership (data_dir), by "
-       "outcome: resumed, refused (the hosts expelled it while off: joined afresh, what was "
-       "sequenced meanwhile is lost to it), discarded (the saved state was unusable)",
-       "outcome", where="member",
-       alarm="increase(outcome!=\"resumed\") > 0: messages missed over a "
-             "switch-off"),
-    _c("m2mc_member_commits_total", "saves of the member's state (data_dir) before frames "
-       "or events left", where="member"),
-    _c("m2mc_member_delivery_pauses_total", "times the member stopped taking records: the "
-       "application's queue reached max_queued_messages (NACKed again after it read half)",
-       where="member", alarm="rate > 0 for 5m: the application does not keep up"),
-    _c("m2mc_frames_decoded_total", "infrastructure frames decoded", where="member+host"),
-    _c("m2mc_frames_refused_total", "infrastructure frames refused, by reason: malformed, "
-       "unkeyed_sealed, wrong_sender, misdirected", "reason", where="member+host",
-       alarm="rate > 0: garbage, a keyed frame in an unkeyed deployment, or a forgery"),
-    # ----------------------------------------------------------------- infra host
-    _g("m2mc_host_master", "1, labelled with the master host this host follows (absent: none "
-       "known)", "master", where="host"),
-    _g("m2mc_host_has_master", "1 when a live master is known, else 0", where="host",
-       alarm="== 0 for 10s: no coordinator, nothing is sequenced"),
-    _g("m2mc_host_is_master", "1 when this host is the active coordinator", where="host",
-       alarm="sum over hosts != 1 for 30s"),
-    _g("m2mc_host_epoch", "round of the current master's epoch (grows with each election "
-       "won)", where="host"),
-    _c("m2mc_host_elections_total", "elections this host took part in (started or joined)",
-       where="host", alarm="increase > 3 in 10m: masters keep failing"),
-    _g("m2mc_host_hosts_live", "hosts alive in the directory, this one included (retired "
-       "ones not)", where="host",
-       alarm="< m2mc_host_configuration_hosts for 1m: a host is down"),
-    _g("m2mc_host_cell_members", "members attached to this host's cell", where="host"),
-    _g("m2mc_host_commit", "commit point (gseq) known to this host", where="host"),
-    _g("m2mc_host_log_high", "highest log record this replica holds", where="host"),
-    _c("m2mc_host_log_refused_total", "replicated records that did not apply (never from an "
-       "honest master)", where="host", alarm="> 0"),
-    _c("m2mc_host_bad_addresses_total", "addresses from the network outside the allowed "
-       "scope, never sent to", where="host", alarm="rate > 0"),
-    _c("m2mc_host_backbone_refused_connections_total", "backbone connections refused "
-       "(max_backbone_connections)", where="host", alarm="rate > 0"),
-    _c("m2mc_host_backbone_bad_streams_total", "backbone connections closed for a bad "
-       "stream", where="host", alarm="rate > 0"),
-    _c("m2mc_host_decode_errors_total", "frames this host could not decode or authenticate",
-       where="host", alarm="rate > 0"),
-    _c("m2mc_host_elections_started_total", "elections this host started", where="host"),
-    _c("m2mc_host_takeovers_total", "takeovers (this host became the coordinator)",
-       where="host"),
-    _c("m2mc_host_queued_dropped_total", "requests dropped while a takeover held them "
-       "(max_queued_requests)", where="host", alarm="rate > 0"),
-    _c("m2mc_host_hosts_refused_total", "statuses of new hosts while the directory was full "
-       "(max_hosts)", where="host", alarm="rate > 0"),
-    _c("m2mc_host_bad_takeovers_total", "takeover answers whose logs did not apply",
-       where="host", alarm="> 0"),
-    _c("m2mc_host_unknown_host_total", "votes and answers from hosts never admitted",
-       where="host", alarm="rate > 0"),
-    _c("m2mc_host_untrusted_addresses_total", "backbone addresses in statuses that nobody "
-       "trusted gave (no configured peer, no key, no connection from there): never "
-       "connected to", where="host", alarm="rate > 0: forged statuses"),
-    _c("m2mc_host_retired_refused_total", "frames from hosts retired for good, ignored",
-       where="host", alarm="rate > 0 for 5m: a retired host still runs (stop it)"),
-    _c("m2mc_host_saves_total", "commits of a durable host's promise and log to its "
-       "--data-dir (one per output step that changed them)", where="host"),
-    _c("m2mc_host_retired_notices_total", "retired hosts told so (their status answered, "
-       "on the master)", where="host"),
-    _c("m2mc_host_admin_refused_total", "operators' retire/readmit requests refused: "
-       "max_admin_requests held", where="host", alarm="rate > 0"),
-    _g("m2mc_host_configuration_hosts", "hosts of the committed configuration (configured "
-       "or ever known, less the retired): what quorums count", where="host"),
-    _g("m2mc_host_quorum", "hosts needed for an election or a commit under the committed "
-       "configuration (a majority of m2mc_host_configuration_hosts)", where="host",
-       alarm="m2mc_host_hosts_live < m2mc_host_quorum for 10s: nothing commits"),
-    _g("m2mc_host_retired_hosts", "hosts retired for good in the committed configuration",
-       where="host"),
-    _c("m2mc_gateway_relayed_total", "records relayed in the cell", where="host"),
-    _c("m2mc_gateway_transferred_total", "records transferred to joining members",
-       where="host"),
-    _c("m2mc_gateway_nacks_total", "NACKs from members", where="host"),
-    _c("m2mc_gateway_nacks_discarded_total", "NACKs discarded (nothing to send or too old)",
-       where="host"),
-    _c("m2mc_gateway_forwarded_total", "member requests forwarded to the coordinator",
-       where="host"),
-    _c("m2mc_gateway_refused_full_total", "member requests refused: the forward queue was "
-       "full (max_forward_queue)", where="host", alarm="rate > 0"),
-    _c("m2mc_gateway_aborted_total", "transfers aborted", where="host"),
-    _c("m2mc_gateway_beacons_total", "beacons sent", where="host",
-       alarm="rate == 0 for 10s: the cell hears nothing"),
-    _c("m2mc_gateway_moved_total", "members told to move to another cell (balancing)",
-       where="host"),
-    _c("m2mc_gateway_rate_limited_total", "JOINs, NACKs and arrivals refused by the rate "
-       "limiter", where="host", alarm="rate > 0 for 5m"),
-    _c("m2mc_gateway_local_refused_total", "new computers refused: max_local heard",
-       where="host", alarm="rate > 0"),
-    _c("m2mc_coordinator_sequenced_total", "messages sequenced (present on the master)",
-       where="host"),
-    _c("m2mc_coordinator_duplicates_total", "duplicate requests ignored", where="host"),
-    _c("m2mc_coordinator_early_buffered_total", "messages buffered until earlier ones came",
-       where="host"),
-    _c("m2mc_coordinator_early_dropped_total", "early messages dropped (the member resends)",
-       where="host"),
-    _c("m2mc_coordinator_discarded_a5_total", "requests of processes that are not members "
-       "(seeds/001 A5)", where="host"),
-    _c("m2mc_coordinator_discarded_a6_total", "JOINs of members already known (seeds/001 "
-       "A6)", where="host"),
-    _c("m2mc_coordinator_expelled_total", "members expelled after member_timeout",
-       where="host"),
-    _c("m2mc_coordinator_refused_full_total", "JOINs refused: max_members", where="host",
-       alarm="rate > 0"),
+    *INFRA_SPECS,
     # ----------------------------------------------------------------- daemon
     _c("m2mc_daemon_from_clients_total", "datagrams from local processes", where="daemon"),
     _c("m2mc_daemon_from_network_total", "datagrams from the external channel",

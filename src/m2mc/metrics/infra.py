@@ -2,9 +2,9 @@
 (``m2mc host``): frames and their authentication, the member's deliveries and
 NACKs, and a host's election state, gateway, coordinator and bounded tables.
 
-Runs on the owner's event loop at scrape time (:mod:`m2mc.metrics.server`). The
-deployment has one group; its name labels the key counters (``group``), so no
-label here takes a value from outside but the master's host id, of which the
+Runs on the owner's event loop at scrape time (:mod:`m2mc.metrics.server`). A
+member's own groups label its queues (``group``: at most ``max_member_groups``), so
+no label here takes a value from outside but the master's host id, of which the
 directory admits at most ``max_hosts``.
 """
 
@@ -40,7 +40,8 @@ def member_snapshot(node: InfraNode) -> Samples:
         s.add("m2mc_member_phase", 1 if core.phase is phase else 0, phase=phase.value)
     _wire(s, core.wire, core.group)
     cfg = node.config
-    s.queue("app_messages", len(node._queue), cfg.max_queued_messages, core.group)
+    for gid, st in node.groups.items():
+        s.queue("app_messages", len(st.queue), cfg.max_queued_messages, gid)
     s.queue("app_events", len(node._events), cfg.max_queued_events)
     s.queue("pending_sends", core.pending_sends, core.cfg.max_pending_sends)
     return samples

@@ -2,11 +2,20 @@
 one SQLite file (``<data_dir>/infra-host.sqlite3``), WAL mode (docs/infra.md,
 "Durable hosts").
 
-``meta`` holds the host's id, its promise, its log's epoch, its commit point and
-the checkpoint of the committed tables; ``records`` holds the log, one row per
-record, as the msgpack of its wire fields (m2mc.infra.codec's stored forms, read
-back through the network's checks). Each :meth:`SqliteHostStore.commit` is one
-transaction.
+``meta`` holds the host's id, its promise, its log's epoch, its commit point, the
+checkpoint of the committed tables and ``live_low``; ``records`` holds the log, one
+row per record, as the msgpack of its wire fields (m2mc.infra.codec's stored forms,
+read back through the network's checks), with its position, group, kind, size and
+the time it was written. Each :meth:`SqliteHostStore.commit` is one transaction.
+
+Rows below ``live_low`` are no longer part of the live log (a restart does not load
+them): they are the host's history (docs/infra.md, "History"), read by members
+through :meth:`SqliteHostStore.history_read` (the log's
+:class:`~m2mc.infra.history.HistoryPort`) and dropped by retention only, oldest
+first, inside the commit: older than ``retention_age`` seconds, or beyond
+``retention_bytes`` of rows in all (down to 7/8 of it); 0 is no bound. Rows are
+dated with ``clock`` (the driver passes ``time.time``, so ages survive a restart),
+else with the commit's ``now`` (the simulator's virtual time).
 
 ``sync="full"`` (the default) makes SQLite wait for the disk at each commit
 (``synchronous=FULL``): a power cut or an operating system crash loses nothing a
@@ -18,23 +27,43 @@ and their log", has the figures).
 from __future__ import annotations
 
 import contextlib
+import heapq
 import sqlite3
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from m2mc.errors import DecodeError, SavedStateError
 from m2mc.infra import codec
+from m2mc.infra import messages as msg
+from m2mc.infra.history import Query
 from m2mc.infra.host_persist import HostCommit, StoredHost
 from m2mc.infra.ids import NO_EPOCH, Epoch
 
 FILE_NAME = "infra-host.sqlite3"
 SYNC_MODES = ("full", "normal", "off")  # "off": the simulator (its crashes keep the file)
-HOST, PROMISED, LOG_EPOCH, APPLIED, CHECKPOINT = (
-    "host", "promised", "log_epoch", "applied", "checkpoint")
+HOST, PROMISED, LOG_EPOCH, APPLIED, CHECKPOINT, LIVE_LOW = (
+    "host", "promised", "log_epoch", "applied", "checkpoint", "live_low")
+AGE_CHECK = 1.0  # seconds between two passes of the age bound
+EVICT_STEP = 256  # rows read per step of a bytes pass
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
-CREATE TABLE IF NOT EXISTS records (lsn INTEGER PRIMARY KEY, data BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS records (
+    lsn INTEGER PRIMARY KEY, data BLOB NOT NULL, gseq INTEGER NOT NULL DEFAULT 0,
+    grp TEXT NOT NULL DEFAULT '', kind INTEGER NOT NULL DEFAULT 0,
+    size INTEGER NOT NULL DEFAULT 0, t REAL);
 """
+_INDEXES = """
+CREATE INDEX IF NOT EXISTS records_by_group ON records (grp, gseq);
+CREATE INDEX IF NOT EXISTS records_by_gseq ON records (gseq);
+"""
+_GROUPED = frozenset({msg.APP, msg.GJOINED, msg.GLEFT})  # rows filed under their group
+_MEMBERSHIP = tuple(sorted(msg.MEMBERSHIP_KINDS))
+
+
+def _row(r: msg.Record, t: float) -> tuple[int, bytes, int, str, int, int, float]:
+    data = codec.pack_record(r)
+    return (r.lsn, data, r.gseq, r.group if r.kind in _GROUPED else "", r.kind, len(data), t)
 
 
 class SqliteHostStore:
@@ -42,20 +71,37 @@ class SqliteHostStore:
     another host's state, or that SQLite cannot read, raises
     :class:`~m2mc.errors.SavedStateError`."""
 
-    def __init__(self, path: str | Path, host: str, *, sync: str = "full") -> None:
+    def __init__(self, path: str | Path, host: str, *, sync: str = "full",
+                 retention_age: float = 0.0, retention_bytes: int = 0,
+                 clock: Callable[[], float] | None = None) -> None:
         if sync not in SYNC_MODES:
             raise ValueError(f"sync must be one of {', '.join(SYNC_MODES)}")
         self.path = Path(path)
         self.host = host
+        self.retention_age = retention_age
+        self.retention_bytes = retention_bytes
+        self._clock = clock
+        self._next_age_check = 0.0
+        self.evicted = 0  # history rows retention dropped
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(str(self.path))
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={sync.upper()}")
             self._db.executescript(_SCHEMA)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(records)")}
+            if "gseq" not in columns:
+                raise sqlite3.DatabaseError("a log of an earlier format (records without "
+                                            "their groups)")
+            self._db.executescript(_INDEXES)
             self._db.commit()
             row = self._db.execute("SELECT value FROM meta WHERE key = ?", (HOST,)).fetchone()
-        except (sqlite3.Error, OSError) as exc:
+            live = self._db.execute("SELECT value FROM meta WHERE key = ?",
+                                    (LIVE_LOW,)).fetchone()
+            self._live_low = int(live[0]) if live is not None else 0
+            self._bytes = int(self._db.execute(
+                "SELECT COALESCE(SUM(size), 0) FROM records").fetchone()[0])
+        except (sqlite3.Error, OSError, ValueError, TypeError) as exc:
             raise SavedStateError(f"cannot open the saved host state {self.path}: {exc}; "
                                   "move the file away to start this host afresh") from None
         if row is None:
@@ -72,7 +118,8 @@ class SqliteHostStore:
     def load(self) -> StoredHost:
         try:
             meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
-            rows = self._db.execute("SELECT lsn, data FROM records ORDER BY lsn").fetchall()
+            rows = self._db.execute("SELECT lsn, data FROM records WHERE lsn >= ? ORDER BY lsn",
+                                    (self._live_low,)).fetchall()
         except sqlite3.Error as exc:
             raise self._fail("read", exc) from None
         try:
@@ -89,34 +136,127 @@ class SqliteHostStore:
         for (lsn, _), r in zip(rows, records, strict=True):
             if lsn != r.lsn:
                 raise self._fail("read", ValueError(f"record {r.lsn} filed under {lsn}"))
-        return StoredHost(promised, log_epoch, applied, checkpoint, records)
+        return StoredHost(promised, log_epoch, applied, checkpoint, records, self)
 
     def commit(self, c: HostCommit) -> None:
         meta: list[tuple[str, object]] = [
             (PROMISED, codec.pack_epoch(c.promised)), (LOG_EPOCH, codec.pack_epoch(c.log_epoch)),
             (APPLIED, c.applied)]
+        now = self._clock() if self._clock is not None else c.now
+        live_low = self._live_low
         try:
             with self._db:
                 db = self._db
                 if c.reset:
                     db.execute("DELETE FROM records")
                     db.execute("DELETE FROM meta WHERE key = ?", (CHECKPOINT,))
+                    self._bytes = 0
+                    live_low = 0
                 if c.checkpoint is not None:
                     meta.append((CHECKPOINT, codec.pack_snapshot(c.checkpoint)))
                 if c.truncate_after is not None:
-                    db.execute("DELETE FROM records WHERE lsn > ?", (c.truncate_after,))
+                    self._delete("lsn > ?", (c.truncate_after,))
                 if c.records:
-                    db.executemany("INSERT OR REPLACE INTO records VALUES (?, ?)",
-                                   [(r.lsn, codec.pack_record(r)) for r in c.records])
+                    rows = [_row(r, now) for r in c.records]
+                    lsns = {r.lsn for r in c.records}
+                    for lsn, size in db.execute(  # rows replaced (a backfill of history)
+                            "SELECT lsn, size FROM records WHERE lsn BETWEEN ? AND ?",
+                            (min(lsns), max(lsns))).fetchall():
+                        if lsn in lsns:
+                            self._bytes -= size
+                    db.executemany("INSERT OR REPLACE INTO records VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                   rows)
+                    self._bytes += sum(row[5] for row in rows)
                 if c.drop_below:
-                    db.execute("DELETE FROM records WHERE lsn < ?", (c.drop_below,))
+                    live_low = max(live_low, c.drop_below)
+                meta.append((LIVE_LOW, live_low))
                 db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", meta)
+                self._retain(live_low, now)
         except sqlite3.Error as exc:
             raise self._fail("write", exc) from None
+        self._live_low = live_low
+
+    def _delete(self, where: str, args: tuple[object, ...]) -> int:
+        """Delete rows (keeping the byte count); how many."""
+        db = self._db
+        gone = db.execute(f"SELECT COUNT(*), COALESCE(SUM(size), 0) FROM records WHERE {where}",
+                          args).fetchone()
+        if gone[0]:
+            db.execute(f"DELETE FROM records WHERE {where}", args)
+            self._bytes -= int(gone[1])
+        return int(gone[0])
+
+    def _retain(self, live_low: int, now: float) -> None:
+        """Drop history rows (never live ones) by age and bytes, the oldest first."""
+        db = self._db
+        if self.retention_age > 0 and now >= self._next_age_check:
+            self._next_age_check = now + AGE_CHECK
+            keep = db.execute("SELECT MIN(lsn) FROM records WHERE lsn >= ? OR t >= ?",
+                              (live_low, now - self.retention_age)).fetchone()[0]
+            cut = live_low if keep is None else min(int(keep), live_low)
+            self.evicted += self._delete("lsn < ?", (cut,))
+        bound = self.retention_bytes
+        if bound > 0 and self._bytes > bound:
+            target = bound - bound // 8
+            while self._bytes > target:
+                rows = db.execute("SELECT lsn, size FROM records WHERE lsn < ? ORDER BY lsn "
+                                  "LIMIT ?", (live_low, EVICT_STEP)).fetchall()
+                if not rows:
+                    break  # only the live log is left
+                cut, freed = rows[-1][0], 0
+                for lsn, size in rows:
+                    freed += size
+                    if self._bytes - freed <= target:
+                        cut = lsn
+                        break
+                self.evicted += self._delete("lsn <= ?", (cut,))
+
+    # ------------------------------------------------------------ HistoryPort
+    def history_floor(self) -> int | None:
+        try:
+            row = self._db.execute("SELECT MIN(gseq) FROM records WHERE gseq > 0").fetchone()
+        except sqlite3.Error as exc:
+            raise self._fail("read", exc) from None
+        return None if row[0] is None else int(row[0])
+
+    def history_read(self, q: Query) -> list[msg.Record]:
+        """One range read per group asked for (and one for the membership records),
+        each in ``gseq`` order on its index, merged: the first ``q.limit``."""
+        order = "DESC" if q.newest else "ASC"
+        reads: list[tuple[str, tuple[object, ...]]] = [
+            ("grp = ? AND gseq BETWEEN ? AND ?", (g, q.lo, q.hi)) for g in sorted(q.groups)]
+        reads.append((f"grp = '' AND gseq BETWEEN ? AND ? AND kind IN "
+                      f"({','.join('?' * len(_MEMBERSHIP))})", (q.lo, q.hi, *_MEMBERSHIP)))
+        runs: list[list[tuple[int, bytes]]] = []
+        try:
+            for where, args in reads:
+                runs.append(self._db.execute(
+                    f"SELECT gseq, data FROM records WHERE {where} ORDER BY gseq {order} "
+                    "LIMIT ?", (*args, q.limit)).fetchall())
+        except sqlite3.Error as exc:
+            raise self._fail("read", exc) from None
+        merged = heapq.merge(*runs, key=lambda row: row[0], reverse=q.newest)
+        out = [codec.unpack_record(data) for _, data in _first(merged, q.limit)]
+        return out[::-1] if q.newest else out
+
+    def history_add(self, records: Iterable[msg.Record], now: float) -> None:
+        return None  # the store wrote them when the log took them
+
+    def history_clear(self) -> None:
+        return None  # the commit that resets the log clears them
 
     def close(self) -> None:
         with contextlib.suppress(sqlite3.Error):
             self._db.close()
+
+
+def _first(rows: Iterable[tuple[int, bytes]], n: int) -> list[tuple[int, bytes]]:
+    out: list[tuple[int, bytes]] = []
+    for row in rows:
+        if len(out) >= n:
+            break
+        out.append(row)
+    return out
 
 
 def _epoch(value: object) -> Epoch:

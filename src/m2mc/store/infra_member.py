@@ -31,7 +31,8 @@ CLEAN_CLOSE = "clean-close"  # "1" once the node closed after its last commit
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
 CREATE TABLE IF NOT EXISTS pending (
-    app_seq INTEGER PRIMARY KEY, nseq INTEGER NOT NULL, body BLOB NOT NULL);
+    app_seq INTEGER PRIMARY KEY, nseq INTEGER NOT NULL, body BLOB NOT NULL,
+    grp TEXT NOT NULL DEFAULT '', kind INTEGER NOT NULL DEFAULT 0);
 """
 
 
@@ -46,6 +47,11 @@ class SqliteMemberStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(pending)")}
+            if "grp" not in columns:  # a file of one group per deployment: its own group
+                self._db.execute("ALTER TABLE pending ADD COLUMN grp TEXT NOT NULL DEFAULT ''")
+                self._db.execute("ALTER TABLE pending ADD COLUMN kind INTEGER NOT NULL "
+                                 "DEFAULT 0")
             self._db.commit()
         except (sqlite3.Error, OSError) as exc:
             raise SavedStateError(f"cannot open the saved member state {self.path}: {exc}; "
@@ -78,7 +84,7 @@ class SqliteMemberStore:
         try:
             meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
             rows = self._db.execute(
-                "SELECT app_seq, nseq, body FROM pending ORDER BY app_seq").fetchall()
+                "SELECT app_seq, nseq, body, grp, kind FROM pending ORDER BY app_seq").fetchall()
         except sqlite3.Error as exc:
             raise self._fail("read", exc) from None
         if APP_SEQ not in meta and MEMBERSHIP not in meta and not rows:
@@ -87,7 +93,7 @@ class SqliteMemberStore:
         membership = meta.get(MEMBERSHIP)
         return StoredMember(pid if isinstance(pid, str) else "", meta.get(APP_SEQ),
                             membership if isinstance(membership, str) else None,
-                            tuple((a, n, b) for a, n, b in rows))
+                            tuple(tuple(row) for row in rows))
 
     def commit(self, c: MemberCommit) -> None:
         meta = [(PID, c.pid), (APP_SEQ, c.app_seq), (MEMBERSHIP, c.membership)]
@@ -101,8 +107,9 @@ class SqliteMemberStore:
                     db.executemany("DELETE FROM pending WHERE app_seq = ?",
                                    [(a,) for a in c.drop])
                 if c.put:
-                    db.executemany("INSERT OR REPLACE INTO pending VALUES (?, ?, ?)",
-                                   [(i.app_seq, i.nseq, i.body) for i in c.put])
+                    db.executemany("INSERT OR REPLACE INTO pending VALUES (?, ?, ?, ?, ?)",
+                                   [(i.app_seq, i.nseq, i.body, i.group, i.kind)
+                                    for i in c.put])
         except sqlite3.Error as exc:
             raise self._fail("write", exc) from None
 

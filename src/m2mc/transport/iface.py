@@ -18,8 +18,9 @@ and sends by the interface's *index* (``struct ip_mreqn``), not by its address, 
 
 Where ``ip_mreqn`` is not available (not Linux) a name stands for the IPv4 address
 the interface has when the channel opens; an interface without one is an error.
-Infrastructure mode always needs the address (its uplink binds on it and beacons
-advertise it): :func:`interface_address`.
+Infrastructure mode needs an address at start (its uplink binds on it and beacons
+advertise it): :func:`interface_address`; it follows a name's address from then on
+(:mod:`m2mc.infra_runtime.uplink`).
 """
 
 from __future__ import annotations
@@ -145,6 +146,11 @@ def interface_address(iface: str) -> str:
                           "infrastructure mode needs its address (connect it, or give "
                           "iface=ADDRESS)")
     return address
+
+
+def ipv4_address(name: str) -> str | None:
+    """The IPv4 address the interface ``name`` has now (its primary one); None if none."""
+    return _address_and_problem(name)[0]
 
 
 def _index_of(name: str) -> int:

@@ -12,8 +12,14 @@ address). If rtnetlink cannot be opened (a restricted container) it looks at
 and :func:`watch_interface` returns None: the group layer then notices a return by
 hearing the others again after a silence.
 
-:class:`LinkState` is the sans-IO part (messages in, "came back" out) and
-:func:`parse_messages` decodes rtnetlink datagrams; both are tested without a kernel.
+An interface watched by name can also be *followed* (infrastructure mode: an uplink
+socket bound on the interface's address, docs/infra.md "Addresses"):
+:class:`AddressState` keeps the interface's IPv4 addresses and says which one to use,
+and the watcher then calls back when that address changes as well.
+
+:class:`LinkState` and :class:`AddressState` are the sans-IO parts (messages in, "came
+back" or "moved" out) and :func:`parse_messages` decodes rtnetlink datagrams; all are
+tested without a kernel.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from m2mc.transport.iface import ipv4_address
 
 log = logging.getLogger("m2mc.transport.linkwatch")
 
@@ -138,6 +146,64 @@ class LinkState:
         return False
 
 
+class AddressState:
+    """The IPv4 address to use on an interface followed by name, and whether the
+    interface is usable (up, running, holding an address).
+
+    :attr:`current` stays what it is while the interface holds it (a second address
+    added beside it changes nothing: a roam that adds the new address before removing
+    the old one moves once, when the old one goes); when it is removed the oldest
+    address left takes its place, and None means none is left. :meth:`feed` returns
+    True when :attr:`current` changed or the interface became usable again after it
+    was not: the moments the owner has something to do (bind again, join again)."""
+
+    def __init__(self, index: int, name: str, current: str | None) -> None:
+        self.index = index
+        self.name = name
+        self.current = current  # the address in use (the owner's socket is bound on it)
+        self.addresses: list[str] = [] if current is None else [current]  # oldest first
+        self.link_up = True  # the owner opened on it, so it was usable at the start
+        self.moves = 0
+
+    @property
+    def usable(self) -> bool:
+        return self.link_up and bool(self.addresses)
+
+    def feed(self, message: LinkMessage) -> bool:
+        before = self.current, self.usable
+        if message.kind == "link" and message.name == self.name and message.index != self.index:
+            self.index = message.index  # the interface was made again: its addresses went
+            self.addresses = []
+        if message.index != self.index:
+            return False
+        if message.kind == "link":
+            self.link_up = bool(message.flags & IFF_UP) and bool(message.flags & IFF_RUNNING)
+        elif message.kind == "dellink":
+            self.link_up = False
+            self.addresses = []
+        elif message.kind == "addr":
+            if message.address not in self.addresses:
+                self.addresses.append(message.address)
+        elif message.address in self.addresses:
+            self.addresses.remove(message.address)
+        return self._settle(before)
+
+    def reset(self, addresses: list[str]) -> bool:
+        """A fresh look at the interface's addresses (a dump, after events were lost or
+        where rtnetlink is missing), in the kernel's order; True as for :meth:`feed`."""
+        before = self.current, self.usable
+        self.addresses = list(dict.fromkeys(addresses))
+        return self._settle(before)
+
+    def _settle(self, before: tuple[str | None, bool]) -> bool:
+        if self.current not in self.addresses:
+            self.current = self.addresses[0] if self.addresses else None
+        moved = self.current != before[0]
+        if moved:
+            self.moves += 1
+        return moved or (self.usable and not before[1])
+
+
 def find_interface(iface: str) -> tuple[int, str, str | None] | None:
     """(index, name, address or None) of the interface a channel names by IPv4 address
     or by name; None if it cannot be told (not Linux, no such address or interface)."""
@@ -161,10 +227,25 @@ def find_interface(iface: str) -> tuple[int, str, str | None] | None:
 
 def _address_dump() -> list[tuple[int, str]]:
     """(interface index, IPv4 address) of every address on this host (rtnetlink dump)."""
+    return _try_address_dump() or []
+
+
+def addresses_of(index: int, name: str) -> list[str]:
+    """The IPv4 addresses interface ``index`` holds, in the kernel's order (primary
+    first); where rtnetlink cannot be opened, the one address the system gives."""
+    dump = _try_address_dump()
+    if dump is not None:
+        return [address for found, address in dump if found == index]
+    address = ipv4_address(name)
+    return [] if address is None else [address]
+
+
+def _try_address_dump() -> list[tuple[int, str]] | None:
+    """As :func:`_address_dump`; None where rtnetlink cannot be opened."""
     try:
         sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_ROUTE)
     except (OSError, AttributeError):
-        return []
+        return None
     out: list[tuple[int, str]] = []
     with sock:
         sock.settimeout(2.0)
@@ -195,9 +276,10 @@ def _done(data: bytes) -> bool:
 
 
 class LinkWatcher:
-    """Calls ``on_up`` from the event loop each time the interface is usable again."""
+    """Calls ``on_up`` from the event loop each time the interface is usable again (and,
+    following an :class:`AddressState`, each time the address to use changed)."""
 
-    def __init__(self, state: LinkState, on_up: Callable[[], None]) -> None:
+    def __init__(self, state: LinkState | AddressState, on_up: Callable[[], None]) -> None:
         self.state = state
         self.on_up = on_up
         self._sock: socket.socket | None = None
@@ -268,20 +350,38 @@ class LinkWatcher:
             flags |= IFF_RUNNING
         else:
             flags &= ~IFF_RUNNING
-        if state.feed(LinkMessage("link", state.index, flags, state.name)):
+        changed = state.feed(LinkMessage("link", state.index, flags, state.name))
+        if isinstance(state, AddressState):  # what was missed of its addresses, too
+            changed = state.reset(addresses_of(state.index, state.name)) or changed
+        if changed:
             self._call()
 
 
-def watch_interface(iface: str, on_up: Callable[[], None],
-                    loop: asyncio.AbstractEventLoop) -> LinkWatcher | None:
+def watch_interface(iface: str, on_up: Callable[[], None], loop: asyncio.AbstractEventLoop,
+                    *, follow: str | None = None) -> LinkWatcher | None:
     """Start watching the interface ``iface`` (an IPv4 address or a name); None where
-    that cannot be done (not Linux, the interface not found)."""
+    that cannot be done (not Linux, the interface not found).
+
+    ``follow``: the address the owner uses on an interface ``iface`` names by name. Its
+    addresses are followed too (:class:`AddressState`, as :attr:`LinkWatcher.state`):
+    ``on_up`` is also called when the address to use changed, which ``state.current``
+    then says (None: the interface has none left). An interface named by its address
+    has nothing to follow and is only watched."""
     found = find_interface(iface)
     if found is None:
         return None
     index, name, address = found
-    watcher = LinkWatcher(LinkState(index, name, address), on_up)
+    if follow is None or address is not None:
+        watcher = LinkWatcher(LinkState(index, name, address), on_up)
+        watcher.start(loop)
+        return watcher
+    state = AddressState(index, name, follow)
+    watcher = LinkWatcher(state, on_up)
     watcher.start(loop)
+    # Listening first, then the dump: a change between the two is in the dump or in
+    # the messages that follow it (adding or removing an address twice is harmless).
+    if state.reset(addresses_of(index, name)):
+        loop.call_soon(watcher._call)
     return watcher
 
 

@@ -143,18 +143,20 @@ local GROUP_INFO = "gid:str desc:str order:str members:members / keyed:bool name
 
 -- Infrastructure-mode messages (m2mc.infra.codec._SCHEMAS): class name, link, fields.
 local INFRA_TAGS = {
-    [1]  = { "Beacon",         "downlink", "host:str high:int uplink:str master:str directory:cells" },
+    [1]  = { "Beacon",         "downlink", "host:str high:int uplink:str master:str directory:cells sequence:int" },
     [2]  = { "Normals",        "downlink", "host:str records:records" },
     [3]  = { "Transfer",       "downlink", "host:str dest:mid records:records" },
     [4]  = { "Ack",            "downlink", "host:str node:str rseq:int" },
     [5]  = { "Move",           "downlink", "host:str node:str target:cell" },
     [6]  = { "NotMember",      "downlink", "host:str mid:mid" },
+    [7]  = { "HistoryReply",   "downlink", "host:str dest:mid req:int lo:int hi:int floor:int records:records members:strs" },
     [10] = { "Hello",          "uplink",   "node:str host:str mid:opt_mid mystable:int member:bool" },
-    [11] = { "JoinReq",        "uplink",   "node:str host:str rseq:int mid:mid" },
+    [11] = { "JoinReq",        "uplink",   "node:str host:str rseq:int mid:mid groups:strs" },
     [12] = { "NewReq",         "uplink",   "node:str host:str rseq:int mid:mid items:items" },
     [13] = { "LeaveReq",       "uplink",   "node:str host:str rseq:int mid:mid" },
     [14] = { "LeaveOkReq",     "uplink",   "node:str host:str rseq:int mid:mid" },
     [15] = { "NackReq",        "uplink",   "node:str host:str rseq:int mid:mid s1:int s2:int" },
+    [16] = { "HistoryReq",     "uplink",   "node:str host:str mid:mid req:int groups:strs lo:int hi:int newest:bool" },
     [20] = { "Status",         "backbone", "host:str incarnation:int address:str port:int cell:str uplink:str load:int local_m:mids master:str epoch:epoch log_epoch:epoch commit:int high:int eid:opt_epoch" },
     [21] = { "ElectStart",     "backbone", "eid:epoch" },
     [22] = { "Vote",           "backbone", "eid:epoch voter:str candidate:str" },
@@ -177,6 +179,10 @@ local INFRA_TAGS = {
     [39] = { "Reconfig",       "backbone", "host:str client:str request:int op:int target:str" },
     [40] = { "AdminResult",    "backbone", "host:str client:str request:int code:str text:str lsn:int" },
     [41] = { "RetiredNotice",  "backbone", "host:str target:str lsn:int" },
+    [42] = { "Recover",        "backbone", "host:str nonce:int" },
+    [43] = { "RecoverReply",   "backbone", "host:str nonce:int epoch:epoch pristine:bool retired:strs config_lsn:int" },
+    [44] = { "HistoryAsk",     "backbone", "host:str node:str mid:mid req:int groups:strs lo:int hi:int newest:bool" },
+    [45] = { "HistoryAnswer",  "backbone", "host:str node:str dest:mid req:int lo:int hi:int floor:int records:records members:strs" },
 }
 
 -- Kinds of the coordinator's log records (m2mc.infra.messages).
@@ -188,12 +194,17 @@ local INFRA_RECORD_KINDS = {
     [4] = "CLEANUP",
     [5] = "RETIRED",
     [6] = "ADMITTED",
+    [7] = "GENESIS",
+    [8] = "GJOINED",
+    [9] = "GLEFT",
+    [10] = "NOOP",
 }
 
 -- Record kinds whose member id names a host (its node), not a member.
 local INFRA_HOST_RECORDS = {
     [5] = "RETIRED",
     [6] = "ADMITTED",
+    [7] = "GENESIS",
 }
 
 -- An operator's request (AdminRequest.op, Reconfig.op; m2mc.infra.messages.OP_*).
@@ -413,12 +424,16 @@ F.i_rec_host = ProtoField.string("m2mc_infra.record.host", "Host")
 F.i_rec_prememb = ProtoField.uint64("m2mc_infra.record.prememb", "Membership changes before")
 F.i_rec_body = ProtoField.bytes("m2mc_infra.record.body", "Body")
 F.i_rec_body_len = ProtoField.uint32("m2mc_infra.record.body_len", "Body length")
+F.i_rec_group = ProtoField.string("m2mc_infra.record.group", "Group")
+F.i_rec_gpos = ProtoField.uint64("m2mc_infra.record.gpos", "Messages of its group up to it")
 F.i_item = ProtoField.none("m2mc_infra.item", "NEW item")
 F.i_item_nseq = ProtoField.uint64("m2mc_infra.item.nseq", "NEW number")
 F.i_item_app_seq = ProtoField.uint64("m2mc_infra.item.app_seq", "Application seqno")
 F.i_item_app_mid = ProtoField.string("m2mc_infra.item.app_mid", "Message")
 F.i_item_body = ProtoField.bytes("m2mc_infra.item.body", "Body")
 F.i_item_body_len = ProtoField.uint32("m2mc_infra.item.body_len", "Body length")
+F.i_item_group = ProtoField.string("m2mc_infra.item.group", "Group")
+F.i_item_kind = ProtoField.uint8("m2mc_infra.item.kind", "Kind", base.DEC, INFRA_RECORD_KINDS)
 F.i_cellinfo = ProtoField.none("m2mc_infra.cellinfo", "Cell")
 F.i_cell_host = ProtoField.string("m2mc_infra.cellinfo.host", "Host")
 F.i_cell_cell = ProtoField.string("m2mc_infra.cellinfo.cell", "Cell channel")
@@ -430,11 +445,17 @@ F.i_snap_gseq = ProtoField.uint64("m2mc_infra.snapshot.gseq", "Global seqno")
 F.i_snap_last_app = ProtoField.uint64("m2mc_infra.snapshot.last_app_gseq", "Last application gseq")
 F.i_snap_retired = ProtoField.string("m2mc_infra.snapshot.retired", "Retired host")
 F.i_snap_config_lsn = ProtoField.uint64("m2mc_infra.snapshot.config_lsn", "Configuration log position")
+F.i_snap_sequence = ProtoField.uint64("m2mc_infra.snapshot.sequence", "Sequence id", base.HEX)
 F.i_row = ProtoField.none("m2mc_infra.row", "Row")
 F.i_row_first = ProtoField.uint64("m2mc_infra.row.first", "First")
 F.i_row_last = ProtoField.uint64("m2mc_infra.row.last", "Last")
 F.i_row_recv = ProtoField.uint64("m2mc_infra.row.recv", "Received")
 F.i_row_member = ProtoField.bool("m2mc_infra.row.member", "Member")
+F.i_row_app_seq = ProtoField.uint64("m2mc_infra.row.app_seq", "Application seqno of NEW recv")
+F.i_grow = ProtoField.none("m2mc_infra.group_row", "Group")
+F.i_grow_name = ProtoField.string("m2mc_infra.group_row.name", "Name")
+F.i_grow_count = ProtoField.uint64("m2mc_infra.group_row.count", "Messages")
+F.i_grow_member = ProtoField.string("m2mc_infra.group_row.member", "Member")
 F.i_request_tag = ProtoField.uint8("m2mc_infra.request.tag", "Request", base.DEC, INFRA_NAMES)
 F.i_peer = ProtoField.string("m2mc_backbone.peer", "Peer host")
 F.i_length = ProtoField.uint32("m2mc_backbone.length", "Frame length")
@@ -446,8 +467,11 @@ local infra_fields = {
     F.i_rec_body, F.i_rec_body_len, F.i_item, F.i_item_nseq, F.i_item_app_seq,
     F.i_item_app_mid, F.i_item_body, F.i_item_body_len, F.i_cellinfo, F.i_cell_host,
     F.i_cell_cell, F.i_cell_uplink, F.i_cell_load, F.i_pair_stable, F.i_snap_lsn,
-    F.i_snap_gseq, F.i_snap_last_app, F.i_snap_retired, F.i_snap_config_lsn, F.i_row,
+    F.i_snap_gseq, F.i_snap_last_app, F.i_snap_retired, F.i_snap_config_lsn,
+    F.i_snap_sequence, F.i_row,
     F.i_row_first, F.i_row_last, F.i_row_recv, F.i_row_member, F.i_request_tag,
+    F.i_rec_group, F.i_rec_gpos, F.i_item_group, F.i_item_kind, F.i_row_app_seq, F.i_grow,
+    F.i_grow_name, F.i_grow_count, F.i_grow_member,
 }
 local IF = body_fields("m2mc_infra", INFRA_TAGS, 3, INFRA_FT, infra_fields)
 p_infra.fields = infra_fields
@@ -1340,12 +1364,12 @@ local function infra_record(ctx, tree, r)
     if not expect(ctx, tree, r, "arr", "a record") then return end
     local it = r.items
     local t = tree:add(F.i_record, range_of(ctx, r))
-    if #it ~= 9 then
-        bad(ctx, t, "a record has 9 fields")
+    if #it ~= 11 then
+        bad(ctx, t, "a record has 11 fields")
         return
     end
-    local types = { "int", "int", "int", "str", "int", "int", "int", "int", "bin" }
-    for i = 1, 9 do
+    local types = { "int", "int", "int", "str", "int", "int", "int", "int", "bin", "str", "int" }
+    for i = 1, 11 do
         if not expect(ctx, t, it[i], types[i], types[i]) then return end
     end
     local node_, join = it[4].v, it[5].v
@@ -1368,8 +1392,13 @@ local function infra_record(ctx, tree, r)
     add_uint(t, F.i_rec_prememb, ctx, it[8])
     t:add(F.i_rec_body_len, range_of(ctx, it[9]), it[9].blen)
     if it[9].blen > 0 then t:add(F.i_rec_body, ctx.tvb(it[9].boff, it[9].blen)) end
+    local group = it[10].v
+    t:add(F.i_rec_group, range_of(ctx, it[10]), group)
+    add_uint(t, F.i_rec_gpos, ctx, it[11])
     local text = "lsn " .. dec(it[1].v) .. " gseq " .. dec(it[2].v) .. " " .. kind .. " "
         .. (it[3].v == 0 and app_mid or host_record and ("host " .. node_) or mid)
+        .. (group ~= "" and (" group " .. group .. (it[3].v == 0 and (" #" .. dec(it[11].v)) or ""))
+            or "")
     t:set_text("Record " .. text)
     ctx.mids[#ctx.mids + 1] = it[3].v == 0 and ("gseq " .. dec(it[2].v) .. "=" .. app_mid)
         or host_record and (kind .. " " .. node_) or kind
@@ -1473,18 +1502,24 @@ function IR.items(ctx, tree, node, field, name)
         if expect(ctx, t, item, "arr", "a NEW item") then
             local it = item.items
             local nt = t:add(F.i_item, range_of(ctx, item))
-            if #it == 3 and expect(ctx, nt, it[1], "int", "a NEW number")
-                    and expect(ctx, nt, it[2], "int", "a seqno") and expect(ctx, nt, it[3], "bin", "a body") then
+            if #it == 5 and expect(ctx, nt, it[1], "int", "a NEW number")
+                    and expect(ctx, nt, it[2], "int", "a seqno") and expect(ctx, nt, it[3], "bin", "a body")
+                    and expect(ctx, nt, it[4], "str", "a group") and expect(ctx, nt, it[5], "int", "a kind") then
                 add_uint(nt, F.i_item_nseq, ctx, it[1])
                 add_uint(nt, F.i_item_app_seq, ctx, it[2])
                 local app_mid = (ctx.node or "?") .. ":" .. dec(it[2].v)
                 nt:add(F.i_item_app_mid, range_of(ctx, it[2]), app_mid):set_generated()
                 nt:add(F.i_item_body_len, range_of(ctx, it[3]), it[3].blen)
                 if it[3].blen > 0 then nt:add(F.i_item_body, ctx.tvb(it[3].boff, it[3].blen)) end
-                nt:set_text("NEW " .. dec(it[1].v) .. ": " .. app_mid .. ", " .. it[3].blen .. " bytes")
-                parts[#parts + 1] = app_mid
+                nt:add(F.i_item_group, range_of(ctx, it[4]), it[4].v)
+                nt:add(F.i_item_kind, range_of(ctx, it[5]), it[5].v)
+                local what = it[5].v == 8 and ("join " .. it[4].v) or it[5].v == 9
+                    and ("leave " .. it[4].v) or (app_mid .. " to " .. it[4].v .. ", "
+                                                  .. it[3].blen .. " bytes")
+                nt:set_text("NEW " .. dec(it[1].v) .. ": " .. what)
+                parts[#parts + 1] = it[5].v == 0 and app_mid or what
             else
-                bad(ctx, nt, "a NEW item is [nseq, app_seq, body]")
+                bad(ctx, nt, "a NEW item is [nseq, app_seq, body, group, kind]")
             end
         end
     end
@@ -1526,12 +1561,14 @@ function IR.opt_snapshot(ctx, tree, node, field, name)
     end
     if not expect(ctx, t, node, "arr", "a snapshot") then return end
     local it = node.items
-    if #it ~= 7 or not expect(ctx, t, it[1], "int", "a position") or not expect(ctx, t, it[2], "int", "a gseq")
+    if #it ~= 9 or not expect(ctx, t, it[1], "int", "a position") or not expect(ctx, t, it[2], "int", "a gseq")
             or not expect(ctx, t, it[3], "int", "a gseq") or not expect(ctx, t, it[4], "arr", "rows")
             or not expect(ctx, t, it[5], "arr", "a member cache")
             or not expect(ctx, t, it[6], "arr", "a list of retired hosts")
-            or not expect(ctx, t, it[7], "int", "a position") then
-        bad(ctx, t, "a snapshot is [lsn, gseq, last_app_gseq, rows, mcache, retired, config_lsn]")
+            or not expect(ctx, t, it[7], "int", "a position")
+            or not expect(ctx, t, it[8], "int", "a sequence id")
+            or not expect(ctx, t, it[9], "arr", "a list of groups") then
+        bad(ctx, t, "a snapshot is [lsn, gseq, last_app_gseq, rows, mcache, retired, config_lsn, sequence, groups]")
         return
     end
     add_uint(t, F.i_snap_lsn, ctx, it[1])
@@ -1539,22 +1576,24 @@ function IR.opt_snapshot(ctx, tree, node, field, name)
     add_uint(t, F.i_snap_last_app, ctx, it[3])
     local rt = t:add(range_of(ctx, it[4]), "Rows (" .. #it[4].items .. ")")
     for _, row in ipairs(it[4].items) do
-        if expect(ctx, rt, row, "arr", "a row") and #row.items == 5 then
+        if expect(ctx, rt, row, "arr", "a row") and #row.items == 6 then
             local r = row.items
             local rowt = rt:add(F.i_row, range_of(ctx, row))
             local text = member_id(ctx, rowt, r[1], F.i_member_id, "Member")
             local ok = expect(ctx, rowt, r[2], "int", "first") and expect(ctx, rowt, r[3], "int", "last")
                 and expect(ctx, rowt, r[4], "int", "recv") and expect(ctx, rowt, r[5], "bool", "member")
+                and expect(ctx, rowt, r[6], "int", "an application seqno")
             if ok then
                 add_uint(rowt, F.i_row_first, ctx, r[2])
                 add_uint(rowt, F.i_row_last, ctx, r[3])
                 add_uint(rowt, F.i_row_recv, ctx, r[4])
                 rowt:add(F.i_row_member, range_of(ctx, r[5]), r[5].v)
+                add_uint(rowt, F.i_row_app_seq, ctx, r[6])
                 rowt:set_text("Row " .. (text or "?") .. " first " .. dec(r[2].v) .. " last "
                               .. dec(r[3].v) .. " recv " .. dec(r[4].v))
             end
         else
-            bad(ctx, rt, "a row is [mid, first, last, recv, member]")
+            bad(ctx, rt, "a row is [mid, first, last, recv, member, app_seq]")
         end
     end
     local mt = t:add(range_of(ctx, it[5]), "Member cache (" .. #it[5].items .. ")")
@@ -1562,6 +1601,23 @@ function IR.opt_snapshot(ctx, tree, node, field, name)
     local retired = IR.strs(ctx, t, it[6], F.i_snap_retired, "retired hosts")
     local ct = add_uint(t, F.i_snap_config_lsn, ctx, it[7])
     ct:append_text(" (the record that last changed the retired hosts)")
+    add_uint(t, F.i_snap_sequence, ctx, it[8])
+    local gt = t:add(range_of(ctx, it[9]), "Groups (" .. #it[9].items .. ")")
+    for _, g in ipairs(it[9].items) do
+        if expect(ctx, gt, g, "arr", "a group") and #g.items == 3
+                and expect(ctx, gt, g.items[1], "str", "a name") and expect(ctx, gt, g.items[2], "int", "a count")
+                and expect(ctx, gt, g.items[3], "arr", "members") then
+            local gi = g.items
+            local grt = gt:add(F.i_grow, range_of(ctx, g))
+            grt:add(F.i_grow_name, range_of(ctx, gi[1]), gi[1].v)
+            add_uint(grt, F.i_grow_count, ctx, gi[2])
+            for _, m in ipairs(gi[3].items) do member_id(ctx, grt, m, F.i_grow_member, "Member") end
+            grt:set_text("Group " .. gi[1].v .. ": " .. dec(gi[2].v) .. " messages, "
+                         .. #gi[3].items .. " members")
+        else
+            bad(ctx, gt, "a group is [name, count, [mid, ...]]")
+        end
+    end
     t:set_text(label_of(name) .. ": lsn " .. dec(it[1].v) .. ", gseq " .. dec(it[2].v) .. ", "
                .. #it[4].items .. " rows, retired " .. (retired or "?"))
     return "lsn " .. dec(it[1].v)

@@ -27,8 +27,8 @@ __all__ = ["GroupBrowser"]
 MAX_DESC = 80
 HINT = ("Groups on this network: j join (a 🔒 group asks its passphrase) · n new · "
         "k new keyed · l leave · esc back")
-ONE_GROUP_HINT = ("The hosts serve one group (infrastructure mode): j or n joins it · "
-                  "l leave · esc back")
+NO_KEYS_HINT = ("The hosts' groups (infrastructure mode): j join · n new · l leave · "
+                "esc back")
 
 
 def _check_passphrase(passphrase: str) -> None:
@@ -63,7 +63,7 @@ class GroupBrowser(Screen[str | None]):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Label(ONE_GROUP_HINT if self.session.limits.one_group else HINT,
+        yield Label(HINT if self.session.limits.group_keys else NO_KEYS_HINT,
                     id="browser-hint")
         table: DataTable[Text] = DataTable(id="groups-table", cursor_type="row", zebra_stripes=True)
         yield table
@@ -176,8 +176,9 @@ class GroupBrowser(Screen[str | None]):
                              created)
 
     def action_create_keyed(self) -> None:
-        if self.session.limits.one_group:
-            self.notify("The hosts' group has no group key.", severity="warning")
+        if not self.session.limits.group_keys:
+            self.notify("The hosts' groups have no keys of their own: the deployment key "
+                        "covers them all.", severity="warning")
             return
 
         def created(desc: str | None) -> None:

@@ -49,7 +49,11 @@ class Election(Replication):
     # ================================================================ sequencer
     def found(self, now: float, me: MemberEntry) -> None:
         """Start the group's log: the founder leads the first ballot alone, and its
-        first record makes it the configuration."""
+        first record makes it the configuration; the records of the other members
+        heard lately follow at once, before any message is stamped. (Stamped in a
+        configuration of one, a backlog was committed by the founder alone: held by
+        no one else, and the others could never elect a successor without it, so
+        when the founder closed they stalled for good.)"""
         epoch = self.max_epoch + 1
         self.cand_epoch = epoch
         self.max_epoch = epoch
@@ -57,6 +61,7 @@ class Election(Replication):
         self._promise(ballot)
         self._lead(ballot, 0, [], now)
         self.propose(me)
+        self._reconfigure(now)
 
     def _lead(self, ballot: Ballot, base: int, entries: Entries, now: float) -> None:
         self._candidacy = None

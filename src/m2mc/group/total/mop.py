@@ -91,15 +91,16 @@ class TotalMop(Mop):
             self.unstamped[mid] = message
             if persist:
                 self.store.put(self.gid, message, False)
-        if gseq is not None:
-            self.log.learn(gseq, mid)  # a record repaired with its committed position
+        # A record repaired with its committed position: the pump below puts it there
+        # (stamping it too would give it a second position).
+        learnt = gseq is not None and self.log.learn(gseq, mid)
         out: list[Message] = []
         if status == NEW:
             positions = self.stamps.pop(mid, None)
             if positions is not None:
                 for pos in positions:
                     self._place(pos, mid, out)
-            elif self.log.is_leader:
+            elif not learnt and self.log.is_leader:
                 self._stamp(message)
         out.extend(self.pump())
         return status, out
@@ -199,7 +200,12 @@ class TotalMop(Mop):
 
     def _stamp(self, message: Message) -> None:
         """Sequencer: propose ``message`` once its parent has a position, then its
-        waiting children."""
+        waiting children. Never a message our log holds already: a take-over adopts
+        entries whose data may come only later, and a second position for it would
+        be filled with nothing (delivered at the first) and unknown to any store, so
+        a member that missed its entry could never get past it (NACKed in vain)."""
+        if self.log.position_of(message.mid) is not None:
+            return
         parent = message.parent
         if not parent.is_root and not self._placed(parent):
             waiting = self._waiting_parent.setdefault(parent, [])

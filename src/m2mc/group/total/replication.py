@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from m2mc.group.messages import Ack, Body, Entries, LogEntry, MemberEntry, Order
-from m2mc.group.seqsets import subtract
+from m2mc.group.seqsets import contains, subtract
 from m2mc.group.total.configuration import Configuration, apply_record, majority
 from m2mc.group.total.core import COMMIT_DELAY, NO_BALLOT, ORDER_CHUNK, RESEND_LIMIT, Ballot
 from m2mc.ordering import ROOT, MessageId
@@ -308,10 +308,17 @@ class Replication(Configuration):
                     self._decide(pos, ROOT)
         return jumped
 
-    def learn(self, pos: int, mid: MessageId) -> None:
-        """A record that came with its committed position (repair, catch-up)."""
-        if self._plausible_pos(pos):
-            self._decide(pos, mid)
+    def learn(self, pos: int, mid: MessageId) -> bool:
+        """A record that came with its committed position (repair, catch-up). True if
+        the position is taken as ``mid``'s (handed out now or later); False if the
+        claim is dropped: absurd, or for a position handed out already (as another
+        entry: a record that was placed there is a duplicate, never learnt again)."""
+        if not self._plausible_pos(pos):
+            return False
+        if pos <= self.emitted and not (self._lost and contains(self._lost, pos)):
+            return False
+        self._decide(pos, mid)
+        return True
 
     # ================================================================ output
     def flush(self, now: float) -> list[Body]:
