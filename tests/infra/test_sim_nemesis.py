@@ -44,7 +44,8 @@ def test_a_sample_of_seeds_is_clean(name: str, tmp_path: Path) -> None:
     for seed in SEEDS:
         kinds += check_run(name, seed, tmp_path / f"s{seed}")
     assert kinds["all"] + kinds["some"] > 0  # several hosts or members down at once
-    if name in ("infra-nemesis-members", "infra-nemesis-extensions", "infra-nemesis-storm"):
+    if name in ("infra-nemesis-members", "infra-nemesis-extensions", "infra-nemesis-storm",
+                "infra-nemesis-sleepers"):
         assert kinds["sleep"] > 0
 
 
@@ -71,3 +72,18 @@ def test_m2mc_analyze_finds_the_sample_valid(tmp_path: Path) -> None:
     assert verdict["valid"] is True, verdict
     assert verdict["counts"]["runs"] == len(NAMES)
     assert all(c["violations"] == 0 for c in verdict["checks"].values()), verdict
+
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [8, 11, 82])
+def test_infra_nemesis_sleepers_history_kept_whole(seed: int, tmp_path: Path) -> None:
+    """A host synced by a snapshot dropped its history; as the master it answered a
+    returning member's catch-up with a floor above records the other hosts still kept
+    (docs/decisions.md, "A restarted host takes the records it lacks from the master's
+    history"). Seed 8: h2 restarts at 19.9 s (floor gseq 163, h1's and h3's 1); master
+    from 36 s, it told m04 (asleep 10.2-40.6 s, expelled) that 107-162 were dropped:
+    49 messages never delivered. Seed 11: h3 restarts at 17.8 s (floor 157), master from
+    20.4 s; m05, off 8.0-22.9 s and expelled, was told 90-156 were dropped, and since its
+    own m05:10 (gseq 90) was among them it sent it again: delivered twice everywhere."""
+    check_run("infra-nemesis-sleepers", seed, tmp_path)

@@ -131,3 +131,56 @@ def test_infra_nemesis_extensions_seed_5(tmp_path: Path) -> None:
     v = verify(tmp_path / "trace")
     assert v.ok, v.problems[:10]
     assert v.deliveries == v.members * v.sent
+
+
+def synced_from(c: Coordinator, applied: int) -> m.Sync:
+    c.handle_subscribe("H2", applied, 0.0)  # (a host whose status said ``applied``)
+    c.flush(["H1", "H2"], 2, 1.0)
+    syncs = [x for dest, x in c.drain() if dest == "H2" and isinstance(x, m.Sync)]
+    assert len(syncs) == 1
+    return syncs[0]
+
+
+def test_a_restarted_host_gets_the_freed_records_from_the_history_not_a_snapshot() -> None:
+    """infra-nemesis-sleepers seeds 8 and 11: a snapshot cut the restarted host's history
+    short, and as the master it then told returning members that records the others
+    kept were dropped. A durable master's store keeps every record by position: the
+    host gets the ones it lacks from there, in an ordinary Sync, and its history stays
+    whole."""
+    c = master()
+    store = MemoryHostStore()
+    store.records = {r.lsn: r for r in c.log.range(1, 10)}  # what the master's store wrote
+    c.log.history = store
+    c.handle_stabinfo(((A, 10), (B, 10)))
+    c.log.gc(c.stable_watermark())  # 1..10 stable and freed from the live log
+    assert (c.log.low, c.log.high) == (11, 10)
+    sync = synced_from(c, 4)  # a host that went down at 4
+    assert sync.snapshot is None and sync.base == 4
+    assert [r.lsn for r in sync.records] == [5, 6, 7, 8, 9, 10]
+    host = ReplicaLog()
+    assert host.append(c.log.range_with_history(1, 4) or ())
+    host.commit_to(4, 0.0)
+    assert host.replace_after(sync.base, sync.snapshot, sync.records, 1.0)
+    assert [r.lsn for r in host.commit_to(c.log.applied, 1.0)] == [5, 6, 7, 8, 9, 10]
+    assert host.state.rows[A].recv == 8
+
+
+def test_a_snapshot_still_when_the_history_does_not_hold_them() -> None:
+    c = master()
+    store = MemoryHostStore()
+    store.records = {r.lsn: r for r in c.log.range(1, 10) if r.lsn != 6}  # 6 dropped
+    c.log.history = store
+    c.handle_stabinfo(((A, 10), (B, 10)))
+    c.log.gc(c.stable_watermark())
+    assert synced_from(c, 4).snapshot is not None
+    c.log.history = store = MemoryHostStore()
+    store.records = {r.lsn: r for r in c.log.range_with_history(1, 5) or ()}
+    assert synced_from(c, 0).snapshot is not None  # an empty host: the tables, as before
+
+
+def test_a_host_without_a_store_still_gets_a_snapshot() -> None:
+    c = master()  # its history is in memory (multicasts by gseq only, no positions)
+    c.handle_stabinfo(((A, 10), (B, 10)))
+    c.log.gc(c.stable_watermark())
+    assert c.log.range_with_history(5, 10) is None
+    assert synced_from(c, 4).snapshot is not None

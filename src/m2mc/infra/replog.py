@@ -73,6 +73,20 @@ class ReplicaLog:
         recs = self._records
         return tuple(recs[i] for i in range(first, last + 1))
 
+    def range_with_history(self, first: int, last: int) -> tuple[msg.Record, ...] | None:
+        """Records ``first..last``, those below ``low`` from the history port (a durable
+        host's store keeps every record it freed, by position, for its retention);
+        None unless every one is held (some dropped, or a port without positions)."""
+        if first >= self.low:
+            return self.range(first, last) if last <= self.high else None
+        if self.history_gap:
+            return None
+        below = min(last, self.low - 1)
+        old = self.history.history_records(first, below)
+        if len(old) != below - first + 1 or any(r.lsn != first + i for i, r in enumerate(old)):
+            return None
+        return (*old, *self.range(self.low, last)) if last >= self.low else tuple(old)
+
     # ------------------------------------------------------------- writing
     def append(self, records: tuple[msg.Record, ...] | list[msg.Record]) -> bool:
         """Add records that follow on; skip ones already held. False on a gap."""
