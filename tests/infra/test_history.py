@@ -127,6 +127,9 @@ def test_the_sqlite_store_reads_history_as_the_memory_store_does(
     q = history.Query(lo, lo + span, frozenset(groups), newest, limit)
     assert disk.history_read(q) == mem.history_read(q)
     assert disk.history_floor() == mem.history_floor() == 1
+    first, last = lo + 1, lo + 1 + span  # by position too (a Sync from the history)
+    assert disk.history_records(first, last) == mem.history_records(first, last) == [
+        r for r in recs if first <= r.lsn <= last]
     back = disk.load()  # only the live part comes back at a restart
     assert [r.lsn for r in back.records] == list(range(len(recs) // 2, len(recs) + 1))
     disk.close()

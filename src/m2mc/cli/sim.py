@@ -68,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"swarm {path} = {value!r}", file=sys.stderr)
     print(json.dumps({"run": result.run_id, "scenario": result.scenario, "seed": result.seed,
                       "out": str(result.out), "drawn": result.drawn,
+                      "chaos": len(result.chaos),
                       "counters": dict(result.counters), "sent": dict(result.sent),
                       "wall_seconds": round(result.wall_seconds, 3)}, sort_keys=True))
     return 0

@@ -33,6 +33,8 @@ from m2mc.infra.replog import ReplicaLog
 from m2mc.infra.state import CoordState, pack_groups
 
 Out = tuple[str, msg.BackboneMessage]  # (destination host, message)
+HISTORY_SYNC_SYNCS = 16  # a host that lacks more freed records than 16 Syncs carry
+# gets the committed tables instead (a snapshot), and its history starts over
 
 
 def _good_name(name: str) -> bool:
@@ -382,13 +384,13 @@ class Coordinator:
                 p.sent = p.acked  # nothing heard for a while: resend what is unaccepted
                 p.last_progress = now
             while p.sent < log.high:
-                if not log.has_from(p.sent + 1):
+                last = min(log.high, p.sent + self.cfg.batch_records)
+                records = log.range_with_history(p.sent + 1, last)
+                if records is None:  # freed and no longer kept: the tables instead
                     p.synced = False
                     self._sync(h, p, now)
                     break
-                last = min(log.high, p.sent + self.cfg.batch_records)
-                self.out.append((h, msg.Replicate(self.epoch, self.commit,
-                                                  log.range(p.sent + 1, last))))
+                self.out.append((h, msg.Replicate(self.epoch, self.commit, records)))
                 p.sent = last
         if self._commit_dirty:
             self._commit_dirty = False
@@ -405,11 +407,28 @@ class Coordinator:
         p.last_progress = now
         base = p.applied
         snapshot = None
-        if not log.has_from(base + 1) or base > log.high:
-            base = log.applied
+        limit = self.cfg.batch_records * 4
+        last = min(log.high, base + limit)
+        # A host that holds a log (a restart, not an empty host) and lacks records our
+        # log freed gets them from this host's history (a durable host's store keeps
+        # every record, by position) when there are not too many: it then keeps its
+        # own history whole, which a snapshot cuts short (docs/infra.md, "Failover").
+        records: tuple[msg.Record, ...] | None = None
+        if base >= log.high:
+            records = () if base == log.high else None
+        elif log.has_from(base + 1):
+            records = log.range(base + 1, last)
+        elif base > 0 and log.low - 1 - base <= limit * HISTORY_SYNC_SYNCS:
+            records = log.range_with_history(base + 1, last)
+        if records is None:
+            # Our committed tables, and the committed records we still hold below them:
+            # they are not stable (members may still NACK them), so the host must keep
+            # them too (or a later takeover by it frees them for good). At most
+            # ``limit`` records in all, the newest below the snapshot first.
             snapshot = log.state.snapshot()
-        last = min(log.high, base + self.cfg.batch_records * 4)
-        records = log.range(base + 1, last) if last > base else ()
+            base = max(log.low - 1, log.applied - limit)
+            last = min(log.high, base + limit)
+            records = log.range(base + 1, last) if last > base else ()
         self.out.append((h, msg.Sync(self.epoch, self.commit, base, snapshot, records)))
         p.sent = last
         p.acked = min(p.acked, base)

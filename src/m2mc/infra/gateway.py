@@ -106,6 +106,7 @@ class Gateway:
         self.outbox = Outbox(cfg.max_forward_queue, cfg.forward_retry)
         self.subscribed = not cfg.subscribe  # 4.1: without it every gateway gets everything
         self.sub_requested = False
+        self._sub_wait: float | None = None  # 4.1: since when we wait for the SUBSCOK
         self.relay_high = 0  # highest gseq relayed in the cell
         self.stats = GatewayStats()
         self.cell_out: list[CellOut] = []
@@ -406,12 +407,25 @@ class Gateway:
             return
         if self.local_m and not self.sub_requested:
             self.sub_requested = True
+            self._sub_wait = None
             self.to_coord.append(msg.Subscribe(self.host))
         elif not self.local_m and self.sub_requested:
             self.sub_requested = False
             self.subscribed = False
             self.to_coord.append(msg.Unsubscribe(self.host))
             self.trans.clear()  # line 14
+
+    def _subscribe_again(self, now: float) -> None:
+        """A Subscribe lost on the way (a backbone partition drops it, and the master
+        may have missed our Unsubscribe too, so it syncs nobody) would leave the cell
+        unserved for good: ask again every ``forward_retry`` until the SUBSCOK comes."""
+        if not self.sub_requested or self.subscribed or not self.master:
+            return
+        if self._sub_wait is None:
+            self._sub_wait = now
+        elif now - self._sub_wait >= self.cfg.forward_retry:
+            self._sub_wait = now
+            self.to_coord.append(msg.Subscribe(self.host))
 
     def on_synced(self) -> None:
         """A Sync from the coordinator arrived: with 4.1 it is the SUBSCOK."""
@@ -477,6 +491,7 @@ class Gateway:
             for fseq, req in self.outbox.due(now):
                 if self.master:
                     self.to_coord.append(msg.Forward(self.host, fseq, req))
+            self._subscribe_again(now)
             rows = self.log.state.rows
             if len(self._reported) > len(rows):  # forget what we reported of departed members
                 self._reported = {mid: s for mid, s in self._reported.items() if mid in rows}

@@ -76,6 +76,12 @@ class HistoryPort(Protocol):
         """Records the log freed (a store that holds them already ignores this)."""
         ...
 
+    def history_records(self, first: int, last: int) -> list[msg.Record]:
+        """The records of log positions ``first..last`` held, in ``lsn`` order: a master
+        sends a host that lacks them these rather than a snapshot (docs/infra.md,
+        "Failover"). A port that keeps only multicasts returns none."""
+        ...
+
     def history_clear(self) -> None:
         """The log starts over (a snapshot replaced it): what was held no longer
         joins on to it."""
@@ -131,6 +137,9 @@ class MemoryHistory:
                 if len(out) >= q.limit:
                     break
         return out[::-1] if q.newest else out
+
+    def history_records(self, first: int, last: int) -> list[msg.Record]:
+        return []  # multicasts only, by gseq: no run of log positions
 
     def history_clear(self) -> None:
         self._records.clear()

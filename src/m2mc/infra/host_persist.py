@@ -170,6 +170,10 @@ class MemoryHostStore:
     def history_add(self, records: Iterable[msg.Record], now: float) -> None:
         return None  # it holds them already
 
+    def history_records(self, first: int, last: int) -> list[msg.Record]:
+        recs = self.records
+        return [recs[k] for k in range(first, last + 1) if k in recs]
+
     def history_clear(self) -> None:
         return None  # the reset commit clears it
 

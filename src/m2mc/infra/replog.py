@@ -73,6 +73,20 @@ class ReplicaLog:
         recs = self._records
         return tuple(recs[i] for i in range(first, last + 1))
 
+    def range_with_history(self, first: int, last: int) -> tuple[msg.Record, ...] | None:
+        """Records ``first..last``, those below ``low`` from the history port (a durable
+        host's store keeps every record it freed, by position, for its retention);
+        None unless every one is held (some dropped, or a port without positions)."""
+        if first >= self.low:
+            return self.range(first, last) if last <= self.high else None
+        if self.history_gap:
+            return None
+        below = min(last, self.low - 1)
+        old = self.history.history_records(first, below)
+        if len(old) != below - first + 1 or any(r.lsn != first + i for i, r in enumerate(old)):
+            return None
+        return (*old, *self.range(self.low, last)) if last >= self.low else tuple(old)
+
     # ------------------------------------------------------------- writing
     def append(self, records: tuple[msg.Record, ...] | list[msg.Record]) -> bool:
         """Add records that follow on; skip ones already held. False on a gap."""
@@ -94,7 +108,9 @@ class ReplicaLog:
                       records: tuple[msg.Record, ...], now: float) -> bool:
         """Make the log: committed prefix, then ``records`` after ``base`` (a Sync).
 
-        A snapshot newer than what was applied replaces the tables and the log.
+        A snapshot newer than what was applied replaces the tables and the log; the
+        records given at or below it are committed copies the master still keeps (not
+        stable yet), held below the snapshot as far as they reach it.
         Records at or below ``applied`` are committed and kept as they are.
         False if the records do not follow on from what is held.
         """
@@ -108,6 +124,7 @@ class ReplicaLog:
             self._history_restarts()
             if self.journal is not None:
                 self.journal.reset_to(snapshot)
+            self.backfill(tuple(r for r in records if r.lsn <= snapshot.lsn))
         keep = max(base, self.applied)
         if keep > self.high:
             return False  # a hole between what we hold and what we are given

@@ -3,7 +3,8 @@
 Each stream is seeded from SHA-256 of the run seed and the stream's name, so
 adding draws in one subsystem (say, the workload) never shifts the draws of
 another (the network). Names in use: ``network``, ``workload``, ``mobility``,
-``swarm``, ``clock`` and ``node:<id>`` for each node's own generator.
+``swarm``, ``clock``, ``chaos:<index>`` for each ``[[chaos]]`` entry and
+``node:<id>`` for each node's own generator.
 """
 
 from __future__ import annotations

@@ -13,11 +13,12 @@ import shutil
 import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from m2mc import __version__
+from m2mc.sim.chaos import expand_chaos
 from m2mc.sim.engine import Simulator
 from m2mc.sim.rng import RngStreams
 from m2mc.sim.scenario import Scenario, parse_scenario, read_toml
@@ -36,6 +37,7 @@ class RunResult:
     counters: Mapping[str, int]  # events, deliveries, drops, drops_<reason>, crashes, ...
     sent: Mapping[str, int]  # application messages sent, per group
     wall_seconds: float
+    chaos: tuple[Mapping[str, Any], ...] = ()  # the faults [[chaos]] drew, in time order
 
     @property
     def events(self) -> int:
@@ -62,7 +64,18 @@ def resolve(scenario: Path | str | Mapping[str, Any], seed: int, swarm: bool
     if swarm:
         raw, drawn = draw(raw, spec.swarm, RngStreams(seed).get("swarm"))
         spec = parse_scenario(raw, name)
+    if spec.chaos_faults:  # the faults [[chaos]] draws from this seed, written in
+        raw, episodes = expand_chaos(raw, spec.chaos_faults, RngStreams(seed), spec.chaos,
+                                     {n.id: n.position for n in spec.nodes}, _away(spec))
+        spec = replace(parse_scenario(raw, name), chaos_faults=spec.chaos_faults,
+                       episodes=tuple(episodes))
     return spec, drawn
+
+
+def _away(spec: Scenario) -> tuple[float, float]:
+    """A point no cell covers (where a sleeping node goes)."""
+    far = max((c.x + c.radius for c in spec.cells), default=spec.area[2])
+    return far + 10.0, spec.area[1]
 
 
 def run_scenario(scenario: Path | str | Mapping[str, Any], seed: int, out: Path, *,
@@ -151,7 +164,8 @@ class ScenarioRun:
             "start": 0.0, "end": spec.end,
             "phases": {"chaos": [0.0, spec.chaos], "heal": [spec.chaos, spec.end]},
             "orderings": spec.orderings, "stack": spec.stack_kind, "swarm": self.swarm,
-            "drawn": self.drawn, "nodes": [n.id for n in spec.nodes],
+            "drawn": self.drawn, "chaos": list(spec.episodes),
+            "nodes": [n.id for n in spec.nodes],
             "groups": {g.group.name: {"order": g.group.order, "members": list(g.members)}
                        for g in spec.groups},
             "trace": {"enabled": self.tracing, "packets": self.packets,
@@ -159,7 +173,7 @@ class ScenarioRun:
             "counters": counters, "sent": sent, "config": _jsonable(spec.raw),
         })
         return RunResult(self.run_id, self.seed, self.out, spec.name, self.drawn, counters,
-                         sent, time.perf_counter() - self._wall)
+                         sent, time.perf_counter() - self._wall, spec.episodes)
 
 
 def _fast_tmp() -> str | None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from m2mc.errors import ConfigError
 from m2mc.kinds import GROUP_ORDERS, PartitionKind
+from m2mc.sim.chaos import ChaosSpec, parse_chaos
 from m2mc.sim.dists import Dist, constant
 from m2mc.sim.node import GroupSpec
 from m2mc.sim.schema import Table, number_or_range
@@ -167,6 +168,8 @@ class Scenario:
     swarm: Mapping[str, Any]
     raw: Mapping[str, Any]
     run_name: str = ""  # [run] id: the trace's run column is "<run_name>-<seed>"
+    chaos_faults: tuple[ChaosSpec, ...] = ()  # [[chaos]] (m2mc.sim.chaos)
+    episodes: tuple[Mapping[str, Any], ...] = ()  # the faults [[chaos]] drew for this run
 
     @property
     def stack_kind(self) -> str:
@@ -273,6 +276,7 @@ def parse_scenario(data: Mapping[str, Any], default_name: str) -> Scenario:
     from m2mc.sim.swarm import check_swarm
 
     check_swarm(swarm)
+    chaos_faults = parse_chaos(top, nodes, domain_names, chaos)
     top.finish()
     for when, where in ([(p.at, "faults.partition") for p in partitions]
                         + [(c.at, "faults.crash") for c in crashes]):
@@ -284,7 +288,7 @@ def parse_scenario(data: Mapping[str, Any], default_name: str) -> Scenario:
         trace=trace, domains=domains, links=links, nodes=nodes, groups=groups,
         partitions=partitions, crashes=crashes, schedule=schedule, cells=cells,
         mobility_tick=tick, area=(area[0], area[1], area[2], area[3]), swarm=dict(swarm),
-        raw=data)
+        raw=data, chaos_faults=chaos_faults)
 
 
 def _link(t: Table, base: LinkParams) -> LinkParams:

@@ -242,6 +242,14 @@ class SqliteHostStore:
     def history_add(self, records: Iterable[msg.Record], now: float) -> None:
         return None  # the store wrote them when the log took them
 
+    def history_records(self, first: int, last: int) -> list[msg.Record]:
+        try:
+            rows = self._db.execute("SELECT data FROM records WHERE lsn BETWEEN ? AND ? "
+                                    "ORDER BY lsn", (first, last)).fetchall()
+        except sqlite3.Error as exc:
+            raise self._fail("read", exc) from None
+        return [codec.unpack_record(data) for (data,) in rows]
+
     def history_clear(self) -> None:
         return None  # the commit that resets the log clears them
 
