@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import M2MC, Lines, active_master, stop_nodes, wait_all, wait_until
 from netns_lab import Host, Lab
 from test_infra import MEMBERS, analyze, cell_url, make_key
+
+from conftest import M2MC, Lines, active_master, stop_nodes, wait_all, wait_until
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow,
               pytest.mark.skipif(shutil.which("nft") is None,
