@@ -76,7 +76,7 @@ def test_m2mc_analyze_finds_the_sample_valid(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [8, 11, 82])
+@pytest.mark.parametrize("seed", [8, 11, 82, 113, 158])
 def test_infra_nemesis_sleepers_history_kept_whole(seed: int, tmp_path: Path) -> None:
     """A host synced by a snapshot dropped its history; as the master it answered a
     returning member's catch-up with a floor above records the other hosts still kept
@@ -85,5 +85,9 @@ def test_infra_nemesis_sleepers_history_kept_whole(seed: int, tmp_path: Path) ->
     from 36 s, it told m04 (asleep 10.2-40.6 s, expelled) that 107-162 were dropped:
     49 messages never delivered. Seed 11: h3 restarts at 17.8 s (floor 157), master from
     20.4 s; m05, off 8.0-22.9 s and expelled, was told 90-156 were dropped, and since its
-    own m05:10 (gseq 90) was among them it sent it again: delivered twice everywhere."""
+    own m05:10 (gseq 90) was among them it sent it again: delivered twice everywhere.
+    Seed 113: the same through a takeover, whose answer carried a snapshot (h2 back at
+    applied 320 after a power cut, h3's log freed from 321): m04:49 and :50 twice.
+    Seed 158: h2 back from a 0.8 s crash was synced before its status came, as an empty
+    host (a snapshot): floor gseq 541, and m04's catch-up was told 432 were dropped."""
     check_run("infra-nemesis-sleepers", seed, tmp_path)

@@ -184,3 +184,40 @@ def test_a_host_without_a_store_still_gets_a_snapshot() -> None:
     c.log.gc(c.stable_watermark())
     assert c.log.range_with_history(5, 10) is None
     assert synced_from(c, 4).snapshot is not None
+
+
+def test_a_takeover_answer_takes_the_freed_records_from_the_history_too() -> None:
+    """infra-nemesis-sleepers seed 113: after a power cut h2 came back at applied 320,
+    won with h3, whose log had freed 321-369; h3's answer carried a snapshot, h2's
+    history started over at gseq 363 and, as the master, it told m04 (expelled while
+    off) that 167 messages were dropped, two of them its own, which it sent again."""
+    from m2mc.infra.takeover import state_reply
+
+    c = master()
+    store = MemoryHostStore()
+    store.records = {r.lsn: r for r in c.log.range(1, 10)}
+    c.log.history = store
+    c.handle_stabinfo(((A, 10), (B, 10)))
+    c.log.gc(c.stable_watermark())
+    reply = state_reply("H3", E, c.log, 4)  # a winner whose log ends at 4
+    assert reply.snapshot is None and [r.lsn for r in reply.records] == [5, 6, 7, 8, 9, 10]
+    assert state_reply("H3", E, c.log, 0).snapshot is not None  # a winner with nothing
+    del store.records[7]
+    assert state_reply("H3", E, c.log, 4).snapshot is not None  # the history lacks one
+
+
+def test_no_snapshot_for_a_host_before_its_applied_point_is_known() -> None:
+    """infra-nemesis-sleepers seed 158: h2, master, crashed for 0.8 s; the new master
+    heard of it alive again before any status, took its applied point for 0 and sent it
+    a snapshot, and h2's history started over (floor gseq 541): as the master from 44 s
+    it told m04 that records the others kept were dropped. Now the Sync waits for the
+    host's status (unless the log still holds everything, from lsn 1)."""
+    c = master()
+    c.handle_stabinfo(((A, 4), (B, 10)))
+    c.log.gc(c.stable_watermark())
+    c.flush(["H1", "H2"], 2, 1.0)
+    assert not [x for _, x in c.drain() if isinstance(x, m.Sync)]  # H2 unknown: wait
+    c.note_status(m.Status("H2", 1, "127.0.0.1", 7101, "H2", "H2", 0, (), "H1", E, E, 0, 0),
+                  1.0)
+    c.flush(["H1", "H2"], 2, 2.0)
+    assert [x.snapshot is not None for _, x in c.drain() if isinstance(x, m.Sync)] == [True]

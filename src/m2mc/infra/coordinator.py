@@ -49,6 +49,7 @@ class Peer:
     acked: int = 0  # highest lsn it said it holds in this epoch
     synced: bool = False  # received a Sync in this epoch
     applied: int = 0  # its applied point, from its status
+    heard: bool = False  # its applied point is known (a status, an answer, an Accepted)
     last_progress: float = 0.0
     last_sync: float = -1e9
 
@@ -327,6 +328,7 @@ class Coordinator:
         if a.epoch != self.epoch:
             return
         p = self.peer(a.host)
+        p.heard = True
         if a.gap:  # it needs a Sync from a.high (its log is good up to there)
             p.synced = False
             p.applied = a.high
@@ -339,6 +341,7 @@ class Coordinator:
     def note_status(self, st: msg.Status, now: float) -> None:
         p = self.peer(st.host)
         p.applied = st.commit
+        p.heard = True
         if st.log_epoch != self.epoch:
             p.synced = False
         self.saw_members(st.local_m, now)
@@ -377,7 +380,10 @@ class Coordinator:
         for h in self.targets(live, quorum):
             p = self.peer(h)
             if not p.synced:
-                if now - p.last_sync >= self.cfg.replicate_retry:
+                # A snapshot waits until the host's applied point is known: one heard
+                # of only as alive looks empty, and a snapshot cuts its history short.
+                if (p.heard or log.has_from(1)) \
+                        and now - p.last_sync >= self.cfg.replicate_retry:
                     self._sync(h, p, now)
                 continue
             if p.acked < p.sent and now - p.last_progress > self.cfg.replicate_retry:
@@ -439,6 +445,7 @@ class Coordinator:
         self.subscribers.add(host)
         p = self.peer(host)
         p.applied = max(p.applied, applied)
+        p.heard = True
         p.synced = False
         p.last_sync = -1e9
 

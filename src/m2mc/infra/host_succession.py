@@ -264,6 +264,7 @@ class Succession:
         c = Coordinator(seat.me, t.epoch, seat.cfg, seat.log, work, now)
         for h, applied in t.answered().items():
             c.peer(h).applied = applied
+            c.peer(h).heard = True
         self.takeover = None
         if work.lsn == 0:  # nobody held a log: this is the first record of a sequence
             genesis = c.append_genesis(MemberId(seat.me, 0),

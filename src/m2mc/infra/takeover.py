@@ -36,6 +36,9 @@ from m2mc.infra.reconfig import retired_after
 from m2mc.infra.replog import ReplicaLog
 from m2mc.infra.state import CoordState
 
+HISTORY_REPLY_RECORDS = 16384  # freed records an answer takes from the history, at most
+# (as many as 16 Syncs at the default batch_records); past that, a snapshot
+
 
 def state_reply(host: str, epoch: Epoch, log: ReplicaLog, after: int,
                 want_below: int = 0) -> msg.StateReply:
@@ -45,12 +48,20 @@ def state_reply(host: str, epoch: Epoch, log: ReplicaLog, after: int,
     snapshot = None
     base = after
     top = min(want_below - 1, log.applied)
-    if not log.has_from(after + 1):
+    records: tuple[msg.Record, ...] | None = None
+    if log.has_from(after + 1):
+        records = log.range(base + 1, log.high) if log.high > base else ()
+    elif after > 0 and log.low - 1 - after <= HISTORY_REPLY_RECORDS:
+        # What our log freed, from our history (a durable host's store keeps every
+        # record by position): a winner that holds a log keeps its history whole, as
+        # a Sync does (Coordinator._sync; docs/infra.md, "Failover").
+        records = log.range_with_history(after + 1, log.high)
+    if records is None:
         snapshot = log.state.snapshot()
         base = log.applied
         top = log.applied  # a winner that adopts the snapshot holds nothing below it
+        records = log.range(base + 1, log.high) if log.high > base else ()
     older = log.range(log.low, top) if log.low <= top else ()
-    records = log.range(base + 1, log.high) if log.high > base else ()
     return msg.StateReply(epoch, host, log.log_epoch, log.applied, log.high, snapshot, records,
                           older)
 
