@@ -14,7 +14,11 @@ runs ``m2mc analyze`` (the Spark pipeline) over the runs of the first seeds kept
 it and adds its verdict. Exit status 1 if any seed is invalid.
 
     .venv/bin/python bench/nemesis_adhoc_total.py --seeds 1-200 --jobs 2
-    .venv/bin/python bench/nemesis_adhoc_total.py --seeds 1-200 --loss 0.3 --duplicate 0.5
+    .venv/bin/python bench/nemesis_adhoc_total.py --seeds 1-200 --loss 0.3 --duplicate 0.5 \
+        --analyze 200 --keep DIR
+
+2026-11-29: seeds 1-200 at the file's 20% loss, 200 valid (5,346 s); at 30% loss and
+50% duplication, 200 valid and ``m2mc analyze`` over all 200 VALID (5,002 s).
 """
 
 from __future__ import annotations
