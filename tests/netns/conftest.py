@@ -103,14 +103,20 @@ def wait_all(lines: dict[str, Lines], text: Callable[[str], str], what: str,
 Child = tuple["subprocess.Popen[bytes]", Lines, Lines]  # process, stdout, stderr
 
 
-def stop_nodes(nodes: dict[str, Child]) -> dict[str, tuple[int | None, Any]]:
-    """SIGTERM every node, wait, and collect (exit status, last stdout line as JSON)."""
+def stop_processes(nodes: dict[str, Child]) -> None:
+    """SIGTERM every process still running, all at once, then wait for each."""
     for process, _, _ in nodes.values():
         if process.poll() is None:
             process.terminate()
+    for process, _, _ in nodes.values():
+        process.wait(timeout=30)
+
+
+def stop_nodes(nodes: dict[str, Child]) -> dict[str, tuple[int | None, Any]]:
+    """SIGTERM every node, wait, and collect (exit status, last stdout line as JSON)."""
+    stop_processes(nodes)
     results: dict[str, tuple[int | None, Any]] = {}
     for pid, (process, out, _) in nodes.items():
-        process.wait(timeout=30)
         lines = out.closed()
         results[pid] = (process.returncode, json.loads(lines[-1]) if lines else None)
     return results

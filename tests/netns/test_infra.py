@@ -28,8 +28,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import M2MC, Lines, active_master, stop_nodes, wait_all, wait_until
 from netns_lab import Lab
+
+from conftest import (
+    M2MC,
+    Lines,
+    active_master,
+    stop_nodes,
+    stop_processes,
+    wait_all,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow,
               pytest.mark.skipif(shutil.which("nft") is None,
@@ -130,11 +139,7 @@ def test_infra_loss_partition_heal_and_master_crash_judged_by_the_pipeline(
         assert survivor is not None and survivor != killed
     finally:
         results = stop_nodes(members)
-        for process, _, _ in processes.values():
-            if process.poll() is None:
-                process.terminate()
-        for process, _, _ in processes.values():
-            process.wait(timeout=30)
+        stop_processes(processes)
     orders = set()
     for pid, (status, result) in results.items():
         assert status == 0 and result is not None, (pid, status, result and result["state"])
@@ -245,11 +250,7 @@ def test_lan_master_killed_member_switched_off_and_on_host_retired_smaller_quoru
         assert view["master"] and view["master"] != killed
     finally:
         results = stop_nodes(members)
-        for process, _, _ in processes.values():
-            if process.poll() is None:
-                process.terminate()
-        for process, _, _ in processes.values():
-            process.wait(timeout=30)
+        stop_processes(processes)
     orders = set()
     for pid, (status, result) in results.items():
         assert status == 0 and result is not None, (pid, status, result and result["state"])

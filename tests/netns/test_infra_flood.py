@@ -24,8 +24,17 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import M2MC, Lines, active_master, stop_nodes, wait_all, wait_until
 from netns_lab import Lab, rss_bytes
+
+from conftest import (
+    M2MC,
+    Lines,
+    active_master,
+    stop_nodes,
+    stop_processes,
+    wait_all,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
@@ -118,11 +127,7 @@ def test_infra_members_deliver_everything_under_a_flood_at_the_cells(
         if flood.poll() is None:
             flood.terminate()
         results = stop_nodes(members)
-        for process, _, _ in processes.values():
-            if process.poll() is None:
-                process.terminate()
-        for process, _, _ in processes.values():
-            process.wait(timeout=30)
+        stop_processes(processes)
     assert flood.stdout is not None
     flood.wait(timeout=10)
     summary = json.loads(flood.stdout.read().decode().strip().splitlines()[-1])

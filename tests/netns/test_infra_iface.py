@@ -32,9 +32,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import M2MC, Lines, active_master, stop_nodes, wait_all, wait_until
 from netns_lab import Host, Lab
 from test_infra import analyze, make_key
+
+from conftest import (
+    M2MC,
+    Lines,
+    active_master,
+    stop_nodes,
+    stop_processes,
+    wait_all,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow,
               pytest.mark.skipif(shutil.which("nft") is None,
@@ -113,11 +122,7 @@ def test_hosts_and_members_follow_their_interfaces_address_while_members_send(
                  120)
     finally:
         results = stop_nodes(members)
-        for process, _, _ in processes.values():
-            if process.poll() is None:
-                process.terminate()
-        for process, _, _ in processes.values():
-            process.wait(timeout=30)
+        stop_processes(processes)
     orders = set()
     for pid, (status, result) in results.items():
         assert status == 0 and result is not None, (pid, status, result and result["state"])

@@ -25,7 +25,7 @@ import pytest
 from netns_lab import Host, Lab
 from test_infra import MEMBERS, analyze, cell_url, make_key
 
-from conftest import M2MC, Lines, active_master, stop_nodes, wait_all, wait_until
+from conftest import M2MC, Lines, active_master, stop_nodes, stop_processes, wait_all, wait_until
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow,
               pytest.mark.skipif(shutil.which("nft") is None,
@@ -140,11 +140,7 @@ def test_kill_9_of_every_host_at_once_then_a_rolling_restart_loses_nothing(
                  180)
     finally:
         results = stop_nodes(members)
-        for process, _, _ in processes.values():
-            if process.poll() is None:
-                process.terminate()
-        for process, _, _ in processes.values():
-            process.wait(timeout=30)
+        stop_processes(processes)
     orders = set()
     for pid, (status, result) in results.items():
         assert status == 0 and result is not None, (pid, status, result and result["state"])
