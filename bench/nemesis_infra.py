@@ -45,7 +45,9 @@ lacks from the master's history, in a Sync or a takeover answer, and is synced o
 once its applied point is known: docs/decisions.md), the sleepers after them (before,
 7 of its 200 seeds were invalid: 8, 11, 82, 113, 150, 158, 182; with the Sync fix
 alone, 113, 158 and 182); extensions and five ran with ``--no-analyze`` before both,
-after the merge of several groups and history. "valid (fast)": runs the tests'
+after the merge of several groups and history. On the final code
+``--no-analyze --scenario infra-nemesis-hosts`` found 200 of 200 valid again (244 s).
+"valid (fast)": runs the tests'
 checker found clean; "m2mc analyze": its verdict over the scenario's 200 runs, with
 the events it read; "wall": the scenario's simulations and analysis, on two workers
 beside other jobs.
