@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import M2MC, Lines, stop_nodes, wait_all
 from netns_lab import Lab
+from netns_processes import M2MC, Lines, stop_nodes, wait_all
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow,
               pytest.mark.skipif(shutil.which("nft") is None,

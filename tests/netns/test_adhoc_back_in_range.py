@@ -18,8 +18,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import M2MC, Lines, wait_until
 from netns_lab import Lab
+from netns_processes import M2MC, Lines, wait_until
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow,
               pytest.mark.skipif(shutil.which("nft") is None,

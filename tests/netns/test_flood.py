@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import M2MC, Lines, wait_until
 from netns_lab import Lab, rss_bytes
+from netns_processes import M2MC, Lines, wait_until
 
 pytestmark = pytest.mark.netns
 

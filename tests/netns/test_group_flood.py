@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import M2MC, Lines, stop_nodes, wait_all, wait_until
 from netns_lab import Lab, rss_bytes
+from netns_processes import M2MC, Lines, stop_nodes, wait_all, wait_until
 
 pytestmark = pytest.mark.netns
 

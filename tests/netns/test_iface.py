@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import M2MC, Lines, wait_until
 from netns_lab import Host, Lab, host_address
+from netns_processes import M2MC, Lines, wait_until
 
 pytestmark = pytest.mark.netns
 

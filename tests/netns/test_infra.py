@@ -29,8 +29,7 @@ from pathlib import Path
 
 import pytest
 from netns_lab import Lab
-
-from conftest import (
+from netns_processes import (
     M2MC,
     Lines,
     active_master,

@@ -25,8 +25,7 @@ from pathlib import Path
 
 import pytest
 from netns_lab import Lab, rss_bytes
-
-from conftest import (
+from netns_processes import (
     M2MC,
     Lines,
     active_master,

@@ -33,9 +33,7 @@ from pathlib import Path
 
 import pytest
 from netns_lab import Host, Lab
-from test_infra import analyze, make_key
-
-from conftest import (
+from netns_processes import (
     M2MC,
     Lines,
     active_master,
@@ -44,6 +42,7 @@ from conftest import (
     wait_all,
     wait_until,
 )
+from test_infra import analyze, make_key
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow,
               pytest.mark.skipif(shutil.which("nft") is None,

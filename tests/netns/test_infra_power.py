@@ -23,9 +23,16 @@ from typing import Any
 
 import pytest
 from netns_lab import Host, Lab
+from netns_processes import (
+    M2MC,
+    Lines,
+    active_master,
+    stop_nodes,
+    stop_processes,
+    wait_all,
+    wait_until,
+)
 from test_infra import MEMBERS, analyze, cell_url, make_key
-
-from conftest import M2MC, Lines, active_master, stop_nodes, stop_processes, wait_all, wait_until
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow,
               pytest.mark.skipif(shutil.which("nft") is None,

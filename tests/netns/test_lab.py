@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Lines, wait_until
 from netns_lab import Host, Lab, LabUnavailable
+from netns_processes import Lines, wait_until
 
 pytestmark = pytest.mark.netns
 
