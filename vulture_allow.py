@@ -272,7 +272,7 @@ _.same_log  # tests/group/test_store.py:86: Hypothesis' RuleBasedStateMachine ru
 _.teardown  # tests/group/test_store.py:93: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
 pytestmark  # tests/infra/test_multiprocess.py:19: pytest reads it (module marks)
 pytestmark  # tests/infra/test_multiprocess_power.py:32: pytest reads it (module marks)
-pytestmark  # tests/netns/conftest.py:20: pytest reads it (module marks)
+pytestmark  # tests/netns/conftest.py:21: pytest reads it (module marks)
 pytestmark  # tests/netns/test_adhoc.py:23: pytest reads it (module marks)
 pytestmark  # tests/netns/test_adhoc_back_in_range.py:24: pytest reads it (module marks)
 pytestmark  # tests/netns/test_adhoc_linkwatch.py:15: pytest reads it (module marks)
