@@ -20,7 +20,8 @@ demo: $(STAMP)
 	$(VENV)/bin/m2mc demo --out demo-out
 
 test: $(STAMP)
-	$(VENV)/bin/ruff check src tests bench
+	# --no-cache: a local .ruff_cache once hid errors a clean checkout (CI) finds
+	$(VENV)/bin/ruff check --no-cache src tests bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/vulture
 	# two workers (pytest-xdist): the suite serially took 29 of CI's 40 minutes on a slow day
@@ -29,7 +30,7 @@ test: $(STAMP)
 	M2MC_PURE=1 $(VENV)/bin/pytest -q -p no:cacheprovider $(PURE_TESTS)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff check --no-cache src tests bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/vulture
 
