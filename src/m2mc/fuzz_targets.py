@@ -111,6 +111,7 @@ EXEMPT: dict[str, str] = {
     "m2mc.transport.url:parse_iface": "the user's --iface flag; what it checks (_iface) is "
                                       "fuzzed through parse_channel_url's iface=",
     "m2mc.sim.scenario:parse_scenario": "the user's scenario file",
+    "m2mc.sim.chaos:parse_chaos": "the user's scenario file (its [[chaos]] tables)",
     "m2mc.sim.schema:parse_dist": "the user's scenario file",
     "m2mc_chat.config:parse_infra": "the user's chat configuration",
     "m2mc_chat.script:parse_script": "the user's chat script",
