@@ -347,8 +347,6 @@ KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset({
     frozenset({"m2mc.runtime.endpoint", "m2mc.runtime.stream_io"}),
     # issue 36 (part 3): keys checks a suite name against auth's SUITE_NAMES
     frozenset({"m2mc.security.auth", "m2mc.security.keys"}),
-    # issue 36 (part 3): chaos types its nodes as scenario's NodeSpec (TYPE_CHECKING)
-    frozenset({"m2mc.sim.chaos", "m2mc.sim.scenario"}),
     # issue 36 (part 3): the engine runs events and the network, typed against it
     frozenset({"m2mc.sim.engine", "m2mc.sim.events", "m2mc.sim.network"}),
     # issue 36 (part 3): transport.url opens the channels, which parse their URLs with it

@@ -21,14 +21,9 @@ import copy
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from m2mc.sim.schema import Table, number_or_range
-
-if TYPE_CHECKING:
-    from m2mc.sim.scenario import NodeSpec
-
-CELLS = "@cells"  # m2mc.sim.scenario.CELLS (not imported: scenario imports this module)
 
 FAULTS = ("crash", "partition", "sleep")
 PATTERNS = ("one", "some", "all", "rolling")  # who a crash (or sleep) episode strikes
@@ -51,12 +46,12 @@ class ChaosSpec:
     one_way: float = 0.0  # partition: share that drop only what the cut-off side sends
 
 
-def parse_chaos(top: Table, nodes: Sequence[NodeSpec], domains: set[str],
+def parse_chaos(top: Table, may_sleep: Mapping[str, bool], domains: set[str],
                 chaos: float) -> tuple[ChaosSpec, ...]:
-    """The ``[[chaos]]`` entries of the scenario table ``top``, checked."""
-    # a sleep takes an interface that follows cells out of every cell: a static node's
-    mobile = {n.id: n.mobility.model == "static" and any(d == CELLS for _, d in n.ifaces)
-              for n in nodes}
+    """The ``[[chaos]]`` entries of the scenario table ``top``, checked. ``may_sleep``
+    holds every node's id and whether a sleep can strike it, which the scenario decides
+    from the node's interfaces and mobility (scenario imports this module, so this one
+    takes plain names rather than its NodeSpec: no import cycle)."""
     specs = []
     for t in top.tables("chaos"):
         fault = t.string("fault", choices=FAULTS)
@@ -64,9 +59,9 @@ def parse_chaos(top: Table, nodes: Sequence[NodeSpec], domains: set[str],
         if not names:
             raise t.fail("nodes", "must name at least one node")
         for n in names:
-            if n not in mobile:
+            if n not in may_sleep:
                 raise t.fail("nodes", f"no node {n!r}")
-            if fault == "sleep" and not mobile.get(n):
+            if fault == "sleep" and not may_sleep[n]:
                 raise t.fail("nodes", f"node {n!r} cannot sleep: a sleep needs an interface "
                                       "on \"@cells\" and static mobility")
         start = t.number("from", 0.0, low=0.0)

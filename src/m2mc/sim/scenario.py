@@ -276,7 +276,10 @@ def parse_scenario(data: Mapping[str, Any], default_name: str) -> Scenario:
     from m2mc.sim.swarm import check_swarm
 
     check_swarm(swarm)
-    chaos_faults = parse_chaos(top, nodes, domain_names, chaos)
+    # a sleep takes an interface that follows cells out of every cell: a static node's
+    may_sleep = {n.id: n.mobility.model == "static" and any(d == CELLS for _, d in n.ifaces)
+                 for n in nodes}
+    chaos_faults = parse_chaos(top, may_sleep, domain_names, chaos)
     top.finish()
     for when, where in ([(p.at, "faults.partition") for p in partitions]
                         + [(c.at, "faults.crash") for c in crashes]):
