@@ -50,8 +50,6 @@ RANDOM_OK = frozenset({"Random"})
 # Modules in core packages that are drivers or tools, not cores (not checked for
 # purity, and not followed: what they import is not a core's dependency).
 ADAPTERS_IN_CORES = {
-    "m2mc.group.sim_stack": "an old import path of the simulator's group stack "
-                            "(m2mc.sim.group_stack): the group<->sim cycle",
     "m2mc.infra.sim_stack": "the simulator's infrastructure stacks, a driver (it opens the "
                             "SQLite member store): belongs in m2mc.sim",
     "m2mc.infra.fuzzing": "the fuzzer's infrastructure targets, a tool (registers with "
@@ -76,7 +74,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 
 # (importing module, imported package): why, until the cycle is broken.
 KNOWN_LAYER_BREAKS = {
-    ("m2mc.group.sim_stack", "m2mc.sim"): "group<->sim: see ADAPTERS_IN_CORES",
     ("m2mc.infra.sim_stack", "m2mc.sim"): "infra<->sim: see ADAPTERS_IN_CORES",
     ("m2mc.infra.fuzzing", "m2mc.fuzz_targets"): "see ADAPTERS_IN_CORES",
     ("m2mc.security.groupwire", "m2mc.group"): "group<->security: sealing a frame needs "
