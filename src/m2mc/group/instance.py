@@ -49,6 +49,7 @@ from m2mc.group.repair import Repair as RepairState
 from m2mc.group.retention import GroupRetention, earliest
 from m2mc.group.total.strategy import TotalOrderStrategy
 from m2mc.group.window import Credit, SendWindow
+from m2mc.kinds import Order as GroupOrder  # codec's Order is the ORDER body
 from m2mc.ordering import Message
 from m2mc.security.ratelimit import RateLimiter
 from m2mc.trace.schema import detail_json
@@ -76,7 +77,7 @@ class GroupInstance:
         self.config = config
         self.last_heard: dict[str, float] = {}
         # The order's strategy, chosen once: total order's sequencing log, or none.
-        self.ordering: OrderStrategy = (TotalOrderStrategy(self) if row.order == "total"
+        self.ordering: OrderStrategy = (TotalOrderStrategy(self) if row.order == GroupOrder.TOTAL
                                         else NoSequencer(self))
         self.mop = self.ordering.mop
         self.msp = Msp(node.pid, row.gid, config, node.rng, node.store, self.mop.digest,

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from m2mc.kinds import PartitionKind
 from m2mc.sim.schema import Table, number_or_range
 
 FAULTS = ("crash", "partition", "sleep")
@@ -143,7 +144,8 @@ def draw_episodes(spec: ChaosSpec, rng: random.Random, chaos: float
             chosen = set(rng.sample(spec.nodes, k))
             side = [n for n in spec.nodes if n in chosen]
             end = max(_t(t + rng.uniform(*spec.length)), t + 0.001)
-            kind = "one-way" if spec.one_way and rng.random() < spec.one_way else "symmetric"
+            kind = (PartitionKind.ONE_WAY if spec.one_way and rng.random() < spec.one_way
+                    else PartitionKind.SYMMETRIC)
             episodes.append({"fault": "partition", "kind": kind, "at": t, "end": end,
                              "nodes": side, "domains": list(spec.domains)})
             t = end
@@ -194,7 +196,7 @@ def expand_chaos(raw: Mapping[str, Any], specs: Sequence[ChaosSpec], seed_stream
             episodes.append({"entry": index, **ep})
             if ep["fault"] == "partition":
                 cut: dict[str, Any] = {"kind": ep["kind"], "at": ep["at"]}
-                if ep["kind"] == "symmetric":
+                if ep["kind"] == PartitionKind.SYMMETRIC:
                     cut["sides"] = [ep["nodes"]]
                 else:  # what the cut-off side sends is lost; it still hears the others
                     cut["from"] = ep["nodes"]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from m2mc.errors import ConfigError
-from m2mc.kinds import GROUP_ORDERS, PartitionKind
+from m2mc.kinds import GROUP_ORDERS, Order, PartitionKind
 from m2mc.sim.chaos import ChaosSpec, parse_chaos
 from m2mc.sim.dists import Dist, constant
 from m2mc.sim.node import GroupSpec
@@ -470,7 +470,7 @@ def _groups(top: Table, nodes: set[str]) -> tuple[GroupWorkload, ...]:
         if name in seen:
             raise t.fail("name", f"group {name!r} is defined twice")
         seen.add(name)
-        order = t.string("order", "sb", choices=GROUP_ORDERS)
+        order = Order(t.string("order", Order.SB, choices=GROUP_ORDERS))
         members_raw = t.raw("members", "all")
         if members_raw == "all":
             members = tuple(sorted(nodes))
