@@ -3,6 +3,13 @@
 Vulture cannot see uses by name from outside Python (Textual, asyncio, socketserver,
 pytest, Hypothesis, a registry of strings) nor a counter read as a whole through
 dataclasses.fields. Dead code is deleted, not listed here.
+
+Each name is listed once (vulture takes a name as used wherever it is used, so one
+entry covers every place it reports the name), as ``name`` or ``_.name`` for an
+attribute, with ``# path:line: why`` citing a line where vulture reports the name
+(a decorated function: its ``def`` line), which holds it: tests/architecture/
+test_vulture_allow.py checks that. To see whether an entry is still needed, delete it
+and run vulture.
 """
 
 # ruff: noqa
@@ -11,18 +18,16 @@ dataclasses.fields. Dead code is deleted, not listed here.
 
 _: object = None
 
-_.__module__  # src/m2mc/api_message.py:38: sets where the class is documented (m2mc.api), read by pydoc and repr
-exc_type  # src/m2mc/api_node.py:160: the context-manager protocol passes it; this exit does not need it
-register_section  # src/m2mc/config.py:134: public API for another package's TOML section (docs/configuration.md)
-DurableStack  # src/m2mc/core.py:60: a typing.Protocol: what m2mc.core's docstring says a durable stack offers its driver (structural, never named as a base)
-_.__class__  # src/m2mc/fastobj.py:65: __class__ assignment turns a twin into the dataclass (the point of m2mc.fastobj)
-wire_targets  # src/m2mc/fuzz_targets.py:182: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
-transport_targets  # src/m2mc/fuzz_targets.py:254: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
-ordering_targets  # src/m2mc/fuzz_targets.py:302: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
-security_targets  # src/m2mc/fuzz_targets.py:315: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
-targets  # src/m2mc/fuzz_group.py: loaded by name from the fuzz registry ("m2mc.fuzz_group:targets")
-infra_targets  # src/m2mc/fuzz_targets.py:593: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
-chat_targets  # src/m2mc/fuzz_targets.py:707: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
+exc_type  # src/m2mc/api_node.py:170: the context-manager protocol passes it; this exit does not need it
+register_section  # src/m2mc/config.py:139: public API for another package's TOML section (docs/configuration.md)
+DurableStack  # src/m2mc/core.py:63: a typing.Protocol: what m2mc.core's docstring says a durable stack offers its driver (structural, never named as a base)
+_.__class__  # src/m2mc/fastobj.py:71: __class__ assignment turns a twin into the dataclass (the point of m2mc.fastobj)
+wire_targets  # src/m2mc/fuzz_targets.py:192: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
+transport_targets  # src/m2mc/fuzz_targets.py:264: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
+ordering_targets  # src/m2mc/fuzz_targets.py:316: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
+security_targets  # src/m2mc/fuzz_targets.py:329: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
+infra_targets  # src/m2mc/fuzz_targets.py:436: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
+chat_targets  # src/m2mc/fuzz_targets.py:550: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
 advertisements_sent  # src/m2mc/group/gjlp.py:76: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 replies_sent  # src/m2mc/group/gjlp.py:78: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 replies_suppressed  # src/m2mc/group/gjlp.py:79: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
@@ -30,38 +35,6 @@ replies_heard  # src/m2mc/group/gjlp.py:80: a counter: a field of a *Stats datac
 order_conflicts  # src/m2mc/group/gjlp.py:82: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 keyed_members_ignored  # src/m2mc/group/gjlp.py:83: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 names_relayed  # src/m2mc/group/gjlp.py:84: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.advertisements_sent  # src/m2mc/group/gjlp.py:106: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.replies_suppressed  # src/m2mc/group/gjlp.py:148: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.replies_sent  # src/m2mc/group/gjlp.py:150: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.replies_heard  # src/m2mc/group/gjlp.py:165: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.keyed_members_ignored  # src/m2mc/group/gjlp.py:190: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.order_conflicts  # src/m2mc/group/gjlp.py:193: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.names_relayed  # src/m2mc/group/gjlp.py:200: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.wrong_kind  # src/m2mc/group/instance.py:203: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.wrong_kind  # src/m2mc/group/instance.py:212: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.requests_ahead  # src/m2mc/group/instance.py:232: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.wrong_kind  # src/m2mc/group/instance.py:241: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.malformed_records  # src/m2mc/group/instance.py:289: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.status_entries_ignored  # src/m2mc/group/instance.py:336: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.status_truncated  # src/m2mc/group/instance.py:507: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.status_suppressed  # src/m2mc/group/instance.py:601: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_earliest  # src/m2mc/group/instance.py:623: dead, in group/instance.py, which another branch (the group-layer split) rewrites: remove it there
-wrong_kind  # src/m2mc/group/manager.py:93: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-malformed_records  # src/m2mc/group/manager.py:97: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-oversized  # src/m2mc/group/manager.py:99: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-status_suppressed  # src/m2mc/group/manager.py:100: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-refuted  # src/m2mc/group/manager.py:101: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-auth_failed  # src/m2mc/group/manager.py:102: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-sealed_refused  # src/m2mc/group/manager.py:103: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-sender_mismatch  # src/m2mc/group/manager.py:104: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.refuted  # src/m2mc/group/manager.py:621: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.oversized  # src/m2mc/group/manager.py:658: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.sealed_refused  # src/m2mc/group/manager.py:666: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.auth_failed  # src/m2mc/group/manager.py:673: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.auth_failed  # src/m2mc/group/manager.py:687: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.wrong_kind  # src/m2mc/group/manager.py:691: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.wrong_kind  # src/m2mc/group/manager.py:715: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.sender_mismatch  # src/m2mc/group/manager.py:723: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 requests_sent  # src/m2mc/group/msp.py:75: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 responses_sent  # src/m2mc/group/msp.py:77: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 stale_discarded  # src/m2mc/group/msp.py:79: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
@@ -73,30 +46,19 @@ sync_truncated  # src/m2mc/group/msp.py:84: a counter: a field of a *Stats datac
 digests_truncated  # src/m2mc/group/msp.py:85: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 messages_sent  # src/m2mc/group/msp.py:86: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 requests_ahead  # src/m2mc/group/msp.py:87: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.requests_sent  # src/m2mc/group/msp.py:137: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.digests_truncated  # src/m2mc/group/msp.py:147: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.requests_refused  # src/m2mc/group/msp.py:205: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.stale_discarded  # src/m2mc/group/msp.py:218: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.mirs_refused  # src/m2mc/group/msp.py:227: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.requests_admitted_late  # src/m2mc/group/msp.py:242: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.responses_ignored  # src/m2mc/group/msp.py:248: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.stale_discarded  # src/m2mc/group/msp.py:253: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.mirs_refused  # src/m2mc/group/msp.py:265: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.responses_sent  # src/m2mc/group/msp.py:383: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.sync_truncated  # src/m2mc/group/msp.py:413: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.messages_sent  # src/m2mc/group/msp.py:414: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-reconnects  # src/m2mc/group/reconnect.py:55: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-reconnects_by_interface  # src/m2mc/group/reconnect.py:56: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-reconnects_by_silence  # src/m2mc/group/reconnect.py:57: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-reconnects_held  # src/m2mc/group/reconnect.py:58: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-reconnect_advs_suppressed  # src/m2mc/group/reconnect.py:59: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-reconnect_advs_repeated  # src/m2mc/group/reconnect.py:60: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.reconnects_held  # src/m2mc/group/reconnect.py:113: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.reconnects  # src/m2mc/group/reconnect.py:117: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.reconnects_by_interface  # src/m2mc/group/reconnect.py:119: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.reconnects_by_silence  # src/m2mc/group/reconnect.py:121: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.reconnect_advs_suppressed  # src/m2mc/group/reconnect.py:154: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.reconnect_advs_repeated  # src/m2mc/group/reconnect.py:157: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+malformed_records  # src/m2mc/group/node_stats.py:28: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+oversized  # src/m2mc/group/node_stats.py:30: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+status_suppressed  # src/m2mc/group/node_stats.py:31: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+refuted  # src/m2mc/group/node_stats.py:32: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+auth_failed  # src/m2mc/group/node_stats.py:33: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+sealed_refused  # src/m2mc/group/node_stats.py:34: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+sender_mismatch  # src/m2mc/group/node_stats.py:35: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+reconnects  # src/m2mc/group/reconnect.py:56: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+reconnects_by_interface  # src/m2mc/group/reconnect.py:57: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+reconnects_by_silence  # src/m2mc/group/reconnect.py:58: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+reconnects_held  # src/m2mc/group/reconnect.py:59: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+reconnect_advs_suppressed  # src/m2mc/group/reconnect.py:60: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+reconnect_advs_repeated  # src/m2mc/group/reconnect.py:61: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 nacks_sent  # src/m2mc/group/repair.py:47: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 nacks_suppressed  # src/m2mc/group/repair.py:48: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 repairs_suppressed  # src/m2mc/group/repair.py:51: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
@@ -108,131 +70,75 @@ holdoffs_refused  # src/m2mc/group/repair.py:57: a counter: a field of a *Stats 
 status_truncated  # src/m2mc/group/repair.py:58: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 status_entries_ignored  # src/m2mc/group/repair.py:59: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 holder_nacks  # src/m2mc/group/repair.py:60: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.senders_refused  # src/m2mc/group/repair.py:105: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.senders_refused  # src/m2mc/group/repair.py:125: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.absurd_high_water  # src/m2mc/group/repair.py:131: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.nacks_suppressed  # src/m2mc/group/repair.py:213: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.nacks_sent  # src/m2mc/group/repair.py:233: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.holder_nacks  # src/m2mc/group/repair.py:268: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.nack_intervals_ignored  # src/m2mc/group/repair.py:291: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.holdoffs_refused  # src/m2mc/group/repair.py:308: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.repairs_refused  # src/m2mc/group/repair.py:362: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.repairs_suppressed  # src/m2mc/group/repair.py:371: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-gone_sent  # src/m2mc/group/retention.py:57: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-gone_suppressed  # src/m2mc/group/retention.py:58: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-gone_truncated  # src/m2mc/group/retention.py:59: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-gone_received  # src/m2mc/group/retention.py:60: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-gone_contradicted  # src/m2mc/group/retention.py:61: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-skipped_positions  # src/m2mc/group/retention.py:64: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-skips_deferred  # src/m2mc/group/retention.py:65: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.gone_truncated  # src/m2mc/group/retention.py:165: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.gone_truncated  # src/m2mc/group/retention.py:171: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.gone_sent  # src/m2mc/group/retention.py:183: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.gone_received  # src/m2mc/group/retention.py:189: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.gone_suppressed  # src/m2mc/group/retention.py:206: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.gone_contradicted  # src/m2mc/group/retention.py:211: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.skips_deferred  # src/m2mc/group/retention.py:340: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.skipped_positions  # src/m2mc/group/retention.py:350: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-absurd_epoch  # src/m2mc/group/seqlog.py:75: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-absurd_position  # src/m2mc/group/seqlog.py:76: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-not_member  # src/m2mc/group/seqlog.py:77: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-prepares  # src/m2mc/group/seqlog.py:79: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-config_records  # src/m2mc/group/seqlog.py:82: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_._acked  # src/m2mc/group/seqlog.py:163: written, never read, in group/seqlog.py, which another branch (the group-layer split) rewrites: remove it there
-_._acked  # src/m2mc/group/seqlog.py:212: written, never read, in group/seqlog.py, which another branch (the group-layer split) rewrites: remove it there
-_.absurd_epoch  # src/m2mc/group/seqlog.py:323: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.not_member  # src/m2mc/group/seqlog.py:326: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.absurd_position  # src/m2mc/group/seqlog.py:337: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_._acked  # src/m2mc/group/seqlog.py:453: written, never read, in group/seqlog.py, which another branch (the group-layer split) rewrites: remove it there
-_.prepares  # src/m2mc/group/seqlog.py:565: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.config_records  # src/m2mc/group/seqlog.py:970: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.config_records  # src/m2mc/group/seqlog.py:983: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_._acked  # src/m2mc/group/seqlog.py:1019: written, never read, in group/seqlog.py, which another branch (the group-layer split) rewrites: remove it there
-transferred  # src/m2mc/infra/gateway.py:68: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.transferred  # src/m2mc/infra/gateway.py:284: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-elections_started  # src/m2mc/infra/host.py:67: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.elections_started  # src/m2mc/infra/host.py:501: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.connection_lost  # src/m2mc/infra_runtime/net.py:199: asyncio calls it: a protocol callback
-_.datagram_received  # src/m2mc/infra_runtime/net.py:361: asyncio calls it: a protocol callback
-_.error_received  # src/m2mc/infra_runtime/net.py:364: asyncio calls it: a protocol callback
-ASYMMETRIC  # src/m2mc/kinds.py:94: a StrEnum member, built from scenario text by value (PartitionKind(text))
+gone_sent  # src/m2mc/group/retention.py:58: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+gone_suppressed  # src/m2mc/group/retention.py:59: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+gone_truncated  # src/m2mc/group/retention.py:60: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+gone_received  # src/m2mc/group/retention.py:61: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+gone_contradicted  # src/m2mc/group/retention.py:62: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+skipped_positions  # src/m2mc/group/retention.py:65: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+skips_deferred  # src/m2mc/group/retention.py:66: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+stream_sent  # src/m2mc/group/streams.py:72: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+stream_received  # src/m2mc/group/streams.py:73: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+stream_failed  # src/m2mc/group/streams.py:74: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+stream_chunks_sent  # src/m2mc/group/streams.py:75: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+stream_chunks_received  # src/m2mc/group/streams.py:76: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+stream_chunk_duplicates  # src/m2mc/group/streams.py:77: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+stream_nacks_suppressed  # src/m2mc/group/streams.py:81: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+stream_repairs_suppressed  # src/m2mc/group/streams.py:83: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+stream_store_full  # src/m2mc/group/streams.py:85: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+absurd_epoch  # src/m2mc/group/total/core.py:88: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+absurd_position  # src/m2mc/group/total/core.py:89: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+prepares  # src/m2mc/group/total/core.py:92: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+config_records  # src/m2mc/group/total/core.py:95: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+transferred  # src/m2mc/infra/gateway.py:70: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+elections_started  # src/m2mc/infra/host_stats.py:14: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+saves  # src/m2mc/infra/host_stats.py:21: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+_.connection_lost  # src/m2mc/infra_runtime/net.py:200: asyncio calls it: a protocol callback
+_.datagram_received  # src/m2mc/infra_runtime/net.py:362: asyncio calls it: a protocol callback
+_.error_received  # src/m2mc/infra_runtime/net.py:365: asyncio calls it: a protocol callback
+ASYMMETRIC  # src/m2mc/kinds.py:105: a StrEnum member, built from scenario text by value (PartitionKind(text))
 _.describe  # src/m2mc/metrics/server.py:57: prometheus_client calls it on a registered collector
 _.log_message  # src/m2mc/metrics/server.py:112: http.server calls it (silenced: requests are not logged)
 daemon_threads  # src/m2mc/metrics/server.py:122: socketserver reads this class attribute
 block_on_close  # src/m2mc/metrics/server.py:123: socketserver reads this class attribute
 _.address_family  # src/m2mc/metrics/server.py:126: socketserver reads it to open the socket
 _.handle_error  # src/m2mc/metrics/server.py:149: socketserver calls it on an error in a handler
-exc_type  # src/m2mc/runtime/endpoint.py:128: the context-manager protocol passes it; this exit does not need it
-_.watching_link  # src/m2mc/runtime/stack.py:47: state for inspection: whether the channel watches its interface (the call on its right has the effect)
-_.watching_link  # src/m2mc/runtime/stack.py:54: state for inspection: whether the channel watches its interface (the call on its right has the effect)
-exc_type  # src/m2mc/runtime/sync.py:67: the context-manager protocol passes it; this exit does not need it
+_.watching_link  # src/m2mc/runtime/stack.py:48: state for inspection: whether the channel watches its interface (the call on its right has the effect)
 sender_evictions  # src/m2mc/security/auth.py:138: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.sender_evictions  # src/m2mc/security/auth.py:331: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-exc_type  # src/m2mc/transport/channel.py:121: the context-manager protocol passes it; this exit does not need it
 clients_connected  # src/m2mc/transport/daemon.py:29: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.connection_lost  # src/m2mc/transport/daemon.py:56: asyncio calls it: a protocol callback
-_.clients_connected  # src/m2mc/transport/daemon.py:155: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.connection_lost  # src/m2mc/transport/daemon_channel.py:39: asyncio calls it: a protocol callback
 _.pause_writing  # src/m2mc/transport/daemon_channel.py:46: asyncio calls it: a protocol callback
 _.resume_writing  # src/m2mc/transport/daemon_channel.py:49: asyncio calls it: a protocol callback
 from_clients  # src/m2mc/transport/router.py:32: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.from_clients  # src/m2mc/transport/router.py:75: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-bytes_in  # src/m2mc/wire/m2mp.py:100: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-bytes_out  # src/m2mc/wire/m2mp.py:101: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-messages_out  # src/m2mc/wire/m2mp.py:106: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.messages_out  # src/m2mc/wire/m2mp.py:214: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.bytes_out  # src/m2mc/wire/m2mp.py:246: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.bytes_in  # src/m2mc/wire/m2mp.py:331: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.bytes_in  # src/m2mc/wire/m2mp.py:358: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+bytes_in  # src/m2mc/wire/m2mp_types.py:81: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+bytes_out  # src/m2mc/wire/m2mp_types.py:82: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 TITLE  # src/m2mc_chat/app.py:43: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 ENABLE_COMMAND_PALETTE  # src/m2mc_chat/app.py:44: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 BINDINGS  # src/m2mc_chat/app.py:45: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 _.on_mount  # src/m2mc_chat/app.py:63: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 _.sub_title  # src/m2mc_chat/app.py:98: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 _.action_quit  # src/m2mc_chat/app.py:130: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-durable_history  # src/m2mc_chat/backend.py:150: a capability a chat backend declares (BackendLimits); the chat does not branch on it yet
 DEFAULT_CSS  # src/m2mc_chat/ui/browser.py:54: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-BINDINGS  # src/m2mc_chat/ui/browser.py:58: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 _.compose  # src/m2mc_chat/ui/browser.py:64: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-_.on_mount  # src/m2mc_chat/ui/browser.py:72: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-_.sub_title  # src/m2mc_chat/ui/browser.py:73: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 _.on_data_table_row_selected  # src/m2mc_chat/ui/browser.py:120: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 _.action_create  # src/m2mc_chat/ui/browser.py:167: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 _.action_create_keyed  # src/m2mc_chat/ui/browser.py:178: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-_.action_leave  # src/m2mc_chat/ui/browser.py:211: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-_.action_close  # src/m2mc_chat/ui/browser.py:235: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-DEFAULT_CSS  # src/m2mc_chat/ui/conversation.py:38: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-BINDINGS  # src/m2mc_chat/ui/conversation.py:44: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
+_.action_leave  # src/m2mc_chat/ui/browser.py:212: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
+_.action_close  # src/m2mc_chat/ui/browser.py:236: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 _.auto_expand  # src/m2mc_chat/ui/conversation.py:53: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 _.allow_expand  # src/m2mc_chat/ui/conversation.py:139: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-DEFAULT_CSS  # src/m2mc_chat/ui/dialogs.py:38: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-BINDINGS  # src/m2mc_chat/ui/dialogs.py:39: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-_.compose  # src/m2mc_chat/ui/dialogs.py:54: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 _.on_input_submitted  # src/m2mc_chat/ui/dialogs.py:63: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 _.action_cancel  # src/m2mc_chat/ui/dialogs.py:76: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-DEFAULT_CSS  # src/m2mc_chat/ui/dialogs.py:84: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-BINDINGS  # src/m2mc_chat/ui/dialogs.py:85: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-_.compose  # src/m2mc_chat/ui/dialogs.py:92: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 _.on_button_pressed  # src/m2mc_chat/ui/dialogs.py:100: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 _.action_answer  # src/m2mc_chat/ui/dialogs.py:103: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-DEFAULT_CSS  # src/m2mc_chat/ui/help.py:36: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-BINDINGS  # src/m2mc_chat/ui/help.py:43: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-_.compose  # src/m2mc_chat/ui/help.py:46: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-_.action_close  # src/m2mc_chat/ui/help.py:54: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-DEFAULT_CSS  # src/m2mc_chat/ui/main_screen.py:50: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-BINDINGS  # src/m2mc_chat/ui/main_screen.py:65: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-_.compose  # src/m2mc_chat/ui/main_screen.py:82: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-_.on_mount  # src/m2mc_chat/ui/main_screen.py:110: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 _.on_key  # src/m2mc_chat/ui/main_screen.py:119: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 _.action_tree  # src/m2mc_chat/ui/main_screen.py:132: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-_._folded  # src/m2mc_chat/ui/main_screen.py:235: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-_._unfolded  # src/m2mc_chat/ui/main_screen.py:240: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-_._group_chosen  # src/m2mc_chat/ui/main_screen.py:245: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-_._submitted  # src/m2mc_chat/ui/main_screen.py:251: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
+_._folded  # src/m2mc_chat/ui/main_screen.py:236: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
+_._unfolded  # src/m2mc_chat/ui/main_screen.py:241: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
+_._group_chosen  # src/m2mc_chat/ui/main_screen.py:246: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
+_._submitted  # src/m2mc_chat/ui/main_screen.py:252: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 _.cursor_position  # src/m2mc_chat/ui/main_screen.py:272: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 _.action_reply  # src/m2mc_chat/ui/main_screen.py:284: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 _.action_new_thread  # src/m2mc_chat/ui/main_screen.py:297: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-_.action_cancel  # src/m2mc_chat/ui/main_screen.py:305: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 _.action_toggle_fold  # src/m2mc_chat/ui/main_screen.py:310: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 _.action_next_unread  # src/m2mc_chat/ui/main_screen.py:314: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 _.action_mark_all_read  # src/m2mc_chat/ui/main_screen.py:324: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
@@ -243,88 +149,29 @@ _.action_previous_group  # src/m2mc_chat/ui/main_screen.py:361: Textual calls or
 _.action_next_group  # src/m2mc_chat/ui/main_screen.py:364: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 _.action_groups  # src/m2mc_chat/ui/main_screen.py:367: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 _.action_help  # src/m2mc_chat/ui/main_screen.py:376: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-DEFAULT_CSS  # src/m2mc_chat/ui/panels.py:21: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 _.highlighted  # src/m2mc_chat/ui/panels.py:30: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-DEFAULT_CSS  # src/m2mc_chat/ui/panels.py:50: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-DEFAULT_CSS  # src/m2mc_chat/ui/panels.py:69: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-DEFAULT_CSS  # src/m2mc_chat/ui/panels.py:90: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
-_.compose  # src/m2mc_chat/ui/panels.py:96: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 __getattr__  # src/m2mc_pipeline/__init__.py:19: a module __getattr__ (PEP 562): the package's lazy imports
-_.metrics_path  # src/m2mc_pipeline/api.py:64: public: where the pipeline writes metrics.json (docs/pipeline.md)
-_._jvm  # src/m2mc_pipeline/session.py:188: set on a foreign object (the Spark session) that reads it
+_.metrics_path  # src/m2mc_pipeline/api.py:65: public: where the pipeline writes metrics.json (docs/pipeline.md)
+_._jvm  # src/m2mc_pipeline/session.py:214: set on a foreign object (the Spark session) that reads it
 _.compress_type  # src/m2mc_pipeline/ship.py:92: set on a zipfile.ZipInfo, which zipfile reads
 _.external_attr  # src/m2mc_pipeline/ship.py:93: set on a zipfile.ZipInfo, which zipfile reads (file mode)
 pytestmark  # tests/chat/test_multiprocess.py:15: pytest reads it (module marks)
-pytestmark  # tests/group/test_multiprocess.py:18: pytest reads it (module marks)
-pytestmark  # tests/group/test_multiprocess_keyed.py:19: pytest reads it (module marks)
-_.lose  # tests/group/test_seqlog.py:204: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
-_.deliver_all  # tests/group/test_seqlog.py:209: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
-_.time_passes  # tests/group/test_seqlog.py:216: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
-_.one_entry_per_position  # tests/group/test_seqlog.py:240: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
+_.deliver_all  # tests/group/test_seqlog.py:211: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
+_.time_passes  # tests/group/test_seqlog.py:217: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
+_.one_entry_per_position  # tests/group/test_seqlog.py:241: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
+_.teardown  # tests/group/test_seqlog.py:244: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
+TestSeqLog  # tests/group/test_seqlog.py:260: pytest collects it (Machine.TestCase)
+_.reopen  # tests/group/test_store.py:81: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
+_.same_log  # tests/group/test_store.py:97: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
 _.never_more_than_a_window_ahead_of_the_readers  # tests/group/test_window.py:162: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
 _.in_flight_is_what_the_slowest_active_reader_lacks  # tests/group/test_window.py:168: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
 _.blocked_has_a_way_out  # tests/group/test_window.py:176: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
 _.exactly_the_model  # tests/group/test_window.py:190: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
-_.teardown  # tests/group/test_seqlog.py:244: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
-TestSeqLog  # tests/group/test_seqlog.py:260: pytest collects it (Machine.TestCase)
-_.reopen  # tests/group/test_store.py:70: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
-_.same_log  # tests/group/test_store.py:86: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
-_.teardown  # tests/group/test_store.py:93: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
-pytestmark  # tests/infra/test_multiprocess.py:19: pytest reads it (module marks)
-pytestmark  # tests/infra/test_multiprocess_power.py:32: pytest reads it (module marks)
-pytestmark  # tests/netns/conftest.py:21: pytest reads it (module marks)
-pytestmark  # tests/netns/test_adhoc.py:23: pytest reads it (module marks)
-pytestmark  # tests/netns/test_adhoc_back_in_range.py:24: pytest reads it (module marks)
-pytestmark  # tests/netns/test_adhoc_linkwatch.py:15: pytest reads it (module marks)
-pytestmark  # tests/netns/test_deployment_doc.py:31: pytest reads it (module marks)
-pytestmark  # tests/netns/test_flood.py:21: pytest reads it (module marks)
-pytestmark  # tests/netns/test_group_flood.py:33: pytest reads it (module marks)
-pytestmark  # tests/netns/test_iface.py:29: pytest reads it (module marks)
-pytestmark  # tests/netns/test_infra.py:34: pytest reads it (module marks)
-pytestmark  # tests/netns/test_infra_flood.py:30: pytest reads it (module marks)
-pytestmark  # tests/netns/test_lab.py:15: pytest reads it (module marks)
-_.arrive_again  # tests/ordering/test_stateful.py:72: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
-_.nothing_held_could_be_delivered  # tests/ordering/test_stateful.py:96: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
-_.digest_is_what_we_have  # tests/ordering/test_stateful.py:104: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
-_.teardown  # tests/ordering/test_stateful.py:120: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
+_.arrive_again  # tests/ordering/test_stateful.py:74: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
+_.nothing_held_could_be_delivered  # tests/ordering/test_stateful.py:97: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
+_.digest_is_what_we_have  # tests/ordering/test_stateful.py:105: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
 TestSbMachine  # tests/ordering/test_stateful.py:184: pytest collects it (Machine.TestCase)
 TestFifoMachine  # tests/ordering/test_stateful.py:185: pytest collects it (Machine.TestCase)
 TestCausalMachine  # tests/ordering/test_stateful.py:186: pytest collects it (Machine.TestCase)
 TestTotalMachine  # tests/ordering/test_stateful.py:187: pytest collects it (Machine.TestCase)
-pytestmark  # tests/pipeline/test_checks.py:19: pytest reads it (module marks)
-pytestmark  # tests/pipeline/test_cluster.py:33: pytest reads it (module marks)
-pytestmark  # tests/pipeline/test_metrics.py:34: pytest reads it (module marks)
-pytestmark  # tests/pipeline/test_simulated.py:21: pytest reads it (module marks)
-_clear_probes  # tests/sim/conftest.py:106: an autouse pytest fixture
-pytestmark  # tests/transport/test_demo.py:17: pytest reads it (module marks)
-pytestmark  # tests/transport/test_iface.py:36: pytest reads it (module marks)
-pytestmark  # tests/transport/test_multiprocess.py:17: pytest reads it (module marks)
-exc_type  # tests/wireshark/pcapgen.py:50: the context-manager protocol passes it; this exit does not need it
-pytestmark  # tests/wireshark/test_capture_group.py:51: pytest reads it (module marks)
-pytestmark  # tests/wireshark/test_capture_infra.py:48: pytest reads it (module marks)
-pytestmark  # tests/wireshark/test_capture_keyed.py:28: pytest reads it (module marks)
-pytestmark  # tests/wireshark/test_capture_m2mp.py:21: pytest reads it (module marks)
-pytestmark  # tests/wireshark/test_fuzz.py:22: pytest reads it (module marks)
-pytestmark  # tests/wireshark/test_names.py:28: pytest reads it (module marks)
-pytestmark  # tests/wireshark/test_samples.py:37: pytest reads it (module marks)
-stream_sent  # src/m2mc/group/streams.py:72: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-stream_received  # src/m2mc/group/streams.py:73: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-stream_failed  # src/m2mc/group/streams.py:74: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-stream_chunks_sent  # src/m2mc/group/streams.py:75: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-stream_chunks_received  # src/m2mc/group/streams.py:76: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-stream_chunk_duplicates  # src/m2mc/group/streams.py:77: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-stream_nacks_suppressed  # src/m2mc/group/streams.py:81: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-stream_repairs_suppressed  # src/m2mc/group/streams.py:83: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-stream_store_full  # src/m2mc/group/streams.py:85: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.stream_sent  # src/m2mc/group/streams.py:142: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.stream_store_full  # src/m2mc/group/streams.py:184: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.stream_chunks_sent  # src/m2mc/group/streams.py:195: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.stream_chunk_duplicates  # src/m2mc/group/streams.py:212: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.stream_chunk_duplicates  # src/m2mc/group/streams.py:234: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.stream_store_full  # src/m2mc/group/streams.py:252: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.stream_chunks_received  # src/m2mc/group/streams.py:255: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.stream_received  # src/m2mc/group/streams.py:279: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.stream_failed  # src/m2mc/group/streams.py:297: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.stream_nacks_suppressed  # src/m2mc/group/streams.py:310: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.stream_repairs_suppressed  # src/m2mc/group/streams.py:341: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-saves  # src/m2mc/infra/host_stats.py:21: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+_clear_probes  # tests/sim/conftest.py:116: an autouse pytest fixture
