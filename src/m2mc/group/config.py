@@ -44,6 +44,9 @@ class GroupConfig:
     nack_holdoff: float = 0.5  # after a NACK for a range, wait this long before asking again
     nack_holdoff_max: float = 8.0  # holdoff doubles for ranges nobody repairs, up to this
     repair_backoff: float = 0.03  # retransmission back-off, suppressed by overheard copies
+    # Holders other than a message's sender answer a NACK in bands of this many, one
+    # band per ask (group/repair.py): the repairs of one NACK do not grow with the group.
+    repair_band: int = 2
     # ---------------------------------------------------------------- status
     status_delay: float = 0.1  # after sending, announce the high-water this much later
     status_interval: float = 1.0  # periodic status (anti-entropy), jittered, suppressible
@@ -167,7 +170,7 @@ class GroupConfig:
                      "send_backlog", "send_backlog_bytes", "stream_chunk_bytes",
                      "stream_window", "max_streams", "max_streams_waiting", "stream_timeout",
                      "stream_store_bytes", "send_window_wait",
-                     "max_stream_repairs"):
+                     "max_stream_repairs", "repair_band"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"group config {name} must be > 0, got {getattr(self, name)}")
         if self.nack_holdoff_max < self.nack_holdoff:

@@ -84,6 +84,8 @@ class GroupInstance:
                        self._high_waters)
         self.repair = RepairState(node.pid, row.gid, config, node.rng, node.store)
         self.repair.known = lambda pid: row.membership.get(pid) is not None
+        self.repair.members = row.membership.current
+        self.repair.sender_alive = self._alive
         self.msp.is_member = row.membership.is_member
         # This group's SYNC_REQ and NACK (counted in the node's control_limits).
         self.limiter = RateLimiter(node.limit_config, stats=node.control_limits)
@@ -472,6 +474,13 @@ class GroupInstance:
         self.row.names.said(self.pid, self.node.name)
         if self._status_soon is None or self._status_soon > now + self.config.status_delay:
             self._status_soon = now + self.config.status_delay
+
+    def _alive(self, pid: str, now: float) -> bool:
+        """A member heard from within a status keepalive: it answers NACKs for its own
+        messages itself (group/repair.py)."""
+        heard = self.last_heard.get(pid)
+        return (heard is not None and now - heard <= STATUS_KEEPALIVE * self.config.status_interval
+                and self.row.membership.is_member(pid))
 
     def _status_period(self) -> float:
         return self.node.rng.uniform(self.config.status_interval / 2, self.config.status_interval)
