@@ -16,9 +16,11 @@ Responder: a message's own sender retransmits it after a random back-off in
 ``[0, repair_backoff]``. Other holders are backups, so that the repairs of one NACK
 do not grow with the group: they are ranked per requester (a hash of the requester's
 and the holder's pids orders the members, the same at every node that knows the same
-members) and taken in bands of ``repair_band``. A NACK is a requester's *first* ask
-when it comes more than ``2 * nack_holdoff_max`` after its previous one; its n-th ask
-(after n - 1 that were not answered in time) calls on band n - 2 while the message's
+members) and taken in bands of ``repair_band``. A requester's NACK naming a message is
+its *first* ask for it when it comes more than ``2 * nack_holdoff_max`` after its
+previous one (at most ``max_pending_repairs`` (requester, message) pairs are counted;
+past that an ask counts as a second); its n-th ask (after n - 1 that were not answered
+in time) calls on band n - 2 while the message's
 sender is a member heard from lately (``sender_alive``), band n - 1 otherwise, cycling
 through the bands; a holder of the band called retransmits after ``repair_backoff *
 (2 + 2 * place)`` plus a random ``[0, repair_backoff]``, ``place`` its place in the
@@ -112,8 +114,9 @@ class Repair:
         # whether a member was heard from lately (its own repairs can be waited for).
         self.members: Callable[[], Sequence[str]] = lambda: ()
         self.sender_alive: Callable[[str, float], bool] = lambda pid, now: False
-        # requester -> (its asks in a row, when we heard the last): which band it calls
-        self._asks: dict[str, tuple[int, float]] = {}
+        # (requester, message) -> (its asks in a row, when we heard the last): which
+        # band it calls (at most max_pending_repairs remembered)
+        self._asks: dict[tuple[str, MessageId], tuple[int, float]] = {}
         self.stats = RepairStats()
 
     # ------------------------------------------------------- what we know of
@@ -154,10 +157,20 @@ class Repair:
         self.hw[pid] = seq
         self.suspect(now)
 
-    def progress(self, pid: str) -> None:
-        """A new message of ``pid`` arrived: its ranges are being repaired."""
-        if self.tries:
-            self.tries.pop(pid, None)
+    def progress(self, pid: str, now: float) -> None:
+        """A new message of ``pid`` arrived: its ranges are being repaired. Ranges of
+        ``pid`` held off longer (while nobody answered) are asked for again after
+        ``nack_holdoff`` at most: one answer lost on the way must not cost
+        ``nack_holdoff_max`` (a NACK is answered by few holders: see the responder)."""
+        if self.tries.pop(pid, None) is None:
+            return
+        entries = self._holdoff.get(pid)
+        if entries:
+            cap = now + self.config.nack_holdoff
+            if any(until > cap for _, _, until in entries):
+                self._holdoff[pid] = [(lo, hi, min(until, cap)) for lo, hi, until in entries]
+                if self._check_at is None or self._check_at > cap:
+                    self._check_at = cap
 
     def suspect(self, now: float) -> None:
         """Something may be missing: look in ``nack_delay``."""
@@ -385,22 +398,21 @@ class Repair:
             if self.pending_decided and self._repair_at is None:
                 self._repair_at = now + self.rng.uniform(0.0, self.config.repair_backoff)
             return
-        ask = self._ask(nack.sender, now) if counted else 0
-        place = self._place(nack.sender) if ask else None
+        requester = nack.sender
+        place = self._place(requester) if counted else None
         backoff = self.config.repair_backoff
         pending, backup = self.pending, self._backup
         fast = bool(self.pending_decided)
         late = False
         for m in found:
             mid = m.mid
-            if not ask or mid.pid == self.pid:  # a GONE's, or our own: at once
+            if place is None or mid.pid == self.pid:  # a GONE's, or our own: at once
                 fast = True
                 pending[mid] = m
                 backup.discard(mid)
                 continue
-            sender_alive = self.sender_alive(mid.pid, now)
-            if place is None or ask - 1 - sender_alive < 0 or not self._called(
-                    ask - 1 - sender_alive, place):
+            turn = self._ask(requester, mid, now) - 1 - self.sender_alive(mid.pid, now)
+            if turn < 0 or not self._called(turn, place):
                 continue  # not our band's turn: another holder answers this ask
             if mid not in pending:
                 pending[mid] = m
@@ -412,19 +424,20 @@ class Repair:
             self._backup_at = (now + backoff * (2 + 2 * (place[0] % self.config.repair_band))
                                + self.rng.uniform(0.0, backoff))
 
-    def _ask(self, requester: str, now: float) -> int:
-        """Count a NACK of ``requester``: its asks in a row (1: a first ask)."""
+    def _ask(self, requester: str, mid: MessageId, now: float) -> int:
+        """Count an ask of ``requester`` for ``mid``: its asks in a row (1: a first)."""
         asks = self._asks
-        count, last = asks.get(requester, (0, 0.0))
+        key = (requester, mid)
+        count, last = asks.get(key, (0, 0.0))
         if now - last > 2 * self.config.nack_holdoff_max:
             count = 0
-        if requester not in asks and len(asks) >= self.config.max_senders:
+        if key not in asks and len(asks) >= self.config.max_pending_repairs:
             horizon = now - 2 * self.config.nack_holdoff_max
-            for pid in [p for p, (_, t) in asks.items() if t < horizon]:
-                del asks[pid]
-            if len(asks) >= self.config.max_senders:
-                return count + 1  # not remembered: the next ask counts as a first one
-        asks[requester] = (count + 1, now)
+            for old in [k for k, (_, t) in asks.items() if t < horizon]:
+                del asks[old]
+            if len(asks) >= self.config.max_pending_repairs:
+                return 2  # not remembered: answered as a second ask (backups called)
+        asks[key] = (count + 1, now)
         return count + 1
 
     def _place(self, requester: str) -> tuple[int, int]:
