@@ -34,7 +34,7 @@ from m2mc.group.events import Delivered, DeliveredBatch, StreamUpdate
 from m2mc.group.manager import TRACE_JOURNAL_META, GroupNode
 from m2mc.group.names import check_name
 from m2mc.inbox import Inbox
-from m2mc.kinds import NodeMode, Order
+from m2mc.kinds import NodeMode, Order, group_order
 from m2mc.log import node_logger
 from m2mc.ordering import MessageId
 from m2mc.runtime.endpoint import DEFAULT_FLOW_WINDOW, flow_window_for
@@ -181,7 +181,7 @@ class AdhocNode(Node):
     def pid(self) -> str:
         return self._node().pid
 
-    async def create_group(self, desc: str, *, order: str = Order.SB, key: KeyArg = None,
+    async def create_group(self, desc: str, *, order: str | Order = Order.SB, key: KeyArg = None,
                            key_file: str | os.PathLike[str] | None = None,
                            passphrase: str | None = None,
                            suite: str | None = None) -> AdhocGroup:
@@ -195,13 +195,14 @@ class AdhocNode(Node):
         if spec is not None:
             gid = stack.new_group_id()
             secret = await _resolve(spec, gid)
-        gid = stack.create_group(desc, driver.now(), order=order, gid=gid, key=secret,
+        gid = stack.create_group(desc, driver.now(), order=group_order(order), gid=gid,
+                                 key=secret,
                                  counter_start=counter_start_at(time.time()))
         self._inbox(gid)
         driver.poke()
         return AdhocGroup(self, gid)
 
-    async def join(self, gid: str, *, order: str | None = None, timeout: float = 5.0,
+    async def join(self, gid: str, *, order: str | Order | None = None, timeout: float = 5.0,
                    key: KeyArg = None, key_file: str | os.PathLike[str] | None = None,
                    passphrase: str | None = None, suite: str | None = None) -> AdhocGroup:
         """joinThisGroup. A group not discovered yet is looked for (advertising
@@ -214,7 +215,8 @@ class AdhocNode(Node):
         secret = await _resolve(spec, gid) if spec is not None else None
         if order is None and stack.group_info(gid) is None:
             await self.discover(gid, timeout=timeout)
-        stack.join_group(gid, driver.now(), order=order, key=secret,
+        stack.join_group(gid, driver.now(), order=None if order is None else group_order(order),
+                         key=secret,
                          counter_start=counter_start_at(time.time()))
         self._inbox(gid)
         driver.poke()
@@ -436,7 +438,7 @@ class AdhocGroup(Group):
         return self.node._node().group_info(self.gid)
 
     @property
-    def order(self) -> str:
+    def order(self) -> Order:
         info = self.info
         return info.order if info is not None else Order.SB
 

@@ -33,7 +33,7 @@ from m2mc.errors import UsageError
 from m2mc.group.codec import GrpInfo
 from m2mc.group.events import GroupEvent
 from m2mc.group.names import check_name
-from m2mc.kinds import NodeMode
+from m2mc.kinds import NodeMode, Order
 from m2mc.metrics.address import parse_metrics_address
 from m2mc.ordering import MessageId
 
@@ -182,13 +182,13 @@ class Node:
     def pid(self) -> str:
         raise _unimplemented(self, "pid")
 
-    async def create_group(self, desc: str, *, order: str = "sb", key: KeyArg = None,
+    async def create_group(self, desc: str, *, order: str | Order = Order.SB, key: KeyArg = None,
                            key_file: str | os.PathLike[str] | None = None,
                            passphrase: str | None = None, suite: str | None = None) -> Group:
         """CreateGroup: a new group, announced to the network (docs/api.md)."""
         raise _unimplemented(self, "create_group")
 
-    async def join(self, gid: str, *, order: str | None = None, timeout: float = 5.0,
+    async def join(self, gid: str, *, order: str | Order | None = None, timeout: float = 5.0,
                    key: KeyArg = None, key_file: str | os.PathLike[str] | None = None,
                    passphrase: str | None = None, suite: str | None = None) -> Group:
         """joinThisGroup (docs/api.md)."""
@@ -319,7 +319,7 @@ class Group:
         raise _unimplemented(self, "info")
 
     @property
-    def order(self) -> str:
+    def order(self) -> Order:
         raise _unimplemented(self, "order")
 
     @property

@@ -25,6 +25,7 @@ from m2mc.fuzz_targets import (
     claimed_sender,
     group_examples,
 )
+from m2mc.kinds import Order
 
 
 def targets() -> list[FuzzTarget]:
@@ -99,9 +100,9 @@ def _group_node_target() -> FuzzTarget:
         node = GroupNode("me", rng=random.Random(1), config=cfg, m2mp_config=m2mp,
                          keys={"keyed": GroupSecret(key)}, counter_start=1)
         node.start(0.0)
-        node.create_group("o", 0.0, "sb", gid="open")
-        node.create_group("t", 0.0, "total", gid="tot")
-        node.create_group("k", 0.0, "sb", gid="keyed")
+        node.create_group("o", 0.0, Order.SB, gid="open")
+        node.create_group("t", 0.0, Order.TOTAL, gid="tot")
+        node.create_group("k", 0.0, Order.SB, gid="keyed")
         node.send("open", b"mine", 0.0)
         node.datagrams_to_send(0.0)
         node.events()
@@ -150,7 +151,7 @@ def _group_node_target() -> FuzzTarget:
             return bytes((flags,)) + len(payload).to_bytes(2, "big") + payload
 
         rec = [Message(MessageId("p", 1), ROOT, b"hi"), Message(MessageId("p", 3), ROOT, b"x")]
-        bodies = [codec.Join("p", 1, "sb", "d"), codec.Join("n", 1, "sb", "d", "Nina"),
+        bodies = [codec.Join("p", 1, Order.SB, "d"), codec.Join("n", 1, Order.SB, "d", "Nina"),
                   codec.Data("p", rec),
                   codec.SyncReq("p", 1, {}), codec.Nack("p", {"me": [(1, 1)], "p": [(2, 2)]}, []),
                   codec.Status("p", 3, {"q": 2}, (codec.MemberEntry("p", 1, True),), None, 0),
@@ -166,10 +167,10 @@ def _group_node_target() -> FuzzTarget:
             for flags in (0x10 | dest, 0x18 | dest):
                 out.append(b"".join(chunk(flags, tags[dest], b) for b in bodies))
         out.append(chunk(0x13, tags[3], codec.Adv("p")) + chunk(0x13, tags[3], codec.GrpsInfo(
-            "p", tuple(codec.GrpInfo(f"s{i}", "", "sb", ()) for i in range(8)))))
+            "p", tuple(codec.GrpInfo(f"s{i}", "", Order.SB, ()) for i in range(8)))))
         named = (codec.MemberEntry("p", 1, True), codec.MemberEntry("q", 1, True))
         out.append(chunk(0x13, tags[3], codec.GrpsInfo("p", tuple(
-            codec.GrpInfo(g, "", "sb", named, False, (("p", "Pia"), ("q", "Quinn")))
+            codec.GrpInfo(g, "", Order.SB, named, False, (("p", "Pia"), ("q", "Quinn")))
             for g in ("open", "keyed", "new")))))
         return out
 

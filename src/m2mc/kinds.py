@@ -3,9 +3,11 @@
 Each is a :class:`~enum.StrEnum`: a member *is* its string (``Order.TOTAL ==
 "total"``, ``json.dumps`` and msgpack write ``"total"``), so the values on the
 wire, in the trace, in verify.json and in saved state are exactly the strings
-docs/interfaces.md specifies, and an application may still pass ``order="total"``.
-Code compares with the members, never with string literals, so a typo is a
-name error and the type checker knows which values a field can take.
+docs/interfaces.md specifies, and an application may still pass ``order="total"``
+(:func:`group_order` makes the member of it where such a string comes in). Code
+compares with the members, never with string literals, so a typo is a name error
+and the type checker knows which values a field can take
+(tests/architecture/test_kinds.py checks it).
 
 Here, at the bottom of the layers, so the trace, the store, the ordering cores,
 the group and infrastructure layers, the simulator and the API can all name them.
@@ -15,8 +17,10 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from m2mc.errors import UsageError
+
 __all__ = ["GROUP_ORDERS", "GjlpState", "NodeMode", "Order", "PartitionKind", "ReconnectReason",
-           "RejoinReason", "ViewKind"]
+           "RejoinReason", "ViewKind", "group_order"]
 
 
 class Order(StrEnum):
@@ -33,6 +37,14 @@ class Order(StrEnum):
 
 GROUP_ORDERS: tuple[Order, ...] = (Order.SB, Order.CAUSAL, Order.FIFO, Order.TOTAL)
 """The orders a group can have, as the API, the wire and scenario files accept them."""
+
+
+def group_order(value: str) -> Order:
+    """``value`` as the group order it names, where a caller's plain string comes in
+    (``create_group(order="total")``): the member, or a UsageError naming the choices."""
+    if value not in GROUP_ORDERS:
+        raise UsageError(f"unknown order {value!r}; expected one of {', '.join(GROUP_ORDERS)}")
+    return Order(value)
 
 
 class GjlpState(StrEnum):

@@ -11,6 +11,7 @@ import pytest
 from m2mc.api import GroupMessage, Node, NodeConfig
 from m2mc.errors import UsageError
 from m2mc.group.events import GroupDiscovered, MemberJoined
+from m2mc.kinds import Order
 
 
 def _channel() -> str:
@@ -87,6 +88,19 @@ async def test_join_unknown_group_times_out_with_a_clear_error() -> None:
         g = await x.join("named", order="sb")  # by name: no discovery needed
         await g.send(b"hi")
         assert (await g.receive(timeout=2.0)).data == b"hi"
+
+
+async def test_an_order_is_a_plain_string_or_a_member_and_nothing_else() -> None:
+    async with Node(NodeConfig(pid="a", channel=_channel())) as a:
+        by_string = await a.create_group("s", order="total")
+        by_member = await a.create_group("m", order=Order.FIFO)
+        assert (by_string.order, by_member.order) == (Order.TOTAL, Order.FIFO)
+        assert type(by_string.order) is Order  # the member, not the caller's string
+        with pytest.raises(UsageError, match="unknown order 'totl'; expected one of "
+                                             "sb, causal, fifo, total"):
+            await a.create_group("typo", order="totl")
+        with pytest.raises(UsageError, match="unknown order 'SB'"):
+            await a.join("named", order="SB")
 
 
 async def test_durable_node_keeps_history_across_restart(tmp_path: Path) -> None:

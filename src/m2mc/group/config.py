@@ -44,9 +44,20 @@ class GroupConfig:
     nack_holdoff: float = 0.5  # after a NACK for a range, wait this long before asking again
     nack_holdoff_max: float = 8.0  # holdoff doubles for ranges nobody repairs, up to this
     repair_backoff: float = 0.03  # retransmission back-off, suppressed by overheard copies
+    # Holders other than a message's sender answer a NACK in bands of this many, one
+    # band per ask (group/repair.py): the repairs of one NACK do not grow with the group.
+    repair_band: int = 2
     # ---------------------------------------------------------------- status
     status_delay: float = 0.1  # after sending, announce the high-water this much later
     status_interval: float = 1.0  # periodic status (anti-entropy), jittered, suppressible
+    # Statuses have a budget (group/status_budget.py, RFC 3550 section 6.2): each carries
+    # at most status_slice high-waters and status_slice membership entries, and the
+    # group's periodic statuses together take at most status_share of its data bytes/s,
+    # or status_floor bytes/s when it carries less; status_interval is the shortest
+    # interval, reached in small or busy groups.
+    status_slice: int = 8
+    status_share: float = 1.0
+    status_floor: int = 800
     sequencer_timeout: float = 4.0  # total order: a silent sequencer is replaced after this
     # Total order (docs/group.md section 5): the sequencer re-sends stamps a majority has
     # not acknowledged after order_retry (doubling up to status_interval); a member of
@@ -167,7 +178,8 @@ class GroupConfig:
                      "send_backlog", "send_backlog_bytes", "stream_chunk_bytes",
                      "stream_window", "max_streams", "max_streams_waiting", "stream_timeout",
                      "stream_store_bytes", "send_window_wait",
-                     "max_stream_repairs"):
+                     "max_stream_repairs", "repair_band", "status_slice",
+                     "status_floor"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"group config {name} must be > 0, got {getattr(self, name)}")
         if self.nack_holdoff_max < self.nack_holdoff:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from m2mc.group.codec import GrpInfo
-from m2mc.kinds import ReconnectReason, RejoinReason
+from m2mc.kinds import Order, ReconnectReason, RejoinReason
 from m2mc.ordering import Message, MessageId
 
 
@@ -42,7 +42,7 @@ class GroupCreated:
 
     gid: str
     desc: str
-    order: str
+    order: Order
 
 
 @dataclass(frozen=True, slots=True)

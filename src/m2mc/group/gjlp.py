@@ -35,7 +35,7 @@ from m2mc.group.codec import MAX_GID, Adv, GrpInfo, GrpsInfo, MemberEntry
 from m2mc.group.config import GroupConfig
 from m2mc.group.membership import Membership
 from m2mc.group.names import MemberNames
-from m2mc.kinds import GjlpState
+from m2mc.kinds import GjlpState, Order
 
 REANNOUNCE = (1.0, 3.0)
 """A new group is announced at once and again this many seconds later (each time as a
@@ -51,7 +51,7 @@ LEFT = GjlpState.LEFT
 class GiitRow:
     gid: str
     desc: str
-    order: str
+    order: Order
     state: GjlpState
     membership: Membership
     my_version: int = 0
@@ -213,7 +213,8 @@ class Gjlp:
             self._reply_gids.remove(row.gid)
 
     # ------------------------------------------------------ rows and groups
-    def row(self, gid: str, desc: str = "", order: str = "sb", keyed: bool = False) -> GiitRow:
+    def row(self, gid: str, desc: str = "", order: Order = Order.SB,
+            keyed: bool = False) -> GiitRow:
         """The GIIT row of ``gid``, made from discovery (or from scratch) if absent.
         A ``keyed`` row takes no membership from (unauthenticated) discovery."""
         row = self.giit.get(gid)
@@ -239,8 +240,9 @@ class Gjlp:
         """rejectGrp: an N/A row, so the group is not offered again until we advertise."""
         info = self.discovered.pop(gid, None)
         if gid not in self.giit:
-            self.giit[gid] = GiitRow(gid, info.desc if info else "", info.order if info else "sb",
-                                     REJECTED, Membership(self.config.max_members),
+            self.giit[gid] = GiitRow(gid, info.desc if info else "",
+                                     info.order if info else Order.SB, REJECTED,
+                                     Membership(self.config.max_members),
                                      names=MemberNames(self.config.max_members))
 
 

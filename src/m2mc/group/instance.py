@@ -47,8 +47,10 @@ from m2mc.group.msp import Msp
 from m2mc.group.order_strategy import NoSequencer, OrderStrategy
 from m2mc.group.repair import Repair as RepairState
 from m2mc.group.retention import GroupRetention, earliest
+from m2mc.group.status_budget import StatusBudget, StatusSlicer, status_bytes
 from m2mc.group.total.strategy import TotalOrderStrategy
 from m2mc.group.window import Credit, SendWindow
+from m2mc.kinds import Order as GroupOrder  # codec's Order is the ORDER body
 from m2mc.ordering import Message
 from m2mc.security.ratelimit import RateLimiter
 from m2mc.trace.schema import detail_json
@@ -76,13 +78,15 @@ class GroupInstance:
         self.config = config
         self.last_heard: dict[str, float] = {}
         # The order's strategy, chosen once: total order's sequencing log, or none.
-        self.ordering: OrderStrategy = (TotalOrderStrategy(self) if row.order == "total"
+        self.ordering: OrderStrategy = (TotalOrderStrategy(self) if row.order == GroupOrder.TOTAL
                                         else NoSequencer(self))
         self.mop = self.ordering.mop
         self.msp = Msp(node.pid, row.gid, config, node.rng, node.store, self.mop.digest,
                        self._high_waters)
         self.repair = RepairState(node.pid, row.gid, config, node.rng, node.store)
         self.repair.known = lambda pid: row.membership.get(pid) is not None
+        self.repair.members = row.membership.current
+        self.repair.sender_alive = self._alive
         self.msp.is_member = row.membership.is_member
         # This group's SYNC_REQ and NACK (counted in the node's control_limits).
         self.limiter = RateLimiter(node.limit_config, stats=node.control_limits)
@@ -112,6 +116,11 @@ class GroupInstance:
         self._status_soon: float | None = None
         self._status_covered = False
         self._status_sent_at = float("-inf")
+        # What a status carries and how often one goes (group/status_budget.py).
+        self.status_slicer = StatusSlicer(config.status_slice)
+        self.status_budget = StatusBudget(config)
+        self._status_size = status_bytes({}, ())
+        self._status_scale = config.status_interval  # the periodic interval, unjittered
         self.delivered_count = 0
 
     # ------------------------------------------------------------ lifecycle
@@ -122,7 +131,7 @@ class GroupInstance:
         for pid, ivs in self.mop.digest().items():
             if ivs:
                 self.repair.hw[pid] = max(self.repair.hw.get(pid, 0), ivs[-1][1])
-        self._status_at = now + self._status_period()
+        self._status_at = now + self._status_period(now)
         for pid in self.row.membership.current():  # in view from now on (Msp.mark)
             if pid != self.pid:
                 self.msp.mark(pid, now)
@@ -151,6 +160,7 @@ class GroupInstance:
         self.batch_size += size
         self.pending_records += 1
         self.pending_bytes += size
+        self.status_budget.data(size)
         if self._status_soon is None:
             self._status_soon = now + self.config.status_delay
 
@@ -208,7 +218,10 @@ class GroupInstance:
                 self.msp.peer_traffic()
             records = body.records
             self._records(records, sender, now)
-            if self.credit.read(sum([len(m.payload) for m in records])):
+            nbytes = sum([len(m.payload) for m in records])
+            self.status_budget.data(nbytes)
+            self.status_slicer.read_from(sender)
+            if self.credit.read(nbytes):
                 self._status_soon = now  # how far we read, for the senders' windows
             return
         node = self.node
@@ -234,7 +247,10 @@ class GroupInstance:
                 if self.msp.waiting:
                     self.msp.peer_traffic()
                 self._records(records, sender, now)
-                if self.credit.read(sum([len(m.payload) for m in records])):
+                nbytes = sum([len(m.payload) for m in records])
+                self.status_budget.data(nbytes)
+                self.status_slicer.read_from(sender)
+                if self.credit.read(nbytes):
                     self._status_soon = now
             case Repair(_, records):
                 self._records(records, sender, now)
@@ -314,7 +330,7 @@ class GroupInstance:
             if status == NEW:
                 new += 1
                 if repair.tries:
-                    repair.progress(pid)
+                    repair.progress(pid, now)
                 if tracing:
                     node.trace("recv", self.gid, m, peer=peer)
                 if not out or out[0] is not m:
@@ -412,6 +428,7 @@ class GroupInstance:
             # membership (an earlier incarnation's leave): we are in, above it.
             node.refute(self, mine.version, now)
         announced = False
+        self.status_slicer.membership_changed(e.pid for e in changed)
         for e in changed:
             if e.pid == self.pid:
                 continue
@@ -460,11 +477,18 @@ class GroupInstance:
             out[self.pid] = self.mop.own_seq
         return out
 
-    def make_status(self) -> Status:
+    def make_status(self, fill: bool = True) -> Status:
+        """Our status; ``fill``: a periodic one, whose high-waters and membership
+        entries beyond those that changed take turns (group/status_budget.py)."""
         self.credit.status_sent()
         log_state, known = self.ordering.status_log()
-        return Status(self.pid, self.mop.own_seq, self._summary(sending=True),
-                      self.row.membership.entries(), log_state, known, self.node.name)
+        slicer = self.status_slicer
+        summary = slicer.summary(self._summary(sending=True), fill)
+        members = slicer.members(self.row.membership.entries(), fill)
+        if fill:
+            self._status_size = status_bytes(summary, members)
+        return Status(self.pid, self.mop.own_seq, summary, members, log_state, known,
+                      self.node.name)
 
     def renamed(self, now: float) -> None:
         """Our display name changed: say so in a status soon."""
@@ -472,8 +496,18 @@ class GroupInstance:
         if self._status_soon is None or self._status_soon > now + self.config.status_delay:
             self._status_soon = now + self.config.status_delay
 
-    def _status_period(self) -> float:
-        return self.node.rng.uniform(self.config.status_interval / 2, self.config.status_interval)
+    def _alive(self, pid: str, now: float) -> bool:
+        """A member heard from within a status keepalive: it answers NACKs for its own
+        messages itself (group/repair.py)."""
+        heard = self.last_heard.get(pid)
+        return (heard is not None and now - heard <= STATUS_KEEPALIVE * self._status_scale
+                and self.row.membership.is_member(pid))
+
+    def _status_period(self, now: float) -> float:
+        scale = self.status_budget.interval(now, len(self.row.membership.current()),
+                                                  self._status_size)
+        self._status_scale = scale
+        return self.node.rng.uniform(scale / 2, scale)
 
     # --------------------------------------------------------------- timers
     def on_timer(self, now: float) -> None:
@@ -526,15 +560,15 @@ class GroupInstance:
         self._trace_suppressed(held_back, None)
         if self._status_soon is not None and now >= self._status_soon:
             self._status_soon = None
-            node.send_body(self.tag, self.make_status())
+            node.send_body(self.tag, self.make_status(fill=False))
             self._status_sent_at = now
         if self._status_at is not None and now >= self._status_at:
-            self._status_at = now + self._status_period()
+            self._status_at = now + self._status_period(now)
             # A status is also a heartbeat: at least every STATUS_KEEPALIVE intervals
             # (Node.last_heard), and as often as the order asks (total order: the
             # configuration is chosen among the members heard lately).
             since = now - self._status_sent_at
-            heartbeat = (since >= STATUS_KEEPALIVE * self.config.status_interval
+            heartbeat = (since >= STATUS_KEEPALIVE * self._status_scale
                          or since >= ordering.heartbeat)
             covered, self._status_covered = self._status_covered, False
             if covered and not heartbeat:

@@ -42,7 +42,7 @@ from m2mc.group.codec import (
     MemberEntry,
     filter_prefix,
 )
-from m2mc.group.config import ORDERS, GroupConfig
+from m2mc.group.config import GroupConfig
 from m2mc.group.events import (
     GroupCreated,
     GroupEvent,
@@ -59,6 +59,7 @@ from m2mc.group.node_stats import group_stats as _group_stats
 from m2mc.group.node_stats import node_stats as _node_stats
 from m2mc.group.reconnect import INTERFACE, MADE_META, Reconnect
 from m2mc.group.streams import GroupStreams
+from m2mc.kinds import Order, group_order
 from m2mc.ordering import MessageId
 from m2mc.security.auth import AuthConfig, GroupAuth, overhead
 from m2mc.security.errors import KeyRequiredError
@@ -160,7 +161,7 @@ class GroupNode(NodeReceive):
         self.started = True
         self.reconnect.started(now)
         for row in self.store.load_groups():
-            giit_row = GiitRow(row.gid, row.desc, row.order, MEMBER if row.state == MEMBER
+            giit_row = GiitRow(row.gid, row.desc, Order(row.order), MEMBER if row.state == MEMBER
                                else LEFT, Membership(self.config.max_members, row.members),
                                row.my_version, names=MemberNames(self.config.max_members))
             if giit_row.state == MEMBER:  # names are not kept: ours now, others' as heard
@@ -248,14 +249,13 @@ class GroupNode(NodeReceive):
         return row.keyed if row is not None else gid in self._secrets
 
     @settles
-    def create_group(self, desc: str, now: float, order: str = "sb",
+    def create_group(self, desc: str, now: float, order: Order = Order.SB,
                      gid: str | None = None, *, key: GroupSecret | None = None,
                      counter_start: int | None = None) -> str:
         """CreateGroup: a new group with a unique id ``<pid>/<n>`` (or the given id),
         keyed if ``key`` is given (or was given with :meth:`set_key`)."""
         self._now = now
-        if order not in ORDERS:
-            raise UsageError(f"unknown order {order!r}; expected one of {', '.join(ORDERS)}")
+        order = group_order(order)  # checked: a caller not type-checked may pass any string
         if gid is None:
             gid = self.new_group_id()
         if gid in self.gjlp.giit and self.gjlp.giit[gid].state == MEMBER:
@@ -272,7 +272,7 @@ class GroupNode(NodeReceive):
         return gid
 
     @settles
-    def join_group(self, gid: str, now: float, order: str | None = None,
+    def join_group(self, gid: str, now: float, order: Order | None = None,
                    desc: str | None = None, *, key: GroupSecret | None = None,
                    counter_start: int | None = None) -> None:
         """joinThisGroup: join a discovered group, or a named one (``order`` needed
@@ -280,8 +280,8 @@ class GroupNode(NodeReceive):
         key (as :meth:`set_key`); a group known to be keyed cannot be joined without
         one (:class:`~m2mc.security.errors.KeyRequiredError`)."""
         self._now = now
-        if order is not None and order not in ORDERS:
-            raise UsageError(f"unknown order {order!r}; expected one of {', '.join(ORDERS)}")
+        if order is not None:
+            order = group_order(order)
         if order is None and gid not in self.gjlp.giit and gid not in self.gjlp.discovered:
             raise UsageError(f"group {gid!r} is unknown here: wait until it is discovered, "
                              "or give its order to join it by name")
@@ -292,7 +292,7 @@ class GroupNode(NodeReceive):
         if not keyed and (gid in self.locked or (known is not None and known.keyed)):
             raise KeyRequiredError(f"group {gid!r} is keyed: joining it takes its key "
                                    "(key, key_file or passphrase)")
-        row = self.gjlp.row(gid, desc or gid, order or "sb", keyed=keyed)
+        row = self.gjlp.row(gid, desc or gid, order or Order.SB, keyed=keyed)
         if row.state == MEMBER and gid in self.groups:
             return
         if not row.membership.current() and order is not None:

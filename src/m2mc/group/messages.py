@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from m2mc.group.stream_codec import StreamData, StreamNack
+from m2mc.kinds import Order as GroupOrder  # Order here is the ORDER body
 from m2mc.ordering import Message, MessageId
 
 Intervals = list[tuple[int, int]]
@@ -66,7 +67,7 @@ class GrpInfo:
 
     gid: str
     desc: str
-    order: str
+    order: GroupOrder
     members: tuple[MemberEntry, ...]
     keyed: bool = False
     names: tuple[tuple[str, str], ...] = ()
@@ -170,7 +171,7 @@ class SyncResp:
 class Join:
     sender: str
     version: int
-    order: str
+    order: GroupOrder
     desc: str
     name: str = ""  # the joiner's display name (a fifth element, only when set)
 

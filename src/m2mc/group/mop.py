@@ -18,6 +18,7 @@ from types import MappingProxyType
 from m2mc.group.config import GroupConfig
 from m2mc.group.messages import Entries
 from m2mc.group.seqsets import Intervals
+from m2mc.kinds import Order
 from m2mc.ordering import ROOT, Message, MessageId, make_core
 from m2mc.ordering.causal import CausalOrder
 from m2mc.ordering.ids import make_message, make_mid
@@ -28,6 +29,9 @@ DUP = 1
 REFUSED = 2
 MALFORMED = 3
 _NONE: Mapping[MessageId, object] = MappingProxyType({})
+# Read once per message: a module global is faster than Order.CAUSAL, an enum's
+# attribute lookup.
+_CAUSAL = Order.CAUSAL
 
 
 class Mop:
@@ -39,7 +43,7 @@ class Mop:
     unstamped_refused = 0
     stamps_refused = 0
 
-    def __init__(self, pid: str, gid: str, order: str, config: GroupConfig,
+    def __init__(self, pid: str, gid: str, order: Order, config: GroupConfig,
                  store: GroupStore) -> None:
         self.pid = pid
         self.gid = gid
@@ -101,7 +105,7 @@ class Mop:
         self.own_seq += 1
         mid = make_mid(self.pid, self.own_seq)
         vclock = None
-        if self.order == "causal" and isinstance(self.core, CausalOrder):
+        if self.order == _CAUSAL and isinstance(self.core, CausalOrder):
             vclock = self.core.clock
             vclock[self.pid] = self.own_seq
             if not parent.is_root and parent.pid != self.pid and (

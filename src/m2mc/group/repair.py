@@ -12,9 +12,21 @@ are held off for ``nack_holdoff``), so a loss seen by many costs one NACK. After
 sending, a range is held off for ``nack_holdoff``, doubling (up to
 ``nack_holdoff_max``) while nobody repairs it.
 
-Responder: any member holding a requested message schedules its
-retransmission after a random back-off in ``[0, repair_backoff]``; a copy of
-that message overheard meanwhile (data, repair or sync response) cancels it.
+Responder: a message's own sender retransmits it after a random back-off in
+``[0, repair_backoff]``. Other holders are backups, so that the repairs of one NACK
+do not grow with the group: they are ranked per requester (a hash of the requester's
+and the holder's pids orders the members, the same at every node that knows the same
+members) and taken in bands of ``repair_band``. A requester's NACK naming a message is
+its *first* ask for it when it comes more than ``2 * nack_holdoff_max`` after its
+previous one (at most ``max_pending_repairs`` (requester, message) pairs are counted;
+past that an ask counts as a second); its n-th ask (after n - 1 that were not answered
+in time) calls on band n - 2 while the message's
+sender is a member heard from lately (``sender_alive``), band n - 1 otherwise, cycling
+through the bands; a holder of the band called retransmits after ``repair_backoff *
+(2 + 2 * place)`` plus a random ``[0, repair_backoff]``, ``place`` its place in the
+band, so the sender's copy (or the band's first) is usually heard first. A copy of
+that message overheard meanwhile (data, repair or sync response) cancels any
+retransmission (docs/decisions.md, "Repairs of one NACK do not grow with the group").
 
 Bounds: ``max_nack_intervals`` intervals per NACK, over all its senders (plus
 one interval of gseqs; the rest is ignored, counted ``nack_intervals_ignored``),
@@ -29,7 +41,8 @@ are ignored.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -91,8 +104,19 @@ class Repair:
         self._holdoff: dict[str, _Holdoff] = {}
         self._gseq_holdoff: _Holdoff = []
         self.tries: dict[str, int] = {}
+        # Every retransmission waiting; those in _backup (our rank's turn, not our own
+        # messages) wait for _backup_at, the others for _repair_at.
         self.pending: dict[MessageId, Message] = {}
+        self._backup: set[MessageId] = set()
         self._repair_at: float | None = None
+        self._backup_at: float | None = None
+        # The group's members (the rank of a backup holder is counted among them) and
+        # whether a member was heard from lately (its own repairs can be waited for).
+        self.members: Callable[[], Sequence[str]] = lambda: ()
+        self.sender_alive: Callable[[str, float], bool] = lambda pid, now: False
+        # (requester, message) -> (its asks in a row, when we heard the last): which
+        # band it calls (at most max_pending_repairs remembered)
+        self._asks: dict[tuple[str, MessageId], tuple[int, float]] = {}
         self.stats = RepairStats()
 
     # ------------------------------------------------------- what we know of
@@ -133,10 +157,20 @@ class Repair:
         self.hw[pid] = seq
         self.suspect(now)
 
-    def progress(self, pid: str) -> None:
-        """A new message of ``pid`` arrived: its ranges are being repaired."""
-        if self.tries:
-            self.tries.pop(pid, None)
+    def progress(self, pid: str, now: float) -> None:
+        """A new message of ``pid`` arrived: its ranges are being repaired. Ranges of
+        ``pid`` held off longer (while nobody answered) are asked for again after
+        ``nack_holdoff`` at most: one answer lost on the way must not cost
+        ``nack_holdoff_max`` (a NACK is answered by few holders: see the responder)."""
+        if self.tries.pop(pid, None) is None:
+            return
+        entries = self._holdoff.get(pid)
+        if entries:
+            cap = now + self.config.nack_holdoff
+            if any(until > cap for _, _, until in entries):
+                self._holdoff[pid] = [(lo, hi, min(until, cap)) for lo, hi, until in entries]
+                if self._check_at is None or self._check_at > cap:
+                    self._check_at = cap
 
     def suspect(self, now: float) -> None:
         """Something may be missing: look in ``nack_delay``."""
@@ -360,15 +394,77 @@ class Repair:
                     self.pending_decided[pos] = entry
         if full:  # the NACK asked for more than the table had room for
             self.stats.repairs_refused += 1
+        if not found:
+            if self.pending_decided and self._repair_at is None:
+                self._repair_at = now + self.rng.uniform(0.0, self.config.repair_backoff)
+            return
+        requester = nack.sender
+        place = self._place(requester) if counted else None
+        backoff = self.config.repair_backoff
+        pending, backup = self.pending, self._backup
+        fast = bool(self.pending_decided)
+        late = False
         for m in found:
-            self.pending[m.mid] = m
-        if (self.pending or self.pending_decided) and self._repair_at is None:
-            self._repair_at = now + self.rng.uniform(0.0, self.config.repair_backoff)
+            mid = m.mid
+            if place is None or mid.pid == self.pid:  # a GONE's, or our own: at once
+                fast = True
+                pending[mid] = m
+                backup.discard(mid)
+                continue
+            turn = self._ask(requester, mid, now) - 1 - self.sender_alive(mid.pid, now)
+            if turn < 0 or not self._called(turn, place):
+                continue  # not our band's turn: another holder answers this ask
+            if mid not in pending:
+                pending[mid] = m
+                backup.add(mid)
+            late = True
+        if fast and self._repair_at is None:
+            self._repair_at = now + self.rng.uniform(0.0, backoff)
+        if late and self._backup_at is None and place is not None:
+            self._backup_at = (now + backoff * (2 + 2 * (place[0] % self.config.repair_band))
+                               + self.rng.uniform(0.0, backoff))
+
+    def _ask(self, requester: str, mid: MessageId, now: float) -> int:
+        """Count an ask of ``requester`` for ``mid``: its asks in a row (1: a first)."""
+        asks = self._asks
+        key = (requester, mid)
+        count, last = asks.get(key, (0, 0.0))
+        if now - last > 2 * self.config.nack_holdoff_max:
+            count = 0
+        if key not in asks and len(asks) >= self.config.max_pending_repairs:
+            horizon = now - 2 * self.config.nack_holdoff_max
+            for old in [k for k, (_, t) in asks.items() if t < horizon]:
+                del asks[old]
+            if len(asks) >= self.config.max_pending_repairs:
+                return 2  # not remembered: answered as a second ask (backups called)
+        asks[key] = (count + 1, now)
+        return count + 1
+
+    def _place(self, requester: str) -> tuple[int, int]:
+        """Our rank among the members other than ``requester`` for its asks, and how
+        many we are (with no members known, we are alone: every band is ours)."""
+        others = [pid for pid in self.members() if pid != requester and pid != self.pid]
+        salt = requester.encode() + b"\0"
+        mine = zlib.crc32(salt + self.pid.encode())
+        rank = 0
+        for pid in others:
+            h = zlib.crc32(salt + pid.encode())
+            if h < mine or (h == mine and pid < self.pid):
+                rank += 1
+        return rank, len(others) + 1
+
+    def _called(self, turn: int, place: tuple[int, int]) -> bool:
+        """Is our band the one called on ``turn`` (0: the first band)?"""
+        rank, holders = place
+        band = self.config.repair_band
+        bands = -(-holders // band)
+        return rank // band == turn % bands
 
     def overheard(self, mid: MessageId) -> None:
         """A copy of ``mid`` went by: no need to retransmit it."""
         if self.pending and self.pending.pop(mid, None) is not None:
             self.stats.repairs_suppressed += 1
+            self._backup.discard(mid)
 
     def overheard_decided(self, entries: Entries) -> None:
         """Decided entries went by: no need to send them again."""
@@ -377,15 +473,25 @@ class Repair:
                 self.pending_decided.pop(pos, None)
 
     def repair_due(self, now: float) -> list[Message]:
-        if self._repair_at is None or now < self._repair_at:
-            return []
-        self._repair_at = None
-        out = list(self.pending.values())
-        self.pending.clear()
+        pending, backup = self.pending, self._backup
+        out: list[Message] = []
+        if self._backup_at is not None and now >= self._backup_at:
+            self._backup_at = None
+            out = [pending.pop(mid) for mid in backup if mid in pending]
+            backup.clear()
+        if self._repair_at is not None and now >= self._repair_at:
+            self._repair_at = None
+            if backup:
+                out += [m for mid, m in pending.items() if mid not in backup]
+                for m in out:
+                    pending.pop(m.mid, None)
+            else:
+                out += pending.values()
+                pending.clear()
+            if self.pending_decided:
+                self._ready_decided = sorted(self.pending_decided.items())
+                self.pending_decided.clear()
         self.stats.retransmitted += len(out)
-        if self.pending_decided:
-            self._ready_decided = sorted(self.pending_decided.items())
-            self.pending_decided.clear()
         return out
 
     def take_decided(self) -> Entries:
@@ -395,7 +501,9 @@ class Repair:
 
     @property
     def repair_deadline(self) -> float | None:
-        return self._repair_at
+        if self._repair_at is None or self._backup_at is None:
+            return self._repair_at if self._backup_at is None else self._backup_at
+        return min(self._repair_at, self._backup_at)
 
     @property
     def pending_repairs(self) -> int:
@@ -407,7 +515,7 @@ class Repair:
 
     def next_deadline(self) -> float | None:
         best = self._check_at
-        for d in (self._nack_at, self._repair_at):
+        for d in (self._nack_at, self._repair_at, self._backup_at):
             if d is not None and (best is None or d < best):
                 best = d
         return best

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 from m2mc.group.codec import Gone, Nack, SyncReq, record_size
 from m2mc.group.events import MessagesSkipped
 from m2mc.group.seqsets import Intervals, count, holes, intersect, normalize, subtract
+from m2mc.kinds import Order
 from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.trace.schema import TraceEvent, detail_json
 
@@ -350,12 +351,12 @@ class GroupRetention:
         for stub in used:
             self._heard_stubs.pop(stub.mid, None)
         node.store.note_skipped(self.gid, ids, getattr(mop.core, "next_gseq", 1) - 1
-                                if inst.order == "total" else 0, used)
+                                if inst.order == Order.TOTAL else 0, used)
         self._trace(ids, positions, {s.mid: s for s in used}, now)
         # A total-order group passes over positions (one message each, its identity
         # known or not); the identities given up there are those same messages.
         node.emit(MessagesSkipped(self.gid, ids, positions,
-                                    n_pos if inst.order == "total" else n_ids))
+                                    n_pos if inst.order == Order.TOTAL else n_ids))
         for m in released:
             inst.deliver(m)
 
@@ -376,7 +377,7 @@ class GroupRetention:
                     out.append(TraceEvent(
                         node.run_id, self.pid, now, "skip", self.gid, str(mid),
                         str(stub.parent) if stub is not None else None, order,
-                        stub.gseq if stub is not None and order == "total" else None, None,
+                        stub.gseq if stub is not None and order == Order.TOTAL else None, None,
                         None, detail_json(reason="gone")))
         for lo, hi in gseqs:
             out.append(TraceEvent(node.run_id, self.pid, now, "skip", self.gid, None, None,

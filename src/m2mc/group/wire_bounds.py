@@ -15,6 +15,7 @@ from typing import Any
 
 from m2mc.errors import DecodeError
 from m2mc.group.messages import Digest, Entries, Intervals, MemberEntry
+from m2mc.kinds import GROUP_ORDERS, Order
 from m2mc.ordering import MessageId
 
 MAX_PID = 64
@@ -126,11 +127,9 @@ def read_ballot_pid(epoch: int, value: Any) -> str:
     return read_pid(value)
 
 
-def read_order(value: Any) -> str:
-    from m2mc.group.config import ORDERS
-
-    if value not in ORDERS:
+def read_order(value: Any) -> Order:
+    if value not in GROUP_ORDERS:
         raise DecodeError(f"unknown order {value!r}")
-    return str(value)
+    return Order(value)
 
 

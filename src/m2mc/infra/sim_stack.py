@@ -62,6 +62,7 @@ from m2mc.infra.host_persist import HostStore
 from m2mc.infra.member import Delivered, MemberCore, MemberEvent, Phase, Uplink
 from m2mc.infra.persist import MemberStore, decode_saved
 from m2mc.infra.wire import INFRA_KEY_CONTEXT, InfraWire, sealing_auth
+from m2mc.kinds import Order
 from m2mc.security.auth import counter_start_at
 from m2mc.security.keys import GroupKey, GroupSecret
 from m2mc.sim.node import NodeContext, Outgoing, register_stack
@@ -352,4 +353,5 @@ def make_stack(ctx: NodeContext) -> HostSimStack | MemberSimStack:
     return make_member(ctx, cfg, float(ctx.params.get("join_after", 0.0)), wire_at)
 
 
-register_stack("infra", make_stack, addressed=True, orders=("total",), check_params=check_params)
+register_stack("infra", make_stack, addressed=True, orders=(Order.TOTAL,),
+               check_params=check_params)

@@ -57,7 +57,7 @@ from m2mc.infra.wire import InfraWire
 from m2mc.infra_runtime.keying import deployment_auth
 from m2mc.infra_runtime.member_driver import MemberDriver
 from m2mc.infra_runtime.node_groups import GroupState, ask_history, on_events
-from m2mc.kinds import GROUP_ORDERS, NodeMode, Order
+from m2mc.kinds import NodeMode, Order, group_order
 from m2mc.log import node_logger
 from m2mc.ordering import ROOT, MessageId
 from m2mc.runtime.gc_freeze import tune_collector
@@ -227,7 +227,8 @@ class InfraNode(Node):
         self._drv_infra()
         return self._pid
 
-    async def create_group(self, desc: str, *, order: str = Order.TOTAL, key: KeyArg = None,
+    async def create_group(self, desc: str, *, order: str | Order = Order.TOTAL,
+                           key: KeyArg = None,
                            key_file: str | os.PathLike[str] | None = None,
                            passphrase: str | None = None,
                            suite: str | None = None) -> InfraGroup:
@@ -235,16 +236,16 @@ class InfraNode(Node):
         name makes a new group)."""
         await self._use_key(GroupKey.of(key, key_file=key_file, passphrase=passphrase,
                                         suite=suite))
-        group = await self._join(desc, order, 5.0)
+        group = await self._join(desc, group_order(order), 5.0)
         self._push_event(GroupCreated(desc, desc, Order.TOTAL))
         return group
 
-    async def join(self, gid: str, *, order: str | None = None, timeout: float = 5.0,
+    async def join(self, gid: str, *, order: str | Order | None = None, timeout: float = 5.0,
                    key: KeyArg = None, key_file: str | os.PathLike[str] | None = None,
                    passphrase: str | None = None, suite: str | None = None) -> InfraGroup:
         await self._use_key(GroupKey.of(key, key_file=key_file, passphrase=passphrase,
                                         suite=suite))
-        return await self._join(gid, order or Order.TOTAL, timeout)
+        return await self._join(gid, group_order(order or Order.TOTAL), timeout)
 
     async def _auth(self, source: object) -> GroupAuth:
         """The sealing object for ``source``; a key file or scrypt runs off the loop."""
@@ -262,13 +263,10 @@ class InfraNode(Node):
             raise UsageError("already a member: the deployment key cannot change now")
         d.core.wire = InfraWire(await self._auth(source))
 
-    async def _join(self, gid: str, order: str, timeout: float) -> InfraGroup:
+    async def _join(self, gid: str, order: Order, timeout: float) -> InfraGroup:
         """Join ``gid`` (the deployment too, if need be); return once we are in it and
         hold its history, or at ``timeout`` (then the member goes on trying)."""
         d = self._drv_infra()
-        if order not in GROUP_ORDERS:
-            raise UsageError(f"unknown order {order!r}; expected one of "
-                             f"{', '.join(GROUP_ORDERS)}")
         check_group(gid)
         core = d.core
         loop = asyncio.get_running_loop()
@@ -431,7 +429,7 @@ class InfraGroup(Group):
         return self.node._info(self.gid)
 
     @property
-    def order(self) -> str:
+    def order(self) -> Order:
         return Order.TOTAL
 
     @property

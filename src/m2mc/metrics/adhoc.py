@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from m2mc import __version__
 from m2mc.group.total.mop import TotalMop
+from m2mc.kinds import Order
 from m2mc.metrics import catalogue as cat
 from m2mc.metrics.labels import GroupLabels
 from m2mc.metrics.sink import Samples
@@ -97,7 +98,7 @@ def _group(s: Samples, node: AdhocNode, stack: GroupNode, inst: GroupInstance, g
     s.queue("app_messages", len(queue) if queue is not None else 0,
            node.config.max_queued_messages, group)
     s.queue("held", core.held_count, cfg.max_held, group)
-    if inst.order == "total":
+    if inst.order == Order.TOTAL:
         s.queue("unstamped", len(mop.unstamped), cfg.max_unstamped, group)
     s.queue("pending_repairs", inst.repair.pending_repairs, cfg.max_pending_repairs, group)
     s.queue("mirs", len(inst.msp.mirs), cfg.max_mirs, group)

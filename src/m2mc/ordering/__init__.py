@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from m2mc.errors import ConfigError
+from m2mc.kinds import Order
 from m2mc.ordering.base import DEFAULT_MAX_HELD, OrderingCore
 from m2mc.ordering.causal import CausalOrder
 from m2mc.ordering.errors import MissingGseqError
@@ -40,15 +41,17 @@ __all__ = [
 ]
 
 ORDERS: dict[str, type[SbOrder] | type[CausalOrder] | type[FifoOrder] | type[TotalOrder]] = {
-    "sb": SbOrder,
-    "causal": CausalOrder,
-    "fifo": FifoOrder,
-    "total": TotalOrder,
+    Order.SB: SbOrder,
+    Order.CAUSAL: CausalOrder,
+    Order.FIFO: FifoOrder,
+    Order.TOTAL: TotalOrder,
 }
 
 
-def make_core(order: str, *, max_held: int = DEFAULT_MAX_HELD, **kw: Any) -> OrderingCore:
-    """A new core for ``order`` ("sb", "causal", "fifo" or "total").
+def make_core(order: str | Order, *, max_held: int = DEFAULT_MAX_HELD,
+              **kw: Any) -> OrderingCore:
+    """A new core for ``order`` (S_b, causal, FIFO or total; the member or its string,
+    as docs/ordering.md shows it).
 
     ``kw``: ``max_missing`` for every core; ``start`` (first gseq) for "total".
     Raises :class:`~m2mc.errors.ConfigError` for an unknown order or option.

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from m2mc.errors import ConfigError
+from m2mc.kinds import Order
 from m2mc.ordering.ids import Message, MessageId
 from m2mc.ordering.intervals import IntervalList, merge_intervals
 
@@ -37,7 +38,7 @@ class OrderingCore(Protocol):
     """The interface of :class:`SbOrder`, :class:`CausalOrder`, :class:`FifoOrder`
     and :class:`TotalOrder`."""
 
-    order: str  # "sb" | "causal" | "fifo" | "total"
+    order: Order  # never Order.NONE
     refused: int  # refused at the bound; not recorded
     duplicates: int  # ignored: already delivered or held
     malformed: int  # dropped: an identity or clock that can never be delivered
@@ -92,7 +93,7 @@ class CoreBase:
         "refused",
     )
 
-    order: str = ""
+    order: Order  # each core's own (a class attribute)
 
     def __init__(self, *, max_held: int = DEFAULT_MAX_HELD,
                  max_missing: int = DEFAULT_MAX_MISSING) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from m2mc.kinds import Order
 from m2mc.ordering.base import DEFAULT_MAX_HELD, DEFAULT_MAX_MISSING, CoreBase
 from m2mc.ordering.ids import Message, MessageId
 from m2mc.ordering.intervals import IntervalList
@@ -33,7 +34,7 @@ class CausalOrder(CoreBase):
 
     __slots__ = ("_count", "_waiting")
 
-    order = "causal"
+    order = Order.CAUSAL
 
     def __init__(self, *, max_held: int = DEFAULT_MAX_HELD,
                  max_missing: int = DEFAULT_MAX_MISSING) -> None:

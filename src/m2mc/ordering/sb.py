@@ -23,6 +23,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 
+from m2mc.kinds import Order
 from m2mc.ordering.base import DEFAULT_MAX_HELD, DEFAULT_MAX_MISSING, CoreBase
 from m2mc.ordering.ids import Message, MessageId
 from m2mc.ordering.intervals import IntervalList
@@ -39,7 +40,7 @@ class SbOrder(CoreBase):
 
     __slots__ = ("_waiting",)
 
-    order = "sb"
+    order = Order.SB
 
     def __init__(self, *, max_held: int = DEFAULT_MAX_HELD,
                  max_missing: int = DEFAULT_MAX_MISSING) -> None:

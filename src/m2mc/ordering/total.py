@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from m2mc.errors import ConfigError
+from m2mc.kinds import Order
 from m2mc.ordering.base import DEFAULT_MAX_HELD, DEFAULT_MAX_MISSING, CoreBase
 from m2mc.ordering.errors import MissingGseqError
 from m2mc.ordering.ids import Message, MessageId
@@ -35,7 +36,7 @@ class TotalOrder(CoreBase):
 
     __slots__ = ("_next", "_slots", "conflicts")
 
-    order = "total"
+    order = Order.TOTAL
 
     def __init__(self, *, start: int = 1, max_held: int = DEFAULT_MAX_HELD,
                  max_missing: int = DEFAULT_MAX_MISSING) -> None:

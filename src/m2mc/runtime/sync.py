@@ -21,6 +21,7 @@ from m2mc.api import Group, GroupMessage, KeyArg, Node, NodeConfig, ReplyTo
 from m2mc.errors import UsageError
 from m2mc.group.codec import GrpInfo
 from m2mc.group.events import GroupEvent
+from m2mc.kinds import Order
 from m2mc.ordering import MessageId
 
 __all__ = ["SyncGroup", "SyncNode"]
@@ -72,14 +73,14 @@ class SyncNode:
     def pid(self) -> str:
         return self._node.pid
 
-    def create_group(self, desc: str, *, order: str = "sb", key: KeyArg = None,
+    def create_group(self, desc: str, *, order: str | Order = Order.SB, key: KeyArg = None,
                      key_file: str | os.PathLike[str] | None = None,
                      passphrase: str | None = None, suite: str | None = None) -> SyncGroup:
         """As :meth:`m2mc.api.Node.create_group` (a key makes the group authenticated)."""
         return SyncGroup(self, self._call(self._node.create_group(
             desc, order=order, key=key, key_file=key_file, passphrase=passphrase, suite=suite)))
 
-    def join(self, gid: str, *, order: str | None = None, timeout: float = 5.0,
+    def join(self, gid: str, *, order: str | Order | None = None, timeout: float = 5.0,
              key: KeyArg = None, key_file: str | os.PathLike[str] | None = None,
              passphrase: str | None = None, suite: str | None = None) -> SyncGroup:
         """As :meth:`m2mc.api.Node.join`."""

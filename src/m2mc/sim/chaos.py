@@ -21,14 +21,10 @@ import copy
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from m2mc.kinds import PartitionKind
 from m2mc.sim.schema import Table, number_or_range
-
-if TYPE_CHECKING:
-    from m2mc.sim.scenario import NodeSpec
-
-CELLS = "@cells"  # m2mc.sim.scenario.CELLS (not imported: scenario imports this module)
 
 FAULTS = ("crash", "partition", "sleep")
 PATTERNS = ("one", "some", "all", "rolling")  # who a crash (or sleep) episode strikes
@@ -51,12 +47,12 @@ class ChaosSpec:
     one_way: float = 0.0  # partition: share that drop only what the cut-off side sends
 
 
-def parse_chaos(top: Table, nodes: Sequence[NodeSpec], domains: set[str],
+def parse_chaos(top: Table, may_sleep: Mapping[str, bool], domains: set[str],
                 chaos: float) -> tuple[ChaosSpec, ...]:
-    """The ``[[chaos]]`` entries of the scenario table ``top``, checked."""
-    # a sleep takes an interface that follows cells out of every cell: a static node's
-    mobile = {n.id: n.mobility.model == "static" and any(d == CELLS for _, d in n.ifaces)
-              for n in nodes}
+    """The ``[[chaos]]`` entries of the scenario table ``top``, checked. ``may_sleep``
+    holds every node's id and whether a sleep can strike it, which the scenario decides
+    from the node's interfaces and mobility (scenario imports this module, so this one
+    takes plain names rather than its NodeSpec: no import cycle)."""
     specs = []
     for t in top.tables("chaos"):
         fault = t.string("fault", choices=FAULTS)
@@ -64,9 +60,9 @@ def parse_chaos(top: Table, nodes: Sequence[NodeSpec], domains: set[str],
         if not names:
             raise t.fail("nodes", "must name at least one node")
         for n in names:
-            if n not in mobile:
+            if n not in may_sleep:
                 raise t.fail("nodes", f"no node {n!r}")
-            if fault == "sleep" and not mobile.get(n):
+            if fault == "sleep" and not may_sleep[n]:
                 raise t.fail("nodes", f"node {n!r} cannot sleep: a sleep needs an interface "
                                       "on \"@cells\" and static mobility")
         start = t.number("from", 0.0, low=0.0)
@@ -148,7 +144,8 @@ def draw_episodes(spec: ChaosSpec, rng: random.Random, chaos: float
             chosen = set(rng.sample(spec.nodes, k))
             side = [n for n in spec.nodes if n in chosen]
             end = max(_t(t + rng.uniform(*spec.length)), t + 0.001)
-            kind = "one-way" if spec.one_way and rng.random() < spec.one_way else "symmetric"
+            kind = (PartitionKind.ONE_WAY if spec.one_way and rng.random() < spec.one_way
+                    else PartitionKind.SYMMETRIC)
             episodes.append({"fault": "partition", "kind": kind, "at": t, "end": end,
                              "nodes": side, "domains": list(spec.domains)})
             t = end
@@ -199,7 +196,7 @@ def expand_chaos(raw: Mapping[str, Any], specs: Sequence[ChaosSpec], seed_stream
             episodes.append({"entry": index, **ep})
             if ep["fault"] == "partition":
                 cut: dict[str, Any] = {"kind": ep["kind"], "at": ep["at"]}
-                if ep["kind"] == "symmetric":
+                if ep["kind"] == PartitionKind.SYMMETRIC:
                     cut["sides"] = [ep["nodes"]]
                 else:  # what the cut-off side sends is lost; it still hears the others
                     cut["from"] = ep["nodes"]

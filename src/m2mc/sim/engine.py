@@ -30,6 +30,7 @@ from itertools import count
 from pathlib import Path
 from typing import Any, cast
 
+from m2mc.kinds import Order
 from m2mc.sim.events import Arrival, Call, Event, Timer
 from m2mc.sim.faults import build_cuts
 from m2mc.sim.mobility import Mover, covering_cell, nearest_cell
@@ -358,7 +359,7 @@ class Simulator:
         self.counters["app_sends" if mid is not None else "app_refused"] += 1
         return mid
 
-    def app_create(self, node: SimNode, group: str, order: str) -> bool:
+    def app_create(self, node: SimNode, group: str, order: Order) -> bool:
         """The application on ``node`` creates ``group`` (a ``create`` in [[groups]])."""
         if node.stack is None:
             return False

@@ -28,6 +28,7 @@ from m2mc.errors import BufferFullError, ConfigError, UsageError
 from m2mc.group.config import GroupConfig
 from m2mc.group.events import Delivered, GroupDiscovered
 from m2mc.group.manager import GroupNode
+from m2mc.kinds import Order
 from m2mc.security.auth import counter_start_at
 from m2mc.security.keys import GroupKey, GroupSecret
 from m2mc.sim.node import NodeContext, register_stack
@@ -133,10 +134,10 @@ class GroupSimStack:
     def app_join(self, group: str, now: float) -> None:
         self._now = now
         key = self._secret(group) if self.key is not None else None
-        self.node.join_group(group, now, order=self.orders.get(group, "sb"), key=key)
+        self.node.join_group(group, now, order=self.orders.get(group, Order.SB), key=key)
         self._drain()
 
-    def app_create(self, group: str, order: str, now: float) -> None:
+    def app_create(self, group: str, order: Order, now: float) -> None:
         """Create ``group`` (its name is its id), announced to the others by GJLP."""
         self._now = now
         if not self.node.is_member(group):

@@ -24,14 +24,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from m2mc.errors import ConfigError
-from m2mc.kinds import GROUP_ORDERS
+from m2mc.kinds import GROUP_ORDERS, Order, group_order
 from m2mc.trace.schema import TraceSink
 
 
 @dataclass(frozen=True, slots=True)
 class GroupSpec:
     name: str
-    order: str = "sb"  # "sb" | "causal" | "fifo" | "total"
+    order: Order = Order.SB
 
 
 @dataclass
@@ -120,7 +120,7 @@ class StackEntry:
     name: str
     factory: Callable[[NodeContext], Any]
     addressed: bool
-    orders: tuple[str, ...]  # group orders the stack supports
+    orders: tuple[Order, ...]  # group orders the stack supports
     check_params: Callable[[Mapping[str, Any]], None] | None = None
     creates: bool = False  # makes groups during a run (app_create, NodeContext.discover)
 
@@ -131,7 +131,7 @@ _BUILTIN_MODULES = {"flood": "m2mc.sim.flood_stack", "group": "m2mc.sim.group_st
 
 
 def register_stack(name: str, factory: Callable[[NodeContext], Any], *,
-                   addressed: bool = False, orders: Sequence[str] = GROUP_ORDERS,
+                   addressed: bool = False, orders: Sequence[str | Order] = GROUP_ORDERS,
                    check_params: Callable[[Mapping[str, Any]], None] | None = None,
                    creates: bool = False) -> None:
     """Make ``[stack] kind = name`` build nodes with ``factory``.
@@ -144,7 +144,8 @@ def register_stack(name: str, factory: Callable[[NodeContext], Any], *,
     in ``NodeContext.discover`` once it discovers them; only such a stack may run a
     scenario with ``create`` in a group.
     """
-    _REGISTRY[name] = StackEntry(name, factory, addressed, tuple(orders), check_params, creates)
+    _REGISTRY[name] = StackEntry(name, factory, addressed, tuple(map(group_order, orders)),
+                                 check_params, creates)
 
 
 def get_stack(name: str) -> StackEntry:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from m2mc.errors import ConfigError
-from m2mc.kinds import GROUP_ORDERS, PartitionKind
+from m2mc.kinds import GROUP_ORDERS, Order, PartitionKind
 from m2mc.sim.chaos import ChaosSpec, parse_chaos
 from m2mc.sim.dists import Dist, constant
 from m2mc.sim.node import GroupSpec
@@ -276,7 +276,10 @@ def parse_scenario(data: Mapping[str, Any], default_name: str) -> Scenario:
     from m2mc.sim.swarm import check_swarm
 
     check_swarm(swarm)
-    chaos_faults = parse_chaos(top, nodes, domain_names, chaos)
+    # a sleep takes an interface that follows cells out of every cell: a static node's
+    may_sleep = {n.id: n.mobility.model == "static" and any(d == CELLS for _, d in n.ifaces)
+                 for n in nodes}
+    chaos_faults = parse_chaos(top, may_sleep, domain_names, chaos)
     top.finish()
     for when, where in ([(p.at, "faults.partition") for p in partitions]
                         + [(c.at, "faults.crash") for c in crashes]):
@@ -467,7 +470,7 @@ def _groups(top: Table, nodes: set[str]) -> tuple[GroupWorkload, ...]:
         if name in seen:
             raise t.fail("name", f"group {name!r} is defined twice")
         seen.add(name)
-        order = t.string("order", "sb", choices=GROUP_ORDERS)
+        order = Order(t.string("order", Order.SB, choices=GROUP_ORDERS))
         members_raw = t.raw("members", "all")
         if members_raw == "all":
             members = tuple(sorted(nodes))

@@ -150,7 +150,6 @@ class LogCore:
         self._commit_sent = 0
         self._commit_at: float | None = None  # a commit-only ORDER is due then
         self._ack_due = False
-        self._acked = -1
         self._outbox: list[Body] = []
         self._members: Mapping[str, MemberEntry] = {}  # the gossip membership, last tick
         self._reconfig_due = False

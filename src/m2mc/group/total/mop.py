@@ -21,6 +21,7 @@ from m2mc.group.messages import Entries, MemberEntry
 from m2mc.group.mop import DUP, NEW, REFUSED, Mop
 from m2mc.group.seqsets import Intervals, contains, normalize
 from m2mc.group.total.seqlog import SeqLog
+from m2mc.kinds import Order
 from m2mc.ordering import Message, MessageId, TotalOrder
 from m2mc.store import GroupStore, StoredMessage
 
@@ -29,7 +30,7 @@ class TotalMop(Mop):
     __slots__ = ("_backlog", "_waiting_parent", "log", "max_gseq", "stamps",
                  "stamps_refused", "tcore", "unstamped", "unstamped_refused")
 
-    def __init__(self, pid: str, gid: str, order: str, config: GroupConfig,
+    def __init__(self, pid: str, gid: str, order: Order, config: GroupConfig,
                  store: GroupStore) -> None:
         super().__init__(pid, gid, order, config, store)
         core = self.core

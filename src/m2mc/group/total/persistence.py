@@ -82,7 +82,6 @@ class Persistence(Replication):
         self._resume = self.promised[1] == self.pid
         self._mids = {e: p for p, e in self.log.items() if type(e) is MessageId}
         self._recompute_high()
-        self._acked = self.high
         for pos, entry in sorted(self.conf.items()):
             if pos >= start:
                 self._decide(pos, entry)

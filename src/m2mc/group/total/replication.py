@@ -143,7 +143,6 @@ class Replication(Configuration):
         self._recompute_high()
         self.heard_high = self.high
         self._ack_due = True
-        self._acked = -1
         self.dirty = True
         # Entries we hold that are committed already (the log of a re-sent START).
         for pos in sorted(p for p in self.log if p <= self.known and p <= self.emitted):
@@ -352,6 +351,5 @@ class Replication(Configuration):
             self._arm(now)
         elif self._ack_due and self.ballot != NO_BALLOT and self.ballot == self.promised:
             self._ack_due = False
-            self._acked = self.high
             out.append(Ack(self.pid, self.ballot[0], self.ballot[1], self.high))
         return out

@@ -1,0 +1,83 @@
+"""Statuses have a budget (group/status_budget.py): a fixed size whatever the group's
+size, the changes first, everything in turn, and a period that keeps the group's
+statuses within their share of its data rate."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from m2mc.group.config import GroupConfig
+from m2mc.group.messages import MemberEntry
+from m2mc.group.status_budget import StatusBudget, StatusSlicer, status_bytes
+
+PIDS = [f"n{i:03d}" for i in range(100)]
+HIGH_WATERS = {pid: i + 1 for i, pid in enumerate(PIDS)}
+ENTRIES = tuple(MemberEntry(pid, 1, True) for pid in PIDS)
+
+
+def test_a_small_group_says_everything_in_every_status() -> None:
+    slicer = StatusSlicer(8)
+    few = dict(list(HIGH_WATERS.items())[:8])
+    assert slicer.summary(few, fill=True) == few
+    assert slicer.summary(few, fill=False) == few
+    assert slicer.members(ENTRIES[:8], fill=False) == ENTRIES[:8]
+
+
+@given(st.integers(min_value=1, max_value=20))
+def test_periodic_statuses_go_round_every_high_water_and_entry(limit: int) -> None:
+    slicer = StatusSlicer(limit)
+    rounds = -(-len(PIDS) // limit)
+    said: set[str] = set()
+    told: set[str] = set()
+    for _ in range(rounds):
+        summary = slicer.summary(HIGH_WATERS, fill=True)
+        members = slicer.members(ENTRIES, fill=True)
+        assert len(summary) == len(members) == min(limit, len(PIDS))
+        assert all(HIGH_WATERS[pid] == hw for pid, hw in summary.items())
+        said |= summary.keys()
+        told |= {e.pid for e in members}
+    assert said == told == set(PIDS)
+
+
+def test_what_changed_goes_first_and_a_status_after_sending_carries_only_that() -> None:
+    slicer = StatusSlicer(8)
+    slicer.summary(HIGH_WATERS, fill=True)  # the rotation has started somewhere
+    slicer.read_from("n050")
+    slicer.read_from("n099")
+    slicer.membership_changed(["n042"])
+    assert slicer.summary(HIGH_WATERS, fill=False) == {"n050": 51, "n099": 100}
+    assert slicer.members(ENTRIES, fill=False) == (ENTRIES[42],)
+    # said once: the next status after sending carries nothing more
+    assert slicer.summary(HIGH_WATERS, fill=False) == {}
+    slicer.read_from("n007")
+    periodic = slicer.summary(HIGH_WATERS, fill=True)
+    assert "n007" in periodic and len(periodic) == 8
+
+
+def test_a_status_is_the_same_size_whatever_the_group() -> None:
+    sizes = []
+    for n in (10, 100, 1000):
+        pids = [f"n{i:04d}" for i in range(n)]
+        slicer = StatusSlicer(8)
+        summary = slicer.summary({pid: 1 for pid in pids}, fill=True)
+        members = slicer.members(tuple(MemberEntry(pid, 1, True) for pid in pids), fill=True)
+        sizes.append(status_bytes(summary, members))
+    assert len(set(sizes)) == 1
+
+
+def test_the_period_keeps_the_budget_and_never_goes_below_status_interval() -> None:
+    config = GroupConfig()
+    size = 120
+    small = StatusBudget(config)
+    assert small.interval(0.0, 4, size) == config.status_interval
+    idle = StatusBudget(config)
+    period = idle.interval(0.0, 100, size)
+    # the mean of [T/2, T], over 100 members, is the floor
+    assert 100 * size / (0.75 * period) <= config.status_floor * 1.0001
+    busy = StatusBudget(config)
+    for t in range(1, 61):  # 20 KB/s of data for a minute
+        busy.data(20_000)
+        quick = busy.interval(float(t), 100, size)
+    assert config.status_interval <= quick < period
+    assert 100 * size / (0.75 * quick) <= config.status_share * 20_000 * 1.05
