@@ -71,10 +71,15 @@ def test_the_period_keeps_the_budget_and_never_goes_below_status_interval() -> N
     size = 120
     small = StatusBudget(config)
     assert small.interval(0.0, 4, size) == config.status_interval
+    assert StatusBudget(config).interval(0.0, config.status_slice, size) \
+        == config.status_interval
     idle = StatusBudget(config)
     period = idle.interval(0.0, 100, size)
-    # the mean of [T/2, T], over 100 members, is the floor
-    assert 100 * size / (0.75 * period) <= config.status_floor * 1.0001
+    # the mean of [T/2, T], over 100 members, is the budget of an idle group: the floor
+    # or what status_slice members take at status_interval
+    floor = max(config.status_floor, config.status_slice * size / (0.75 * config.status_interval))
+    assert period > config.status_interval
+    assert 100 * size / (0.75 * period) <= floor * 1.0001
     busy = StatusBudget(config)
     for t in range(1, 61):  # 20 KB/s of data for a minute
         busy.data(20_000)

@@ -53,8 +53,9 @@ class GroupConfig:
     # Statuses have a budget (group/status_budget.py, RFC 3550 section 6.2): each carries
     # at most status_slice high-waters and status_slice membership entries, and the
     # group's periodic statuses together take at most status_share of its data bytes/s,
-    # or status_floor bytes/s when it carries less; status_interval is the shortest
-    # interval, reached in small or busy groups.
+    # or status_floor bytes/s when it carries less (or what status_slice members take at
+    # status_interval, if more); status_interval is the shortest interval, kept by
+    # groups of up to status_slice members and by busy ones.
     status_slice: int = 8
     status_share: float = 1.0
     status_floor: int = 800

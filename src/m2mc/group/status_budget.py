@@ -10,11 +10,12 @@ members or fewer still sends everything in every status.
 
 The periodic interval follows RTP's rule for its control reports (RFC 3550 section
 6.2): the group's statuses together may take ``status_share`` of the data bytes the
-group carries, and at least ``status_floor`` bytes/s when it is idle, so one member's
-interval is ``members * status bytes / budget`` -- never less than
-``status_interval``. It is drawn uniformly from half to all of that (the node's
-injected random generator), so the mean interval keeps the budget with a third to
-spare.
+group carries, and at least ``status_floor`` bytes/s when it is idle -- or what
+``status_slice`` members' statuses take at ``status_interval``, if that is more, so a
+group of up to ``status_slice`` members keeps ``status_interval`` -- and one member's
+interval is ``members * status bytes / budget``, never less than ``status_interval``.
+It is drawn uniformly from half to all of that (the node's injected random
+generator); the interval is set so that the mean of the draw keeps the budget.
 """
 
 from __future__ import annotations
@@ -127,6 +128,7 @@ class StatusBudget:
             self._bytes = 0
             self._since = now
         config = self.config
-        budget = max(config.status_share * self.rate, float(config.status_floor))
         # uniform in [T/2, T] averages 0.75 T: T is set so that the mean keeps the budget
+        small_group = config.status_slice * status_size / (0.75 * config.status_interval)
+        budget = max(config.status_share * self.rate, float(config.status_floor), small_group)
         return max(config.status_interval, members * status_size / (0.75 * budget))
