@@ -16,7 +16,7 @@ SCENARIO: dict[str, Any] = {
     "name": "requests",
     "run": {"chaos": 10.0, "heal": 10.0},
     "stack": {"kind": "group"},
-    "nodes": {"count": 4, "domain": "lan"},
+    "nodes": {"count": 6, "domain": "lan"},  # (enough for NACKs of one loss to meet)
     "domains": {"lan": {"delay": {"dist": "uniform", "low": 0.001, "high": 0.005},
                         "loss": 0.15}},
     "groups": [{"name": "g", "order": "sb", "members": "all", "rate": 10.0, "messages": 60,

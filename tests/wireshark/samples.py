@@ -28,6 +28,7 @@ from typing import Any
 from m2mc.group import codec
 from m2mc.infra import codec as infra_codec
 from m2mc.infra import messages as im
+from m2mc.kinds import Order
 from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.wireshark import dissector_path
 
@@ -102,6 +103,7 @@ _GROUP_VALUES: dict[Any, Callable[[str], Any]] = {
     codec.Intervals: lambda name: [(4, 6), (9, 9)],
     dict[str, int]: lambda name: {"alice": 3, "bob": 9},
     tuple[codec.MemberEntry, ...]: lambda name: MEMBERS,
+    Order: lambda name: Order.CAUSAL,
     codec.LogState | None: lambda name: codec.LogState(4, "alice", 3, "bob", 17),
     codec.SequencerInfo: lambda name: codec.SequencerInfo(5, "bob", 21),
     tuple[codec.GrpInfo, ...]: lambda name: (
@@ -167,7 +169,8 @@ def group_type_token(cls: type, name: str) -> set[str]:
               codec.Intervals: {"intervals"}, dict[str, int]: {"summary"},
               tuple[codec.MemberEntry, ...]: {"members"},
               codec.LogState | None: {"logstate?"}, tuple[codec.GrpInfo, ...]: {"grpinfos"},
-              tuple[tuple[str, str], ...]: {"names"}}
+              tuple[tuple[str, str], ...]: {"names"},
+              Order: {"str"}}  # a group's order: its string on the wire
     return tokens.get(hint, set())
 
 

@@ -477,7 +477,11 @@ class Repair:
         out: list[Message] = []
         if self._backup_at is not None and now >= self._backup_at:
             self._backup_at = None
-            out = [pending.pop(mid) for mid in backup if mid in pending]
+            # (in the order they were asked for: a set's order depends on string hashing,
+            # and a simulation must be the same in every process)
+            out = [m for mid, m in pending.items() if mid in backup]
+            for m in out:
+                del pending[m.mid]
             backup.clear()
         if self._repair_at is not None and now >= self._repair_at:
             self._repair_at = None
