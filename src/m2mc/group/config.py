@@ -47,6 +47,7 @@ class GroupConfig:
     # Holders other than a message's sender answer a NACK in bands of this many, one
     # band per ask (group/repair.py): the repairs of one NACK do not grow with the group.
     repair_band: int = 2
+    repair_everyone: int = 8  # up to this many holders (the members but the requester), all answer
     # ---------------------------------------------------------------- status
     status_delay: float = 0.1  # after sending, announce the high-water this much later
     status_interval: float = 1.0  # periodic status (anti-entropy), jittered, suppressible

@@ -12,8 +12,10 @@ are held off for ``nack_holdoff``), so a loss seen by many costs one NACK. After
 sending, a range is held off for ``nack_holdoff``, doubling (up to
 ``nack_holdoff_max``) while nobody repairs it.
 
-Responder: a message's own sender retransmits it after a random back-off in
-``[0, repair_backoff]``. Other holders are backups, so that the repairs of one NACK
+Responder: in a group of up to ``repair_everyone`` holders (the members but the
+requester) every holder retransmits a requested message after a random back-off in
+``[0, repair_backoff]``, fast and redundant. In a larger one, the message's own
+sender does so, and other holders are backups, so that the repairs of one NACK
 do not grow with the group: they are ranked per requester (a hash of the requester's
 and the holder's pids orders the members, the same at every node that knows the same
 members) and taken in bands of ``repair_band``. A requester's NACK naming a message is
@@ -400,6 +402,8 @@ class Repair:
             return
         requester = nack.sender
         place = self._place(requester) if counted else None
+        if place is not None and place[1] <= self.config.repair_everyone:
+            place = None  # a small group: every holder answers at once, as before
         backoff = self.config.repair_backoff
         pending, backup = self.pending, self._backup
         fast = bool(self.pending_decided)
