@@ -13,55 +13,17 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from dissection import DUMPCAP
 from netns_lab import Host, Lab
+from netns_processes import Lines, wait_until  # (the namespace tests' own)
 
 HERE = Path(__file__).parent
 M2MC = [sys.executable, "-m", "m2mc.cli"]
-
-
-class Lines:
-    """A child's output lines, collected by a thread so the test can poll."""
-
-    def __init__(self, stream: IO[bytes] | None) -> None:
-        self.lines: list[str] = []
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
-        self._thread.start()
-
-    def _read(self, stream: IO[bytes] | None) -> None:
-        if stream is None:
-            return
-        for raw in stream:
-            with self._lock:
-                self.lines.append(raw.decode(errors="replace").rstrip("\n"))
-
-    def snapshot(self) -> list[str]:
-        with self._lock:
-            return list(self.lines)
-
-    def closed(self, timeout: float = 30) -> list[str]:
-        self._thread.join(timeout)
-        return self.snapshot()
-
-    def has(self, text: str) -> Callable[[], bool]:
-        return lambda: any(text in line for line in self.snapshot())
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = 60,
-               detail: Callable[[], object] = lambda: "") -> None:
-    """Poll ``condition`` until it holds; fail naming ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what} {detail()}")
-        time.sleep(0.05)
 
 
 def child_env(home: Path) -> dict[str, str]:
@@ -103,7 +65,7 @@ class Capture:
             time.sleep(0.5)  # let the last frames reach the file
             self.process.send_signal(signal.SIGTERM)
             self.process.wait(timeout=30)
-        text = "\n".join(self.err.closed())
+        text = "\n".join(self.err.closed(30))
         got = re.search(r"received/dropped on interface '.*?': (\d+)/(\d+)", text)
         if got:
             self.stats = {"received": int(got.group(1)), "dropped": int(got.group(2))}
@@ -122,8 +84,8 @@ class Child:
 
     def finish(self, timeout: float = 60) -> int:
         self.process.wait(timeout=timeout)
-        self.out.closed()
-        self.err.closed()
+        self.out.closed(30)
+        self.err.closed(30)
         return self.process.returncode
 
     def stop(self) -> None:
