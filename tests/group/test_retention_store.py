@@ -218,3 +218,20 @@ def test_a_log_in_memory_keeps_no_more_stubs_than_fit_its_memory_bound() -> None
         store.put(G, msg("a", seq), True)  # each evicted at once: a stub
     assert [m.mid.seq for m in store.load_stubs(G)] == list(range(21, 31))
     assert store.gone(G).ids == {"a": [(1, 20)]}
+
+
+def test_by_default_a_log_keeps_thirty_days_and_256_mib_per_group(opener: Opener) -> None:
+    # A chat on a laptop: the default bounds a durable log (docs/decisions.md, "The
+    # ad hoc log has a default retention"); a day of it stays, a month later it goes.
+    policy = GroupConfig().retention()
+    assert (policy.age, policy.max_bytes) == (30 * 86_400.0, 256 << 20)
+    store = opener(policy)
+    day = 86_400.0
+    for i in range(3):  # one message a day for three days
+        store.commit(i * day)
+        store.put(G, msg("a", i + 1), True)
+    store.commit(3 * day)
+    assert seqs(store) == [1, 2, 3]
+    store.commit(31.5 * day)  # past the next check (every 43 minutes at 30 days)
+    store.commit(31.6 * day)
+    assert seqs(store) == [3]

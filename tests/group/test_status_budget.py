@@ -7,10 +7,14 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from m2mc.group.codec import Body
 from m2mc.group.config import GroupConfig
-from m2mc.group.messages import MemberEntry
+from m2mc.group.messages import MemberEntry, Status
 from m2mc.group.status_budget import StatusBudget, StatusSlicer, status_bytes
 
+from .harness import Net
+
+GID = "g-status"
 PIDS = [f"n{i:03d}" for i in range(100)]
 HIGH_WATERS = {pid: i + 1 for i, pid in enumerate(PIDS)}
 ENTRIES = tuple(MemberEntry(pid, 1, True) for pid in PIDS)
@@ -76,13 +80,79 @@ def test_the_period_keeps_the_budget_and_never_goes_below_status_interval() -> N
     idle = StatusBudget(config)
     period = idle.interval(0.0, 100, size)
     # the mean of [T/2, T], over 100 members, is the budget of an idle group: the floor
-    # or what status_slice members take at status_interval
-    floor = max(config.status_floor, config.status_slice * size / (0.75 * config.status_interval))
     assert period > config.status_interval
-    assert 100 * size / (0.75 * period) <= floor * 1.0001
+    assert 100 * size / (0.75 * period) <= config.status_floor * 1.0001
     busy = StatusBudget(config)
     for t in range(1, 61):  # 20 KB/s of data for a minute
         busy.data(20_000)
         quick = busy.interval(float(t), 100, size)
     assert config.status_interval <= quick < period
     assert 100 * size / (0.75 * quick) <= config.status_share * 20_000 * 1.05
+
+
+def test_a_periodic_status_carries_the_freshest_reads_and_half_goes_round() -> None:
+    slicer = StatusSlicer(8, start="n050")
+    for pid in PIDS[:40]:  # more than a status can carry, read since the last one
+        slicer.read_from(pid)
+    slicer.read_from("n003")  # read again: fresh again
+    periodic = slicer.summary(HIGH_WATERS, fill=True)
+    assert len(periodic) == 8
+    assert {"n003", "n039", "n038", "n037"} <= periodic.keys()  # the four freshest
+    assert periodic.keys() - set(PIDS[:40]) == {"n051", "n052", "n053", "n054"}  # in turn
+
+
+def test_each_member_goes_round_from_its_own_place() -> None:
+    # In a large group a member sends few statuses: turns that all began at the first
+    # pid would tell of the same few members (and never of a message the others lost).
+    first = {pid: set(StatusSlicer(8, start=pid).summary(HIGH_WATERS, fill=True))
+             for pid in ("n010", "n050", "n090")}
+    assert first["n050"] == {f"n{i:03d}" for i in range(51, 59)}
+    assert not first["n010"] & first["n050"] and not first["n050"] & first["n090"]
+
+
+# ---------------------------------------------------------------- in a group
+def large_group(size: int, loss: float) -> tuple[Net, list[str]]:
+    net = Net(seed=5, loss=loss, tracing=False)
+    pids = [f"m{i:02d}" for i in range(size)]
+    for pid in pids:
+        net.add(pid)
+    net.do(pids[0], lambda n: n.create_group("room", net.now, gid=GID))
+    net.run(0.5)
+    for pid in pids[1:]:
+        net.do(pid, lambda n: n.join_group(GID, net.now, order="sb"))
+    net.run(3.0)
+    return net, pids
+
+
+def test_in_a_large_group_the_status_after_sending_is_bare() -> None:
+    net, pids = large_group(12, loss=0.0)
+    node = net.nodes[pids[3]]
+    statuses: list[tuple[float, Status]] = []
+    original = node.send_body
+
+    def spy(tag: bytes, body: Body) -> None:
+        original(tag, body)
+        if isinstance(body, Status):
+            statuses.append((net.now, body))
+
+    node.send_body = spy  # type: ignore[method-assign]
+    sent_at = net.now
+    net.send(pids[3], GID, b"hello, room")
+    net.run(0.5)
+    after = [st for t, st in statuses if t - sent_at <= 0.2]
+    assert after, "a status follows the data"
+    assert all(st.own_hw == 1 and not st.summary and not st.members for st in after)
+    net.run(120.0)  # the periodic ones: a slice each
+    periodic = [st for t, st in statuses if t - sent_at > 0.2]
+    assert periodic and all(len(st.summary) <= 8 and len(st.members) <= 8 for st in periodic)
+
+
+def test_a_large_lossy_group_still_delivers_every_last_message() -> None:
+    # Every message is its sender's last (one each): only statuses tell a member
+    # that lost one that it exists.
+    net, pids = large_group(20, loss=0.1)
+    for pid in pids:
+        net.send(pid, GID, f"from {pid}".encode())
+        net.run(0.2)
+    net.run(60.0)
+    net.check_group(GID, pids)

@@ -122,10 +122,10 @@ def test_statuses_come_once_per_quarter_window_of_data() -> None:
     count = 0
     real = a.groups[GID].make_status
 
-    def counting(fill: bool = True) -> object:
+    def counting(fill: bool = True, bare: bool = False) -> object:
         nonlocal count
         count += 1
-        return real(fill)
+        return real(fill, bare)
 
     a.groups[GID].make_status = counting  # type: ignore[method-assign]
     messages = 4 * WINDOW // SIZE  # four windows of data

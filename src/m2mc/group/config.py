@@ -47,19 +47,22 @@ class GroupConfig:
     # Holders other than a message's sender answer a NACK in bands of this many, one
     # band per ask (group/repair.py): the repairs of one NACK do not grow with the group.
     repair_band: int = 2
-    repair_everyone: int = 8  # up to this many holders (the members but the requester), all answer
+    # up to this many holders (the members but the requester), all answer; and in a
+    # group of up to this many members NACK and sync-response back-offs are uniform
+    # (larger ones: group/backoff.py)
+    repair_everyone: int = 8
     # ---------------------------------------------------------------- status
     status_delay: float = 0.1  # after sending, announce the high-water this much later
     status_interval: float = 1.0  # periodic status (anti-entropy), jittered, suppressible
     # Statuses have a budget (group/status_budget.py, RFC 3550 section 6.2): each carries
     # at most status_slice high-waters and status_slice membership entries, and the
     # group's periodic statuses together take at most status_share of its data bytes/s,
-    # or status_floor bytes/s when it carries less (or what status_slice members take at
-    # status_interval, if more); status_interval is the shortest interval, kept by
-    # groups of up to status_slice members and by busy ones.
+    # or status_floor bytes/s when it carries less; status_interval is the shortest
+    # interval, kept by groups of up to status_slice members (whose statuses carry
+    # everything) and by busy ones. In a larger group the status after sending is bare.
     status_slice: int = 8
-    status_share: float = 1.0
-    status_floor: int = 800
+    status_share: float = 0.25
+    status_floor: int = 200
     sequencer_timeout: float = 4.0  # total order: a silent sequencer is replaced after this
     # Total order (docs/group.md section 5): the sequencer re-sends stamps a majority has
     # not acknowledged after order_retry (doubling up to status_interval); a member of
@@ -85,12 +88,14 @@ class GroupConfig:
     # ---------------------------------------------------------------- retention
     # The group log (GrpMsgList, docs/group.md section 8): per group, the delivered
     # messages stored more than retention_age seconds ago, or past retention_bytes, are
-    # evicted, oldest first; 0: no bound of that kind. A log in memory (no data_dir)
-    # keeps at most memory_log_bytes per group in any case. Mode "full": an evicted
+    # evicted, oldest first; 0: no bound of that kind. By default 30 days and 256 MiB
+    # per group, what a chat on a laptop lives with (docs/decisions.md, "The ad hoc
+    # log has a default retention"). A log in memory (no data_dir) keeps at most
+    # memory_log_bytes per group in any case. Mode "full": an evicted
     # message is dropped whole; "ids" (seeds/000 VI.A.3): only its payload, its
     # identity, parent, position and clock stay (at most retention_ids per group).
-    retention_age: float = 0.0
-    retention_bytes: int = 0
+    retention_age: float = 30 * 86_400.0
+    retention_bytes: int = 256 << 20
     retention_mode: str = "full"
     retention_ids: int = 1_000_000
     memory_log_bytes: int = 32 << 20

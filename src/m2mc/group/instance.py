@@ -8,7 +8,9 @@ and the sender's display name when it has one (so a member that missed its JOIN,
 a rename after a restart, learns it from the keepalive). They let a node notice a
 lost *last* message, make two sides of a healed partition converge and spread
 membership news. One is sent ``status_delay`` after a
-node sends data; others every ``status_interval`` (jittered), skipped when a status
+node sends data (bare in a group larger than a status slice: the high-water alone);
+others every ``status_interval`` or, in a large group, the budget's period
+(group/status_budget.py; jittered), skipped when a status
 overheard since the last one already said everything ours would -- but never for more
 than :data:`STATUS_KEEPALIVE` intervals since our last one: statuses are also how the
 others know a silent member is still there (``Node.last_heard``).
@@ -47,7 +49,8 @@ from m2mc.group.msp import Msp
 from m2mc.group.order_strategy import NoSequencer, OrderStrategy
 from m2mc.group.repair import Repair as RepairState
 from m2mc.group.retention import GroupRetention, earliest
-from m2mc.group.status_budget import StatusBudget, StatusSlicer, status_bytes
+from m2mc.group.status_budget import StatusSlicer, status_bytes
+from m2mc.group.status_clock import StatusClock
 from m2mc.group.total.strategy import TotalOrderStrategy
 from m2mc.group.window import Credit, SendWindow
 from m2mc.kinds import Order as GroupOrder  # codec's Order is the ORDER body
@@ -88,6 +91,7 @@ class GroupInstance:
         self.repair.members = row.membership.current
         self.repair.sender_alive = self._alive
         self.msp.is_member = row.membership.is_member
+        self.msp.group_size = row.membership.__len__
         # This group's SYNC_REQ and NACK (counted in the node's control_limits).
         self.limiter = RateLimiter(node.limit_config, stats=node.control_limits)
         self.repair.decided = self.mop.decided_entries
@@ -112,15 +116,9 @@ class GroupInstance:
         self.batch_budget = max(64, min(config.batch_bytes, 481 - len(node.pid.encode())))
         self.bulk = False  # set by the node while its M2MP backlog is long
         self.bulk_extra = max(0, config.bulk_batch_bytes - config.batch_bytes)
-        self._status_at: float | None = None
-        self._status_soon: float | None = None
-        self._status_covered = False
-        self._status_sent_at = float("-inf")
-        # What a status carries and how often one goes (group/status_budget.py).
-        self.status_slicer = StatusSlicer(config.status_slice)
-        self.status_budget = StatusBudget(config)
-        self._status_size = status_bytes({}, ())
-        self._status_scale = config.status_interval  # the periodic interval, unjittered
+        # What a status carries and when one goes (group/status_budget.py, status_clock.py).
+        self.status_slicer = StatusSlicer(config.status_slice, start=node.pid)
+        self.status_clock = StatusClock(config, node.pid, node.rng, STATUS_KEEPALIVE)
         self.delivered_count = 0
 
     # ------------------------------------------------------------ lifecycle
@@ -131,7 +129,7 @@ class GroupInstance:
         for pid, ivs in self.mop.digest().items():
             if ivs:
                 self.repair.hw[pid] = max(self.repair.hw.get(pid, 0), ivs[-1][1])
-        self._status_at = now + self._status_period(now)
+        self.status_clock.start(now, len(self.row.membership))
         for pid in self.row.membership.current():  # in view from now on (Msp.mark)
             if pid != self.pid:
                 self.msp.mark(pid, now)
@@ -160,9 +158,10 @@ class GroupInstance:
         self.batch_size += size
         self.pending_records += 1
         self.pending_bytes += size
-        self.status_budget.data(size)
-        if self._status_soon is None:
-            self._status_soon = now + self.config.status_delay
+        # Our new high-water, status_delay later, so that a member that lost our last
+        # message notices (a bare status in a large group: this one goes per message).
+        self.status_clock.budget.data(size)
+        self.status_clock.sent_data(now)
 
     def held(self, now: float) -> bool:
         """True while the records of the open batch wait for more (``batch_hold``):
@@ -219,10 +218,10 @@ class GroupInstance:
             records = body.records
             self._records(records, sender, now)
             nbytes = sum([len(m.payload) for m in records])
-            self.status_budget.data(nbytes)
+            self.status_clock.budget.data(nbytes)
             self.status_slicer.read_from(sender)
             if self.credit.read(nbytes):
-                self._status_soon = now  # how far we read, for the senders' windows
+                self.status_clock.news_now(now)  # how far we read, for the senders' windows
             return
         node = self.node
         sender = getattr(body, "sender", "")
@@ -248,10 +247,10 @@ class GroupInstance:
                     self.msp.peer_traffic()
                 self._records(records, sender, now)
                 nbytes = sum([len(m.payload) for m in records])
-                self.status_budget.data(nbytes)
+                self.status_clock.budget.data(nbytes)
                 self.status_slicer.read_from(sender)
                 if self.credit.read(nbytes):
-                    self._status_soon = now
+                    self.status_clock.news_now(now)
             case Repair(_, records):
                 self._records(records, sender, now)
                 self.msp.broadcast(records, now)  # no MIR of ours needs them any more
@@ -401,11 +400,14 @@ class GroupInstance:
         self._membership(list(st.members), now, (st.sender, st.name))
         self.ordering.on_status(st, now)
         # Suppression: does this status say everything ours would?
-        mine = self._summary()
-        if (all(st.summary.get(pid, 0) >= hw for pid, hw in mine.items() if pid != st.sender)
+        # (A status that carries a slice of the members never covers ours: the first
+        # test is cheap, where the others take time in the size of the group.)
+        if (len(st.members) == len(self.row.membership)
                 and st.summary.get(self.pid, 0) >= self.mop.own_seq
-                and self.row.membership.entries() == st.members):
-            self._status_covered = True
+                and self.row.membership.entries() == st.members
+                and all(st.summary.get(pid, 0) >= hw
+                        for pid, hw in self._summary().items() if pid != st.sender)):
+            self.status_clock.covered()
 
     def _membership(self, entries: list[MemberEntry], now: float,
                     said: tuple[str, str] | None = None) -> None:
@@ -477,37 +479,34 @@ class GroupInstance:
             out[self.pid] = self.mop.own_seq
         return out
 
-    def make_status(self, fill: bool = True) -> Status:
+    def make_status(self, fill: bool = True, bare: bool = False) -> Status:
         """Our status; ``fill``: a periodic one, whose high-waters and membership
-        entries beyond those that changed take turns (group/status_budget.py)."""
-        self.credit.status_sent()
+        entries beyond those that changed take turns (group/status_budget.py);
+        ``bare``: our own high-water only (what we just sent, in a large group)."""
         log_state, known = self.ordering.status_log()
+        if bare:
+            return Status(self.pid, self.mop.own_seq, {}, (), log_state, known, self.node.name)
+        self.credit.status_sent()
         slicer = self.status_slicer
         summary = slicer.summary(self._summary(sending=True), fill)
         members = slicer.members(self.row.membership.entries(), fill)
         if fill:
-            self._status_size = status_bytes(summary, members)
+            self.status_clock.size = status_bytes(summary, members)
         return Status(self.pid, self.mop.own_seq, summary, members, log_state, known,
                       self.node.name)
 
     def renamed(self, now: float) -> None:
         """Our display name changed: say so in a status soon."""
         self.row.names.said(self.pid, self.node.name)
-        if self._status_soon is None or self._status_soon > now + self.config.status_delay:
-            self._status_soon = now + self.config.status_delay
+        self.status_clock.news_soon(now)
 
     def _alive(self, pid: str, now: float) -> bool:
         """A member heard from within a status keepalive: it answers NACKs for its own
         messages itself (group/repair.py)."""
         heard = self.last_heard.get(pid)
-        return (heard is not None and now - heard <= STATUS_KEEPALIVE * self._status_scale
+        return (heard is not None
+                and now - heard <= STATUS_KEEPALIVE * self.status_clock.scale
                 and self.row.membership.is_member(pid))
-
-    def _status_period(self, now: float) -> float:
-        scale = self.status_budget.interval(now, len(self.row.membership.current()),
-                                                  self._status_size)
-        self._status_scale = scale
-        return self.node.rng.uniform(scale / 2, scale)
 
     # --------------------------------------------------------------- timers
     def on_timer(self, now: float) -> None:
@@ -558,24 +557,17 @@ class GroupInstance:
             node.trace("sync_resp", self.gid, peer=resp.requester, detail=detail_json(
                 sync_seqno=resp.sync_seqno, messages=len(resp.records), remaining=resp.remaining))
         self._trace_suppressed(held_back, None)
-        if self._status_soon is not None and now >= self._status_soon:
-            self._status_soon = None
-            node.send_body(self.tag, self.make_status(fill=False))
-            self._status_sent_at = now
-        if self._status_at is not None and now >= self._status_at:
-            self._status_at = now + self._status_period(now)
-            # A status is also a heartbeat: at least every STATUS_KEEPALIVE intervals
-            # (Node.last_heard), and as often as the order asks (total order: the
-            # configuration is chosen among the members heard lately).
-            since = now - self._status_sent_at
-            heartbeat = (since >= STATUS_KEEPALIVE * self._status_scale
-                         or since >= ordering.heartbeat)
-            covered, self._status_covered = self._status_covered, False
-            if covered and not heartbeat:
-                node.stats.status_suppressed += 1
-            else:
-                node.send_body(self.tag, self.make_status())
-                self._status_sent_at = now
+        # A status is also a heartbeat: at least every STATUS_KEEPALIVE intervals
+        # (Node.last_heard), and as often as the order asks (total order: the
+        # configuration is chosen among the members heard lately).
+        due = self.status_clock.due(now, len(self.row.membership), ordering.heartbeat)
+        if due.soon:
+            node.send_body(self.tag, self.make_status(fill=False, bare=due.bare))
+        if due.periodic:
+            node.send_body(self.tag, self.make_status())
+        elif due.suppressed:
+            node.stats.status_suppressed += 1
+        if due.periodic or due.suppressed:
             ordering.tick(now)
 
     def _send_decided(self) -> None:
@@ -587,8 +579,8 @@ class GroupInstance:
         log_deadline = self.ordering.next_deadline()
         if self.lingering and not self.ordering.draining:  # only answering repairs until it ends
             return earliest(self.repair.repair_deadline, self.lingering_until, log_deadline)
-        return earliest(self.repair.next_deadline(), self._status_soon, self.msp.next_deadline(),
-                        self._status_at, log_deadline, self.retention.next_deadline(),
+        return earliest(self.repair.next_deadline(), self.status_clock.next_deadline(),
+                        self.msp.next_deadline(), log_deadline, self.retention.next_deadline(),
                         self.window.deadline(),
                         self.hold_until if self.holding and self.pending_records else None)
 

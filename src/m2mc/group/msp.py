@@ -40,6 +40,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from m2mc.group.backoff import suppression_backoff
 from m2mc.group.codec import Digest, SyncReq, SyncResp, record_size
 from m2mc.group.config import GroupConfig
 from m2mc.group.seqsets import count, normalize, subtract
@@ -110,8 +111,10 @@ class Msp:
         self.requested_at = float("-inf")  # when we last sent a request
         self.stats = MspStats()
         self._high_waters = high_waters
-        # Whose requests are answered: current members (GroupInstance sets it).
+        # Whose requests are answered: current members (GroupInstance sets it), and
+        # how many they are (a response's back-off grows with them: group/backoff.py).
         self.is_member: Callable[[str], bool] = lambda pid: True
+        self.group_size: Callable[[], int] = lambda: 0
         # The latest refused request per process (max_mirs, oldest forgotten): answered
         # if its JOIN arrives within sync_timeout (see admitted()).
         self.refused: OrderedDict[str, tuple[float, SyncReq]] = OrderedDict()
@@ -231,7 +234,8 @@ class Msp:
         else:
             mir.missing = self._subtract(mir.missing, have)
         if mir.deadline is None:
-            mir.deadline = now + self.rng.uniform(0.0, self.config.sync_backoff)
+            mir.deadline = now + suppression_backoff(
+                self.rng, self.config.sync_backoff, self.group_size(), self.config.repair_everyone)
         self.stats.requests_answered += 1
 
     def admitted(self, pid: str, now: float) -> None:

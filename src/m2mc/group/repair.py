@@ -6,7 +6,11 @@ from status messages, from stamps). Holes below it, parents that held messages
 wait for, and (total order) missing gseqs are *needed*.
 
 Requester: a hole must be ``nack_delay`` old (reordering is not loss); then a
-NACK is scheduled after a random back-off in ``[0, nack_backoff]``. A NACK
+NACK is scheduled after a random back-off: uniform in ``[0, nack_backoff]`` in a
+group of up to ``repair_everyone`` members; in a larger one NORM's truncated
+exponential for the group's size over a window ``ln(members) + 1`` times as wide
+(group/backoff.py), so that most of the members that lost the same message draw
+late and hear the first NACK before theirs. A NACK
 overheard from another node for the same ranges suppresses ours (those ranges
 are held off for ``nack_holdoff``), so a loss seen by many costs one NACK. After
 sending, a range is held off for ``nack_holdoff``, doubling (up to
@@ -48,6 +52,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
+from m2mc.group.backoff import suppression_backoff
 from m2mc.group.codec import Digest, Entries, LogEntry, Nack
 from m2mc.group.config import GroupConfig
 from m2mc.group.seqsets import Intervals, holes, normalize, subtract
@@ -228,7 +233,7 @@ class Repair:
         self._check_at = None
         if needs:
             if self._nack_at is None:
-                self._nack_at = now + self.rng.uniform(0.0, self.config.nack_backoff)
+                self._nack_at = now + self._backoff()
             return
         # Look again when the first live holdoff ends (a range still missing then
         # is asked for again); forget the expired ones.
@@ -238,6 +243,11 @@ class Repair:
         ends += [e[2] for e in self._gseq_holdoff]
         if ends:
             self._check_at = min(ends)
+
+    def _backoff(self) -> float:
+        config = self.config
+        return suppression_backoff(self.rng, config.nack_backoff, len(self.members()),
+                                   config.repair_everyone, widen=True)
 
     def nack_due(self, now: float) -> bool:
         return self._nack_at is not None and now >= self._nack_at
@@ -302,7 +312,7 @@ class Repair:
                 ask = True
         if ask:
             self.stats.holder_nacks += 1
-            at = now + self.rng.uniform(0.0, self.config.nack_backoff)
+            at = now + self._backoff()
             if self._nack_at is None or at < self._nack_at:
                 self._nack_at = at
         return lacking

@@ -2,20 +2,22 @@
 the group's status traffic does not grow with its size (docs/group.md section 6,
 "Status"; docs/decisions.md, "Statuses have a budget").
 
-A status carries at most ``status_slice`` high-waters and ``status_slice`` membership
-entries: first those that changed since our last status (the senders whose data we
-read: their send windows wait for it; a join or leave), then, in a periodic status,
-the others in turn, from where the last one stopped. A group of ``status_slice``
-members or fewer still sends everything in every status.
+A group of ``status_slice`` members or fewer sends everything in every status, every
+``status_interval``, as before. In a larger one a status carries at most
+``status_slice`` high-waters and ``status_slice`` membership entries: a status for the
+senders' windows or for membership news those that changed since our last status
+(the senders whose data we read, longest waiting first; a join or leave), a periodic
+one half the senders read lately (freshest first) and the rest in turn, from where the
+last one stopped (each member's turns start past its own pid). The status after
+sending is bare in a large group (group/instance.py).
 
-The periodic interval follows RTP's rule for its control reports (RFC 3550 section
-6.2): the group's statuses together may take ``status_share`` of the data bytes the
-group carries, and at least ``status_floor`` bytes/s when it is idle -- or what
-``status_slice`` members' statuses take at ``status_interval``, if that is more, so a
-group of up to ``status_slice`` members keeps ``status_interval`` -- and one member's
-interval is ``members * status bytes / budget``, never less than ``status_interval``.
-It is drawn uniformly from half to all of that (the node's injected random
-generator); the interval is set so that the mean of the draw keeps the budget.
+The periodic interval of a large group follows RTP's rule for its control reports
+(RFC 3550 section 6.2): the group's statuses together may take ``status_share`` of the
+data bytes the group carries, and at least ``status_floor`` bytes/s when it is idle,
+and one member's interval is ``members * status bytes / budget``, never less than
+``status_interval``. It is drawn uniformly from half to all of that (the node's
+injected random generator); the interval is set so that the mean of the draw keeps
+the budget.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from m2mc.group.config import GroupConfig
 from m2mc.group.messages import MemberEntry
 
-__all__ = ["StatusBudget", "StatusSlicer", "status_bytes"]
+__all__ = ["StatusBudget", "StatusSlicer", "full_slice_bytes", "status_bytes"]
 
 _STATUS_BASE = 24  # kind, tag, sender, own high-water, sequencer, framing: about
 _HW_ENTRY = 6  # a high-water's count beside its pid (msgpack int, framing)
@@ -39,20 +41,35 @@ def status_bytes(summary: Mapping[str, int], members: Sequence[MemberEntry]) -> 
             + sum([len(e.pid) + _MEMBER_ENTRY for e in members]))
 
 
+def full_slice_bytes(limit: int, pid: str) -> int:
+    """About what a periodic status of a large group takes (``limit`` high-waters and
+    entries, pids as long as ``pid``): the estimate the period starts from, before our
+    first periodic status measures it."""
+    return _STATUS_BASE + limit * (2 * len(pid) + _HW_ENTRY + _MEMBER_ENTRY)
+
+
 class StatusSlicer:
     """Chooses the high-waters and membership entries of our next status."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, start: str = "") -> None:
         self.limit = limit
         self._recent: dict[str, None] = {}  # senders read since our last status, in order
         self._changed: dict[str, None] = {}  # membership entries changed since then
-        self._high_waters = _Rotation()
-        self._entries = _Rotation()
+        # Each member's turns start past its own pid: in a large group a member sends
+        # few statuses, and turns that all started at the first pid would all tell of
+        # the same few members.
+        self._high_waters = _Rotation(start)
+        self._entries = _Rotation(start)
 
     def read_from(self, pid: str) -> None:
-        """We read data of ``pid``: its high-water goes in our next status."""
-        if pid not in self._recent and len(self._recent) < 4 * self.limit:
-            self._recent[pid] = None
+        """We read data of ``pid``: its high-water goes in our next status. The
+        ``4 * limit`` senders read last are remembered, the last read at the end."""
+        recent = self._recent
+        if pid in recent:
+            del recent[pid]
+        elif len(recent) >= 4 * self.limit:
+            del recent[next(iter(recent))]
+        recent[pid] = None
 
     def membership_changed(self, pids: Iterable[str]) -> None:
         for pid in pids:
@@ -60,12 +77,25 @@ class StatusSlicer:
                 self._changed[pid] = None
 
     def summary(self, high_waters: Mapping[str, int], fill: bool) -> dict[str, int]:
-        """At most ``limit`` of ``high_waters``: the senders read lately first, then
-        (``fill``) the others in turn."""
+        """At most ``limit`` of ``high_waters``. A status sent for the senders' windows
+        (not ``fill``) takes the senders read lately, those that waited longest first.
+        A periodic one (``fill``) takes half its entries from the senders read lately,
+        the freshest first, and at least half from the others in turn: in a large
+        group a member's periodic statuses are far apart, and what they are for there
+        is news of the messages just sent, which some members lost (the freshest), with
+        a slower sweep of everything behind it for what the news missed."""
         if len(high_waters) <= self.limit:
             self._recent.clear()
             return dict(high_waters)
-        chosen = self._take(self._recent, high_waters.keys(), fill, self._high_waters)
+        if not fill:
+            chosen = self._take(self._recent, high_waters.keys(), False, self._high_waters)
+        else:
+            fresh = [pid for pid in reversed(self._recent) if pid in high_waters]
+            chosen = fresh[:self.limit - self.limit // 2]
+            for pid in chosen:
+                del self._recent[pid]
+            others = sorted(set(high_waters).difference(chosen))
+            chosen += self._high_waters.next(others, self.limit - len(chosen))
         return {pid: high_waters[pid] for pid in sorted(chosen)}
 
     def members(self, entries: Sequence[MemberEntry], fill: bool) -> tuple[MemberEntry, ...]:
@@ -92,8 +122,8 @@ class StatusSlicer:
 class _Rotation:
     """Takes pids in turn from a sorted ring that may change between two turns."""
 
-    def __init__(self) -> None:
-        self.after = ""  # the last pid taken: the next turn starts past it
+    def __init__(self, start: str = "") -> None:
+        self.after = start  # the last pid taken: the next turn starts past it
 
     def next(self, ring: list[str], count: int) -> list[str]:
         start = next((i for i, pid in enumerate(ring) if pid > self.after), 0)
@@ -128,7 +158,8 @@ class StatusBudget:
             self._bytes = 0
             self._since = now
         config = self.config
+        if members <= config.status_slice:
+            return config.status_interval  # a small group: every status says everything
         # uniform in [T/2, T] averages 0.75 T: T is set so that the mean keeps the budget
-        small_group = config.status_slice * status_size / (0.75 * config.status_interval)
-        budget = max(config.status_share * self.rate, float(config.status_floor), small_group)
+        budget = max(config.status_share * self.rate, float(config.status_floor))
         return max(config.status_interval, members * status_size / (0.75 * budget))
