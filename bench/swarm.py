@@ -46,22 +46,56 @@ tenth of the run: median and largest over the members), the traffic's rates, and
 whether every member delivered every message exactly once, parents first (counted
 in each member; no trace is written unless ``--trace``).
 
-Figures (2026-12-01, this repository's code at the commit that added this file;
-a 2-core machine shared with other work, so times are loose; 10% loss, 3 messages
-of 100 B per member and order, history 1,000 messages of 100 B)::
+Figures (2026-11-29, the code of this commit, on a 2-core machine shared with other
+engineers' simulations: load average 10 to 230 during the runs, so times are loose;
+10% loss on every link, 3 messages of 100 B per member and order, a history of
+1,000 messages of 100 B; "secs" from the first send to the last delivery, "see all"
+the slowest member's time from its join call to a view of every member; rates are
+the sums over the members, per second of the phase)::
 
-    command: sudo .venv/bin/python bench/swarm.py --members N
+    sudo .venv/bin/python bench/swarm.py --members N     (N - 1 members in the groups)
 
-    N    order   exact  dgrams/msg/member  recv/msg/member  air/payload  NACK/s  sync/s  adv/s  status/s  secs
-    (filled in below by the runs)
+    N    order   exact  dgrams/msg  recv/msg  air/payload  NACK/s  status/s  repair/s  secs  see all
+                        /member     /member
+    20   sb      yes    0.225       3.86       6.3         15.6    32.3      19.9       2.6   0.9
+    20   causal  yes    0.226       3.87       7.6         19.3    35.2      24.3       2.3   3.0
+    20   total   yes    0.396       6.76      10.0         13.2    25.3      20.2       3.6   3.3
+    50   sb      yes    0.091       4.03       6.8         24.1    37.3      31.5       5.5  15.7
+    50   causal  yes    0.118       5.21      13.2         18.2    26.3      33.5       9.1  17.3
+    50   total   yes    0.205       9.05      12.0         20.7    28.5      32.2       7.8  15.4
+    100  sb      yes    0.067       5.95      10.9         13.6    17.6      16.4      35.1  43.7
+    100  causal  yes    0.215      19.10      60.7          9.3    12.4      20.7      78.5  42.1
+    100  total   yes    0.182      16.25      24.7         16.5    16.8      25.7      40.8  40.4
 
-Late member: (below). Peak RSS per process: (below).
+    (N = 50 and 100: "secs" is the window of the other figures, a second or two wider.)
+    Sync requests and advertisements: 0/s in every phase (one of each per joiner, at join).
+    Late N-th member, 1,000 messages (100 KB of payload) of history, join call -> caught up
+    (process start -> caught up), and what the catch-up put on the air:
+      N = 20:  1.9 s (5.3 s), 1,224 datagrams, 609 KB, 68 SyncResp + 321 Repair frames
+      N = 50:  7.8 s (9.0 s), 1,823 datagrams, 900 KB, 130 SyncResp + 363 Repair frames
+      N = 100: 21.0 s (24.5 s), 1,331 datagrams, 555 KB, 32 SyncResp + 584 Repair frames
+    Idle (everyone silent, 10 s): N = 20: 12.7 datagrams/s, 2.7 KB/s; N = 50: 10.4/s,
+      1.8 KB/s; N = 100: 11.2/s, 1.9 KB/s (statuses: the budget holds with N).
+    Peak RSS per process (VmHWM; about 19 MiB of it anonymous, the rest shared libraries):
+      N = 20: 30.4-32.0 MiB, N = 50: 32.1-33.3 MiB, N = 100: 32.0-33.3 MiB.
+    Trace checks (tests/group/tracecheck.py): no violation at N = 20, 50, 100; ``--analyze``
+      at N = 20: m2mc analyze VALID over all 1,171 messages (280 s in all with Spark).
+    Wall time: N = 20 88 s, N = 50 213 s, N = 100 594 s.
+    N = 200 (the largest tried): the S_b phase completed (199 members, 597 messages,
+      118,803 deliveries, each exactly once, no reply before its parent: tracecheck over
+      the S_b group's trace), but the members took 119 s to see each other and 528 s from
+      the first send to the last delivery at a load average of 230; the run was stopped in
+      the causal phase when the machine's free memory fell under 1.5 GB (200 processes
+      of about 20 MiB of their own, beside other engineers' jobs holding 13 GB).
+
+Soak (``--members 20 --soak 1800 --rate 5``): see below.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import statistics
 import subprocess
 import sys
@@ -84,8 +118,8 @@ from netns_processes import M2MC, Lines, child_environment, wait_until  # noqa: 
 NODE = Path(__file__).with_name("swarm_node.py")
 CHANNEL = "udp-multicast://239.255.90.35:47035?iface={address}&ttl=1"
 ORDERS = ("sb", "causal", "total")
-# Group messages by kind (their class names in m2mc.group.codec), per second in the report.
 EXACT = {"short": 0, "duplicates": 0, "orphans": 0}  # what every member counted, at best
+# Group messages by kind (their class names in m2mc.group.codec), per second in the report.
 RATES = {"nack": "Nack", "sync_req": "SyncReq", "adv": "Adv", "status": "Status",
          "repair": "Repair", "sync_resp": "SyncResp", "grps_info": "GrpsInfo"}
 
@@ -199,7 +233,7 @@ def traffic(before: Snapshot, after: Snapshot, messages: int, payload: int,
     frames = after.frames()
     frames.subtract(before.frames())
     return {
-        "seconds": round(seconds, 2),
+        "seconds": round(seconds, 2), "window_seconds": round(seconds, 2),
         "datagrams": sent[0], "air_bytes": sent[1], "delivered_datagrams": got[0],
         "datagrams_per_message": round(sent[0] / max(messages, 1), 2),
         "datagrams_per_message_per_member": round(sent[0] / max(messages * members, 1), 3),
@@ -233,16 +267,20 @@ def run_group(swarm: Swarm, members: list[Member], gid: str, order: str,
         m.tell(cmd="join", group=gid, order=order, members=n)
     joined = swarm.await_all(members, "members", gid, 120 + 3 * n)
     before = swarm.snapshot(members)
+    sending = time.monotonic()
     for m in members:
         m.tell(cmd="send", group=gid, count=sends[m.pid], interval=args.interval,
                size=args.size, replies=replies)
         m.tell(cmd="expect", group=gid, **{"from": sends})
     swarm.await_all(members, "complete", gid, 180 + 3 * n)
+    delivered = time.monotonic() - sending
     after = swarm.snapshot(members)
     messages = sum(sends.values())
     figures = {"order": order, "members": n, "messages": messages,
                "seconds_to_see_all_members": max(a["seconds"] for a in joined.values()),
                **traffic(before, after, messages, messages * args.size, n),
+               "seconds": round(delivered, 2),  # first send to last delivery (the window of
+               # the other figures is a little wider: it holds the snapshots' round trips)
                "members_counted": delivery(after.stats, gid, messages)}
     return figures, after
 
@@ -273,6 +311,18 @@ def late_join(swarm: Swarm, early: list[Member], host: Host,
                                         args.history),
             "history_phase": {k: history[k] for k in ("seconds", "datagrams_per_message_per_member",
                                                       "air_per_payload", "members_counted")}}
+
+
+def idle(swarm: Swarm, seconds: float) -> dict[str, Any]:
+    """What the members' groups cost while nobody writes: ``seconds`` of silence."""
+    members = [m for m in swarm.members if m.process.poll() is None]
+    before = swarm.snapshot(members)
+    time.sleep(seconds)  # (the silence measured: nothing waits on it)
+    cost = traffic(before, swarm.snapshot(members), 0, 0, len(members))
+    return {"members": len(members), "seconds": cost["seconds"],
+            "datagrams_per_second": round(cost["datagrams"] / cost["seconds"], 2),
+            "air_bytes_per_second": round(cost["air_bytes"] / cost["seconds"]),
+            "per_second": cost["per_second"], "frames": cost["frames"]}
 
 
 def judge(trace: Path, analyze: bool, env: dict[str, str]) -> dict[str, Any]:
@@ -337,6 +387,8 @@ def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
             report["orders"][order] = figures
         if args.history:
             report["late_join"] = late_join(swarm, early, lab.hosts[n - 1], args)
+        if args.idle:
+            report["idle"] = idle(swarm, args.idle)
         report["peak_rss_mib"] = peak_figures(swarm.stop())
     finally:
         lab.destroy()
@@ -373,13 +425,28 @@ def growth(series: dict[str, list[tuple[float, float]]], skip: float) -> dict[st
             "min": round(rates[0], 2)}
 
 
-def series(rss: dict[str, list[tuple[float, float]]],
-           disk: dict[str, list[tuple[float, float]]]) -> list[list[float]]:
-    """Per sample: [seconds, median RSS, largest RSS, all data directories] (MiB)."""
+# What the soak samples of each member: (seconds, bytes) series by pid.
+Series = dict[str, list[tuple[float, float]]]
+SAMPLED: dict[str, Callable[[Member], int]] = {
+    "rss": lambda m: rss_bytes(m.process.pid),
+    # anonymous memory alone: the heap, without the shared libraries' pages the kernel
+    # may drop and read back under memory pressure (RSS then shrinks with no change here)
+    "rss_anon": lambda m: rss_bytes(m.process.pid, "RssAnon"),
+    "data_dir": lambda m: dir_bytes(m.data),
+    # the log's database file alone: the write-ahead log beside it is reused, not grown
+    "database": lambda m: (m.data / "m2mc.sqlite3").stat().st_size,
+}
+
+
+def series(samples: dict[str, Series]) -> list[list[float]]:
+    """Per sample: [seconds, median RSS, largest RSS, median anonymous RSS, all data
+    directories together] (MiB)."""
     out = []
+    rss, anon, disk = samples["rss"], samples["rss_anon"], samples["data_dir"]
     for i, (t, _) in enumerate(next(iter(rss.values()))):
         sizes = [s[i][1] / (1 << 20) for s in rss.values()]
         out.append([round(t), round(statistics.median(sizes), 1), round(max(sizes), 1),
+                    round(statistics.median(s[i][1] / (1 << 20) for s in anon.values()), 1),
                     round(sum(s[i][1] for s in disk.values()) / (1 << 20), 1)])
     return out
 
@@ -389,8 +456,7 @@ def soak(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     n, gid = args.members, "swarm-chat"
     env = child_environment(out)
     lab = Lab(size=n, one_frame_per_datagram=True)
-    rss: dict[str, list[tuple[float, float]]] = {}
-    disk: dict[str, list[tuple[float, float]]] = {}
+    samples: dict[str, Series] = {name: {} for name in SAMPLED}
     try:
         lab.create()
         lab.count_udp()
@@ -408,10 +474,9 @@ def soak(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         while True:
             now = time.monotonic()
             for m in members:
-                rss.setdefault(m.pid, []).append((now - before.at, rss_bytes(m.process.pid)))
-                disk.setdefault(m.pid, []).append((now - before.at, dir_bytes(m.data)))
-            for m in members:
                 m.answers("?")  # (a member that died or reported an error ends the soak)
+                for name, sample in SAMPLED.items():
+                    samples[name].setdefault(m.pid, []).append((now - before.at, sample(m)))
             if now >= end:
                 break
             time.sleep(min(args.sample, end - now))
@@ -430,20 +495,21 @@ def soak(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     messages = sum(sent.values())
     skip = args.soak / 10
     counted = delivery(after.stats, gid, messages)
-    return {
+    report = {
         "members": n, "soak_seconds": args.soak, "rate": args.rate, "size": args.size,
         "loss_percent": args.loss, "messages": messages,
         "delivered_exactly_once_in_order": counted == EXACT,
         "members_counted": counted, "seconds_to_settle_after_chat": round(settled, 2),
         "traffic": traffic(before, after, messages, messages * args.size, n),
-        "rss_mib": {"first": peak_figures({p: int(s[0][1]) for p, s in rss.items()}),
-                    "last": peak_figures({p: int(s[-1][1]) for p, s in rss.items()}),
-                    "peak": peak_figures(peaks),
-                    "growth_per_hour": growth(rss, skip)},
-        "data_dir_mib": {"last": peak_figures({p: int(s[-1][1]) for p, s in disk.items()}),
-                         "growth_per_hour": growth(disk, skip)},
-        "series": series(rss, disk),
+        "peak_rss_mib": peak_figures(peaks),
     }
+    for name, by_pid in samples.items():
+        report[f"{name}_mib"] = {
+            "first": peak_figures({p: int(s[0][1]) for p, s in by_pid.items()}),
+            "last": peak_figures({p: int(s[-1][1]) for p, s in by_pid.items()}),
+            "growth_per_hour": growth(by_pid, skip)}
+    report["series"] = series(samples)
+    return report
 
 
 def parser() -> argparse.ArgumentParser:
@@ -458,6 +524,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--loss", type=int, default=10, help="percent lost on every link (10)")
     p.add_argument("--history", type=int, default=1000,
                    help="messages of history the late member catches up on (1000; 0: none)")
+    p.add_argument("--idle", type=float, default=10.0,
+                   help="seconds of silence at the end, their control traffic measured (10)")
     p.add_argument("--analyze", action="store_true", help="also run m2mc analyze (Spark)")
     p.add_argument("--soak", type=float, default=0, metavar="SECONDS",
                    help="soak mode: a steady chat for this long instead of the phases")
@@ -474,6 +542,8 @@ def main(argv: list[str] | None = None) -> int:
     if not 2 <= args.members <= 250:
         p.error("--members must be 2 to 250")
     bench: Callable[[argparse.Namespace, Path], dict[str, Any]] = soak if args.soak else run
+    # SIGTERM unwinds like ^C: the lab's namespaces and member processes are removed.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="m2mc-swarm-") as tmp:
         out = args.keep or Path(tmp)
         out.mkdir(parents=True, exist_ok=True)

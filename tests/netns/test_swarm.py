@@ -53,7 +53,7 @@ def run(argv: list[str], out: Path) -> dict[str, Any]:
 
 def test_twenty_processes_deliver_every_order_exactly_once_and_a_late_member_catches_up(
         tmp_path: Path) -> None:
-    report = run(["--members", str(N), "--send", str(SEND)], tmp_path)
+    report = run(["--members", str(N), "--send", str(SEND), "--idle", "5"], tmp_path)
     assert report["checks"]["tracecheck"] == dict.fromkeys(
         ["unexpected", "duplicated", "lost", "sb_order", "causal_order", "total_order"], 0)
     assert sorted(report["orders"]) == sorted(ORDERS)
@@ -77,6 +77,8 @@ def test_twenty_processes_deliver_every_order_exactly_once_and_a_late_member_cat
     assert late["history_phase"]["members_counted"] == EXACT, late
     assert 0 < late["join_to_caught_up_s"] <= late["start_to_caught_up_s"] < 300, late
     assert late["frames"].get("SyncResp", 0) + late["frames"].get("Repair", 0) > 0, late
+    quiet = report["idle"]  # everyone silent: statuses keep the group alive
+    assert quiet["members"] == N and quiet["per_second"]["status"] > 0, quiet
     peak = report["peak_rss_mib"]
     assert 10 < peak["min"] <= peak["median"] <= peak["max"] < 1024, peak
 
@@ -87,8 +89,8 @@ def test_soak_reports_memory_and_disk_growth(tmp_path: Path) -> None:
     assert report["members_counted"] == EXACT
     assert report["messages"] > 0
     assert len(report["series"]) >= 3
-    for t, median, largest, disk in report["series"]:
-        assert t >= 0 and 10 < median <= largest < 1024 and disk > 0
-    for what in ("rss_mib", "data_dir_mib"):
+    for t, median, largest, anon, disk in report["series"]:
+        assert t >= 0 and 10 < median <= largest < 1024 and 0 < anon < largest and disk > 0
+    for what in ("rss_mib", "rss_anon_mib", "data_dir_mib", "database_mib"):
         assert set(report[what]["growth_per_hour"]) == {"median", "max", "min"}, report[what]
     assert report["traffic"]["per_second"]["status"] > 0
