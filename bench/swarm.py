@@ -7,7 +7,9 @@ namespaces on one bridge, 10% loss on every link, a group of each order.
 
 Needs root, iproute2 and nftables (tests/netns/netns_lab.py builds the lab: a switch
 namespace with a bridge, one namespace per member, loss by nftables on the bridge);
-all traffic stays inside those namespaces. Each member is a process of
+all traffic stays inside those namespaces. Each host's interface cuts a UDP GSO run
+into its datagrams before the bridge (``Lab(one_frame_per_datagram=True)``), so the
+bridge counts, and loses, each datagram as a radio would. Each member is a process of
 bench/swarm_node.py on the public API (``m2mc.api``), with its own durable log, and
 writes a trace.
 
@@ -23,7 +25,8 @@ The run, ``N - 1`` members from the start and the N-th late:
    Then the N-th member starts, joins it, and catches up (MSP and repair); its time
    is measured from its join call (``join_to_caught_up_s``) and from the start of its
    process (``start_to_caught_up_s``).
-3. The traces are judged by tests/group/tracecheck.py (the Spark-free mirror of
+3. ``--idle`` seconds (10) of silence: what the groups cost while nobody writes.
+4. The traces are judged by tests/group/tracecheck.py (the Spark-free mirror of
    ``m2mc analyze``'s checks, docs/interfaces.md §5), and with ``--analyze`` by
    ``m2mc analyze`` itself.
 
@@ -36,11 +39,12 @@ the bridge handed to the members, after the loss), ``air_per_payload`` (IP bytes
 the air per payload byte), ``per_second`` (the group messages of each kind all the
 members sent, per second: NACKs, sync requests, advertisements, statuses, repairs),
 ``frames`` (those counts); and ``peak_rss_mib`` (VmHWM of each process: max,
-median), ``late_join`` and ``checks``.
+median), ``late_join``, ``idle`` and ``checks``.
 
 ``--soak SECONDS``: the members (all N) chat in one S_b group at ``--rate`` messages a
 second in all (half of them replies) for that long; every ``--sample`` seconds it
-records every process's RSS and the size of every member's data directory, and
+records every process's RSS (and its anonymous part, the heap) and the size of every
+member's data directory (and of its database file alone), and
 reports their growth per hour (least squares over the samples after the first
 tenth of the run: median and largest over the members), the traffic's rates, and
 whether every member delivered every message exactly once, parents first (counted
@@ -88,7 +92,21 @@ the sums over the members, per second of the phase)::
       the causal phase when the machine's free memory fell under 1.5 GB (200 processes
       of about 20 MiB of their own, beside other engineers' jobs holding 13 GB).
 
-Soak (``--members 20 --soak 1800 --rate 5``): see below.
+Soak, 20 members chatting 5 messages/s in all (100 B, half replies), 10% loss::
+
+    sudo .venv/bin/python bench/swarm.py --members 20 --soak 3000 --rate 5 --sample 30
+
+    50 min, 13,829 messages: every member delivered every one exactly once, parents first
+      (0.5 s after the chat stopped); on the air 6.3 datagrams per message (0.32 per member),
+      9.2 bytes per payload byte; per second NACK 5.4, status 14.2, repair 4.9, sync 0, adv 0.
+    Anonymous RSS per process 18.8 -> 24.9 MiB, +8.0 MiB/h (all 20 within 7.9-8.1): linear,
+      about 460 B per message of the group, not levelling off in 50 minutes. (Total RSS fell,
+      31.1 -> 28.3 MiB: the machine ran short of memory and took back shared pages.)
+    Data directory per member 7.0 MiB at the end (median; the WAL about 3.4 MiB of it, which
+      SQLite reuses), growing 5.0 MiB/h (3.2-9.2); the database file alone +3.2 MiB/h,
+      about 230 B per message.
+    An earlier 30-minute soak (8,760 messages, same settings) gave the same traffic figures
+      (6.35 datagrams per message, 9.1x) and a data directory growing 7.9 MiB/h.
 """
 
 from __future__ import annotations
