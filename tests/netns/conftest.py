@@ -7,7 +7,6 @@ namespaces the lab creates.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # netns_lab, netns_processes
 
 from netns_lab import Lab, LabUnavailable
+from netns_processes import child_environment
 
 pytestmark = pytest.mark.netns
 
@@ -38,8 +38,4 @@ def lab() -> Iterator[Lab]:
 @pytest.fixture
 def child_env(tmp_path: Path) -> dict[str, str]:
     """Environment for m2mc child processes: no user config, no M2MC_* variables."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("M2MC_")}
-    env["HOME"] = str(tmp_path)
-    env["XDG_CONFIG_HOME"] = str(tmp_path / ".config")
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
+    return child_environment(tmp_path)

@@ -18,6 +18,7 @@ chosen hosts, ``partition`` drops frames between hosts on different sides,
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import secrets
@@ -60,6 +61,11 @@ class Lab:
     name: str = field(default_factory=lambda: f"m2mclab{os.getpid()}x{secrets.token_hex(2)}")
     hosts: list[Host] = field(default_factory=list)
     _created: list[str] = field(default_factory=list)
+    # Every datagram its own frame on the bridge: a host's eth0 cuts a UDP GSO buffer
+    # (m2mc.transport.offload, up to 64 packets in one) before the switch, as a radio
+    # puts each packet on the air. Without it such a run crosses the bridge as one
+    # frame: counted once, and lost or kept whole by ``set_loss``.
+    one_frame_per_datagram: bool = False
     _processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     _faults: bool = False
 
@@ -93,6 +99,8 @@ class Lab:
             _ip("-n", sw, "link", "set", host.port, "master", "br0")
             _ip("-n", sw, "link", "set", host.port, "up")
             _ip("-n", host.netns, "addr", "add", f"{host.address}/24", "dev", "eth0")
+            if self.one_frame_per_datagram:
+                _ip("-n", host.netns, "link", "set", "eth0", "gso_max_segs", "1")
             _ip("-n", host.netns, "link", "set", "eth0", "up")
             self.hosts.append(host)
         snooping = self.exec(sw, ["cat", "/sys/class/net/br0/bridge/multicast_snooping"])
@@ -190,6 +198,32 @@ class Lab:
         if self._faults:
             self._nft("flush chain bridge m2mc forward")
 
+    # ----------------------------------------------------------- what is on the air
+    def count_udp(self) -> None:
+        """Count every UDP frame on the bridge, in a table of its own (``heal`` leaves it):
+        ``sent`` as a host's port hands it to the bridge (before any loss), ``delivered``
+        as the bridge hands it to a port (after the faults, once per receiving host)."""
+        self._nft("add table bridge m2mcair")
+        for counter, hook in (("sent", "prerouting"), ("delivered", "postrouting")):
+            self._nft(f"add counter bridge m2mcair {counter}")
+            self._nft(f"add chain bridge m2mcair {hook} "
+                      f"{{ type filter hook {hook} priority 0; policy accept; }}")
+            self._nft(f'add rule bridge m2mcair {hook} meta l4proto udp counter name "{counter}"')
+
+    def udp_counters(self) -> dict[str, tuple[int, int]]:
+        """``{"sent": (frames, bytes), "delivered": (frames, bytes)}`` since ``count_udp``
+        (bytes as nftables counts them on a bridge: the IP packets, without Ethernet)."""
+        out = self.exec(self.switch, ["nft", "-j", "list", "counters", "table", "bridge",
+                                      "m2mcair"])
+        if out.returncode:
+            raise RuntimeError(f"nft list counters: {out.stderr.decode().strip()}")
+        counters = {}
+        for item in json.loads(out.stdout)["nftables"]:
+            if "counter" in item:
+                c = item["counter"]
+                counters[c["name"]] = (int(c["packets"]), int(c["bytes"]))
+        return counters
+
     def _rule(self, rule: str) -> None:
         if not self._faults:
             self._nft("add table bridge m2mc")
@@ -243,11 +277,11 @@ def remove_stale_labs() -> None:
             subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
 
 
-def rss_bytes(pid: int) -> int:
-    """Resident set size of a process (0 once it is gone)."""
+def rss_bytes(pid: int, field: str = "VmRSS") -> int:
+    """Resident set size of a process (0 once it is gone); ``field="VmHWM"``: its peak."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return 0
-    match = re.search(r"^VmRSS:\s+(\d+) kB", status, re.MULTILINE)
+    match = re.search(rf"^{field}:\s+(\d+) kB", status, re.MULTILINE)
     return int(match.group(1)) * 1024 if match else 0

@@ -5,6 +5,7 @@ name (the suite has several conftest.py files; importing one by name is ambiguou
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -14,6 +15,15 @@ from pathlib import Path
 from typing import IO, Any
 
 M2MC = [sys.executable, "-m", "m2mc.cli"]
+
+
+def child_environment(home: Path) -> dict[str, str]:
+    """Environment for m2mc child processes: no user config, no M2MC_* variables."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("M2MC_")}
+    env["HOME"] = str(home)
+    env["XDG_CONFIG_HOME"] = str(home / ".config")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
 
 
 class Lines:

@@ -114,3 +114,37 @@ def test_stale_labs_of_dead_processes_are_removed() -> None:
     finally:
         other.destroy()
         lab.destroy()
+
+
+GSO_SEND = """
+import socket, sys
+sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(sys.argv[1]))
+sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
+sock.setsockopt(socket.IPPROTO_UDP, 103, 508)  # UDP_SEGMENT: the kernel cuts 508-byte datagrams
+sock.sendto(bytes(508 * 10), (sys.argv[2], int(sys.argv[3])))
+"""
+
+
+@needs_nft
+@pytest.mark.parametrize("one_frame", [True, False])
+def test_the_bridge_counts_udp_frames_and_can_cut_gso_runs_into_datagrams(
+        one_frame: bool) -> None:
+    lab = Lab(size=2, one_frame_per_datagram=one_frame)
+    try:
+        lab.create()
+    except LabUnavailable as exc:
+        lab.destroy()
+        pytest.skip(f"network namespace tests skipped: {exc}")
+    try:
+        lab.count_udp()
+        sender = lab.exec(lab.hosts[0], [sys.executable, "-c", GSO_SEND, lab.hosts[0].address,
+                                         GROUP, str(PORT)])
+        assert sender.returncode == 0, sender.stderr
+        counters = lab.udp_counters()
+    finally:
+        lab.destroy()
+    frames, size = counters["sent"]
+    # ten datagrams of 508 bytes (536 with the IP and UDP headers), or one run of them
+    assert (frames, size) == ((10, 5360) if one_frame else (1, 5080 + 28)), counters
+    assert counters["delivered"] == counters["sent"]  # one receiving port, no loss

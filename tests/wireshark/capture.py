@@ -8,7 +8,6 @@ switch's own namespace: every frame between the lab's hosts, nothing else.
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
@@ -20,19 +19,11 @@ from typing import Any
 
 from dissection import DUMPCAP
 from netns_lab import Host, Lab
-from netns_processes import Lines, wait_until  # (the namespace tests' own)
+from netns_processes import Lines, child_environment, wait_until  # (the namespace tests' own)
 
 HERE = Path(__file__).parent
 M2MC = [sys.executable, "-m", "m2mc.cli"]
-
-
-def child_env(home: Path) -> dict[str, str]:
-    """Environment for m2mc children: no user config, no M2MC_* variables."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("M2MC_")}
-    env["HOME"] = str(home)
-    env["XDG_CONFIG_HOME"] = str(home / ".config")
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
+child_env = child_environment  # environment for m2mc children (the capture tests' name)
 
 
 class Capture:
