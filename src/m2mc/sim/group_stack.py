@@ -31,6 +31,7 @@ from m2mc.group.manager import GroupNode
 from m2mc.kinds import Order
 from m2mc.security.auth import counter_start_at
 from m2mc.security.keys import GroupKey, GroupSecret
+from m2mc.sim import decode_memo
 from m2mc.sim.node import NodeContext, register_stack
 from m2mc.sim.schema import Table
 from m2mc.store.sqlite import SqliteStore
@@ -96,6 +97,8 @@ class GroupSimStack:
                 flow_control=bool(p.get("flow_control", True)),
                 message_timeout=float(p.get("message_timeout", 5.0)),
                 flow_timeout=float(p.get("flow_timeout", 0.1))))
+        # A datagram is decoded once for all the nodes that receive it (m2mc.sim.decode_memo).
+        self.node.decode_body = decode_memo.SHARED.decode
         self._delivered: dict[str, list[str]] = {}
         self._discover = {g.name for g in ctx.discover}  # joined once discovered
         self._now = 0.0
