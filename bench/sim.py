@@ -10,10 +10,19 @@ Prints one JSON object, one entry per stack under its ``[stack] kind``:
   grows with the square of the nodes).
 - ``reference``: bare heapq push+pop pairs/s on this machine in this run, to
   compare against (a delivery costs at least one push and one pop).
-Traces are off (the scheduler and network are measured, not the disk). On a
-shared machine ``deliveries_per_cpu_s`` (process CPU time) is the steadier figure.
+- ``realtime``: does the simulator keep up with real time (issue 35 item 3)?
+  ``examples/scenarios/swarm-100.toml`` and ``swarm-1000.toml`` (100 and 1,000 members
+  in one S_b group, 10% loss, 5 messages/s), run as ``m2mc sim`` runs them (traces on):
+  virtual seconds per wall second (``virtual_per_wall``, >= 1 keeps up) and per
+  second of process CPU time (``virtual_per_cpu``).
+Traces are off in the other rows (the scheduler and network are measured, not the
+disk). On a shared machine the figures per CPU second are the steadier ones.
 
-    .venv/bin/python bench/sim.py [--quick]
+    .venv/bin/python bench/sim.py [--quick] [--realtime-only]
+
+``realtime`` figures (seed 1, 2 cores shared with other jobs, so per CPU second)::
+
+    TABLE
 """
 
 from __future__ import annotations
@@ -23,12 +32,14 @@ import json
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
 from m2mc.sim import run_scenario
 
 TARGET = 200_000
+SCENARIOS = Path(__file__).resolve().parent.parent / "examples" / "scenarios"
 
 
 def scenario(stack: str, nodes: int, messages: int, rate: float, loss: float) -> dict[str, Any]:
@@ -58,6 +69,25 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             "cpu_seconds": round(cpu, 3), "deliveries_per_cpu_s": round(deliveries / cpu)}
 
 
+def realtime(path: Path, quick: bool) -> dict[str, Any]:
+    """Virtual seconds per wall (and CPU) second of one swarm scenario, traces on."""
+    raw = tomllib.loads(path.read_text())
+    if quick:  # a fifth of the chat and calm
+        raw["run"] = {k: v / 5 for k, v in raw["run"].items()}
+    virtual = raw["run"]["chaos"] + raw["run"]["heal"]
+    with tempfile.TemporaryDirectory() as out:
+        start, cpu = time.perf_counter(), time.process_time()
+        result = run_scenario(raw, seed=1, out=Path(out))
+        wall = time.perf_counter() - start
+        cpu = time.process_time() - cpu
+    return {"scenario": path.name, "nodes": raw["nodes"]["count"], "virtual_seconds": virtual,
+            "messages": result.sent["chat"],
+            "deliveries": result.counters["deliveries"] + result.counters["loopbacks"],
+            "wall_seconds": round(wall, 1), "cpu_seconds": round(cpu, 1),
+            "virtual_per_wall": round(virtual / wall, 3),
+            "virtual_per_cpu": round(virtual / cpu, 3)}
+
+
 def heapq_reference(n: int = 300_000) -> float:
     heap: list[tuple[float, int, int]] = []
     start = time.perf_counter()
@@ -71,6 +101,10 @@ def heapq_reference(n: int = 300_000) -> float:
 def main() -> None:
     quick = "--quick" in sys.argv
     scale = 0.2 if quick else 1.0
+    swarms = {str(n): realtime(SCENARIOS / f"swarm-{n}.toml", quick) for n in (100, 1000)}
+    if "--realtime-only" in sys.argv:
+        print(json.dumps({"realtime": swarms}, indent=2))
+        return
     flood = measure(scenario("flood", 50, int(6000 * scale), 200.0, 0.05))
     group = measure(scenario("group", 50, int(300 * scale), 100.0, 0.05))
     b_flood = measure(scenario("flood", 1000, int(200 * scale), 50.0, 0.0))
@@ -79,6 +113,7 @@ def main() -> None:
         "flood": flood, "group": group,
         "broadcast": {"flood": b_flood, "group": b_group},
         "reference": {"heapq_push_pop_per_s": round(heapq_reference())},
+        "realtime": swarms,
         "target_deliveries_per_s": TARGET,
         "meets_target": flood["deliveries_per_s"] >= TARGET,
     }, indent=2))

@@ -40,6 +40,7 @@ from m2mc.group.codec import (
     Join,
     Leave,
     MemberEntry,
+    decode_body,
     filter_prefix,
 )
 from m2mc.group.config import GroupConfig
@@ -122,6 +123,7 @@ class GroupNode(NodeReceive):
         self._out: list[bytes] = []
         self._out_copies: list[bytes] = []
         self._now = 0.0
+        self.decode_body = decode_body  # (NodeReceive.decode_body)
         self.stats = NodeStats()
         self.started = False
         self.record_delivered = False  # keep delivered ids per group (simulator checks)

@@ -21,11 +21,15 @@ class Membership:
     """Bounded: at most ``max_members`` entries; entries for new processes past the
     bound are refused and counted (known processes still update)."""
 
-    __slots__ = ("_entries", "max_members", "refused")
+    __slots__ = ("_current", "_entries", "_sorted", "max_members", "refused")
 
     def __init__(self, max_members: int, entries: Iterable[MemberEntry] = ()) -> None:
         self.max_members = max_members
         self._entries: dict[str, MemberEntry] = {}
+        # current() and entries(), sorted, kept until an entry changes: a node reads
+        # them for every status it hears, and a group may have a thousand members.
+        self._current: list[str] | None = None
+        self._sorted: tuple[MemberEntry, ...] | None = None
         self.refused = 0
         for entry in entries:
             self.apply(entry)
@@ -43,6 +47,7 @@ class Membership:
             # join: a process only ever writes one of them under a given version.
             return False
         self._entries[entry.pid] = entry
+        self._current = self._sorted = None
         return True
 
     def merge(self, entries: Iterable[MemberEntry]) -> list[MemberEntry]:
@@ -57,15 +62,30 @@ class Membership:
         return entry is not None and entry.joined
 
     def current(self) -> list[str]:
-        """``cMemList``, sorted."""
-        return sorted(pid for pid, e in self._entries.items() if e.joined)
+        """``cMemList``, sorted (a new list: the caller may keep or change it)."""
+        current = self._current
+        if current is None:
+            current = self._current = [e.pid for e in self.entries() if e.joined]
+        return current.copy()
+
+    def current_count(self) -> int:
+        """``len(self.current())``, without the copy."""
+        current = self._current
+        if current is None:
+            current = self._current = [e.pid for e in self.entries() if e.joined]
+        return len(current)
 
     def departed(self) -> list[str]:
         """``lMemList``, sorted."""
         return sorted(pid for pid, e in self._entries.items() if not e.joined)
 
     def entries(self) -> tuple[MemberEntry, ...]:
-        return tuple(self._entries[pid] for pid in sorted(self._entries))
+        """Every entry, by pid."""
+        found = self._sorted
+        if found is None:
+            entries = self._entries
+            found = self._sorted = tuple([entries[pid] for pid in sorted(entries)])
+        return found
 
     def covers(self, entries: Iterable[MemberEntry]) -> bool:
         """True if every entry given is already known here at the same or a newer version."""

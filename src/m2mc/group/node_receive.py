@@ -15,6 +15,7 @@ anyone after a silence may mean we are back in range (:mod:`m2mc.group.reconnect
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from m2mc.errors import DecodeError
@@ -26,7 +27,6 @@ from m2mc.group.codec import (
     Body,
     GrpsInfo,
     Kind,
-    decode_body,
     split_frame,
 )
 from m2mc.group.config import GroupConfig
@@ -61,6 +61,10 @@ class NodeReceive(NodeSend):
     discovery_limiter: RateLimiter
     groups: dict[str, GroupInstance]
     _by_tag: dict[bytes, GroupInstance]
+    # Where a frame's body becomes a message: m2mc.group.codec.decode_body, or what the
+    # driver puts in its place with the same result (the simulator decodes a datagram
+    # once for all its receivers: m2mc.sim.decode_memo).
+    decode_body: Callable[..., Body]
 
     def _back(self, now: float, reason: ReconnectReason, silent_for: float | None) -> None:
         if self.started and self.reconnect.back(now, reason):
@@ -71,7 +75,7 @@ class NodeReceive(NodeSend):
         nobody: "back" if we are in a group with others, whose keepalives we missed."""
         silent_for = self.reconnect.heard(now)
         if silent_for is not None and any(
-                len(inst.row.membership.current()) > 1 for inst in self.groups.values()
+                inst.row.membership.current_count() > 1 for inst in self.groups.values()
                 if not inst.lingering):
             self._back(now, SILENCE, silent_for)
 
@@ -114,7 +118,7 @@ class NodeReceive(NodeSend):
                 stats.wrong_kind += 1
                 return
             try:
-                body = decode_body(frame.kind, frame.body, max_seq=self.config.max_seq)
+                body = self.decode_body(frame.kind, frame.body, max_seq=self.config.max_seq)
             except DecodeError:
                 stats.malformed += 1
                 return
@@ -138,7 +142,7 @@ class NodeReceive(NodeSend):
             stats.wrong_kind += 1
             return
         try:
-            body = decode_body(kind, frame.body, max_seq=self.config.max_seq)
+            body = self.decode_body(kind, frame.body, max_seq=self.config.max_seq)
         except DecodeError:
             stats.malformed += 1
             return

@@ -124,6 +124,9 @@ class Repair:
         # (requester, message) -> (its asks in a row, when we heard the last): which
         # band it calls (at most max_pending_repairs remembered)
         self._asks: dict[tuple[str, MessageId], tuple[int, float]] = {}
+        # _place's answers per requester, for the members they were counted among
+        self._places: dict[str, tuple[int, int]] = {}
+        self._places_among: Sequence[str] = ()
         self.stats = RepairStats()
 
     # ------------------------------------------------------- what we know of
@@ -456,8 +459,22 @@ class Repair:
 
     def _place(self, requester: str) -> tuple[int, int]:
         """Our rank among the members other than ``requester`` for its asks, and how
-        many we are (with no members known, we are alone: every band is ours)."""
-        others = [pid for pid in self.members() if pid != requester and pid != self.pid]
+        many we are (with no members known, we are alone: every band is ours). Kept per
+        requester until the members change: a CRC per member and NACK is a lot in a
+        group of a thousand."""
+        members = self.members()
+        if members != self._places_among:
+            self._places.clear()
+            self._places_among = members
+        place = self._places.get(requester)
+        if place is None:
+            if len(self._places) >= 256:
+                self._places.clear()
+            place = self._places[requester] = self._count_place(requester, members)
+        return place
+
+    def _count_place(self, requester: str, members: Sequence[str]) -> tuple[int, int]:
+        others = [pid for pid in members if pid != requester and pid != self.pid]
         salt = requester.encode() + b"\0"
         mine = zlib.crc32(salt + self.pid.encode())
         rank = 0
