@@ -129,7 +129,7 @@ class GroupInstance:
         for pid, ivs in self.mop.digest().items():
             if ivs:
                 self.repair.hw[pid] = max(self.repair.hw.get(pid, 0), ivs[-1][1])
-        self.status_clock.start(now, len(self.row.membership))
+        self.status_clock.start(now, len(self.row.membership), self.ordering.heartbeat)
         for pid in self.row.membership.current():  # in view from now on (Msp.mark)
             if pid != self.pid:
                 self.msp.mark(pid, now)

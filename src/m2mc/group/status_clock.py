@@ -7,7 +7,10 @@ uniformly over its second half with the node's injected random generator. A stat
 soon is *bare* (our own high-water only) when nothing but our sending asked for it
 and the group is larger than a status slice. A periodic status that a status
 overheard meanwhile covered is skipped, unless it is due as a heartbeat: at least
-every ``keepalive`` periods, and as often as the order asks.
+every ``keepalive`` periods, and as often as the order asks (its ``heartbeat``). The
+period itself is never longer than twice the order's heartbeat: total order chooses
+its configuration and ballots among the members heard within ``sequencer_timeout``,
+so its statuses cannot spread out with the group as the others' do.
 
 Sans-IO: the group instance feeds it what happened and asks :meth:`due` what to send.
 """
@@ -49,8 +52,8 @@ class StatusClock:
         self._sent_at = float("-inf")
 
     # ------------------------------------------------------------------ inputs
-    def start(self, now: float, members: int) -> None:
-        self._at = now + self._period(now, members)
+    def start(self, now: float, members: int, heartbeat: float) -> None:
+        self._at = now + self._period(now, members, heartbeat)
 
     def sent_data(self, now: float) -> None:
         """We sent data: our new high-water, ``status_delay`` later."""
@@ -86,7 +89,7 @@ class StatusClock:
             self._sent_at = now
         periodic = suppressed = False
         if self._at is not None and now >= self._at:
-            self._at = now + self._period(now, members)
+            self._at = now + self._period(now, members, heartbeat)
             since = now - self._sent_at
             covered, self._covered = self._covered, False
             if covered and since < self.keepalive * self.scale and since < heartbeat:
@@ -102,6 +105,7 @@ class StatusClock:
             return b
         return a if b is None or a < b else b
 
-    def _period(self, now: float, members: int) -> float:
-        self.scale = scale = self.budget.interval(now, members, self.size)
+    def _period(self, now: float, members: int, heartbeat: float) -> float:
+        scale = self.budget.interval(now, members, self.size)
+        self.scale = scale = max(self.config.status_interval, min(scale, 2 * heartbeat))
         return self.rng.uniform(scale / 2, scale)
