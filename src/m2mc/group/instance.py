@@ -398,6 +398,8 @@ class GroupInstance:
             if pid != self.pid:
                 repair.note_high_water(pid, hw, now)
         self._membership(list(st.members), now, (st.sender, st.name))
+        if st.members and self.status_slicer.told(st.members, self.row.membership.get):
+            self.status_clock.news_told()
         self.ordering.on_status(st, now)
         # Suppression: does this status say everything ours would?
         # (A status that carries a slice of the members never covers ours: the first
@@ -431,6 +433,9 @@ class GroupInstance:
             node.refute(self, mine.version, now)
         announced = False
         self.status_slicer.membership_changed(e.pid for e in changed)
+        if changed and len(row.membership) > self.config.status_slice:
+            # membership news in a large group: told by a status soon (suppressible)
+            self.status_clock.news(now, len(row.membership))
         for e in changed:
             if e.pid == self.pid:
                 continue

@@ -22,7 +22,7 @@ the budget.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from m2mc.group.config import GroupConfig
 from m2mc.group.messages import MemberEntry
@@ -60,6 +60,8 @@ class StatusSlicer:
         # the same few members.
         self._high_waters = _Rotation(start)
         self._entries = _Rotation(start)
+        self._own = start  # our pid: our own entry goes in every status
+        self._told_once: set[str] = set()  # news of ours a status overheard told once
 
     def read_from(self, pid: str) -> None:
         """We read data of ``pid``: its high-water goes in our next status. The
@@ -71,8 +73,25 @@ class StatusSlicer:
             del recent[next(iter(recent))]
         recent[pid] = None
 
+    def told(self, entries: Iterable[MemberEntry], known: Callable[[str], MemberEntry | None]
+             ) -> bool:
+        """A status overheard carried ``entries``: those of our news it told as we know
+        them are told once; told twice (so that the one member in ten that lost the
+        first telling at 10% loss hears the second), they are no news of ours any more.
+        True when no news is left to tell."""
+        changed, once = self._changed, self._told_once
+        for e in entries:
+            if e.pid in changed and known(e.pid) == e:
+                if e.pid in once:
+                    del changed[e.pid]
+                    once.discard(e.pid)
+                elif len(once) < 4 * self.limit:
+                    once.add(e.pid)
+        return not changed
+
     def membership_changed(self, pids: Iterable[str]) -> None:
         for pid in pids:
+            self._told_once.discard(pid)
             if len(self._changed) < 4 * self.limit:
                 self._changed[pid] = None
 
@@ -99,13 +118,19 @@ class StatusSlicer:
         return {pid: high_waters[pid] for pid in sorted(chosen)}
 
     def members(self, entries: Sequence[MemberEntry], fill: bool) -> tuple[MemberEntry, ...]:
-        """At most ``limit`` of ``entries`` (sorted by pid): those changed lately first,
-        then (``fill``) the others in turn."""
+        """At most ``limit`` of ``entries`` (sorted by pid): our own first (a member that
+        missed our JOIN learns of us from any status of ours), then those changed
+        lately, then (``fill``) the others in turn."""
         if len(entries) <= self.limit:
             self._changed.clear()
             return tuple(entries)
         by_pid = {e.pid: e for e in entries}
-        chosen = self._take(self._changed, by_pid.keys(), fill, self._entries)
+        changed = self._changed
+        first = ({self._own: None} | changed) if self._own in by_pid else dict(changed)
+        chosen = self._take(first, by_pid.keys(), fill, self._entries)
+        for pid in chosen:
+            changed.pop(pid, None)
+            self._told_once.discard(pid)
         return tuple(by_pid[pid] for pid in sorted(chosen))
 
     def _take(self, first: dict[str, None], known: Iterable[str], fill: bool,

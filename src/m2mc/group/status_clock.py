@@ -12,6 +12,13 @@ period itself is never longer than twice the order's heartbeat: total order choo
 its configuration and ballots among the members heard within ``sequencer_timeout``,
 so its statuses cannot spread out with the group as the others' do.
 
+Membership news (an entry that changed: a join, a leave) is told by a status soon,
+after a suppression back-off (group/backoff.py, over ``status_interval``) that a
+status overheard carrying the same entries cancels: a member that missed a JOIN hears
+of it within a second or so, and a join costs a status or two whatever the group's
+size, not one per member (each status also carries its sender's own entry:
+group/status_budget.py).
+
 Sans-IO: the group instance feeds it what happened and asks :meth:`due` what to send.
 """
 
@@ -20,6 +27,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from m2mc.group.backoff import suppression_backoff
 from m2mc.group.config import GroupConfig
 from m2mc.group.status_budget import StatusBudget, full_slice_bytes
 
@@ -50,6 +58,7 @@ class StatusClock:
         self._news = False  # the status soon carries news beyond our high-water
         self._covered = False
         self._sent_at = float("-inf")
+        self._news_at: float | None = None  # membership news to tell, after a back-off
 
     # ------------------------------------------------------------------ inputs
     def start(self, now: float, members: int, heartbeat: float) -> None:
@@ -72,6 +81,16 @@ class StatusClock:
             self._soon = at
         self._news = True
 
+    def news(self, now: float, members: int) -> None:
+        """Membership news to tell: a status soon, after a suppression back-off."""
+        if self._news_at is None:
+            self._news_at = now + suppression_backoff(
+                self.rng, self.config.status_interval, members, self.config.status_slice)
+
+    def news_told(self) -> None:
+        """Somebody's status told all our membership news: ours need not."""
+        self._news_at = None
+
     def covered(self) -> None:
         """A status overheard said everything our next periodic one would."""
         self._covered = True
@@ -81,12 +100,14 @@ class StatusClock:
         """What to send now, in a group of ``members``; ``heartbeat``: the longest the
         order lets us go without a status."""
         soon = self._soon is not None and now >= self._soon
+        told = self._news_at is not None and now >= self._news_at
         bare = False
-        if soon:
-            self._soon = None
-            bare = not self._news and members > self.config.status_slice
+        if soon or told:
+            self._soon = self._news_at = None
+            bare = not (self._news or told) and members > self.config.status_slice
             self._news = False
             self._sent_at = now
+            soon = True
         periodic = suppressed = False
         if self._at is not None and now >= self._at:
             self._at = now + self._period(now, members, heartbeat)
@@ -100,10 +121,8 @@ class StatusClock:
         return StatusesDue(soon, bare, periodic, suppressed)
 
     def next_deadline(self) -> float | None:
-        a, b = self._soon, self._at
-        if a is None:
-            return b
-        return a if b is None or a < b else b
+        times = [t for t in (self._soon, self._at, self._news_at) if t is not None]
+        return min(times) if times else None
 
     def _period(self, now: float, members: int, heartbeat: float) -> float:
         scale = self.budget.interval(now, members, self.size)
