@@ -12,12 +12,12 @@ period itself is never longer than twice the order's heartbeat: total order choo
 its configuration and ballots among the members heard within ``sequencer_timeout``,
 so its statuses cannot spread out with the group as the others' do.
 
-Membership news (an entry that changed: a join, a leave) is told by a status soon,
-after a suppression back-off (group/backoff.py, over ``status_interval``) that a
-status overheard carrying the same entries cancels: a member that missed a JOIN hears
-of it within a second or so, and a join costs a status or two whatever the group's
-size, not one per member (each status also carries its sender's own entry:
-group/status_budget.py).
+Membership news (an entry that changed: a join, a leave) in a large group is told by
+a status soon, after a suppression back-off (group/backoff.py, over
+``status_interval``) that two statuses overheard carrying the same entries cancel: a
+member that missed a JOIN hears of it within seconds, and a join costs a few
+statuses whatever the group's size, not one per member (each status also carries its
+sender's own entry: group/status_budget.py).
 
 Sans-IO: the group instance feeds it what happened and asks :meth:`due` what to send.
 """
@@ -45,6 +45,8 @@ class StatusesDue:
 
 
 class StatusClock:
+    """The status timers of one member of one group (see the module docstring)."""
+
     def __init__(self, config: GroupConfig, pid: str, rng: random.Random,
                  keepalive: int) -> None:
         self.config = config
