@@ -112,6 +112,9 @@ EXEMPT: dict[str, str] = {
                                       "fuzzed through parse_channel_url's iface=",
     "m2mc.sim.scenario:parse_scenario": "the user's scenario file",
     "m2mc.sim.chaos:parse_chaos": "the user's scenario file (its [[chaos]] tables)",
+    "m2mc.sim.decode_memo:DecodeMemo.decode": "the simulator's own datagrams, decoded by "
+                                              "codec.decode_body (fuzzed: group.frame) and "
+                                              "remembered",
     "m2mc.sim.schema:parse_dist": "the user's scenario file",
     "m2mc_chat.config:parse_infra": "the user's chat configuration",
     "m2mc_chat.script:parse_script": "the user's chat script",
