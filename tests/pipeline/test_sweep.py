@@ -69,6 +69,34 @@ def test_grid_is_scenarios_times_points_times_seeds(tmp_path: Path) -> None:
     assert len({t.task for t in tasks}) == 6
 
 
+def test_several_grids_each_on_its_seeds_and_shared_points_run_once(tmp_path: Path) -> None:
+    (tmp_path / "a.toml").write_text('name = "a"\n')
+    doc = tomllib.loads(textwrap.dedent("""
+        scenarios = ["a.toml"]
+        seeds = 2
+        [[grid]]
+        seeds = [7]
+        "nodes.count" = [1000]
+        "order" = ["sb", "causal"]
+        [[grid]]
+        "nodes.count" = [10, 1000]
+        "order" = ["sb"]
+    """))
+    spec = spec_from_dict(doc, base=tmp_path)
+    got = [(t.params["nodes.count"], t.params["order"], t.seed) for t in spec.tasks()]
+    # The first grid's tasks first (the file's order), then the second's on the file's
+    # seeds; (1000, sb) on seed 7 is not repeated, on seeds 1 and 2 it is new.
+    assert got == [(1000, "sb", 7), (1000, "causal", 7), (10, "sb", 1), (10, "sb", 2),
+                   (1000, "sb", 1), (1000, "sb", 2)]
+    assert [t.task for t in spec.tasks()] == [f"t{i:05d}" for i in range(6)]
+    doc["grid"].append(doc["grid"][0])  # the same grid twice adds nothing
+    assert len(spec_from_dict(doc, base=tmp_path).tasks()) == 6
+    with pytest.raises(ConfigError, match=r"grid\[0\]\.seeds"):
+        spec_from_dict({**doc, "grid": [{"seeds": 0, "x": [1]}]}, base=tmp_path)
+    with pytest.raises(ConfigError, match=r"grid\[1\] parameter 'x' has no value"):
+        spec_from_dict({**doc, "grid": [{"x": [1]}, {"x": []}]}, base=tmp_path)
+
+
 @pytest.mark.parametrize("doc, message", [
     ({"scenarios": []}, "scenarios"),
     ({"scenarios": ["missing.toml"]}, "no such scenario file"),

@@ -1,0 +1,108 @@
+"""The delivery-delay study, end to end: the sweep, then its page (docs/study/README.md).
+
+    python bench/study.py                       # the whole study on local[*]
+    python bench/study.py --master spark://127.0.0.1:7077 --out /shared/study
+    python bench/study.py --report-only         # the page again from out/study
+
+Runs ``m2mc sweep docs/study/study.toml --out OUT`` (every simulation one Spark task,
+then the pipeline over every trace), exactly as a user types it, and writes the page,
+its plots and its tables into ``--docs`` from ``OUT`` (src/m2mc_pipeline/study.py).
+The sweep's wall time and the machine's load are kept in ``OUT/study-run.json``, so
+``--report-only`` writes the same page. Exit status: the sweep's (0, or 1 when a
+simulation failed or a check found a violation; the page says which), 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMAND = "python bench/study.py"
+
+
+def _machine() -> str:
+    return f"{os.cpu_count()} cores, {platform.system()} {platform.machine()}"
+
+
+def _load() -> float:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float("nan")
+
+
+def run_sweep(sweep_file: Path, out: Path, master: str | None, conf: list[str]) -> int:
+    """``m2mc sweep`` in a process of its own; its exit status. Records the wall time."""
+    cmd = [sys.executable, "-m", "m2mc.cli", "sweep", str(sweep_file), "--out", str(out)]
+    if master:
+        cmd += ["--master", master]
+    for c in conf:
+        cmd += ["--conf", c]
+    out.mkdir(parents=True, exist_ok=True)
+    started, load_before = time.time(), _load()
+    status = subprocess.run(cmd, check=False).returncode
+    took = time.time() - started
+    (out / "study-run.json").write_text(json.dumps({
+        "command": " ".join(["m2mc", *cmd[3:]]), "status": status,
+        "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(started)),
+        "wall_seconds": round(took, 1), "load_before": round(_load_or(load_before), 2),
+        "load_after": round(_load_or(_load()), 2), "machine": _machine(),
+        "master": master or "local[*]"}, indent=2) + "\n")
+    return status
+
+
+def _load_or(value: float) -> float:
+    return value if value == value else -1.0
+
+
+def report(out: Path, docs: Path, sweep_file: Path) -> list[Path]:
+    from m2mc_pipeline import study
+
+    spec = tomllib.loads(sweep_file.read_text())
+    scenario = tomllib.loads((sweep_file.parent / spec["scenarios"][0]).read_text())
+    run = json.loads((out / "study-run.json").read_text()) \
+        if (out / "study-run.json").is_file() else {}
+    minutes = run.get("wall_seconds", 0.0) / 60
+    runtime = (f"{run['started']}, {minutes:.0f} minutes wall for the sweep and its "
+               f"analysis on {run['master']} (load average {run['load_before']} before, "
+               f"{run['load_after']} after: the machine is shared)"
+               if run else "runtime not recorded")
+    data = study.load(out, scenario)
+    page = study.Page(command=COMMAND, sweep_file=str(sweep_file.relative_to(ROOT))
+                      if sweep_file.is_relative_to(ROOT) else str(sweep_file),
+                      runtime=runtime, machine=run.get("machine", _machine()))
+    return study.write(data, docs, page, scenario)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sweep", type=Path, default=ROOT / "docs" / "study" / "study.toml")
+    ap.add_argument("--out", type=Path, default=ROOT / "out" / "study",
+                    help="the sweep's output (traces, tables): large, not committed")
+    ap.add_argument("--docs", type=Path, default=ROOT / "docs" / "study",
+                    help="where the page, plots and tables go")
+    ap.add_argument("--master", default=None, help="Spark master (default local[*])")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--report-only", action="store_true",
+                    help="write the page from an earlier sweep in --out")
+    args = ap.parse_args(argv)
+    status = 0
+    if not args.report_only:
+        status = run_sweep(args.sweep, args.out, args.master, args.conf)
+        if status == 2:
+            return 2
+    for path in report(args.out, args.docs, args.sweep):
+        print(path)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
