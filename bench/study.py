@@ -6,7 +6,7 @@
 
 Runs ``m2mc sweep docs/study/study.toml --out OUT`` (every simulation one Spark task,
 then the pipeline over every trace), exactly as a user types it, and writes the page,
-its plots and its tables into ``--docs`` from ``OUT`` (src/m2mc_pipeline/study.py).
+its plots and its tables into ``--docs`` from ``OUT`` (src/m2mc_pipeline/study/).
 The sweep's wall time and the machine's load are kept in ``OUT/study-run.json``, so
 ``--report-only`` writes the same page. Exit status: the sweep's (0, or 1 when a
 simulation failed or a check found a violation; the page says which), 2 on bad input.

@@ -1,414 +1,36 @@
-"""The delivery-delay study (docs/study/README.md): cells, tables and plots from a sweep.
+"""The study's page: README.md with its findings, figures, tables and costs.
 
-``m2mc sweep docs/study/study.toml --out OUT`` runs the grid and the pipeline writes
-``OUT/tables/deliveries.parquet`` (one row per first delivery, with its delivery delay
-and latency: docs/pipeline.md) and ``OUT/metrics.json`` (each run's sweep parameters).
-This module reads those two (and ``sweep.json``, ``verify.json``), groups the
-deliveries into *cells*, one per ordering and point of the grid, seeds pooled, and
-writes the study's page: ``README.md``, the plots (PNG) and the tables (CSV).
-
-A cell's quantiles are nearest-rank over every delivery of its runs (the pipeline's
-definition, computed exactly here); ``held`` is the share of deliveries that waited
-in the ordering layer at all (delay > 0). Nothing here runs Spark: the deliveries
-are read from Parquet with pyarrow, a few columns at a time.
+Everything on it is computed from the cells (cells.py) and the scenario file, so the
+one command that makes the sweep makes the page (bench/study.py).
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
-from m2mc_pipeline import plots
-
-# The study's parameters: the sweep's dotted paths, and what the page calls them.
-ORDER = "groups.0.order"
-SIZE = "nodes.count"
-LOSS = "domains.lan.loss"
-REPLY = "groups.0.reply"
-MOBILE = "nodes.mobile"
-FACTORS = (SIZE, LOSS, REPLY, MOBILE)
-LABELS = {SIZE: "group size", LOSS: "loss", REPLY: "reply rate", MOBILE: "mobile share"}
-ORDERS = ("sb", "causal", "total")
-NAMES = {"sb": "S_b", "causal": "causal", "total": "total"}
-# The point the one-factor figures hold the other factors at.
-BASE = {LOSS: 0.1, REPLY: 0.6, MOBILE: 0.0}
-
-Floats = npt.NDArray[np.float64]
-Key = tuple[float, ...]  # the factors' values, in FACTORS order
-
-
-@dataclass(slots=True)
-class Cell:
-    """One ordering at one point of the grid, its seeds pooled."""
-
-    order: str
-    point: Key
-    runs: list[str] = field(default_factory=list)
-    seeds: list[int] = field(default_factory=list)
-    failed: int = 0
-    delays: list[Floats] = field(default_factory=list)
-    latencies: list[Floats] = field(default_factory=list)
-    run_means: list[float] = field(default_factory=list)
-
-    def value(self, factor: str) -> float:
-        return self.point[FACTORS.index(factor)]
-
-    def summary(self) -> dict[str, Any]:
-        delay = _concat(self.delays)
-        latency = _concat(self.latencies)
-        out: dict[str, Any] = {"order": self.order}
-        out.update({LABELS[f]: self.value(f) for f in FACTORS})
-        out.update({"runs": len(self.runs), "failed": self.failed,
-                    "seeds": " ".join(str(s) for s in sorted(self.seeds)),
-                    "deliveries": int(delay.size),
-                    "held": _ratio(int(np.count_nonzero(delay > 0)), int(delay.size))})
-        out.update({f"delay_{k}": v for k, v in _stats(delay).items()})
-        out.update({f"latency_{k}": v for k, v in _stats(latency).items()
-                    if k in ("mean", "p50", "p99")})
-        means = [m for m in self.run_means if not math.isnan(m)]
-        out["run_mean_min"] = min(means) if means else None
-        out["run_mean_max"] = max(means) if means else None
-        return out
-
-
-@dataclass(slots=True)
-class Study:
-    cells: dict[tuple[str, Key], dict[str, Any]]
-    runs: list[dict[str, Any]]
-    valid: bool
-    violations: dict[str, int]
-    tasks: int
-    failed: int
-    events: int
-    sim_seconds: float
-
-    def rows(self) -> list[dict[str, Any]]:
-        return [self.cells[k] for k in sorted(self.cells, key=_cell_sort)]
-
-
-
-def _cell_sort(key: tuple[str, Key]) -> tuple[Any, ...]:
-    order, point = key
-    return (*point, ORDERS.index(order) if order in ORDERS else len(ORDERS), order)
-
-
-def _concat(parts: Sequence[Floats]) -> Floats:
-    return np.sort(np.concatenate(parts)) if parts else np.zeros(0)
-
-
-def _ratio(a: int, b: int) -> float | None:
-    return round(a / b, 6) if b else None
-
-
-def nearest_rank(sorted_values: Floats, q: float) -> float | None:
-    """The q-quantile of sorted values: the ceil(q*n)-th smallest (docs/pipeline.md)."""
-    n = int(sorted_values.size)
-    if n == 0:
-        return None
-    return float(sorted_values[max(0, math.ceil(q * n) - 1)])
-
-
-def _stats(sorted_values: Floats) -> dict[str, float | None]:
-    if sorted_values.size == 0:
-        return {"mean": None, "p50": None, "p90": None, "p99": None, "max": None}
-    return {"mean": float(sorted_values.mean()), "p50": nearest_rank(sorted_values, 0.5),
-            "p90": nearest_rank(sorted_values, 0.9), "p99": nearest_rank(sorted_values, 0.99),
-            "max": float(sorted_values[-1])}
-
-
-def _point(params: Mapping[str, Any], defaults: Mapping[str, float]) -> Key:
-    return tuple(float(params.get(f, defaults[f])) for f in FACTORS)
-
-
-def scenario_defaults(scenario: Mapping[str, Any]) -> dict[str, float]:
-    """The factors' values in the scenario file, for parameters a grid does not set."""
-    group = (scenario.get("groups") or [{}])[0]
-    return {SIZE: float(scenario.get("nodes", {}).get("count", 0)),
-            LOSS: float(scenario.get("domains", {}).get("lan", {}).get("loss", 0.0)),
-            REPLY: float(group.get("reply", 0.6)),
-            MOBILE: float(scenario.get("nodes", {}).get("mobile", 0.0))}
-
-
-def _deliveries(out: Path) -> tuple[list[str], npt.NDArray[np.int64], Floats, Floats]:
-    """(run names, run index per delivery, delay, latency); nulls are NaN."""
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(out / "tables" / "deliveries.parquet",
-                          columns=["run", "delay", "latency"])
-    runs = pc.dictionary_encode(table.column("run")).combine_chunks()
-    names = [str(x) for x in runs.dictionary.to_pylist()]
-    index = np.asarray(runs.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-
-    def floats(name: str) -> Floats:
-        col = pc.fill_null(table.column(name).cast("double"), math.nan)
-        return np.asarray(col.to_numpy(), dtype=np.float64)
-
-    return names, index, floats("delay"), floats("latency")
-
-
-def load(out: str | Path, scenario: Mapping[str, Any]) -> Study:
-    """The study's cells from a sweep's output directory ``out``."""
-    out = Path(out)
-    sweep_doc = json.loads((out / "sweep.json").read_text())
-    metrics = json.loads((out / "metrics.json").read_text())
-    verify = json.loads((out / "verify.json").read_text())
-    defaults = scenario_defaults(scenario)
-    cells: dict[tuple[str, Key], Cell] = {}
-
-    def cell(params: Mapping[str, Any]) -> Cell:
-        order = str(params.get(ORDER, (scenario.get("groups") or [{}])[0].get("order", "sb")))
-        point = _point(params, defaults)
-        return cells.setdefault((order, point), Cell(order, point))
-
-    for o in sweep_doc["outcomes"]:
-        if not o["ok"]:
-            cell(o["params"]).failed += 1
-    task_seconds = {o["task"]: o["seconds"] for o in sweep_doc["outcomes"]}
-    names, index, delay, latency = _deliveries(out)
-    by_run = {r["run"]: r for r in metrics["runs"]}
-    order_idx = np.argsort(index, kind="stable")
-    bounds = np.searchsorted(index[order_idx], np.arange(len(names) + 1))
-    runs: list[dict[str, Any]] = []
-    for i, name in enumerate(names):
-        meta = by_run.get(name)
-        if meta is None or meta.get("params") is None:
-            continue
-        rows = order_idx[bounds[i]:bounds[i + 1]]
-        d, lat = delay[rows], latency[rows]
-        d, lat = d[~np.isnan(d)], lat[~np.isnan(lat)]
-        c = cell(meta["params"])
-        c.runs.append(name)
-        c.seeds.append(int(meta["seed"]))
-        c.delays.append(d)
-        c.latencies.append(lat)
-        mean = float(d.mean()) if d.size else math.nan
-        c.run_means.append(mean)
-        task = name.rsplit("-", 1)[-1]
-        runs.append({"run": name, "seed": meta["seed"], "order": c.order,
-                     **{LABELS[f]: c.value(f) for f in FACTORS},
-                     "events": meta["events"], "deliveries": int(d.size),
-                     "delay_mean": None if math.isnan(mean) else round(mean, 6),
-                     "sim_seconds": task_seconds.get(task)})
-    runs.sort(key=lambda r: r["run"])
-    checks = verify["checks"]
-    return Study(cells={k: c.summary() for k, c in cells.items()}, runs=runs,
-                 valid=bool(verify["valid"]),
-                 violations={k: int(v["violations"]) for k, v in checks.items()},
-                 tasks=int(sweep_doc["tasks"]), failed=int(sweep_doc["failed"]),
-                 events=int(verify["counts"]["events"]),
-                 sim_seconds=float(sum(o["seconds"] for o in sweep_doc["outcomes"])))
-
-
-# ------------------------------------------------------------------ tables
-
-
-def write_csv(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
-    if not rows:
-        path.write_text("")
-        return
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
-    writer.writeheader()
-    for r in rows:
-        writer.writerow({k: _csv_value(v) for k, v in r.items()})
-    path.write_text(buf.getvalue())
-
-
-def _csv_value(v: Any) -> Any:
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    return "" if v is None else v
-
-
-def ms(value: float | None, digits: int = 1) -> str:
-    """Seconds as milliseconds for the page; ``-`` for no value."""
-    if value is None:
-        return "-"
-    return f"{value * 1000:.{digits}f}"
-
-
-def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |",
-             "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def _fmt(factor: str, value: float) -> str:
-    if factor == SIZE:
-        return str(int(value))
-    return f"{value:g}"
-
-
-def slice_rows(study: Study, vary: str, fixed: Mapping[str, float]) -> list[dict[str, Any]]:
-    """The cells where ``vary`` varies and every factor in ``fixed`` has its value."""
-    out = []
-    for row in study.rows():
-        if all(row[LABELS[f]] == v for f, v in fixed.items() if f != vary):
-            out.append(row)
-    return out
-
-
-def slice_table(study: Study, vary: str, fixed: Mapping[str, float]) -> str:
-    """One line per value of ``vary``: runs, mean and p99 delay, share held, per order."""
-    rows = slice_rows(study, vary, fixed)
-    values = sorted({r[LABELS[vary]] for r in rows})
-    header = [LABELS[vary], "runs (S_b/causal/total)"]
-    for o in ORDERS:
-        header += [f"{NAMES[o]} mean", f"{NAMES[o]} p99", f"{NAMES[o]} held"]
-    header += ["causal / S_b", "total / S_b"]
-    lines = []
-    for v in values:
-        by = {r["order"]: r for r in rows if r[LABELS[vary]] == v}
-        line: list[Any] = [_fmt(vary, v),
-                           "/".join(str(by[o]["runs"]) if o in by else "0" for o in ORDERS)]
-        for o in ORDERS:
-            r = by.get(o)
-            line += [ms(r["delay_mean"]) if r else "-", ms(r["delay_p99"]) if r else "-",
-                     f"{r['held']:.1%}" if r and r["held"] is not None else "-"]
-        line += [ratio_text(by.get("causal"), by.get("sb")),
-                 ratio_text(by.get("total"), by.get("sb"))]
-        lines.append(line)
-    return markdown_table(header, lines)
-
-
-def ratio_text(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> str:
-    if a is None or b is None or a["delay_mean"] is None or b["delay_mean"] is None:
-        return "-"
-    if b["delay_mean"] == 0:
-        return "S_b 0" if a["delay_mean"] > 0 else "both 0"
-    return f"{a['delay_mean'] / b['delay_mean']:.1f}x"
-
-
-# ------------------------------------------------------------------ plots
-
-
-@dataclass(frozen=True, slots=True)
-class Figure:
-    """One plot of the page: mean (solid) and p99 (dashed) delay against ``vary``,
-    one line per ordering, one panel per value of ``panel``; the other factors fixed."""
-
-    name: str
-    title: str
-    vary: str
-    panel: str
-    panels: tuple[float, ...]
-    fixed: Mapping[str, float]
-
-    def draw(self, study: Study) -> bytes | None:
-        fig = plots._figure(figsize=(3.6 * len(self.panels), 3.1))
-        axes = fig.subplots(1, len(self.panels), sharey=True, squeeze=False)[0]
-        drawn = False
-        for ax, pv in zip(axes, self.panels, strict=True):
-            rows = slice_rows(study, self.vary, {**self.fixed, self.panel: pv})
-            for o in ORDERS:
-                pts = sorted((r[LABELS[self.vary]], r["delay_mean"], r["delay_p99"])
-                             for r in rows if r["order"] == o and r["delay_mean"] is not None)
-                if not pts:
-                    continue
-                drawn = True
-                xs = [p[0] for p in pts]
-                ax.plot(xs, [p[1] * 1000 for p in pts], "o-", color=plots._color(o),
-                        label=f"{NAMES[o]} mean", markersize=3)
-                ax.plot(xs, [(p[2] or 0.0) * 1000 for p in pts], "--", color=plots._color(o),
-                        label=f"{NAMES[o]} p99", linewidth=1)
-            ax.set_yscale("symlog", linthresh=0.1)
-            if self.vary == SIZE:
-                ax.set_xscale("log")
-            ax.set_title(f"{LABELS[self.panel]} {_fmt(self.panel, pv)}", fontsize=9)
-            ax.set_xlabel(LABELS[self.vary], fontsize=9)
-            ax.grid(alpha=0.3)
-            ax.tick_params(labelsize=8)
-        axes[0].set_ylabel("delivery delay (ms)", fontsize=9)
-        _legend(axes)
-        fig.suptitle(self.title, fontsize=10, y=1.02)
-        return _png(fig) if drawn else None
-
-
-def _legend(axes: Sequence[Any]) -> None:
-    """One legend, on the last panel that has lines."""
-    for ax in reversed(list(axes)):
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7, loc="best")
-            return
-
-
-def held_figure(study: Study, sizes: Sequence[float]) -> bytes | None:
-    """Share of deliveries held back at all, against loss, per ordering."""
-    fig = plots._figure(figsize=(3.6 * len(sizes), 3.1))
-    axes = fig.subplots(1, len(sizes), sharey=True, squeeze=False)[0]
-    drawn = False
-    for ax, n in zip(axes, sizes, strict=True):
-        rows = slice_rows(study, LOSS, {SIZE: n, REPLY: BASE[REPLY], MOBILE: BASE[MOBILE]})
-        for o in ORDERS:
-            pts = sorted((r[LABELS[LOSS]], r["held"]) for r in rows
-                         if r["order"] == o and r["held"] is not None)
-            if pts:
-                drawn = True
-                ax.plot([p[0] for p in pts], [p[1] * 100 for p in pts], "o-",
-                        color=plots._color(o), label=NAMES[o], markersize=3)
-        ax.set_title(f"group size {int(n)}", fontsize=9)
-        ax.set_xlabel("loss", fontsize=9)
-        ax.grid(alpha=0.3)
-        ax.tick_params(labelsize=8)
-    axes[0].set_ylabel("deliveries held (%)", fontsize=9)
-    _legend(axes)
-    fig.suptitle("share of deliveries that waited at all", fontsize=10, y=1.02)
-    return _png(fig) if drawn else None
-
-
-def ratio_figure(study: Study, size: float) -> bytes | None:
-    """S_b's mean delay as a share of causal's and of total's, over loss x reply rate."""
-    rows = [r for r in study.rows() if r[LABELS[SIZE]] == size
-            and r[LABELS[MOBILE]] == BASE[MOBILE]]
-    losses = sorted({r[LABELS[LOSS]] for r in rows})
-    replies = sorted({r[LABELS[REPLY]] for r in rows})
-    if not losses or not replies:
-        return None
-    index = {(r["order"], r[LABELS[LOSS]], r[LABELS[REPLY]]): r for r in rows}
-    fig = plots._figure(figsize=(7.2, 3.0))
-    axes = fig.subplots(1, 2, squeeze=False)[0]
-    image = None
-    for ax, other in zip(axes, ("causal", "total"), strict=True):
-        grid = np.full((len(replies), len(losses)), np.nan)
-        for i, rp in enumerate(replies):
-            for j, ls in enumerate(losses):
-                a, b = index.get(("sb", ls, rp)), index.get((other, ls, rp))
-                if a and b and a["delay_mean"] is not None and b["delay_mean"]:
-                    grid[i, j] = 100 * a["delay_mean"] / b["delay_mean"]
-                    ax.text(j, i, f"{grid[i, j]:.0f}", ha="center", va="center", fontsize=7,
-                            color="white" if grid[i, j] < 50 else "black")
-        image = ax.imshow(grid, origin="lower", cmap="viridis", vmin=0, vmax=100,
-                          aspect="auto")
-        ax.set_xticks(range(len(losses)), [f"{x:g}" for x in losses], fontsize=8)
-        ax.set_yticks(range(len(replies)), [f"{x:g}" for x in replies], fontsize=8)
-        ax.set_xlabel("loss", fontsize=9)
-        ax.set_ylabel("reply rate", fontsize=9)
-        ax.set_title(f"S_b mean delay, % of {NAMES[other]}'s", fontsize=9)
-    if image is not None:
-        fig.colorbar(image, ax=list(axes), shrink=0.8)
-    fig.suptitle(f"group size {int(size)}, mobile share {BASE[MOBILE]:g}", fontsize=10,
-                 y=1.04)
-    return _png(fig)
-
-
-def _png(fig: Any) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=72, bbox_inches="tight")
-    return buf.getvalue()
-
-
-# ------------------------------------------------------------------ the page
+from m2mc_pipeline.study.cells import (
+    BASE,
+    FACTORS,
+    LABELS,
+    LOSS,
+    MOBILE,
+    NAMES,
+    ORDERS,
+    REPLY,
+    SIZE,
+    Study,
+    _fmt,
+    markdown_table,
+    ms,
+    slice_rows,
+    slice_table,
+    write_csv,
+)
+from m2mc_pipeline.study.figures import figures, held_figure, ratio_figure
 
 
 @dataclass(frozen=True, slots=True)
@@ -419,24 +41,6 @@ class Page:
     sweep_file: str
     runtime: str
     machine: str
-
-
-def figures(study: Study) -> list[Figure]:
-    """The one-factor figures, over whatever sizes the sweep has."""
-    sizes = sorted({r[LABELS[SIZE]] for r in study.rows()})
-    small = tuple(s for s in sizes if s <= 100)[:3] or tuple(sizes[:1])
-    return [
-        Figure("delay_vs_loss", "delivery delay against loss", LOSS, SIZE, small,
-               {REPLY: BASE[REPLY], MOBILE: BASE[MOBILE]}),
-        Figure("delay_vs_size", "delivery delay against group size", SIZE, LOSS,
-               tuple(sorted({r[LABELS[LOSS]] for r in study.rows()
-                             if r[LABELS[LOSS]] in (0.0, BASE[LOSS])})),
-               {REPLY: BASE[REPLY], MOBILE: BASE[MOBILE]}),
-        Figure("delay_vs_reply", "delivery delay against reply rate", REPLY, SIZE, small,
-               {LOSS: BASE[LOSS], MOBILE: BASE[MOBILE]}),
-        Figure("delay_vs_mobility", "delivery delay against the share of walking nodes",
-               MOBILE, SIZE, small, {LOSS: BASE[LOSS], REPLY: BASE[REPLY]}),
-    ]
 
 
 def write(study: Study, docs: str | Path, page: Page, scenario: Mapping[str, Any]
@@ -490,7 +94,7 @@ def render(study: Study, page: Page, pictures: set[str], factorial: float | None
                      f"![{fig.title}]({fig.name}.png)\n\n"
                      f"Mean (solid) and p99 (dashed) delivery delay, {fixed}; one panel "
                      f"per {LABELS[fig.panel]}. Produced by `{cmd}` "
-                     f"(`study.Figure({fig.name!r})` in src/m2mc_pipeline/study.py).\n")
+                     f"(`Figure({fig.name!r})` in src/m2mc_pipeline/study/figures.py).\n")
         for pv in fig.panels:
             parts.append(f"{LABELS[fig.panel].capitalize()} {_fmt(fig.panel, pv)} (delay in "
                          f"ms; held: share of deliveries with any delay):\n\n"
@@ -500,14 +104,14 @@ def render(study: Study, page: Page, pictures: set[str], factorial: float | None
                      f"Share of deliveries with a delay above zero, reply rate "
                      f"{BASE[REPLY]:g}, mobile share {BASE[MOBILE]:g}, group sizes "
                      f"{', '.join(str(int(s)) for s in small)}. Produced by `{cmd}` "
-                     "(`study.held_figure`).\n")
+                     "(`held_figure` in src/m2mc_pipeline/study/figures.py).\n")
     if "sb_share" in pictures and factorial is not None:
         parts.append("### Loss and reply rate together\n\n![S_b share](sb_share.png)\n\n"
                      f"S_b's mean delivery delay as a percentage of causal's and of total "
                      f"order's in the same cell, group size {int(factorial)}, every loss "
                      f"rate and reply rate of the grid, mobile share {BASE[MOBILE]:g} "
                      f"(blank: the other ordering's mean is 0). Produced by `{cmd}` "
-                     "(`study.ratio_figure`).\n")
+                     "(`ratio_figure` in src/m2mc_pipeline/study/figures.py).\n")
     parts.append(cost_section(study))
     parts.append(FOOTER.format(cells=len(rows), scenario=describe(scenario)))
     return "\n".join(parts)
@@ -534,7 +138,7 @@ with one command, from the top of the repository:*
 The command runs `m2mc sweep {sweep}` (every simulation a Spark task; add
 `--master spark://HOST:PORT` to run the same sweep on a standalone cluster, as
 tests/pipeline/test_study.py does), which analyses every trace with the pipeline, then
-writes this page from the sweep's output (src/m2mc_pipeline/study.py). Last run:
+writes this page from the sweep's output (src/m2mc_pipeline/study/). Last run:
 {runtime}, on {machine}.
 
 **The sweep:** {tasks} simulations ({failed} failed), {runs} runs analysed, {cells} cells
@@ -638,6 +242,12 @@ def findings(study: Study) -> str:
         lines.append(f"- **{int(n)} nodes**, loss {BASE[LOSS]:g}, reply rate "
                      f"{BASE[REPLY]:g}, nobody walking: mean delivery delay "
                      + "; ".join(parts) + ".")
+    by_size = {o: [(n, _pooled(study, o, size=n, **base)) for n in sizes] for o in ORDERS}
+    grown = [f"{NAMES[o]} " + " → ".join(f"{_mean(c)} ({int(n)})" for n, c in pts if c)
+             for o, pts in by_size.items() if sum(1 for _, c in pts if c) > 1]
+    if grown:
+        lines.append(f"- **Group size** (nodes in brackets), loss {BASE[LOSS]:g}, reply rate "
+                     f"{BASE[REPLY]:g}, nobody walking: " + "; ".join(grown) + ".")
     for n in sizes[:2]:
         lo = {o: _pooled(study, o, size=n, loss=0.0, reply=BASE[REPLY], mobile=0.0)
               for o in ORDERS}
@@ -743,6 +353,28 @@ def claims(study: Study) -> str:
             f"average over {len(lossless)} cells, loss 0.1 or more {_avg_ms(lossy)} ms "
             f"over {len(lossy)}: on a lossy medium S_b's waits are repair times",
             "beyond the seed"))
+    # 5. Fully distributed, so fit for large groups where a central orderer would not be.
+    base = {"loss": BASE[LOSS], "reply": BASE[REPLY], "mobile": BASE[MOBILE]}
+    sizes = sorted({r[LABELS[SIZE]] for r in rows})
+    growth: dict[str, tuple[tuple[float, dict[str, Any]], tuple[float, dict[str, Any]]]] = {}
+    for o in ORDERS:
+        pts: list[tuple[float, dict[str, Any]]] = []
+        for n in sizes:
+            c = _pooled(study, o, size=n, **base)
+            if c is not None and c["delay_mean"] is not None:
+                pts.append((n, c))
+        if len(pts) > 1:
+            growth[o] = (pts[0], pts[-1])
+    if "sb" in growth:
+        (_, c0), (_, c1) = growth["sb"]
+        detail = "; ".join(f"{NAMES[o]} {_mean(a)} at {int(na)} nodes, {_mean(b)} at "
+                           f"{int(nb)}" for o, ((na, a), (nb, b)) in growth.items())
+        flat = c1["delay_mean"] <= 2 * c0["delay_mean"] + 0.001
+        table.append((
+            "Without a central orderer, S_b suits large groups, where a server would be "
+            "the bottleneck (seeds/003 I)",
+            f"mean delay, loss {BASE[LOSS]:g}, reply rate {BASE[REPLY]:g}: {detail}",
+            "agrees" if flat else "contradicts: S_b's delay grows with the group"))
     out.append(markdown_table(["claim", "measured", "verdict"], table))
     return "\n".join(out) + "\n"
 
