@@ -39,23 +39,34 @@ def _load() -> float:
         return float("nan")
 
 
-def run_sweep(sweep_file: Path, out: Path, master: str | None, conf: list[str]) -> int:
-    """``m2mc sweep`` in a process of its own; its exit status. Records the wall time."""
+def run_sweep(sweep_file: Path, out: Path, master: str | None, conf: list[str],
+              resume: bool) -> int:
+    """``m2mc sweep`` in a process of its own; its exit status. Records the wall time
+    (with ``resume``, added to the earlier sessions' in OUT/study-run.json)."""
     cmd = [sys.executable, "-m", "m2mc.cli", "sweep", str(sweep_file), "--out", str(out)]
     if master:
         cmd += ["--master", master]
     for c in conf:
         cmd += ["--conf", c]
+    if resume:
+        cmd.append("--resume")
     out.mkdir(parents=True, exist_ok=True)
+    record = out / "study-run.json"
+    earlier = json.loads(record.read_text()).get("sessions", []) \
+        if resume and record.is_file() else []
     started, load_before = time.time(), _load()
     status = subprocess.run(cmd, check=False).returncode
-    took = time.time() - started
-    (out / "study-run.json").write_text(json.dumps({
-        "command": " ".join(["m2mc", *cmd[3:]]), "status": status,
-        "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(started)),
-        "wall_seconds": round(took, 1), "load_before": round(_load_or(load_before), 2),
-        "load_after": round(_load_or(_load()), 2), "machine": _machine(),
-        "master": master or "local[*]"}, indent=2) + "\n")
+    session = {"command": " ".join(["m2mc", *cmd[3:]]), "status": status,
+               "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(started)),
+               "wall_seconds": round(time.time() - started, 1),
+               "load_before": round(_load_or(load_before), 2),
+               "load_after": round(_load_or(_load()), 2),
+               "master": master or "local[*]"}
+    sessions = [*earlier, session]
+    record.write_text(json.dumps({
+        "sessions": sessions, "machine": _machine(),
+        "wall_seconds": round(sum(s["wall_seconds"] for s in sessions), 1)},
+        indent=2) + "\n")
     return status
 
 
@@ -70,11 +81,13 @@ def report(out: Path, docs: Path, sweep_file: Path) -> list[Path]:
     scenario = tomllib.loads((sweep_file.parent / spec["scenarios"][0]).read_text())
     run = json.loads((out / "study-run.json").read_text()) \
         if (out / "study-run.json").is_file() else {}
-    minutes = run.get("wall_seconds", 0.0) / 60
-    runtime = (f"{run['started']}, {minutes:.0f} minutes wall for the sweep and its "
-               f"analysis on {run['master']} (load average {run['load_before']} before, "
-               f"{run['load_after']} after: the machine is shared)"
-               if run else "runtime not recorded")
+    sessions = run.get("sessions", [])
+    runtime = (f"{sessions[0]['started']}, {run['wall_seconds'] / 60:.0f} minutes wall for "
+               "the sweep and its analysis (" + "; then ".join(
+                   f"{s['wall_seconds'] / 60:.0f} min on {s['master']}, load average "
+                   f"{s['load_before']} before and {s['load_after']} after"
+                   for s in sessions) + "; the machine is shared with other jobs)"
+               if sessions else "runtime not recorded")
     data = study.load(out, scenario)
     page = study.Page(command=COMMAND, sweep_file=str(sweep_file.relative_to(ROOT))
                       if sweep_file.is_relative_to(ROOT) else str(sweep_file),
@@ -93,10 +106,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--report-only", action="store_true",
                     help="write the page from an earlier sweep in --out")
+    ap.add_argument("--resume", action="store_true",
+                    help="m2mc sweep --resume: keep the runs an interrupted sweep finished")
     args = ap.parse_args(argv)
     status = 0
     if not args.report_only:
-        status = run_sweep(args.sweep, args.out, args.master, args.conf)
+        status = run_sweep(args.sweep, args.out, args.master, args.conf, args.resume)
         if status == 2:
             return 2
     for path in report(args.out, args.docs, args.sweep):

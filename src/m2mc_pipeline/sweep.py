@@ -304,6 +304,28 @@ def run_task(task: SweepTask, runs_dir: str, timeout: float, runner: Runner) -> 
                            f"{type(exc).__name__}: {exc}")
 
 
+def finished(runs_dir: Path, task: SweepTask) -> TaskOutcome | None:
+    """The outcome of ``task`` if an earlier sweep into the same directory finished it:
+    its run.json names the task, its seed and its parameters (``_annotate`` writes them
+    last), and its trace is there. Its seconds are the time from the task's scenario file
+    to that run.json (both written by the task)."""
+    where = runs_dir / task.task
+    found = sorted(where.rglob("run.json")) if where.is_dir() else []
+    if not found or not (where / "scenario.toml").is_file():
+        return None
+    try:
+        meta = json.loads(found[0].read_text())
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(meta, dict) and meta.get("sweep_task") == task.task
+            and meta.get("seed") == task.seed and meta.get("params") == task.params
+            and any(p.suffix in (".jsonl", ".parquet") for p in where.rglob("*"))):
+        return None
+    seconds = found[0].stat().st_mtime - (where / "scenario.toml").stat().st_mtime
+    return TaskOutcome(task.task, task.scenario, task.seed, task.params, True,
+                       round(max(seconds, 0.0), 3))
+
+
 def _annotate(where: Path, task: SweepTask) -> None:
     """Record the task's parameters in the run.json that describes its trace."""
     found = sorted(where.rglob("run.json"))
