@@ -70,6 +70,32 @@ def run_sweep(sweep_file: Path, out: Path, master: str | None, conf: list[str],
     return status
 
 
+def partial(sweep_file: Path, out: Path, master: str | None, conf: list[str]) -> Path:
+    """The runs a stopped sweep finished, analysed as the sweep would have (``m2mc
+    analyze`` over them) into OUT/partial, with a sweep.json of those runs and the
+    number planned; the page then says how far the sweep got."""
+    from m2mc_pipeline.sweep import finished, outcomes_document, parse_spec
+
+    spec = parse_spec(sweep_file)
+    tasks = spec.tasks()
+    done = [o for t in tasks if (o := finished(out / "runs", t)) is not None]
+    dest = out / "partial"
+    cmd = [sys.executable, "-m", "m2mc.cli", "analyze",
+           *(str(out / "runs" / o.task) for o in done), "--out", str(dest), "--quiet"]
+    if master:
+        cmd += ["--master", master]
+    for c in conf:
+        cmd += ["--conf", c]
+    dest.mkdir(parents=True, exist_ok=True)
+    subprocess.run(cmd, check=False)
+    doc = outcomes_document(spec, done)
+    doc["planned"] = len(tasks)
+    (dest / "sweep.json").write_text(json.dumps(doc, indent=2) + "\n")
+    if (out / "study-run.json").is_file():
+        (dest / "study-run.json").write_text((out / "study-run.json").read_text())
+    return dest
+
+
 def _load_or(value: float) -> float:
     return value if value == value else -1.0
 
@@ -106,11 +132,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--report-only", action="store_true",
                     help="write the page from an earlier sweep in --out")
+    ap.add_argument("--partial", action="store_true",
+                    help="the page from the runs a stopped sweep in --out finished")
     ap.add_argument("--resume", action="store_true",
                     help="m2mc sweep --resume: keep the runs an interrupted sweep finished")
     args = ap.parse_args(argv)
     status = 0
-    if not args.report_only:
+    if args.partial:
+        args.out = partial(args.sweep, args.out, args.master, args.conf)
+    elif not args.report_only:
         status = run_sweep(args.sweep, args.out, args.master, args.conf, args.resume)
         if status == 2:
             return 2

@@ -26,7 +26,8 @@ product of values, with its own ``seeds`` if it has that key (otherwise the file
     ...
 
 The tasks are the union of the grids' (a point and seed that two grids share runs
-once), in the order of the file: the expensive grid first keeps two cores busy to the
+once), in the order of the file, each grid's points on its first seed, then on its
+second, and so on: the expensive grid first keeps two cores busy to the
 end instead of leaving one long run for last.
 
 Every combination (scenario x seed x grid point) is one task. A task writes
@@ -118,14 +119,19 @@ class SweepSpec:
         seen: set[tuple[str, str, int]] = set()
         for scenario in self.scenarios:
             for part in self.grids():
-                for params in part.points():
-                    for seed in part.seeds:
-                        key = (scenario, json.dumps(params, sort_keys=True), seed)
-                        if key in seen:  # two grids share this point and seed
-                            continue
-                        seen.add(key)
-                        out.append(SweepTask(task=f"t{len(out):05d}", scenario=scenario,
-                                             seed=seed, params=params))
+                # One [grid]: each point on every seed in turn. [[grid]] tables: every
+                # point on the first seed, then on the second, ...: a sweep stopped in
+                # the middle has every point of a grid on its first seeds.
+                pairs = ([(p, s) for p in part.points() for s in part.seeds]
+                         if not self.parts else
+                         [(p, s) for s in part.seeds for p in part.points()])
+                for params, seed in pairs:
+                    key = (scenario, json.dumps(params, sort_keys=True), seed)
+                    if key in seen:  # two grids share this point and seed
+                        continue
+                    seen.add(key)
+                    out.append(SweepTask(task=f"t{len(out):05d}", scenario=scenario,
+                                         seed=seed, params=params))
         return out
 
 

@@ -85,9 +85,10 @@ def test_several_grids_each_on_its_seeds_and_shared_points_run_once(tmp_path: Pa
     spec = spec_from_dict(doc, base=tmp_path)
     got = [(t.params["nodes.count"], t.params["order"], t.seed) for t in spec.tasks()]
     # The first grid's tasks first (the file's order), then the second's on the file's
-    # seeds; (1000, sb) on seed 7 is not repeated, on seeds 1 and 2 it is new.
-    assert got == [(1000, "sb", 7), (1000, "causal", 7), (10, "sb", 1), (10, "sb", 2),
-                   (1000, "sb", 1), (1000, "sb", 2)]
+    # seeds, every point on seed 1 before seed 2 (a stopped sweep covers every point);
+    # (1000, sb) on seed 7 is not repeated, on seeds 1 and 2 it is new.
+    assert got == [(1000, "sb", 7), (1000, "causal", 7), (10, "sb", 1), (1000, "sb", 1),
+                   (10, "sb", 2), (1000, "sb", 2)]
     assert [t.task for t in spec.tasks()] == [f"t{i:05d}" for i in range(6)]
     doc["grid"].append(doc["grid"][0])  # the same grid twice adds nothing
     assert len(spec_from_dict(doc, base=tmp_path).tasks()) == 6

@@ -86,6 +86,7 @@ class Study:
     violations: dict[str, int]
     tasks: int
     failed: int
+    planned: int
     events: int
     sim_seconds: float
 
@@ -203,6 +204,7 @@ def load(out: str | Path, scenario: Mapping[str, Any]) -> Study:
                  valid=bool(verify["valid"]),
                  violations={k: int(v["violations"]) for k, v in checks.items()},
                  tasks=int(sweep_doc["tasks"]), failed=int(sweep_doc["failed"]),
+                 planned=int(sweep_doc.get("planned", sweep_doc["tasks"])),
                  events=int(verify["counts"]["events"]),
                  sim_seconds=float(sum(o["seconds"] for o in sweep_doc["outcomes"])))
 

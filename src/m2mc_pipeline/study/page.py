@@ -83,7 +83,7 @@ def render(study: Study, page: Page, pictures: set[str], factorial: float | None
                            machine=page.machine, tasks=study.tasks, failed=study.failed,
                            runs=len(study.runs), cells=len(rows), events=study.events,
                            sim_hours=study.sim_seconds / 3600,
-                           verdict=_verdict(study))]
+                           verdict=_verdict(study), stopped=_stopped(study))]
     parts.append(findings(study))
     parts.append("## The figures and their tables\n")
     for fig in figures(study):
@@ -117,6 +117,18 @@ def render(study: Study, page: Page, pictures: set[str], factorial: float | None
     return "\n".join(parts)
 
 
+def _stopped(study: Study) -> str:
+    if study.planned <= study.tasks:
+        return ""
+    return (f"\n\n**This page is from {study.tasks} of the {study.planned} simulations "
+            "study.toml plans**: the sweep was stopped when the time budget for it ran "
+            "out, with every grid point run on its first seeds (a grid's points are run "
+            "seed by seed), and its finished runs were analysed as the sweep would have "
+            "(`python bench/study.py --partial`). `python bench/study.py --resume` runs "
+            "the rest and redraws this page. The counts per cell are in the tables and "
+            "in cells.csv.")
+
+
 def _verdict(study: Study) -> str:
     if study.valid:
         return ("`m2mc analyze` found no violation in any run: every check of "
@@ -143,7 +155,7 @@ writes this page from the sweep's output (src/m2mc_pipeline/study/). Last run:
 
 **The sweep:** {tasks} simulations ({failed} failed), {runs} runs analysed, {cells} cells
 (an ordering at one point of the grid, seeds pooled), {events:,} trace events,
-{sim_hours:.1f} hours of simulation summed over the tasks. {verdict}.
+{sim_hours:.1f} hours of simulation summed over the tasks. {verdict}.{stopped}
 Every cell's counts (runs, seeds, deliveries) are in [cells.csv](cells.csv); every run's
 in [runs.csv](runs.csv).
 """
