@@ -192,7 +192,7 @@ def load(out: str | Path, scenario: Mapping[str, Any]) -> Study:
         c.latencies.append(lat)
         mean = float(d.mean()) if d.size else math.nan
         c.run_means.append(mean)
-        task = name.rsplit("-", 1)[-1]
+        task = name.rsplit("-", 2)[-2] if name.count("-") >= 2 else name  # <id>-<task>-<seed>
         runs.append({"run": name, "seed": meta["seed"], "order": c.order,
                      **{LABELS[f]: c.value(f) for f in FACTORS},
                      "events": meta["events"], "deliveries": int(d.size),

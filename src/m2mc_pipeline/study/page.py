@@ -329,8 +329,7 @@ def claims(study: Study) -> str:
                            f"{ms(worst_pair['sb']['delay_mean'], 2)} ms, {NAMES[other]} "
                            f"{ms(worst_pair['other']['delay_mean'], 2)} ms)")
             verdict = ("agrees" if not worse else
-                       "agrees in most cells; see the exceptions" if wins >= 0.9 * total
-                       else "contradicts")
+                       f"contradicted in {len(worse)} of {total} cells (the exceptions)")
             table.append((
                 f"S_b makes messages wait less than {NAMES[other]} order, which holds "
                 "messages that are merely later, not answers (seeds/003 abstract, I)",
@@ -414,7 +413,8 @@ def cost_section(study: Study) -> str:
         lines.append([str(int(n)), NAMES.get(o, o), len(secs), f"{sum(secs) / len(secs):.1f}",
                       f"{max(secs):.1f}", f"{sum(secs) / 60:.1f}"])
     return ("## What it cost\n\nWall seconds of each simulation task (the child `m2mc sim`, "
-            "on a machine shared with other jobs, two tasks at a time), from sweep.json:\n\n"
+            "on a machine shared with other jobs, two or three tasks at a time), from sweep.json; "
+            "a task kept by `--resume` counts the time between its files:\n\n"
             + markdown_table(["group size", "ordering", "runs", "mean s", "max s",
                               "total min"], lines) + "\n\n" + COST_NOTE + "\n")
 
