@@ -151,7 +151,7 @@ _.action_groups  # src/m2mc_chat/ui/main_screen.py:367: Textual calls or reads i
 _.action_help  # src/m2mc_chat/ui/main_screen.py:376: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 _.highlighted  # src/m2mc_chat/ui/panels.py:30: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 __getattr__  # src/m2mc_pipeline/__init__.py:19: a module __getattr__ (PEP 562): the package's lazy imports
-_.metrics_path  # src/m2mc_pipeline/api.py:65: public: where the pipeline writes metrics.json (docs/pipeline.md)
+_.metrics_path  # src/m2mc_pipeline/api.py:66: public: where the pipeline writes metrics.json (docs/pipeline.md)
 _._jvm  # src/m2mc_pipeline/session.py:214: set on a foreign object (the Spark session) that reads it
 _.compress_type  # src/m2mc_pipeline/ship.py:92: set on a zipfile.ZipInfo, which zipfile reads
 _.external_attr  # src/m2mc_pipeline/ship.py:93: set on a zipfile.ZipInfo, which zipfile reads (file mode)

@@ -34,6 +34,7 @@ from m2mc_pipeline.sweep import (
     Runner,
     SweepSpec,
     TaskOutcome,
+    finished,
     outcomes_document,
     parse_spec,
     run_task,
@@ -322,7 +323,8 @@ def sweep(spec: str | Path | SweepSpec, out: str | Path, master: str | None = No
           runner: Runner | None = None, spark: SparkSession | None = None,
           conf: Mapping[str, str] | None = None, progress: bool = True, stop: bool = False,
           timeline_node: str | None = None, self_delivery: bool = True,
-          analyze_runs: bool = True, exiting: bool = False) -> SweepResult:
+          analyze_runs: bool = True, exiting: bool = False, resume: bool = False
+          ) -> SweepResult:
     """Run the grid of ``spec`` (a sweep TOML file or a SweepSpec) as Spark tasks, then analyse.
 
     Writes ``out/runs/<task>/`` (scenario.toml and the trace of each simulation),
@@ -331,7 +333,9 @@ def sweep(spec: str | Path | SweepSpec, out: str | Path, master: str | None = No
     simulators); it must be picklable. On a cluster ``out`` must be a directory
     every executor shares (NFS or similar): each task writes its trace there, and
     the Parquet tables go to ``out/tables`` as in local mode. The executors' Python
-    need not have m2mc: it is shipped to them (ship.py).
+    need not have m2mc: it is shipped to them (ship.py). ``resume``: a task whose run
+    an earlier sweep into ``out`` finished (sweep.finished) is not run again; its
+    outcome is that run's.
     """
     sweep_spec = spec if isinstance(spec, SweepSpec) else parse_spec(spec)
     out_dir = Path(out)
@@ -344,12 +348,19 @@ def sweep(spec: str | Path | SweepSpec, out: str | Path, master: str | None = No
     # On a cluster the executors' Python need not have m2mc: send it along (ship.py).
     ship(sc)
     tasks = sweep_spec.tasks()
+    kept = {t.task: o for t in tasks if resume and (o := finished(runs_dir, t)) is not None}
+    todo = [t for t in tasks if t.task not in kept]
     job = functools.partial(run_task, runs_dir=str(runs_dir.resolve()),
                             timeout=sweep_spec.timeout, runner=runner or sweep_spec.runner())
-    rdd = sc.parallelize(tasks, len(tasks))
-    outcomes: list[TaskOutcome] = run_with_bar(
-        sc, f"m2mc-sweep-{id(tasks)}", lambda: rdd.map(job).collect(), len(tasks),
-        f"sweep: {len(tasks)} simulations", enabled=progress)
+    ran: list[TaskOutcome] = []
+    if todo:
+        rdd = sc.parallelize(todo, len(todo))
+        ran = run_with_bar(
+            sc, f"m2mc-sweep-{id(tasks)}", lambda: rdd.map(job).collect(), len(todo),
+            f"sweep: {len(todo)} simulations" + (f" ({len(kept)} kept)" if kept else ""),
+            enabled=progress)
+    by_task = {**kept, **{o.task: o for o in ran}}
+    outcomes = [by_task[t.task] for t in tasks]
     (out_dir / "sweep.json").write_text(
         json.dumps(outcomes_document(sweep_spec, outcomes), indent=2) + "\n")
     pr = Progress("sweep", enabled=progress)

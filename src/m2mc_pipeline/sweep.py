@@ -13,6 +13,23 @@ A sweep file (TOML) names scenarios, seeds and a grid of parameters::
     "chat.reply_probability" = [0.3]
     "group.ordering" = ["sb", "causal", "total"]
 
+A sweep may hold several grids instead of one: ``[[grid]]`` tables, each its own
+product of values, with its own ``seeds`` if it has that key (otherwise the file's)::
+
+    [[grid]]                           # every ordering and loss rate at 1,000 nodes, 2 seeds
+    seeds = 2
+    "nodes.count" = [1000]
+    "groups.0.order" = ["sb", "causal", "total"]
+
+    [[grid]]                           # the full product at 10 nodes, the file's seeds
+    "nodes.count" = [10]
+    ...
+
+The tasks are the union of the grids' (a point and seed that two grids share runs
+once), in the order of the file, each grid's points on its first seed, then on its
+second, and so on: the expensive grid first keeps two cores busy to the
+end instead of leaving one long run for last.
+
 Every combination (scenario x seed x grid point) is one task. A task writes
 the scenario with its parameters applied, runs ``m2mc sim SCENARIO --seed N
 --out DIR`` (docs/interfaces.md §3; or ``command``) into ``OUT/runs/<task>/``, and
@@ -69,26 +86,52 @@ class TaskOutcome:
 
 
 @dataclass(frozen=True, slots=True)
+class GridPart:
+    """One ``[[grid]]`` table: a product of parameter values, run on its own seeds."""
+
+    params: dict[str, tuple[Any, ...]]
+    seeds: tuple[int, ...]
+
+    def points(self) -> list[dict[str, Any]]:
+        keys = sorted(self.params)
+        return [dict(zip(keys, point, strict=True))
+                for point in itertools.product(*(self.params[k] for k in keys))]
+
+
+@dataclass(frozen=True, slots=True)
 class SweepSpec:
     scenarios: tuple[str, ...]
     seeds: tuple[int, ...]
     grid: dict[str, tuple[Any, ...]]
     timeout: float = 600.0
     command: tuple[str, ...] = ()
+    # Several grids (``[[grid]]``); empty: the one ``grid`` on ``seeds``.
+    parts: tuple[GridPart, ...] = ()
 
     def runner(self) -> Runner:
         return CommandRunner(self.command)
 
+    def grids(self) -> tuple[GridPart, ...]:
+        return self.parts or (GridPart(self.grid, self.seeds),)
+
     def tasks(self) -> list[SweepTask]:
-        keys = sorted(self.grid)
-        points = list(itertools.product(*(self.grid[k] for k in keys))) if keys else [()]
         out: list[SweepTask] = []
+        seen: set[tuple[str, str, int]] = set()
         for scenario in self.scenarios:
-            for point in points:
-                for seed in self.seeds:
-                    n = len(out)
-                    out.append(SweepTask(task=f"t{n:05d}", scenario=scenario, seed=seed,
-                                         params=dict(zip(keys, point, strict=True))))
+            for part in self.grids():
+                # One [grid]: each point on every seed in turn. [[grid]] tables: every
+                # point on the first seed, then on the second, ...: a sweep stopped in
+                # the middle has every point of a grid on its first seeds.
+                pairs = ([(p, s) for p in part.points() for s in part.seeds]
+                         if not self.parts else
+                         [(p, s) for s in part.seeds for p in part.points()])
+                for params, seed in pairs:
+                    key = (scenario, json.dumps(params, sort_keys=True), seed)
+                    if key in seen:  # two grids share this point and seed
+                        continue
+                    seen.add(key)
+                    out.append(SweepTask(task=f"t{len(out):05d}", scenario=scenario,
+                                         seed=seed, params=params))
         return out
 
 
@@ -116,23 +159,22 @@ def spec_from_dict(doc: Mapping[str, Any], base: Path = Path(".")) -> SweepSpec:
         if not sp.is_file():
             raise ConfigError(f"sweep: no such scenario file: {sp}")
         scenarios.append(str(sp.resolve()))
-    seeds_raw = doc.get("seeds", 1)
-    if isinstance(seeds_raw, int) and not isinstance(seeds_raw, bool) and seeds_raw > 0:
-        seeds = tuple(range(1, seeds_raw + 1))
-    elif (isinstance(seeds_raw, list) and seeds_raw
-          and all(isinstance(x, int) and not isinstance(x, bool) for x in seeds_raw)):
-        seeds = tuple(seeds_raw)
-    else:
-        raise ConfigError("sweep: 'seeds' must be a positive integer or a list of integers")
+    seeds = _seeds(doc.get("seeds", 1), "seeds")
     grid_raw = doc.get("grid", {})
-    if not isinstance(grid_raw, dict):
+    parts: tuple[GridPart, ...] = ()
+    if isinstance(grid_raw, list):
+        if not grid_raw or not all(isinstance(g, dict) for g in grid_raw):
+            raise ConfigError("sweep: [[grid]] must be tables of parameter = [values]")
+        parts = tuple(GridPart(_grid({k: v for k, v in g.items() if k != "seeds"},
+                                     f"grid[{i}]"),
+                               _seeds(g["seeds"], f"grid[{i}].seeds") if "seeds" in g
+                               else seeds)
+                      for i, g in enumerate(grid_raw))
+        grid: dict[str, tuple[Any, ...]] = {}
+    elif isinstance(grid_raw, dict):
+        grid = _grid(grid_raw, "grid")
+    else:
         raise ConfigError("sweep: [grid] must be a table of parameter = [values]")
-    grid: dict[str, tuple[Any, ...]] = {}
-    for k, v in _flatten(grid_raw).items():
-        values = v if isinstance(v, list) else [v]
-        if not values:
-            raise ConfigError(f"sweep: grid parameter {k!r} has no value")
-        grid[k] = tuple(values)
     timeout = doc.get("timeout", 600)
     if not isinstance(timeout, int | float) or timeout <= 0:
         raise ConfigError("sweep: 'timeout' must be a positive number of seconds")
@@ -143,7 +185,27 @@ def spec_from_dict(doc: Mapping[str, Any], base: Path = Path(".")) -> SweepSpec:
     if unknown:
         raise ConfigError(f"sweep: unknown field(s): {', '.join(sorted(unknown))}")
     return SweepSpec(scenarios=tuple(scenarios), seeds=seeds, grid=grid, timeout=float(timeout),
-                     command=tuple(command))
+                     command=tuple(command), parts=parts)
+
+
+def _seeds(raw: Any, where: str) -> tuple[int, ...]:
+    """``3`` means seeds 1, 2, 3; a list names them."""
+    if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0:
+        return tuple(range(1, raw + 1))
+    if (isinstance(raw, list) and raw
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in raw)):
+        return tuple(raw)
+    raise ConfigError(f"sweep: {where!r} must be a positive integer or a list of integers")
+
+
+def _grid(table: Mapping[str, Any], where: str) -> dict[str, tuple[Any, ...]]:
+    grid: dict[str, tuple[Any, ...]] = {}
+    for k, v in _flatten(table).items():
+        values = v if isinstance(v, list) else [v]
+        if not values:
+            raise ConfigError(f"sweep: {where} parameter {k!r} has no value")
+        grid[k] = tuple(values)
+    return grid
 
 
 def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -248,6 +310,28 @@ def run_task(task: SweepTask, runs_dir: str, timeout: float, runner: Runner) -> 
                            f"{type(exc).__name__}: {exc}")
 
 
+def finished(runs_dir: Path, task: SweepTask) -> TaskOutcome | None:
+    """The outcome of ``task`` if an earlier sweep into the same directory finished it:
+    its run.json names the task, its seed and its parameters (``_annotate`` writes them
+    last), and its trace is there. Its seconds are the time from the task's scenario file
+    to that run.json (both written by the task)."""
+    where = runs_dir / task.task
+    found = sorted(where.rglob("run.json")) if where.is_dir() else []
+    if not found or not (where / "scenario.toml").is_file():
+        return None
+    try:
+        meta = json.loads(found[0].read_text())
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(meta, dict) and meta.get("sweep_task") == task.task
+            and meta.get("seed") == task.seed and meta.get("params") == task.params
+            and any(p.suffix in (".jsonl", ".parquet") for p in where.rglob("*"))):
+        return None
+    seconds = found[0].stat().st_mtime - (where / "scenario.toml").stat().st_mtime
+    return TaskOutcome(task.task, task.scenario, task.seed, task.params, True,
+                       round(max(seconds, 0.0), 3))
+
+
 def _annotate(where: Path, task: SweepTask) -> None:
     """Record the task's parameters in the run.json that describes its trace."""
     found = sorted(where.rglob("run.json"))
@@ -272,7 +356,12 @@ def _annotate(where: Path, task: SweepTask) -> None:
 
 
 def outcomes_document(spec: SweepSpec, outcomes: Sequence[TaskOutcome]) -> dict[str, Any]:
-    return {"tasks": len(outcomes), "failed": sum(not o.ok for o in outcomes),
-            "scenarios": list(spec.scenarios), "seeds": list(spec.seeds),
-            "grid": {k: list(v) for k, v in spec.grid.items()},
-            "outcomes": [asdict(o) for o in outcomes]}
+    doc: dict[str, Any] = {
+        "tasks": len(outcomes), "failed": sum(not o.ok for o in outcomes),
+        "scenarios": list(spec.scenarios), "seeds": list(spec.seeds),
+        "grid": {k: list(v) for k, v in spec.grid.items()}}
+    if spec.parts:
+        doc["grids"] = [{"params": {k: list(v) for k, v in part.params.items()},
+                         "seeds": list(part.seeds)} for part in spec.parts]
+    doc["outcomes"] = [asdict(o) for o in outcomes]
+    return doc

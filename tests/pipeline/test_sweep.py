@@ -69,6 +69,35 @@ def test_grid_is_scenarios_times_points_times_seeds(tmp_path: Path) -> None:
     assert len({t.task for t in tasks}) == 6
 
 
+def test_several_grids_each_on_its_seeds_and_shared_points_run_once(tmp_path: Path) -> None:
+    (tmp_path / "a.toml").write_text('name = "a"\n')
+    doc = tomllib.loads(textwrap.dedent("""
+        scenarios = ["a.toml"]
+        seeds = 2
+        [[grid]]
+        seeds = [7]
+        "nodes.count" = [1000]
+        "order" = ["sb", "causal"]
+        [[grid]]
+        "nodes.count" = [10, 1000]
+        "order" = ["sb"]
+    """))
+    spec = spec_from_dict(doc, base=tmp_path)
+    got = [(t.params["nodes.count"], t.params["order"], t.seed) for t in spec.tasks()]
+    # The first grid's tasks first (the file's order), then the second's on the file's
+    # seeds, every point on seed 1 before seed 2 (a stopped sweep covers every point);
+    # (1000, sb) on seed 7 is not repeated, on seeds 1 and 2 it is new.
+    assert got == [(1000, "sb", 7), (1000, "causal", 7), (10, "sb", 1), (1000, "sb", 1),
+                   (10, "sb", 2), (1000, "sb", 2)]
+    assert [t.task for t in spec.tasks()] == [f"t{i:05d}" for i in range(6)]
+    doc["grid"].append(doc["grid"][0])  # the same grid twice adds nothing
+    assert len(spec_from_dict(doc, base=tmp_path).tasks()) == 6
+    with pytest.raises(ConfigError, match=r"grid\[0\]\.seeds"):
+        spec_from_dict({**doc, "grid": [{"seeds": 0, "x": [1]}]}, base=tmp_path)
+    with pytest.raises(ConfigError, match=r"grid\[1\] parameter 'x' has no value"):
+        spec_from_dict({**doc, "grid": [{"x": [1]}, {"x": []}]}, base=tmp_path)
+
+
 @pytest.mark.parametrize("doc, message", [
     ({"scenarios": []}, "scenarios"),
     ({"scenarios": ["missing.toml"]}, "no such scenario file"),
@@ -160,3 +189,37 @@ def test_m2mc_sweep_runs_tasks_reports_failures_and_analyses(
     assert all(set(per) == {"sb", "causal"} and per["sb"]["count"] == 6
                for per in side.values())
     assert (out / "report.html").is_file()
+
+
+@pytest.mark.spark
+def test_a_resumed_sweep_runs_only_what_an_earlier_one_did_not_finish(
+        spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    calls = tmp_path / "calls.txt"
+    # The fake simulator, noting each call (its output directory) before it runs.
+    (tmp_path / "fake_sim.py").write_text(
+        f"import sys\nopen({str(calls)!r}, 'a').write(sys.argv[5] + '\\n')\n" + FAKE_SIM)
+    (tmp_path / "base.toml").write_text(
+        'name = "tiny"\n[group]\norder = "sb"\n[network]\nloss = 0.0\n')
+    (tmp_path / "sweep.toml").write_text(
+        f'scenarios = ["base.toml"]\nseeds = [1, 2]\n'
+        f'command = [{json.dumps(sys.executable)}, {json.dumps(str(tmp_path / "fake_sim.py"))}]\n'
+        '[grid]\n"group.order" = ["sb", "causal"]\n')
+    out = tmp_path / "out"
+    assert main(["sweep", str(tmp_path / "sweep.toml"), "--out", str(out), "--quiet"]) == 1
+    first = json.loads((out / "sweep.json").read_text())["outcomes"]
+    assert [o["ok"] for o in first] == [True, False, True, False]  # seed 2 fails
+    assert len(calls.read_text().splitlines()) == 4
+    # A task whose run was finished is kept; one that failed, or whose run.json is gone
+    # (a sweep stopped in the middle of it), runs again.
+    (out / "runs" / "t00002" / "run.json").unlink()
+    calls.write_text("")
+    assert main(["sweep", str(tmp_path / "sweep.toml"), "--out", str(out), "--quiet",
+                 "--resume"]) == 1
+    capsys.readouterr()
+    again = sorted(Path(p).name for p in calls.read_text().splitlines())
+    assert again == ["t00001", "t00002", "t00003"]
+    second = json.loads((out / "sweep.json").read_text())["outcomes"]
+    assert [(o["task"], o["ok"]) for o in second] == [(o["task"], o["ok"]) for o in first]
+    assert second[0]["seconds"] >= 0 and second[0]["params"] == first[0]["params"]
+    verify = json.loads((out / "verify.json").read_text())
+    assert verify["valid"] and verify["counts"]["runs"] == 2  # the two seed-1 runs

@@ -131,6 +131,39 @@ def test_generated_ids_are_zero_padded_and_node_tables_override() -> None:
     assert n03.clock_offset == (0.5, 0.5)
 
 
+def test_a_share_of_generated_nodes_moves_and_the_first_stays() -> None:
+    data = base()
+    data["nodes"] = {"count": 10, "domain": CELLS, "position": [1.0, 2.0], "mobile": 0.25,
+                     "mobility": {"model": "random_waypoint", "speed": [5.0, 9.0]}}
+    data["cells"] = [{"domain": "lan", "x": 0, "y": 0, "radius": 10}]
+    sc = load_scenario(data)
+    moving = [n.id for n in sc.nodes if n.mobility.model == "random_waypoint"]
+    assert moving == ["n7", "n8", "n9"]  # 0.25 * 10 = 2.5, rounded half up: the last 3
+    assert {n.position for n in sc.nodes} == {(1.0, 2.0)}
+    assert sc.nodes[7].mobility.speed == (5.0, 9.0)
+    data["nodes"]["mobile"] = 0.0  # none moves; the mobility table is still checked
+    assert all(n.mobility.model == "static" for n in load_scenario(data).nodes)
+    data["nodes"]["mobility"] = {"model": "fly"}
+    with pytest.raises(ConfigError, match=r"^nodes\.mobility\.model: must be one of"):
+        load_scenario(data)
+
+
+@pytest.mark.parametrize("nodes, message", [
+    ({"count": 4, "mobile": 0.5}, "nodes.mobile: needs nodes.mobility"),
+    ({"count": 4, "mobile": 1.5, "mobility": {"model": "static"}},
+     "nodes.mobile: must be in [0, 1]"),
+    ({"count": 4, "position": [1.0]}, "nodes.position: must be [x, y]"),
+    ({"count": 4, "mobility": {"model": "random_waypoint"}},
+     "node 'n0': mobility needs an interface on"),
+])
+def test_bad_node_mobility_is_named(nodes: dict[str, Any], message: str) -> None:
+    data = base()
+    data["nodes"] = {"domain": "lan", **nodes}
+    with pytest.raises(ConfigError) as info:
+        load_scenario(data)
+    assert str(info.value).startswith(message), str(info.value)
+
+
 def test_mobile_interface_needs_cells() -> None:
     data = base()
     data["node"] = [{"id": "m", "ifaces": {"radio": CELLS}}]

@@ -26,6 +26,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                    help="extra Spark configuration (repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the runs an earlier sweep into OUT finished; run the rest")
     p.set_defaults(func=run)
 
 
@@ -36,7 +38,8 @@ def run(args: argparse.Namespace) -> int:
 
     spec = parse_spec(args.spec)  # bad sweep file: exit 2 before Spark starts
     result = sweep(spec, args.out, args.master, conf=spark_conf(args.conf),
-                   progress=not args.quiet, exiting=True, timeline_node=args.node)
+                   progress=not args.quiet, exiting=True, timeline_node=args.node,
+                   resume=args.resume)
     failed = result.failed
     for o in failed:
         print(f"failed: {o.task} seed {o.seed} ({Path(o.scenario).name}): {o.error}",

@@ -7,6 +7,7 @@ naming the first wrong key or value.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -382,6 +383,25 @@ def _mobility(value: Any, where: str) -> Mobility:
     return Mobility(model, tuple(points), speed, pause)
 
 
+def _position(t: Table) -> tuple[float, float]:
+    raw = t.raw("position", [0.0, 0.0])
+    if not (isinstance(raw, list) and len(raw) == 2):
+        raise t.fail("position", "must be [x, y]")
+    return (number_or_range(raw[0], t.key("position"))[0],
+            number_or_range(raw[1], t.key("position"))[0])
+
+
+def _moving(section: Table, count: int) -> int:
+    """How many generated nodes follow ``[nodes] mobility``: ``mobile`` is a share of
+    ``count`` (default 1, every node, when ``mobility`` is given), rounded half up."""
+    share = section.number("mobile", 1.0 if section.has("mobility") else 0.0,
+                           low=0.0, high=1.0)
+    if share > 0 and not section.has("mobility"):
+        raise section.fail("mobile", "needs nodes.mobility (how the mobile nodes move)")
+    section.expect("mobility")
+    return math.floor(share * count + 0.5)
+
+
 def _nodes(top: Table, domains: set[str], have_cells: bool) -> tuple[NodeSpec, ...]:
     section = top.table("nodes")
     count = section.integer("count", 0, low=0)
@@ -390,6 +410,10 @@ def _nodes(top: Table, domains: set[str], have_cells: bool) -> tuple[NodeSpec, .
     default_domain = section.string("domain", sorted(domains)[0] if len(domains) == 1 else "")
     offset = number_or_range(section.raw("clock_offset", 0.0), section.key("clock_offset"))
     drift = number_or_range(section.raw("clock_drift", 0.0), section.key("clock_drift"))
+    start = _position(section)
+    moving = _moving(section, count)
+    mobility = _mobility(section.raw("mobility"), section.key("mobility")) \
+        if section.has("mobility") else Mobility()
     section.finish()
     if count and default_domain not in domains and default_domain != CELLS:
         raise section.fail("domain", f"no domain {default_domain!r} in [domains]")
@@ -397,7 +421,10 @@ def _nodes(top: Table, domains: set[str], have_cells: bool) -> tuple[NodeSpec, .
     specs: dict[str, NodeSpec] = {}
     for i in range(count):
         nid = f"{prefix}{i:0{width}d}"
-        specs[nid] = NodeSpec(nid, ((iface, default_domain),), offset, drift)
+        # The last ``moving`` nodes move; the first (the founder of groups joined by
+        # name, and their first total-order sequencer) stays where it starts.
+        specs[nid] = NodeSpec(nid, ((iface, default_domain),), offset, drift, start,
+                              mobility if i >= count - moving else Mobility())
     for t in top.tables("node"):
         nid = t.string("id")
         t.expect("domain", "ifaces", "mobility")
@@ -421,11 +448,7 @@ def _nodes(top: Table, domains: set[str], have_cells: bool) -> tuple[NodeSpec, .
         off = number_or_range(t.raw("clock_offset", list(base.clock_offset)),
                               t.key("clock_offset"))
         dr = number_or_range(t.raw("clock_drift", list(base.clock_drift)), t.key("clock_drift"))
-        pos_raw = t.raw("position", list(base.position))
-        if not (isinstance(pos_raw, list) and len(pos_raw) == 2):
-            raise t.fail("position", "must be [x, y]")
-        pos = (number_or_range(pos_raw[0], t.key("position"))[0],
-               number_or_range(pos_raw[1], t.key("position"))[0])
+        pos = _position(t) if t.has("position") else base.position
         mobility = _mobility(t.raw("mobility"), t.key("mobility")) if t.has("mobility") \
             else base.mobility
         t.finish()
