@@ -8,10 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from m2mc.errors import DecodeError, UsageError
-from m2mc.fastobj import fast_constructor
 from m2mc.group.stream_codec import STREAM_MAGIC
+from m2mc.native import bind_group_message, fast_constructor
 from m2mc.ordering import ROOT, Message, MessageId
-from m2mc.ordering.ids import NATIVE_IDS
 
 __all__ = ["TAKE_MESSAGES", "GroupMessage", "ReplyTo", "make_message"]
 
@@ -52,21 +51,8 @@ make_message: Callable[[str, MessageId, MessageId, bytes, int | None], GroupMess
     fast_constructor(GroupMessage))
 
 
-def _native_take() -> Callable[[Any, int, str, list[GroupMessage]], int] | None:
-    """m2mc._speedups' ``take_messages`` (the inbox's loop, m2mc.inbox) set up for
-    GroupMessage, or None: pure Python."""
-    native = NATIVE_IDS
-    if native is None:
-        return None
-    try:
-        native.setup_group_message(GroupMessage)
-    except TypeError:  # pragma: no cover - a layout the C does not build
-        return None
-    take: Callable[[Any, int, str, list[GroupMessage]], int] = native.take_messages
-    return take
-
-
-TAKE_MESSAGES = _native_take()
+TAKE_MESSAGES: Callable[[Any, int, str, list[GroupMessage]], int] | None = (
+    bind_group_message(GroupMessage))
 """Pops that many Messages off a deque into a list as GroupMessages of a group, in C;
 returns how many (fewer at an item that is no Message). None: pure Python."""
 

@@ -256,7 +256,44 @@ def wire_targets() -> list[FuzzTarget]:
         FuzzTarget("m2mp.reassembly", reassembly, seeds, max_len=STREAM_MAX_LEN),
         FuzzTarget("m2mp.layer", layer, lambda: [b"\x01" + s for s in seeds()],
                    max_len=STREAM_MAX_LEN),
+        _segments_target(),
     ]
+
+
+def _segments_target() -> FuzzTarget:
+    """GRO blocks (Segments) of hostile bytes into the M2MP layer, whose run check
+    (m2mc.native.consecutive, in C where it is built: the one C that reads network
+    bytes) must answer as its Python twin does for the block's own header and others."""
+    from m2mc.native import consecutive, consecutive_py, fragment_list
+    from m2mc.wire.m2mp import M2MPConfig, M2MPLayer
+    from m2mc.wire.segments import SEGMENT, Segments
+
+    def run(data: bytes) -> None:
+        cfg = M2MPConfig(message_timeout=1.0, max_partial_messages=8, max_partial_bytes=8192,
+                         max_message_bytes=6000, completed_cache=16, own_id_cache=8)
+        m2mp = M2MPLayer(cfg, random.Random(0))
+        reader = ByteReader(data)
+        now = 0.0
+        while reader.more():
+            now += reader.u8() / 64
+            block = Segments(reader.take(reader.u16() % (6 * SEGMENT + 1)))
+            head = int.from_bytes(block[:8].ljust(8, b"\0"), "big")
+            count = max(1, -(-len(block) // SEGMENT))
+            for args in ((count, head >> 32, head & 0xFFFF_FFFF),
+                         (1 + reader.u8() % 8, head >> 32 ^ reader.u8(), reader.u16() << 16)):
+                check_bound(consecutive(block, *args) == consecutive_py(block, *args),
+                            "the compiled and the Python run checks differ")
+            # (a channel joins only reads of more than one packet: m2mc.transport.offload)
+            m2mp.receive_datagrams([block if len(block) > SEGMENT else bytes(block)], now)
+            m2mp.on_timer(now)
+            m2mp.events()
+            check_bound(m2mp.partial_bytes <= cfg.max_partial_bytes, "partial bytes over bound")
+
+    def seeds() -> list[bytes]:
+        whole = b"".join(fragment_list(7, b"s" * 2600))  # six packets: 5 full, then the last
+        return [_stream([whole]), _stream([whole[:3 * SEGMENT], whole[3 * SEGMENT:]])]
+
+    return FuzzTarget("m2mp.segments", run, seeds)
 
 
 def _stream(datagrams: list[bytes]) -> bytes:

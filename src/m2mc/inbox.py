@@ -92,7 +92,7 @@ class Inbox:
     def take(self, gid: str, count: int, out: list[GroupMessage]) -> None:
         """Move the next ``count`` messages to ``out`` as GroupMessages of group ``gid``:
         the per-message cost of every delivery to the application, so the constructor
-        is m2mc.fastobj's, or the loop is in C (``TAKE_MESSAGES``) when no own
+        is m2mc.native's fast builder, or the loop is in C (``TAKE_MESSAGES``) when no own
         message is queued."""
         append = out.append
         make = make_message
@@ -107,7 +107,7 @@ class Inbox:
                     append(make(gid, m.mid, m.parent, m.payload, m.gseq))
             return
         take = TAKE_MESSAGES
-        if take is not None:  # in C (m2mc._speedups): all are Messages, none own
+        if take is not None:  # in C (m2mc.native): all are Messages, none own
             count -= take(self.messages, count, gid, out)
         others: Callable[[], Message] = popleft  # type: ignore[assignment]  # (no own queued)
         for _ in range(count):

@@ -1,4 +1,4 @@
-"""The hot paths' fast builders (m2mc.fastobj) build exactly what the classes' own
+"""The hot paths' fast builders (m2mc.native.fastobj) build exactly what the classes' own
 constructors build: the same type, equal, field for field, with every field the
 class has. A field added to a class that its builder does not set fails here."""
 
@@ -18,7 +18,7 @@ import m2mc.group.manager
 import m2mc.ordering.ids
 import m2mc.security.auth
 import m2mc.wire.m2mp
-from m2mc.fastobj import BUILDERS, Builder, fast_constructor, tuple_constructor
+from m2mc.native import BUILDERS, Builder, fast_constructor, tuple_constructor
 
 # Every class the hot paths build fast today: a builder that disappears, or a new one,
 # shows here (add it to the list, and it is checked below like the others).

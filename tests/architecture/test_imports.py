@@ -59,7 +59,7 @@ ADAPTERS_IN_CORES = {
 # Lowest first; a package may import from its own layer and the layers below.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("m2mc", "m2mc.errors", "m2mc.log", "m2mc.core", "m2mc.trace", "m2mc.kinds",
-     "m2mc.fastobj", "m2mc.speedups"),  # shared by all
+     "m2mc.fastobj", "m2mc.native"),  # shared by all
     ("m2mc.wire",),
     ("m2mc.ordering",),
     ("m2mc.security", "m2mc.store"),  # what the group and infrastructure cores use

@@ -40,7 +40,6 @@ from typing import Any, NoReturn
 import msgpack
 
 from m2mc.errors import DecodeError
-from m2mc.fastobj import fast_constructor
 from m2mc.group.messages import (
     Ack,
     Adv,
@@ -94,9 +93,10 @@ from m2mc.group.wire_bounds import read_order as _order
 from m2mc.group.wire_bounds import read_pid as _pid
 from m2mc.group.wire_bounds import read_str as _str
 from m2mc.group.wire_bounds import read_vclock as _vclock
+from m2mc.native import bind_record_size, bind_records, fast_constructor, packb
+from m2mc.native import pack_records as _PACK_RECORDS
 from m2mc.ordering import ROOT, Message, MessageId
-from m2mc.ordering.ids import NATIVE_IDS, make_message, make_mid
-from m2mc.speedups import packb
+from m2mc.ordering.ids import make_message, make_mid
 
 __all__ = [  # the message types and bounds are re-exported: the codec is their one address
     "DISCOVERY_TAG", "FILTER_SIZE", "FLAG_AUTH", "HEADER", "HEADER_SIZE", "MAGIC",
@@ -213,7 +213,7 @@ def _uint_size(v: int) -> int:
 def record_size_py(m: Message) -> int:
     """A record's encoded size (exact for ASCII process ids; for batching, where
     an error only makes one batch span two packets). ``record_size`` is this, in C
-    where m2mc._speedups is built (the sender's per-message path)."""
+    where m2mc.native's C is in use (the sender's per-message path)."""
     size = len(m.payload)
     size += 2 if size < 256 else 3 if size < 65536 else 5
     mid, parent = m.mid, m.parent
@@ -230,16 +230,7 @@ def record_size_py(m: Message) -> int:
     return size
 
 
-def _native_record_size() -> Callable[[Message], int] | None:
-    native = NATIVE_IDS
-    if native is None:
-        return None
-    native.setup_record_size(record_size_py)
-    size: Callable[[Message], int] = native.record_size
-    return size
-
-
-record_size: Callable[[Message], int] = _native_record_size() or record_size_py
+record_size: Callable[[Message], int] = bind_record_size(record_size_py)
 
 
 def _members_wire(members: tuple[MemberEntry, ...]) -> list[list[Any]]:
@@ -340,9 +331,9 @@ def decode_body(kind: int, body: bytes | memoryview, *, max_seq: int = MAX_SEQ) 
 
 def records_py(raw: Any, max_seq: int) -> list[Message]:
     """The data records of a body: the hot path of every receiver, run in C where
-    m2mc._speedups is built (:func:`_native_records`; the same checks, errors and
-    objects). Here: checks and builds each record as cheaply as Python allows
-    (objects built by m2mc.fastobj's constructors; a parent that is the previous
+    m2mc.native's C is in use (``_records``: m2mc.native.bind_records; the same checks,
+    errors and objects). Here: checks and builds each record as cheaply as Python allows
+    (objects built by m2mc.native's fast constructors; a parent that is the previous
     record of the batch reuses that record's identity object)."""
     out: list[Message] = []
     append = out.append
@@ -380,22 +371,8 @@ def records_py(raw: Any, max_seq: int) -> list[Message]:
     return out
 
 
-def _native_records() -> Callable[[Any, int], list[Message]] | None:
-    """m2mc._speedups' ``records`` set up for these bounds, or None (not built,
-    ``M2MC_PURE`` set, or classes it cannot build: m2mc.ordering.ids)."""
-    native = NATIVE_IDS
-    if native is None:
-        return None
-    native.setup_records(DecodeError, _vclock, MAX_PID, MAX_LIST)
-    records: Callable[[Any, int], list[Message]] = native.records
-    return records
-
-
-_records: Callable[[Any, int], list[Message]] = _native_records() or records_py
-# A Data or Repair body written in C straight from its Messages (m2mc._speedups; None
-# back: packb writes it). None: pure Python.
-_PACK_RECORDS: Callable[[str, list[Message]], bytes | None] | None = (
-    None if NATIVE_IDS is None else NATIVE_IDS.pack_records)
+_records: Callable[[Any, int], list[Message]] = bind_records(
+    records_py, DecodeError, _vclock, MAX_PID, MAX_LIST)
 
 
 def _from_wire(kind: int, raw: Any, max_seq: int) -> Body:

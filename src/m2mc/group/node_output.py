@@ -15,18 +15,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from m2mc.core import Save
-from m2mc.fastobj import fast_constructor
 from m2mc.group.codec import Body, Data, Repair, encode, record_size
 from m2mc.group.events import Delivered, DeliveredBatch, GroupEvent
 from m2mc.group.gjlp import GiitRow, Gjlp
 from m2mc.group.stream_codec import STREAM_MAGIC
 from m2mc.kinds import Order
+from m2mc.native import fast_constructor
+from m2mc.native import stream_heads as _STREAM_HEADS
 from m2mc.ordering import Message, MessageId
-from m2mc.ordering.ids import NATIVE_IDS
 from m2mc.security import groupwire  # a module: groupwire imports the group codec
 from m2mc.security.auth import GroupAuth
 from m2mc.store import GroupRow, GroupStore
@@ -36,11 +35,6 @@ from m2mc.wire.packet import MAX_FRAGMENT
 if TYPE_CHECKING:
     from m2mc.group.instance import GroupInstance
     from m2mc.group.streams import GroupStreams
-
-# The search for stream heads among delivered messages, in C (m2mc._speedups): the
-# messages whose payload starts with the marker, or None. None: pure Python.
-_STREAM_HEADS: Callable[[list[Message], bytes], list[Message] | None] | None = (
-    None if NATIVE_IDS is None else NATIVE_IDS.stream_heads)
 
 _make_delivered = fast_constructor(Delivered)
 _make_batch = fast_constructor(DeliveredBatch)

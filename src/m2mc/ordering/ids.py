@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from types import ModuleType
 
 from m2mc.errors import DecodeError
-from m2mc.fastobj import fast_constructor
-from m2mc.speedups import NATIVE
+from m2mc.native import bind_message_classes, fast_constructor
 
 __all__ = ["ROOT", "Message", "MessageId"]
 
@@ -79,19 +77,5 @@ make_mid: Callable[[str, int], MessageId] = fast_constructor(MessageId)
 make_message: Callable[[MessageId, MessageId, bytes, Mapping[str, int] | None, int | None],
                        Message] = fast_constructor(Message)
 
-
-def _native_classes() -> ModuleType | None:
-    """m2mc._speedups set up to build and read these classes, or None (not built,
-    ``M2MC_PURE`` set, or classes laid out otherwise than it expects)."""
-    native = NATIVE
-    if native is None:
-        return None
-    try:
-        native.setup_classes(MessageId, Message, ROOT)
-    except TypeError:  # pragma: no cover - a layout the C does not build
-        return None
-    return native
-
-
-NATIVE_IDS: ModuleType | None = _native_classes()
-"""The compiled hot loops, set up for MessageId and Message (or None: pure Python)."""
+# The compiled loops over messages build and read these classes (m2mc.native).
+bind_message_classes(MessageId, Message, ROOT)

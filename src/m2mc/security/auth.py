@@ -49,7 +49,7 @@ from enum import IntEnum
 from typing import Any, NamedTuple, NoReturn
 
 from m2mc.errors import ConfigError
-from m2mc.fastobj import tuple_constructor
+from m2mc.native import tuple_constructor
 from m2mc.security.errors import (
     BadTagError,
     MalformedAuthError,

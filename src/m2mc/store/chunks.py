@@ -1,7 +1,7 @@
 """The record format of :class:`~m2mc.store.sqlite.SqliteStore`'s chunk rows.
 
 A chunk row holds the records of one group and sender with seqnos ``lo..hi``
-(``hi - lo < CHUNK_SPAN``), packed with msgpack (m2mc.speedups.packb). A record is
+(``hi - lo < CHUNK_SPAN``), packed with msgpack (m2mc.native.packb). A record is
 ``[write number, seq, ppid, pseq, payload, gseq, vclock, delivered]``; a *stub*
 (``ids`` retention mode) is the same record with payload ``None``.
 """
@@ -12,8 +12,8 @@ import operator
 from collections.abc import Iterator
 from typing import Any
 
+from m2mc.native import packb
 from m2mc.ordering import ROOT, Message, MessageId
-from m2mc.speedups import packb
 
 CHUNK_SPAN = 256  # seqnos one chunk row may cover (hi - lo < CHUNK_SPAN)
 

@@ -38,8 +38,8 @@ import msgpack
 
 from m2mc.errors import ConfigError
 from m2mc.group.codec import MemberEntry
+from m2mc.native import put_records as _PUT_RECORDS
 from m2mc.ordering import Message, MessageId
-from m2mc.ordering.ids import NATIVE_IDS
 from m2mc.store import GroupRow, StoredMessage
 from m2mc.store.checkpointer import Checkpointer
 from m2mc.store.chunks import CHUNK_SPAN, Pending, Record, chunk_rows, message_of
@@ -71,9 +71,6 @@ CREATE INDEX IF NOT EXISTS late_by_gseq ON late (gid, gseq) WHERE gseq IS NOT NU
 # A record in a chunk (m2mc.store.chunks): [write number, seq, ppid, pseq, payload,
 # gseq, vclock, delivered]
 _Record = Record
-# The put loop in C (m2mc._speedups), or None: pure Python.
-_PUT_RECORDS: Callable[..., tuple[int, int, bool]] | None = (
-    None if NATIVE_IDS is None else NATIVE_IDS.put_records)
 _Key = tuple[str, str, int]
 _Pending = Pending
 _INSERT_CHUNK = ("INSERT INTO chunks (gid, pid, lo, hi, data, t, ext, seg) "
@@ -243,8 +240,8 @@ class SqliteStore(SqliteRetention):
 
     def _put_each(self, by_pid: dict[str, dict[int, _Record]], messages: Sequence[Message],
                   delivered: bool) -> None:
-        """``_put``'s loop in Python (m2mc._speedups' ``put_records`` in C: the same
-        records, write numbers and flags; tests/group/test_speedups.py)."""
+        """``_put``'s loop in Python (m2mc.native's ``put_records`` in C: the same
+        records, write numbers and flags; tests/native/test_twins.py)."""
         records: dict[int, _Record] | None = None
         records_of = ""
         for message in messages:

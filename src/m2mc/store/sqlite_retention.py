@@ -28,8 +28,8 @@ from pathlib import Path
 
 import msgpack
 
+from m2mc.native import packb
 from m2mc.ordering import Message
-from m2mc.speedups import packb
 from m2mc.store.chunks import CHUNK_SPAN, Record, message_of, referenced, runs
 from m2mc.store.payload_files import PayloadFiles, is_reference
 from m2mc.store.retention import (

@@ -27,6 +27,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from itertools import repeat
 
+from m2mc.native import consecutive, fragment_list
 from m2mc.wire.loopbacks import OwnCopies, header_of
 from m2mc.wire.m2mp_types import (
     M2MPConfig,
@@ -42,11 +43,10 @@ from m2mc.wire.packet import (
     MAX_FRAGMENT_NUMBER,
     MAX_PACKET,
     fragment_count,
-    fragment_list,
 )
 from m2mc.wire.reassembly import Abandoned, Reassembler, ReassemblyLimits
 from m2mc.wire.run_end import RunEnd, make_received
-from m2mc.wire.segments import Segments, consecutive, split_block
+from m2mc.wire.segments import Segments, split_block
 from m2mc.wire.stream_layer import StreamingLayer
 from m2mc.wire.streams import IncomingStreams, OutgoingFragments, StreamLimits
 
@@ -56,7 +56,7 @@ __all__ = ["M2MPConfig", "M2MPEvent", "M2MPLayer", "M2MPStats", "MessageAbandone
 _HEADER = struct.Struct(">II")  # message ID, last flag + fragment number (docs/interfaces.md §1)
 _unpack_header = _HEADER.unpack_from
 _pack_header = _HEADER.pack
-# MessageReceived built without its __init__ on the receive path (m2mc.fastobj): a frozen
+# MessageReceived built without its __init__ on the receive path (m2mc.native.fastobj): a frozen
 # dataclass's __init__ costs a Python frame and two object.__setattr__ calls per message.
 
 

@@ -9,7 +9,7 @@ import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from m2mc.fastobj import fast_constructor
+from m2mc.native import fast_constructor
 from m2mc.wire.m2mp_types import M2MPConfig, M2MPEvent, M2MPStats, MessageReceived
 from m2mc.wire.packet import HEADER_SIZE, MAX_FRAGMENT
 from m2mc.wire.segments import Segments, split_block

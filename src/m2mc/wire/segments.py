@@ -15,16 +15,14 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from itertools import repeat
 
-from m2mc.wire.packet import HEADER_SIZE, LAST_FLAG, MAX_PACKET, native_for_packets
+from m2mc.native import consecutive
+from m2mc.wire.packet import HEADER_SIZE, MAX_PACKET
 
 __all__ = ["SEGMENT", "Segments", "consecutive", "header_slices", "segment_count", "segment_data",
            "split_block", "split_blocks"]
 
 SEGMENT = MAX_PACKET  # the one segment size kept joined: a full M2MP packet
-_HEADER = struct.Struct(">II")
-_FULL_PACKET = struct.Struct(f">II{MAX_PACKET - HEADER_SIZE}x")  # its header; the rest skipped
 
 
 class Segments(bytes):
@@ -89,29 +87,3 @@ def split_blocks(batch: list[bytes]) -> list[bytes]:
         else:
             out.append(d)
     return out
-
-
-def consecutive_py(block: bytes, count: int, message_id: int, word: int) -> int:
-    """Whether the ``count`` packets of ``block``, the first of which has the header
-    (``message_id``, ``word``), are fragments ``word``, ``word`` + 1, ... of that
-    message, checked in C: 1 if so and the final one is the message's last, 0 if so
-    and none is, -1 if not (or the final packet is shorter than a header).
-    ``consecutive`` is this, in C where m2mc._speedups is built (``count`` >= 1)."""
-    full = (count - 1) * SEGMENT
-    end = word + count - 1
-    if len(block) - full < HEADER_SIZE or end >= LAST_FLAG or word >= LAST_FLAG:
-        return -1
-    if list(_FULL_PACKET.iter_unpack(memoryview(block)[:full])) != list(
-            zip(repeat(message_id, count - 1), range(word, end), strict=True)):
-        return -1
-    final_id, final_word = _HEADER.unpack_from(block, full)
-    if final_id != message_id:
-        return -1
-    if final_word == end:
-        return 0
-    return 1 if final_word == end | LAST_FLAG else -1
-
-
-_NATIVE = native_for_packets()
-consecutive: Callable[[bytes, int, int, int], int] = (
-    consecutive_py if _NATIVE is None else _NATIVE.consecutive)

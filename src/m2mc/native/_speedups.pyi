@@ -1,4 +1,4 @@
-# The C extension built from _speedups.c (m2mc.speedups says whether it is in use).
+# The C extension built from _speedups.c (m2mc.native says whether it is in use).
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -27,3 +27,6 @@ M2MP_LAST: int
 
 def consecutive(block: bytes, count: int, message_id: int, word: int) -> int: ...
 def fragments(message_id: int, payload: bytes) -> list[bytes] | None: ...
+ABI: int
+LAYOUT: str
+LAYOUT_HASH: int

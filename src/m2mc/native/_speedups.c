@@ -1,22 +1,28 @@
-/* m2mc._speedups: the hot loops in C (docs/decisions.md, "The hot loops are compiled
- * from C of our own"; figures in docs/group.md section 11).
+/* m2mc.native._speedups: the hot loops in C (docs/decisions.md, "The hot loops are
+ * compiled from C of our own" and "One native seam"; figures in docs/group.md section 11).
  *
  * Each function is the C twin of a Python function that stays, named beside it, and
- * runs wherever this module is not built or M2MC_PURE is set. tests/group/
- * test_speedups.py holds every pair to the same results and errors on any input.
+ * runs wherever this module is not built, is stale or M2MC_PURE is set; m2mc.native
+ * binds the one in use. tests/native holds every pair to the same results and errors
+ * on any input.
  *
  *   records        m2mc.group.codec.records_py: data records from what msgpack
  *                  decoded (no network byte parsed here), checked field by field in
  *                  the Python's order, with its DecodeError messages
  *   record_size    codec.record_size_py
- *   pack           msgpack.packb(obj, use_bin_type=True)'s bytes (m2mc.speedups.packb)
+ *   pack           msgpack.packb(obj, use_bin_type=True)'s bytes (m2mc.native.packb)
  *   pack_records   a Data or Repair frame's msgpack body, from its Messages
  *   put_records    m2mc.store.sqlite.SqliteStore._put_each
  *   take_messages  m2mc.inbox.Inbox.take's loop
  *   stream_heads   m2mc.group.node_output.NodeOutput.deliver_many's search
- *   consecutive    m2mc.wire.segments.consecutive_py: the one reader of network bytes,
+ *   consecutive    m2mc.native.packets.consecutive_py: the one reader of network bytes,
  *                  8-byte M2MP headers at fixed offsets inside the block
- *   slot_builder   m2mc.fastobj's builders
+ *   fragments      m2mc.native.packets.fragment_list_py
+ *   slot_builder   m2mc.native.fastobj's builders
+ *
+ * ABI and LAYOUT_HASH (exported) say what this file was built as: m2mc.native.layout
+ * holds the same values and m2mc.native.loader refuses a build whose differ. Raise
+ * M2MC_NATIVE_ABI with any change of what a function takes or returns.
  *
  * Objects are built as m2mc.fastobj builds them: a slots class allocated without its
  * __init__, each slot filled at the offset its member descriptor names, after a check
@@ -28,7 +34,20 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include "structmember.h"
+#include <stdio.h>
 #include <string.h>
+
+/* What this build is (m2mc.native.layout: the same values). The #ifndef lets a test
+ * build a stale module on purpose (tests/native/test_loader.py). */
+#ifndef M2MC_NATIVE_ABI
+#define M2MC_NATIVE_ABI 2
+#endif
+#ifndef M2MP_SEGMENT
+#define M2MP_SEGMENT 508        /* m2mc.wire.packet.MAX_PACKET: one GRO segment */
+#endif
+#define M2MP_HEADER 8           /* HEADER_SIZE: message id, then fragment word */
+#define M2MP_LAST 0x80000000UL  /* LAST_FLAG */
+#define MAX_DEPTH 8             /* containers nested deeper go to msgpack (pack) */
 
 typedef struct {
     PyTypeObject *mid_type;      /* MessageId: slots (pid, seq) */
@@ -96,6 +115,7 @@ plain_slots(PyTypeObject *type, const char *const *names, Py_ssize_t count, Py_s
 
 static const char *const MID_SLOTS[] = {"pid", "seq"};
 static const char *const MESSAGE_SLOTS[] = {"mid", "parent", "payload", "vclock", "gseq"};
+static const char *const GROUP_MESSAGE_SLOTS[] = {"gid", "mid", "parent", "data", "gseq"};
 
 /* setup_classes(MessageId, Message, ROOT): the classes both loops build and read. */
 static PyObject *
@@ -201,6 +221,13 @@ fail(const char *message)
     return NULL;
 }
 
+/* records(raw, max_seq) -> list[Message]: m2mc.group.codec.records_py.
+ *
+ * A record of 7 fields has its vector clock read by read_vclock, Python code that
+ * could change or free the record or the list (a caller's list, not msgpack's): its
+ * fields are copied first (a tuple that owns them), as the Python reads them before
+ * that call, and the list is read at its current size each time. A record of 5 or 6
+ * fields runs no Python code: its fields are read in place. */
 static PyObject *
 records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -209,7 +236,7 @@ records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     if (!state.classes_ready || !state.records_ready) {
-        PyErr_SetString(PyExc_RuntimeError, "m2mc._speedups is not set up");
+        PyErr_SetString(PyExc_RuntimeError, "m2mc.native._speedups is not set up");
         return NULL;
     }
     PyObject *raw = args[0];
@@ -231,8 +258,7 @@ records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     PyObject *prev = Py_NewRef(state.root);  /* the MessageId built last */
     PyObject *prev_pid = NULL;               /* its pid and seq (none for ROOT) */
     long long prev_seq = 0;
-    /* The list may not change under us: msgpack's lists reach no other code, but a
-     * caller's could, so every item is read with the list's current size. */
+    PyObject *held = NULL, *vclock = NULL;   /* a record of 7: its fields, its clock */
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(raw); i++) {
         PyObject *r = PyList_GET_ITEM(raw, i);
         if (!PyList_CheckExact(r)) {
@@ -240,55 +266,51 @@ records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             goto error;
         }
         Py_ssize_t n = PyList_GET_SIZE(r);
-        PyObject *gseq = Py_None, *vclock = NULL;
-        if (n == 6 || n == 7) {
-            PyObject *raw_gseq = PyList_GET_ITEM(r, 5);
-            long long g;
-            if (raw_gseq != Py_None) {
-                if (int_in(raw_gseq, 1, max_seq, &g) != 1) {
-                    fail("integer out of range");
-                    goto error;
-                }
-                gseq = raw_gseq;
-            }
-            if (n == 7) {
-                PyObject *seq_arg = PyLong_FromLongLong(max_seq);
-                if (seq_arg == NULL) {
-                    goto error;
-                }
-                vclock = PyObject_CallFunctionObjArgs(state.read_vclock, PyList_GET_ITEM(r, 6),
-                                                      seq_arg, NULL);
-                Py_DECREF(seq_arg);
-                if (vclock == NULL) {
-                    goto error;
-                }
-                if (n != PyList_GET_SIZE(r)) {  /* read_vclock changed the record */
-                    Py_DECREF(vclock);
-                    fail("bad data record");
-                    goto error;
-                }
-            }
-        } else if (n != 5) {
+        if (n != 5 && n != 6 && n != 7) {
             fail("bad data record");
             goto error;
         }
-        PyObject *pid = PyList_GET_ITEM(r, 0), *seq = PyList_GET_ITEM(r, 1);
-        PyObject *ppid = PyList_GET_ITEM(r, 2), *pseq = PyList_GET_ITEM(r, 3);
-        PyObject *payload = PyList_GET_ITEM(r, 4);
+        PyObject **f = PySequence_Fast_ITEMS(r);  /* pid, seq, ppid, pseq, payload, ... */
+        if (n == 7) {
+            held = PyList_AsTuple(r);
+            if (held == NULL) {
+                goto error;
+            }
+            f = PySequence_Fast_ITEMS(held);
+        }
+        PyObject *gseq = Py_None;
+        if (n >= 6 && f[5] != Py_None) {
+            long long g;
+            if (int_in(f[5], 1, max_seq, &g) != 1) {
+                fail("integer out of range");
+                goto error;
+            }
+            gseq = f[5];
+        }
+        if (n == 7) {
+            PyObject *seq_arg = PyLong_FromLongLong(max_seq);
+            if (seq_arg == NULL) {
+                goto error;
+            }
+            vclock = PyObject_CallFunctionObjArgs(state.read_vclock, f[6], seq_arg, NULL);
+            Py_DECREF(seq_arg);
+            if (vclock == NULL) {
+                goto error;
+            }
+        }
+        PyObject *pid = f[0], *seq = f[1], *ppid = f[2], *pseq = f[3], *payload = f[4];
         long long s, ps;
         if (!PyUnicode_CheckExact(pid) || !PyLong_CheckExact(seq) || !PyUnicode_CheckExact(ppid)
                 || !PyLong_CheckExact(pseq) || !PyBytes_CheckExact(payload)
                 || PyUnicode_GET_LENGTH(pid) == 0 || PyUnicode_GET_LENGTH(pid) > state.max_pid
                 || int_in(seq, 1, max_seq, &s) != 1
                 || PyUnicode_GET_LENGTH(ppid) > state.max_pid) {
-            Py_XDECREF(vclock);
             fail("bad data record");
             goto error;
         }
         PyObject *parent;
         if (PyUnicode_GET_LENGTH(ppid) > 0) {
             if (int_in(pseq, 1, max_seq, &ps) != 1) {
-                Py_XDECREF(vclock);
                 fail("bad parent seqno");
                 goto error;
             }
@@ -301,26 +323,24 @@ records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         } else if (int_in(pseq, 0, 1, &ps) == 1) {  /* pseq == 0 */
             parent = Py_NewRef(state.root);
         } else {
-            Py_XDECREF(vclock);
             fail("bad parent seqno");
             goto error;
         }
         if (parent == NULL) {
-            Py_XDECREF(vclock);
             goto error;
         }
         PyObject *mid = new_mid(pid, seq);
         if (mid == NULL) {
             Py_DECREF(parent);
-            Py_XDECREF(vclock);
             goto error;
         }
         PyObject *message = new_message(mid, parent, payload, vclock ? vclock : Py_None, gseq);
         Py_DECREF(parent);
-        Py_XDECREF(vclock);
         Py_SETREF(prev, mid);
         prev_pid = pid;  /* borrowed: prev holds it */
         prev_seq = s;
+        Py_CLEAR(vclock);
+        Py_CLEAR(held);
         if (message == NULL || PyList_Append(out, message) < 0) {
             Py_XDECREF(message);
             goto error;
@@ -330,6 +350,8 @@ records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_DECREF(prev);
     return out;
 error:
+    Py_XDECREF(vclock);
+    Py_XDECREF(held);
     Py_DECREF(prev);
     Py_DECREF(out);
     return NULL;
@@ -356,19 +378,23 @@ put_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                         "put_records(by_pid, messages, start, delivered, written, large)");
         return NULL;
     }
-    if (!state.classes_ready) {
-        PyErr_SetString(PyExc_RuntimeError, "m2mc._speedups is not set up");
-        return NULL;
-    }
+    /* (no classes set up: state.message_type is NULL, no message is one, it stops at
+     * the first and the Python puts them all) */
     PyObject *by_pid = args[0], *messages = args[1], *delivered = args[3];
     if (!PyDict_CheckExact(by_pid) || !(PyList_CheckExact(messages) || PyTuple_CheckExact(messages))) {
         PyErr_SetString(PyExc_TypeError, "put_records: a dict and a list or tuple");
         return NULL;
     }
     Py_ssize_t start = PyLong_AsSsize_t(args[2]);
+    if (start == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
     long long written = PyLong_AsLongLong(args[4]);
+    if (written == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
     Py_ssize_t large = PyLong_AsSsize_t(args[5]);
-    if (PyErr_Occurred()) {
+    if (large == -1 && PyErr_Occurred()) {
         return NULL;
     }
     int saw_gseq = 0;
@@ -486,10 +512,7 @@ stream_heads(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "stream_heads(list, bytes)");
         return NULL;
     }
-    if (!state.classes_ready) {
-        PyErr_SetString(PyExc_RuntimeError, "m2mc._speedups is not set up");
-        return NULL;
-    }
+    /* (no classes set up: no message is a Message, and the answer is None) */
     PyObject *messages = args[0];
     const char *magic = PyBytes_AS_STRING(args[1]);
     Py_ssize_t magic_len = PyBytes_GET_SIZE(args[1]);
@@ -519,9 +542,9 @@ stream_heads(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *
 setup_group_message(PyObject *module, PyObject *type)
 {
-    static const char *const names[] = {"gid", "mid", "parent", "data", "gseq"};
     Py_ssize_t offsets[5];
-    if (!PyType_Check(type) || !plain_slots((PyTypeObject *)type, names, 5, offsets)) {
+    if (!PyType_Check(type)
+            || !plain_slots((PyTypeObject *)type, GROUP_MESSAGE_SLOTS, 5, offsets)) {
         if (!PyErr_Occurred()) {
             PyErr_SetString(PyExc_TypeError, "setup_group_message(GroupMessage)");
         }
@@ -544,7 +567,7 @@ take_messages(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     if (!state.classes_ready || state.group_message_type == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "m2mc._speedups is not set up");
+        PyErr_SetString(PyExc_RuntimeError, "m2mc.native._speedups is not set up");
         return NULL;
     }
     Py_ssize_t count = PyLong_AsSsize_t(args[1]);
@@ -615,23 +638,28 @@ take_messages(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
  * and the caller packs with msgpack itself; tests/group/test_speedups.py holds the
  * two to the same bytes. */
 
-#define MAX_DEPTH 8
-
 typedef struct {
     char *data;
     Py_ssize_t size, used;
     int failed;  /* 1: a type it does not write (give up); -1: out of memory */
 } Writer;
 
+/* Room for `more` bytes (1), or 0 with w->failed = -1: out of memory, or more than a
+ * Py_ssize_t counts (on a 32-bit build a few containers of long strings get there). */
 static int
 reserve(Writer *w, Py_ssize_t more)
 {
-    if (w->used + more <= w->size) {
+    if (more < 0 || more > PY_SSIZE_T_MAX - w->used) {
+        w->failed = -1;
+        return 0;
+    }
+    Py_ssize_t need = w->used + more;
+    if (need <= w->size) {
         return 1;
     }
     Py_ssize_t size = w->size ? w->size : 256;
-    while (size < w->used + more) {
-        size *= 2;
+    while (size < need) {
+        size = size > PY_SSIZE_T_MAX / 2 ? need : size * 2;
     }
     char *data = PyMem_Realloc(w->data, (size_t)size);
     if (data == NULL) {
@@ -762,6 +790,10 @@ static void put_obj(Writer *w, PyObject *o, int depth);
 static void
 put_items(Writer *w, PyObject *const *items, Py_ssize_t n, int depth)
 {
+    if ((unsigned long long)n > 0xffffffffULL) {
+        w->failed = 1;  /* (msgpack refuses it; let it) */
+        return;
+    }
     put_head(w, n, 0x90, 16, 0, 0xdc, 0xdd);
     for (Py_ssize_t i = 0; i < n && !w->failed; i++) {
         put_obj(w, items[i], depth + 1);
@@ -810,6 +842,10 @@ put_obj(Writer *w, PyObject *o, int depth)
     } else if (PyDict_CheckExact(o)) {
         Py_ssize_t pos = 0, n = PyDict_GET_SIZE(o);
         PyObject *key, *value;
+        if ((unsigned long long)n > 0xffffffffULL) {
+            w->failed = 1;
+            return;
+        }
         put_head(w, n, 0x80, 16, 0, 0xde, 0xdf);
         while (!w->failed && PyDict_Next(o, &pos, &key, &value)) {
             put_obj(w, key, depth + 1);
@@ -861,8 +897,7 @@ pack_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_RETURN_NONE;  /* (msgpack writes, or refuses, whatever else it is) */
     }
     if (!state.classes_ready) {
-        PyErr_SetString(PyExc_RuntimeError, "m2mc._speedups is not set up");
-        return NULL;
+        Py_RETURN_NONE;  /* (packb writes it) */
     }
     PyObject *messages = args[1];
     Py_ssize_t n = PyList_GET_SIZE(messages);
@@ -933,6 +968,10 @@ slot_builder_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject
                      b->cls->tp_name, b->count, nargs);
         return NULL;
     }
+    if (b->cls == NULL) {  /* (cleared by the garbage collector: in a cycle being freed) */
+        PyErr_SetString(PyExc_TypeError, "a cleared builder");
+        return NULL;
+    }
     PyObject *o = b->cls->tp_alloc(b->cls, 0);
     if (o != NULL) {
         for (Py_ssize_t i = 0; i < nargs; i++) {
@@ -942,22 +981,41 @@ slot_builder_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject
     return o;
 }
 
+/* A builder holds its class, and the class (or its module) may hold the builder: the
+ * garbage collector sees the reference, so such a cycle is freed. */
+static int
+slot_builder_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(((SlotBuilder *)self)->cls);
+    return 0;
+}
+
+static int
+slot_builder_clear(PyObject *self)
+{
+    Py_CLEAR(((SlotBuilder *)self)->cls);
+    return 0;
+}
+
 static void
 slot_builder_dealloc(PyObject *self)
 {
-    Py_XDECREF(((SlotBuilder *)self)->cls);
-    PyObject_Free(self);
+    PyObject_GC_UnTrack(self);
+    slot_builder_clear(self);
+    PyObject_GC_Del(self);
 }
 
 static PyTypeObject SlotBuilderType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "m2mc._speedups.SlotBuilder",
+    .tp_name = "m2mc.native._speedups.SlotBuilder",
     .tp_basicsize = sizeof(SlotBuilder),
     .tp_dealloc = slot_builder_dealloc,
+    .tp_traverse = slot_builder_traverse,
+    .tp_clear = slot_builder_clear,
     .tp_vectorcall_offset = offsetof(SlotBuilder, vectorcall),
     .tp_call = PyVectorcall_Call,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "A fast constructor of one slots class (m2mc.fastobj).",
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "A fast constructor of one slots class (m2mc.native.fastobj).",
 };
 
 static PyObject *
@@ -984,18 +1042,19 @@ slot_builder(PyObject *module, PyObject *args)
             return NULL;
         }
     }
-    SlotBuilder *b = PyObject_New(SlotBuilder, &SlotBuilderType);
+    Py_ssize_t offsets[16];
+    if (!plain_slots((PyTypeObject *)cls, cnames, count, offsets)) {
+        return NULL;
+    }
+    SlotBuilder *b = PyObject_GC_New(SlotBuilder, &SlotBuilderType);
     if (b == NULL) {
         return NULL;
     }
     b->vectorcall = slot_builder_call;
-    b->cls = NULL;
-    b->count = count;
-    if (!plain_slots((PyTypeObject *)cls, cnames, count, b->offsets)) {
-        Py_DECREF(b);
-        return NULL;
-    }
     b->cls = (PyTypeObject *)Py_NewRef(cls);
+    b->count = count;
+    memcpy(b->offsets, offsets, sizeof offsets);
+    PyObject_GC_Track((PyObject *)b);
     return (PyObject *)b;
 }
 
@@ -1024,7 +1083,7 @@ static PyObject *
 record_size(PyObject *module, PyObject *m)
 {
     if (state.record_size_py == NULL || !state.classes_ready) {
-        PyErr_SetString(PyExc_RuntimeError, "m2mc._speedups is not set up");
+        PyErr_SetString(PyExc_RuntimeError, "m2mc.native._speedups is not set up");
         return NULL;
     }
     int ok = Py_IS_TYPE(m, state.message_type);
@@ -1090,10 +1149,6 @@ setup_record_size(PyObject *module, PyObject *fallback)
 
 /* ---------------------------------------------------------------- M2MP runs */
 
-#define M2MP_SEGMENT 508        /* m2mc.wire.packet.MAX_PACKET: one GRO segment */
-#define M2MP_HEADER 8           /* HEADER_SIZE: message id, then fragment word */
-#define M2MP_LAST 0x80000000UL  /* LAST_FLAG */
-
 static unsigned long
 be32(const unsigned char *p)
 {
@@ -1115,9 +1170,15 @@ consecutive(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     Py_ssize_t count = PyLong_AsSsize_t(args[1]);
+    if (count == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
     unsigned long long message_id = PyLong_AsUnsignedLongLong(args[2]);
+    if (message_id == (unsigned long long)-1 && PyErr_Occurred()) {
+        return NULL;
+    }
     unsigned long long word = PyLong_AsUnsignedLongLong(args[3]);
-    if (PyErr_Occurred()) {
+    if (word == (unsigned long long)-1 && PyErr_Occurred()) {
         return NULL;
     }
     if (count < 1) {
@@ -1261,22 +1322,85 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* ---------------------------------------------------------------- the module */
+
+/* The layout as one line of text, as m2mc.native.layout.layout_text writes it. */
+static int
+join_slots(char *out, size_t room, const char *label, const char *const *names, int count)
+{
+    size_t used = strlen(out);
+    int n = snprintf(out + used, room - used, "%s:", label);
+    for (int i = 0; n >= 0 && (size_t)n < room - used && i < count; i++) {
+        used += (size_t)n;
+        n = snprintf(out + used, room - used, i ? ",%s" : "%s", names[i]);
+    }
+    return n >= 0 && (size_t)n < room - used;
+}
+
+static int
+layout_text(char *out, size_t room)
+{
+    int n = snprintf(out, room, "m2mp:%d,%d,%lu;", M2MP_SEGMENT, M2MP_HEADER, M2MP_LAST);
+    if (n < 0 || (size_t)n >= room
+            || !join_slots(out, room, "MessageId", MID_SLOTS, 2)
+            || !join_slots(out, room, ";Message", MESSAGE_SLOTS, 5)
+            || !join_slots(out, room, ";GroupMessage", GROUP_MESSAGE_SLOTS, 5)) {
+        return 0;
+    }
+    size_t used = strlen(out);
+    n = snprintf(out + used, room - used, ";pack:%d", MAX_DEPTH);
+    return n >= 0 && (size_t)n < room - used;
+}
+
+/* FNV-1a, 64 bits (m2mc.native.layout.fnv1a64). */
+static unsigned long long
+fnv1a64(const char *text)
+{
+    unsigned long long h = 0xcbf29ce484222325ULL;
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        h = (h ^ *p) * 0x100000001b3ULL;
+    }
+    return h;
+}
+
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "m2mc._speedups",
-    "The receivers' hot loop in C; m2mc.speedups says whether it is used.", -1, methods,
+    PyModuleDef_HEAD_INIT, "m2mc.native._speedups",
+    "m2mc's hot loops in C; m2mc.native binds them (or the Python) once.", -1, methods,
 };
+
+/* Adds `value` (a new reference, or NULL: an error already set) as `name`; 0 or -1. */
+static int
+add_new(PyObject *module, const char *name, PyObject *value)
+{
+    if (value == NULL) {
+        return -1;
+    }
+    int failed = PyModule_AddObjectRef(module, name, value);
+    Py_DECREF(value);
+    return failed;
+}
 
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
+    char layout[256] = "";
+    if (!layout_text(layout, sizeof layout)) {
+        PyErr_SetString(PyExc_SystemError, "m2mc.native._speedups: layout text too long");
+        return NULL;
+    }
     if (PyType_Ready(&SlotBuilderType) < 0) {
         return NULL;
     }
     PyObject *module = PyModule_Create(&module_def);
-    if (module != NULL && (PyModule_AddIntConstant(module, "M2MP_SEGMENT", M2MP_SEGMENT) < 0
-                           || PyModule_AddIntConstant(module, "M2MP_HEADER", M2MP_HEADER) < 0
-                           || PyModule_AddObject(module, "M2MP_LAST",
-                                                 PyLong_FromUnsignedLong(M2MP_LAST)) < 0)) {
+    if (module == NULL) {
+        return NULL;
+    }
+    if (PyModule_AddIntConstant(module, "ABI", M2MC_NATIVE_ABI) < 0
+            || PyModule_AddIntConstant(module, "M2MP_SEGMENT", M2MP_SEGMENT) < 0
+            || PyModule_AddIntConstant(module, "M2MP_HEADER", M2MP_HEADER) < 0
+            || add_new(module, "M2MP_LAST", PyLong_FromUnsignedLong(M2MP_LAST)) < 0
+            || PyModule_AddStringConstant(module, "LAYOUT", layout) < 0
+            || add_new(module, "LAYOUT_HASH", PyLong_FromUnsignedLongLong(fnv1a64(layout))) < 0) {
         Py_DECREF(module);
         return NULL;
     }

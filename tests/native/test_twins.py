@@ -1,20 +1,16 @@
-"""The compiled hot path (m2mc._speedups) against the pure-Python one.
+"""The compiled hot path (m2mc.native._speedups) against the pure-Python one.
 
 Where a C compiler is at hand, ``pip install`` builds the extension and every
 receiver decodes its data records in C. These tests hold the two paths to the same
 behaviour: the same messages (equal, of the same classes, sharing a parent's identity
 object the same way), the same DecodeError for the same bad input, nothing leaked on
-either path, and ``M2MC_PURE=1`` really forcing the Python one.
+either path. Whether the compiled path is in use, and ``M2MC_PURE``: test_loader.py.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 import struct
-import subprocess
 import sys
-import sysconfig
 import tempfile
 from collections import deque
 from collections.abc import Callable
@@ -28,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from m2mc import inbox as inbox_module
-from m2mc import speedups
+from m2mc import native
 from m2mc.api_message import GroupMessage
 from m2mc.errors import DecodeError
 from m2mc.group import codec, node_output
@@ -42,33 +38,10 @@ from m2mc.store.sqlite import SqliteStore
 from m2mc.wire import packet, segments
 
 Records = Callable[[Any, int], list[Message]]
-NATIVE: Records | None = None if speedups.NATIVE is None else speedups.NATIVE.records
+NATIVE: Records | None = None if native.NATIVE is None else native.NATIVE.records
 
-needs_native = pytest.mark.skipif(NATIVE is None, reason="m2mc._speedups not built "
-                                  "(no C compiler at install, or M2MC_PURE set)")
-
-
-def _compiler() -> bool:
-    cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
-    return shutil.which(cc) is not None
-
-
-def test_the_compiled_path_is_built_and_used_where_a_compiler_is() -> None:
-    if speedups.pure_forced():
-        pytest.skip("M2MC_PURE is set")
-    if not _compiler():
-        pytest.skip("no C compiler: the pure-Python path is the one expected")
-    assert speedups.NATIVE is not None, "pip install did not build m2mc._speedups"
-    assert codec._records is speedups.NATIVE.records
-
-
-def test_m2mc_pure_forces_the_python_path() -> None:
-    probe = ("from m2mc import speedups; from m2mc.group import codec; "
-             "print(speedups.NATIVE is None, codec._records is codec.records_py)")
-    env = {**os.environ, "M2MC_PURE": "1"}
-    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
-                         text=True, check=True).stdout.split()
-    assert out == ["True", "True"]
+needs_native = pytest.mark.skipif(NATIVE is None, reason=f"the compiled loops are not in use "
+                                  f"({native.STATUS.reason}); test_loader.py says if they must be")
 
 
 def _outcome(records: Records, raw: Any, max_seq: int) -> tuple[str, Any]:
@@ -163,7 +136,7 @@ def _use(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Have the codec decode records on ``path``: "python" or "compiled"."""
     if path == "compiled":
         if NATIVE is None:
-            pytest.skip("m2mc._speedups not built")
+            pytest.skip("m2mc.native._speedups not built")
         monkeypatch.setattr(codec, "_records", NATIVE)
     else:
         monkeypatch.setattr(codec, "_records", codec.records_py)
@@ -254,8 +227,8 @@ def test_compiled_and_python_puts_leave_the_same_records(
 
 @needs_native
 def test_the_compiled_put_stops_where_the_python_must_go_on() -> None:
-    assert NATIVE is not None and speedups.NATIVE is not None
-    put = speedups.NATIVE.put_records
+    assert NATIVE is not None and native.NATIVE is not None
+    put = native.NATIVE.put_records
     small, large = (Message(MessageId("a", s), ROOT, bytes(n)) for s, n in ((1, 3), (2, 99)))
     by_pid: dict[str, dict[int, list[Any]]] = {}
     assert put(by_pid, [small, large, small], 0, True, 10, 64) == (11, 1, False)
@@ -326,7 +299,7 @@ def test_compiled_and_python_find_the_same_stream_heads(payloads: list[bytes]) -
 
 
 # ---------------------------------------------------------------- msgpack, written
-PACK = None if speedups.NATIVE is None else speedups.NATIVE.pack
+PACK = None if native.NATIVE is None else native.NATIVE.pack
 
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**64), 2**65),
@@ -403,11 +376,11 @@ def test_compiled_and_python_encode_the_same_data_frames(
     body = Repair(sender, messages) if repair else Data(sender, messages)
     tag = group_tag("g")
     with pytest.MonkeyPatch.context() as patch:
-        native = encode(tag, body)
-        patch.setattr(speedups, "_PACK", None)
+        compiled = encode(tag, body)
+        patch.setattr(native, "_PACK", None)
         patch.setattr(codec, "_PACK_RECORDS", None)
-        assert encode(tag, body) == native
-    frame = codec.split_frame(native)
+        assert encode(tag, body) == compiled
+    frame = codec.split_frame(compiled)
     assert decode_body(frame.kind, frame.body) == body
 
 
@@ -417,8 +390,8 @@ class _Subclass(Message):
 
 @needs_native
 def test_the_compiled_record_writer_leaves_other_objects_to_msgpack() -> None:
-    assert speedups.NATIVE is not None
-    pack_records = speedups.NATIVE.pack_records
+    assert native.NATIVE is not None
+    pack_records = native.NATIVE.pack_records
     plain = Message(MessageId("a", 1), ROOT, b"x")
     assert pack_records("a", [plain]) is not None
     assert pack_records("a", [plain, _Subclass(MessageId("a", 2), ROOT, b"y")]) is None
@@ -461,8 +434,8 @@ def test_the_compiled_record_size_leaves_other_objects_to_the_python() -> None:
 
 @needs_native
 def test_a_compiled_builder_refuses_what_it_cannot_build() -> None:
-    assert speedups.NATIVE is not None
-    build = speedups.NATIVE.slot_builder(MessageId, ("pid", "seq"))
+    assert native.NATIVE is not None
+    build = native.NATIVE.slot_builder(MessageId, ("pid", "seq"))
     assert build("a", 1) == MessageId("a", 1) and type(build("a", 1)) is MessageId
     with pytest.raises(TypeError):
         build("a")
@@ -471,7 +444,7 @@ def test_a_compiled_builder_refuses_what_it_cannot_build() -> None:
     for cls, names in ((MessageId, ("seq", "pid")), (MessageId, ("pid",)), (dict, ()),
                        (_Subclass, ("mid", "parent", "payload", "vclock", "gseq"))):
         with pytest.raises(TypeError):
-            speedups.NATIVE.slot_builder(cls, names)
+            native.NATIVE.slot_builder(cls, names)
     pid = "builder-probe"
     before = sys.getrefcount(pid)
     for _ in range(1000):
@@ -507,12 +480,12 @@ def gro_blocks(draw: st.DrawFn) -> tuple[bytes, int, int, int]:
 @given(case=gro_blocks())
 def test_compiled_and_python_check_a_run_of_fragments_alike(
         case: tuple[bytes, int, int, int]) -> None:
-    assert segments.consecutive is not segments.consecutive_py
+    assert segments.consecutive is native.consecutive is not native.consecutive_py
     block, count, message_id, word = case
-    assert segments.consecutive(block, count, message_id, word) == segments.consecutive_py(
+    assert native.consecutive(block, count, message_id, word) == native.consecutive_py(
         block, count, message_id, word)
     joined = segments.Segments(block)  # (what the channel hands the M2MP layer)
-    assert segments.consecutive(joined, count, message_id, word) == segments.consecutive_py(
+    assert native.consecutive(joined, count, message_id, word) == native.consecutive_py(
         joined, count, message_id, word)
 
 
@@ -535,10 +508,10 @@ def test_compiled_and_python_cut_a_message_into_the_same_packets(
         message_id: Any, payload: bytes, kind: type) -> None:
     """Every packet byte for byte (and each a bytes), or the same error where the
     Python refuses (an id out of 32 bits, a payload that is not bytes-like)."""
-    assert packet._FRAGMENTS is not None
+    assert native._FRAGMENTS is not None and packet.fragment_list is native.fragment_list
     given_payload: Any = payload.hex() if kind is str else kind(payload)
-    compiled = _packets_or_error(lambda: packet.fragment_list(message_id, given_payload))
-    python = _packets_or_error(lambda: packet.fragment_list_py(message_id, given_payload))
+    compiled = _packets_or_error(lambda: native.fragment_list(message_id, given_payload))
+    python = _packets_or_error(lambda: native.fragment_list_py(message_id, given_payload))
     assert compiled == python
     if isinstance(compiled, list):
         assert all(type(p) is bytes and len(p) <= packet.MAX_PACKET for p in compiled)
