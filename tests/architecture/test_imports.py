@@ -340,12 +340,6 @@ KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset({
     frozenset({"m2mc.infra.member", "m2mc.infra.member_durable", "m2mc.infra.member_groups",
                "m2mc.infra.member_history", "m2mc.infra.member_lost",
                "m2mc.infra.member_moves", "m2mc.infra.member_nack"}),
-    # issue 36 (part 3): the endpoint opens its streams' I/O, which takes the endpoint
-    frozenset({"m2mc.runtime.endpoint", "m2mc.runtime.stream_io"}),
-    # issue 36 (part 3): keys checks a suite name against auth's SUITE_NAMES
-    frozenset({"m2mc.security.auth", "m2mc.security.keys"}),
-    # issue 36 (part 3): the engine runs events and the network, typed against it
-    frozenset({"m2mc.sim.engine", "m2mc.sim.events", "m2mc.sim.network"}),
     # issue 36 (part 3): transport.url opens the channels, which parse their URLs with it
     frozenset({"m2mc.transport.daemon_channel", "m2mc.transport.iface",
                "m2mc.transport.linkwatch", "m2mc.transport.mem", "m2mc.transport.multicast",
