@@ -325,8 +325,6 @@ KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset({
     frozenset({"m2mc.api_adhoc", "m2mc.api_node", "m2mc.api_streams",
                "m2mc.infra_runtime.host_driver", "m2mc.infra_runtime.node",
                "m2mc.infra_runtime.node_groups", "m2mc.metrics.adhoc", "m2mc.metrics.infra"}),
-    # issue 36 (part 3): `m2mc demo` loads the full tour, whose steps register with it
-    frozenset({"m2mc.cli.demo", "m2mc.demo.steps"}),
     # issue 36 (part 1): GroupNode's mixins and the modules typed against the node
     frozenset({"m2mc.group.instance", "m2mc.group.manager", "m2mc.group.node_output",
                "m2mc.group.node_receive", "m2mc.group.node_send", "m2mc.group.node_stats",
