@@ -338,10 +338,6 @@ KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset({
     frozenset({"m2mc.infra.member", "m2mc.infra.member_durable", "m2mc.infra.member_groups",
                "m2mc.infra.member_history", "m2mc.infra.member_lost",
                "m2mc.infra.member_moves", "m2mc.infra.member_nack"}),
-    # issue 36 (part 3): transport.url opens the channels, which parse their URLs with it
-    frozenset({"m2mc.transport.daemon_channel", "m2mc.transport.iface",
-               "m2mc.transport.linkwatch", "m2mc.transport.mem", "m2mc.transport.multicast",
-               "m2mc.transport.udp", "m2mc.transport.url"}),
     # issue 36 (part 2): M2MCBackend.__new__ builds its subclass InfraChatBackend
     frozenset({"m2mc_chat.backend_infra", "m2mc_chat.backend_m2mc"}),
 })
