@@ -22,7 +22,9 @@ One sender process and ``--receivers`` receiver processes of each system move
 * ``m2mc-infra``: infrastructure mode (docs/infra.md): 3 ``m2mc host`` processes on
   loopback, each with its log on disk (``--data-dir``, ``--sync full``) and one cell
   (239.255.x.y), and the sender and receivers as ``Node(NodeConfig(mode="infra",
-  ...))`` members spread over the cells, with ``data_dir``, in total order;
+  ...))`` members spread over the cells, with ``data_dir``, in total order (messages
+  of at most 65,000 bytes, each travels whole in a datagram: run ``--sizes 65000``
+  to set it against the others near 64 KiB);
 * ``jgroups``: JGroups 2.12 from jgroups.jar with its default stack (``udp.xml``
   inside the jar: UDP multicast, NAKACK, UNICAST, STABLE, GMS, UFC/MFC, FRAG2,
   bundling), driven by bench/jgroups/PeersJGroups.java, compiled with ``javac``
@@ -119,6 +121,7 @@ RAW = ("raw", "raw508")  # nothing repaired: their trials count whatever arrived
 # the default stack (FIFO per sender, reliable), total order against SEQUENCER.
 PEERS = {"m2mc": "jgroups", "m2mc-total": "jgroups-seq", "m2mc-infra": "jgroups-seq"}
 INFRA_HOSTS = 3
+INFRA_MAX_PAYLOAD = 65_000  # m2mc.infra.config.MAX_PAYLOAD_LIMIT
 M2MP_PACKET = 508  # raw508's largest datagram: an M2MP packet's (interfaces.md section 1)
 NETNS_SETUP = ('ip link set lo up || exit 3; ip route add 224.0.0.0/4 dev lo 2>/dev/null; '
                'exec "$@"')
@@ -315,6 +318,9 @@ def commands(system: str, size: int, count: int, rate: float, receivers: int,
 
 def run_trial(system: str, size: int, count: int, rate: float, receivers: int,
               ctx: dict[str, Any]) -> dict[str, Any]:
+    if system == "m2mc-infra" and size > INFRA_MAX_PAYLOAD:
+        return {"error": f"infrastructure mode carries messages of at most "
+                         f"{INFRA_MAX_PAYLOAD} bytes (one datagram each): --sizes 65000"}
     timeout = ctx["trial_seconds"] + 2 * IDLE + 60.0  # the receivers give up before
     # What earlier trials wrote (an m2mc trial at 64 KiB leaves about 800 MB of logs in
     # the page cache, deleted with its directory) goes to the disk now, not during this
