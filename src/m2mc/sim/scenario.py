@@ -181,7 +181,7 @@ class Scenario:
         return self.chaos + self.heal
 
     @property
-    def orderings(self) -> dict[str, str]:
+    def orderings(self) -> dict[str, Order]:
         return {g.group.name: g.group.order for g in self.groups}
 
 
