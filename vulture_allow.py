@@ -98,7 +98,6 @@ _.datagram_received  # src/m2mc/infra_runtime/net.py:362: asyncio calls it: a pr
 _.error_received  # src/m2mc/infra_runtime/net.py:365: asyncio calls it: a protocol callback
 ASYMMETRIC  # src/m2mc/kinds.py:106: a StrEnum member, built from scenario text by value (PartitionKind(text))
 LOGNORMAL  # src/m2mc/kinds.py:116: a StrEnum member, built from scenario text by value (DistKind(text)); the last case of m2mc.sim.dists
-_.describe  # src/m2mc/metrics/server.py:57: prometheus_client calls it on a registered collector
 _.log_message  # src/m2mc/metrics/server.py:112: http.server calls it (silenced: requests are not logged)
 daemon_threads  # src/m2mc/metrics/server.py:122: socketserver reads this class attribute
 block_on_close  # src/m2mc/metrics/server.py:123: socketserver reads this class attribute
