@@ -11,7 +11,6 @@ from typing import Any
 from m2mc.errors import ConfigError
 from m2mc.infra.state import GROUP_TABLE_LIMIT
 
-
 # A message travels whole in one datagram, from its member to the host and from the
 # host to the cell: 65,507 bytes of UDP payload less its envelope (frame header, names
 # of member, host and group up to 200 bytes, a seal), measured under 500 bytes. Above
