@@ -26,8 +26,8 @@ wire_targets  # src/m2mc/fuzz_targets.py:196: loaded by name from the fuzz regis
 transport_targets  # src/m2mc/fuzz_targets.py:305: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
 ordering_targets  # src/m2mc/fuzz_targets.py:357: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
 security_targets  # src/m2mc/fuzz_targets.py:370: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
-infra_targets  # src/m2mc/fuzz_targets.py:477: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
-chat_targets  # src/m2mc/fuzz_targets.py:591: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
+infra_targets  # src/m2mc/fuzz_targets.py:478: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
+chat_targets  # src/m2mc/fuzz_targets.py:592: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
 advertisements_sent  # src/m2mc/group/gjlp.py:76: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 replies_sent  # src/m2mc/group/gjlp.py:78: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 replies_suppressed  # src/m2mc/group/gjlp.py:79: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
@@ -96,8 +96,8 @@ saves  # src/m2mc/infra/host_stats.py:21: a counter: a field of a *Stats datacla
 _.connection_lost  # src/m2mc/infra_runtime/net.py:200: asyncio calls it: a protocol callback
 _.datagram_received  # src/m2mc/infra_runtime/net.py:362: asyncio calls it: a protocol callback
 _.error_received  # src/m2mc/infra_runtime/net.py:365: asyncio calls it: a protocol callback
-ASYMMETRIC  # src/m2mc/kinds.py:105: a StrEnum member, built from scenario text by value (PartitionKind(text))
-_.describe  # src/m2mc/metrics/server.py:57: prometheus_client calls it on a registered collector
+ASYMMETRIC  # src/m2mc/kinds.py:106: a StrEnum member, built from scenario text by value (PartitionKind(text))
+LOGNORMAL  # src/m2mc/kinds.py:116: a StrEnum member, built from scenario text by value (DistKind(text)); the last case of m2mc.sim.dists
 _.log_message  # src/m2mc/metrics/server.py:112: http.server calls it (silenced: requests are not logged)
 daemon_threads  # src/m2mc/metrics/server.py:122: socketserver reads this class attribute
 block_on_close  # src/m2mc/metrics/server.py:123: socketserver reads this class attribute
@@ -105,7 +105,7 @@ _.address_family  # src/m2mc/metrics/server.py:126: socketserver reads it to ope
 _.handle_error  # src/m2mc/metrics/server.py:149: socketserver calls it on an error in a handler
 _.watching_link  # src/m2mc/runtime/stack.py:48: state for inspection: whether the channel watches its interface (the call on its right has the effect)
 sender_evictions  # src/m2mc/security/auth.py:125: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-clients_connected  # src/m2mc/transport/daemon.py:29: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+clients_connected  # src/m2mc/runtime/daemon.py:39: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 _.pause_writing  # src/m2mc/transport/daemon_channel.py:46: asyncio calls it: a protocol callback
 _.resume_writing  # src/m2mc/transport/daemon_channel.py:49: asyncio calls it: a protocol callback
 from_clients  # src/m2mc/transport/router.py:32: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)

@@ -1,4 +1,5 @@
-"""m2mc next to JGroups 2.12 (its default udp.xml) and raw UDP multicast, same run.
+"""m2mc next to JGroups 2.12 (its default udp.xml, and udp.xml with SEQUENCER for total
+order) and raw UDP multicast, same run.
 
     python bench/peers.py [--sizes 100,65536] [--counts 100000,400000] [--trials 3]
                           [--receivers 3] [--latency-seconds 10] [--latency-trials 3]
@@ -15,6 +16,15 @@ One sender process and ``--receivers`` receiver processes of each system move
   the sender calling ``await group.send(payload)`` in a loop and never reading
   (``NodeConfig`` defaults otherwise, ``max_payload`` raised for 64 KiB);
   loopback multicast 239.255.x.y, iface 127.0.0.1, TTL 1;
+* ``m2mc-total``: the same with the group joined in ad hoc total order
+  (``order="total"``, docs/group.md section 5: a sequencer whose log a majority of
+  the members commits);
+* ``m2mc-infra``: infrastructure mode (docs/infra.md): 3 ``m2mc host`` processes on
+  loopback, each with its log on disk (``--data-dir``, ``--sync full``) and one cell
+  (239.255.x.y), and the sender and receivers as ``Node(NodeConfig(mode="infra",
+  ...))`` members spread over the cells, with ``data_dir``, in total order (messages
+  of at most 65,000 bytes, each travels whole in a datagram: run ``--sizes 65000``
+  to set it against the others near 64 KiB);
 * ``jgroups``: JGroups 2.12 from jgroups.jar with its default stack (``udp.xml``
   inside the jar: UDP multicast, NAKACK, UNICAST, STABLE, GMS, UFC/MFC, FRAG2,
   bundling), driven by bench/jgroups/PeersJGroups.java, compiled with ``javac``
@@ -22,6 +32,9 @@ One sender process and ``--receivers`` receiver processes of each system move
   -Djgroups.bind_addr=127.0.0.1 -Djgroups.udp.mcast_addr=239.255.x.y
   -Djgroups.udp.ip_ttl=1``, JVM defaults otherwise; the sender's own copies come
   back to it (JGroups' default) and are not read;
+* ``jgroups-seq``: the same with total order, the stack JGroups gives it with:
+  ``udp.xml`` from the jar with ``<SEQUENCER />`` added above ``pbcast.GMS``, a file
+  the bench writes at the start (``-Dpeers.stack=FILE``);
 * ``raw``: ``sendto`` of each message as datagrams (65,000 bytes of a message at
   most per datagram, so 64 KiB is two) on loopback multicast, ``recv`` counting
   the messages whose every datagram arrived; nothing is repaired, the loss is
@@ -38,8 +51,9 @@ checked at the start); the slowest receiver counts. MB/s are 10^6 payload bytes
 per second. An m2mc or JGroups trial counts only if every receiver delivered
 every message. The systems take turns in every trial (the first one rotates) so
 they see the same machine load; each figure is the median of the trials, with
-their range, and ``ratio_m2mc_jgroups``/``ratio_m2mc_raw``/``ratio_m2mc_raw508``
-divide the medians.
+their range, and ``ratio_m2mc_jgroups``, ``ratio_m2mc_total_jgroups_seq``,
+``ratio_m2mc_infra_jgroups_seq`` (each m2mc system against the JGroups stack with
+its guarantee), ``ratio_m2mc_raw`` and ``ratio_m2mc_raw508`` divide the medians.
 
 Latency under load: for each size the sender of m2mc and of JGroups is paced at
 half of that system's own best median rate above (or, without a complete trial at
@@ -62,7 +76,9 @@ Before each trial the bench flushes what earlier trials wrote to the disk
 one's writes. A receiver gives up ``--trial-seconds`` (300) after its first
 delivery: such a trial does not count (its partial rate is shown for
 information). The full default matrix (100 B and 64 KiB, 100,000 and 400,000
-messages, 3 trials, then latency) takes about 70 minutes on this 2-core machine,
+messages, 3 trials, then latency) took about 70 minutes on this 2-core machine
+with the four S_b and raw systems, before the three total-order ones came (``--systems``
+picks),
 most of it at 64 KiB, where m2mc (about 100 messages/s there) and JGroups at
 400,000 run into that limit; it writes up to 4 GiB of m2mc logs (temporary,
 removed after each trial). ``--quick`` (100 B, 5,000 messages, one trial, 3 s
@@ -80,6 +96,7 @@ import itertools
 import json
 import os
 import random
+import re
 import shutil
 import socket
 import statistics
@@ -88,6 +105,7 @@ import sys
 import tempfile
 import threading
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -97,8 +115,13 @@ JAVA_SOURCE = HERE / "jgroups" / "PeersJGroups.java"
 PYTHON = sys.executable
 IN_NAMESPACE = "PEERS_BENCH_NETNS"
 IDLE = 20.0  # a receiver that delivers nothing for this long gives up (trial void)
-SYSTEMS = ("m2mc", "jgroups", "raw", "raw508")
+SYSTEMS = ("m2mc", "m2mc-total", "m2mc-infra", "jgroups", "jgroups-seq", "raw", "raw508")
 RAW = ("raw", "raw508")  # nothing repaired: their trials count whatever arrived
+# Each m2mc system and the JGroups stack that gives the same guarantee: S_b against
+# the default stack (FIFO per sender, reliable), total order against SEQUENCER.
+PEERS = {"m2mc": "jgroups", "m2mc-total": "jgroups-seq", "m2mc-infra": "jgroups-seq"}
+INFRA_HOSTS = 3
+INFRA_MAX_PAYLOAD = 65_000  # m2mc.infra.config.MAX_PAYLOAD_LIMIT
 M2MP_PACKET = 508  # raw508's largest datagram: an M2MP packet's (interfaces.md section 1)
 NETNS_SETUP = ('ip link set lo up || exit 3; ip route add 224.0.0.0/4 dev lo 2>/dev/null; '
                'exec "$@"')
@@ -111,6 +134,7 @@ class Proc:
     def __init__(self, command: list[str], env: dict[str, str]) -> None:
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, env=env)
+        self.command = command
         self.out: list[str] = []
         self.err: list[str] = []
         self.changed = threading.Condition()
@@ -151,10 +175,12 @@ class Proc:
                 return value if isinstance(value, dict) else None
         return None
 
-    def stop(self) -> None:
+    def stop(self, terminate: bool = False) -> None:
         if self.proc.stdin is not None:
             with contextlib.suppress(OSError):
                 self.proc.stdin.close()
+        if terminate:  # a server (an m2mc host) runs until SIGTERM
+            self.proc.terminate()
         try:
             self.proc.wait(5)
         except subprocess.TimeoutExpired:
@@ -186,12 +212,30 @@ def prepare_jgroups(jar: str, workdir: str) -> dict[str, Any]:
     version = subprocess.run([java, "-cp", jar, "org.jgroups.Version"], capture_output=True,
                              text=True).stdout.strip().splitlines()
     java_version = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
-    return {"java": [java, "-Djava.net.preferIPv4Stack=true",
+    stack = Path(workdir) / "udp-sequencer.xml"
+    try:
+        stack.write_text(sequencer_stack(jar))
+    except (KeyError, OSError, zipfile.BadZipFile, ValueError) as error:
+        return {"error": f"cannot write udp.xml plus SEQUENCER: {error}"}
+    return {"sequencer_stack": str(stack),
+            "java": [java, "-Djava.net.preferIPv4Stack=true",
                      "-Djgroups.bind_addr=127.0.0.1", "-Djgroups.udp.ip_ttl=1",
                      "-cp", f"{classes}{os.pathsep}{jar}", "PeersJGroups"],
             "version": version[0].split()[-1] if version else "?",
             "java_version": java_version.strip().splitlines()[0] if java_version else "?",
-            "stack": "udp.xml inside jgroups.jar (new JChannel())"}
+            "stack": "udp.xml inside jgroups.jar (new JChannel())",
+            "stack_total_order": "the same plus <SEQUENCER/> above pbcast.GMS (jgroups-seq)"}
+
+
+def sequencer_stack(jar: str) -> str:
+    """JGroups' default stack with total order: udp.xml from the jar, ``SEQUENCER``
+    added right above ``pbcast.GMS`` (where the jar's own sequencer.xml has it)."""
+    with zipfile.ZipFile(jar) as archive:
+        text = archive.read("udp.xml").decode()
+    stack, found = re.subn(r"(<pbcast\.GMS\b[^>]*/>)", r"\1\n    <SEQUENCER />", text, count=1)
+    if not found:
+        raise ValueError("no pbcast.GMS in udp.xml")
+    return stack
 
 
 def clock_check(java: list[str] | None) -> dict[str, Any]:
@@ -210,23 +254,56 @@ def clock_check(java: list[str] | None) -> dict[str, Any]:
 
 
 # -------------------------------------------------------------------------- trials
+def infra_hosts(size: int, group: str, port: int,
+                tmp: str) -> tuple[list[str], list[list[str]]]:
+    """The cells and the commands of INFRA_HOSTS ``m2mc host`` processes on loopback,
+    each with its log on disk (``--data-dir``, ``--sync full``: written and synced
+    before it answers, docs/infra.md "Durable hosts"). Cell i is multicast group
+    239.255.(x+i).y (``group`` is 239.255.x.y), port ``port + i``."""
+    _, _, third, fourth = (int(x) for x in group.split("."))
+    cells = [f"udp-multicast://239.255.{(third + i - 1) % 254 + 1}.{fourth}:{port + i}"
+             "?iface=127.0.0.1&ttl=1" for i in range(INFRA_HOSTS)]
+    backbone = [f"127.0.0.1:{port + 100 + i}" for i in range(INFRA_HOSTS)]
+    config = Path(tmp) / "hosts.toml"
+    config.write_text(f"[infra]\nmax_payload = {max(60_000, size)}\n")
+    hosts = []
+    for i in range(INFRA_HOSTS):
+        peers = [x for j, p in enumerate(backbone) if j != i for x in ("--peer", p)]
+        hosts.append([PYTHON, "-m", "m2mc.cli", "host", "--id", f"H{i + 1}",
+                      "--listen", backbone[i], "--cell", cells[i], "--config", str(config),
+                      "--data-dir", str(Path(tmp) / f"H{i + 1}"), "--sync", "full", *peers])
+    return cells, hosts
+
+
 def commands(system: str, size: int, count: int, rate: float, receivers: int,
-             ctx: dict[str, Any], tmp: str) -> tuple[list[list[str]], list[str]]:
+             ctx: dict[str, Any], tmp: str
+             ) -> tuple[list[list[str]], list[list[str]], list[str]]:
+    """(servers started first, receivers, the sender)."""
     rng: random.Random = ctx["rng"]
     group = f"239.255.{rng.randrange(1, 255)}.{rng.randrange(1, 255)}"
     port = rng.randrange(20000, 60000)
     warmup = count // 10 if rate > 0 else count
     cap = ctx["trial_seconds"]
     roles = [PYTHON, str(ROLES)]
-    if system == "m2mc":
+    servers: list[list[str]] = []
+    if system.startswith("m2mc"):
         url = f"udp-multicast://{group}:{port}?iface=127.0.0.1&ttl=1"
-        recv = [[*roles, "m2mc-recv", url, str(count), str(IDLE), str(cap), str(warmup),
-                 str(Path(tmp) / f"r{i}"), str(size)] for i in range(receivers)]
-        send = [*roles, "m2mc-send", url, str(count), str(size), str(receivers + 1),
-                str(rate), str(Path(tmp) / "s"), str(size), str(ctx["pace_tick"])]
-    elif system == "jgroups":
+        urls = [url] * (receivers + 1)
+        extra = [] if system == "m2mc" else ["order=total"]
+        if system == "m2mc-infra":
+            cells, servers = infra_hosts(size, group, port, tmp)
+            urls = [cells[i % len(cells)] for i in range(receivers + 1)]
+            extra.append(f"hosts={','.join(cells)}")
+        recv = [[*roles, "m2mc-recv", urls[i], str(count), str(IDLE), str(cap), str(warmup),
+                 str(Path(tmp) / f"r{i}"), str(size), *extra] for i in range(receivers)]
+        send = [*roles, "m2mc-send", urls[receivers], str(count), str(size),
+                str(receivers + 1), str(rate), str(Path(tmp) / "s"), str(size),
+                str(ctx["pace_tick"]), *extra]
+    elif system.startswith("jgroups"):
+        stack = ([f"-Dpeers.stack={ctx['jgroups']['sequencer_stack']}"]
+                 if system == "jgroups-seq" else [])
         java = [*ctx["jgroups"]["java"][:-1], f"-Djgroups.udp.mcast_addr={group}",
-                f"-Djgroups.udp.mcast_port={port}", ctx["jgroups"]["java"][-1]]
+                f"-Djgroups.udp.mcast_port={port}", *stack, ctx["jgroups"]["java"][-1]]
         recv = [[*java, "recv", str(count), str(IDLE), str(cap), str(warmup)]
                 for _ in range(receivers)]
         send = [*java, "send", str(count), str(size), str(receivers + 1), str(rate),
@@ -236,11 +313,14 @@ def commands(system: str, size: int, count: int, rate: float, receivers: int,
         recv = [[*roles, "raw-recv", group, str(port), str(count), str(size), "3.0", str(cap),
                  *datagram] for _ in range(receivers)]
         send = [*roles, "raw-send", group, str(port), str(count), str(size), *datagram]
-    return recv, send
+    return servers, recv, send
 
 
 def run_trial(system: str, size: int, count: int, rate: float, receivers: int,
               ctx: dict[str, Any]) -> dict[str, Any]:
+    if system == "m2mc-infra" and size > INFRA_MAX_PAYLOAD:
+        return {"error": f"infrastructure mode carries messages of at most "
+                         f"{INFRA_MAX_PAYLOAD} bytes (one datagram each): --sizes 65000"}
     timeout = ctx["trial_seconds"] + 2 * IDLE + 60.0  # the receivers give up before
     # What earlier trials wrote (an m2mc trial at 64 KiB leaves about 800 MB of logs in
     # the page cache, deleted with its directory) goes to the disk now, not during this
@@ -249,10 +329,13 @@ def run_trial(system: str, size: int, count: int, rate: float, receivers: int,
     os.sync()
     synced = time.monotonic() - started
     with tempfile.TemporaryDirectory(prefix=f"peers-{system}-", dir=ctx["tmp"]) as tmp:
-        recv_cmds, send_cmd = commands(system, size, count, rate, receivers, ctx, tmp)
+        server_cmds, recv_cmds, send_cmd = commands(system, size, count, rate, receivers,
+                                                    ctx, tmp)
         env = child_env()
         procs: list[Proc] = []
+        servers: list[Proc] = []
         try:
+            servers = [Proc(cmd, env) for cmd in server_cmds]
             procs = [Proc(cmd, env) for cmd in recv_cmds]
             deadline = time.monotonic() + 90.0
             for p in procs:
@@ -268,6 +351,8 @@ def run_trial(system: str, size: int, count: int, rate: float, receivers: int,
         finally:
             for p in procs:
                 p.stop()
+            for p in servers:
+                p.stop(terminate=True)
     if sent is None:
         return {"error": f"the sender did not start within {timeout:.0f} s: {sender.tail()}"}
     return {**summarize(system, size, count, sent, results, rate),
@@ -348,10 +433,10 @@ def throughput(args: argparse.Namespace, systems: list[str],
                     if row[system]["msgs_per_s"] is not None:
                         row[system]["mb_per_s"] = round(row[system]["msgs_per_s"] * size / 1e6, 2)
                 else:
-                    row[system] = {"msgs_per_s": None,
-                                   "error": ctx["jgroups"].get("error", "not run (--systems)")}
-            row["ratio_m2mc_jgroups"] = ratio(row["m2mc"]["msgs_per_s"],
-                                              row["jgroups"]["msgs_per_s"])
+                    row[system] = {"msgs_per_s": None, "error": not_run(system, ctx)}
+            for ours, theirs in PEERS.items():
+                row[f"ratio_{ours}_{theirs}".replace("-", "_")] = ratio(
+                    row[ours]["msgs_per_s"], row[theirs]["msgs_per_s"])
             for raw in RAW:
                 row[f"ratio_m2mc_{raw}"] = ratio(row["m2mc"]["msgs_per_s"],
                                                  row[raw]["msgs_per_s"])
@@ -395,11 +480,10 @@ def latency(args: argparse.Namespace, systems: list[str], rows: list[dict[str, A
                 log(f"latency size {size} tick {tick} s trial {trial + 1} {system} at "
                     f"{rates[system]}/s: "
                     f"{result.get('latency_ms', result.get('error'))}")
-        for system in ("m2mc", "jgroups"):
+        for system in (s for s in SYSTEMS if s not in RAW):
             if system not in runs:
-                why = (ctx["jgroups"].get("error", "not run (--systems)") if system == "jgroups"
-                       else "no rate measured")
-                row[system] = {"error": why}
+                row[system] = {"error": not_run(system, ctx) if system not in systems
+                               else "no rate measured"}
                 continue
             trials = runs[system]
             good = [t for t in trials if t.get("complete") and "latency_ms" in t]
@@ -413,6 +497,12 @@ def latency(args: argparse.Namespace, systems: list[str], rows: list[dict[str, A
             row[system] = entry
         out.append(row)
     return out
+
+
+def not_run(system: str, ctx: dict[str, Any]) -> str:
+    if system.startswith("jgroups") and "error" in ctx["jgroups"]:
+        return str(ctx["jgroups"]["error"])
+    return "not run (--systems)"
 
 
 def log(text: str) -> None:
@@ -433,7 +523,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--trials", type=int, default=3, help="alternating trials (3)")
     parser.add_argument("--receivers", type=int, default=3, help="receiver processes (3)")
     parser.add_argument("--systems", default=",".join(SYSTEMS),
-                        help="which of m2mc,jgroups,raw,raw508 to run (all)")
+                        help=f"which of {','.join(SYSTEMS)} to run (all)")
     parser.add_argument("--latency-seconds", type=float, default=10.0,
                         help="length of each paced latency run (10)")
     parser.add_argument("--latency-trials", type=int, default=3,
@@ -491,8 +581,8 @@ def main(argv: list[str]) -> int:
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="m2mc-peers-") as tmp:
         jgroups = prepare_jgroups(args.jgroups_jar, tmp)
-        if "error" in jgroups and "jgroups" in systems:
-            systems.remove("jgroups")
+        if "error" in jgroups:
+            systems = [s for s in systems if not s.startswith("jgroups")]
         ctx = {"rng": random.Random(), "tmp": tmp, "trial_seconds": args.trial_seconds,
                "jgroups": jgroups, "pace_tick": 0.0}
         clock = clock_check(jgroups.get("java"))

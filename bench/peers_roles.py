@@ -1,12 +1,15 @@
 """The processes bench/peers.py starts for m2mc and raw UDP multicast (one role each).
 
-    python bench/peers_roles.py m2mc-recv URL COUNT IDLE CAP WARMUP DATA_DIR MAX_PAYLOAD
+    python bench/peers_roles.py m2mc-recv URL COUNT IDLE CAP WARMUP DATA_DIR MAX_PAYLOAD [OPTION...]
     python bench/peers_roles.py m2mc-send URL COUNT SIZE MEMBERS RATE DATA_DIR MAX_PAYLOAD [TICK]
+                                [OPTION...]
     python bench/peers_roles.py raw-recv GROUP PORT COUNT SIZE IDLE CAP [DATAGRAM]
     python bench/peers_roles.py raw-send GROUP PORT COUNT SIZE [DATAGRAM]
 
 m2mc is used exactly as an application would: a ``Node`` with ``data_dir`` (the
-durable log), the S_b group joined by name, receivers reading with
+durable log), the group joined by name (S_b; ``order=total``: ad hoc total order;
+``hosts=CELL,CELL,...``: a member in infrastructure mode, URL its own cell, in total
+order), receivers reading with
 ``receive_many``, the sender calling ``await group.send(payload)`` in a loop and
 never reading its group. Times are ``time.monotonic_ns()`` (CLOCK_MONOTONIC, the
 clock Java's ``System.nanoTime()`` reads on Linux). A paced sender (RATE > 0)
@@ -65,10 +68,20 @@ def _wait_stdin_closed() -> None:
 
 
 # --------------------------------------------------------------------------- m2mc
-def _node_config(url: str, data_dir: str, max_payload: int) -> Any:
+def options(words: list[str]) -> dict[str, str]:
+    """``order=total`` and ``hosts=...`` after the positional arguments."""
+    return dict(word.split("=", 1) for word in words)
+
+
+def _node_config(url: str, data_dir: str, max_payload: int, hosts: str = "") -> Any:
     from m2mc.api import NodeConfig
     from m2mc.group.config import GroupConfig
+    from m2mc.infra.config import InfraConfig
 
+    if hosts:  # infrastructure mode: URL is this member's cell
+        return NodeConfig(mode="infra", hosts=tuple(hosts.split(",")), infra_cell=url,
+                          data_dir=data_dir,
+                          infra=InfraConfig(max_payload=max(60_000, max_payload)))
     # Settings an application sending such messages would choose: payloads up to
     # the size it sends, and a durable log bounded at 1 GiB (64 KiB messages would
     # otherwise fill the disk: 400,000 of them are 26 GB per process).
@@ -78,11 +91,12 @@ def _node_config(url: str, data_dir: str, max_payload: int) -> Any:
 
 
 async def m2mc_receiver(url: str, count: int, idle: float, cap: float, warmup: int,
-                        data_dir: str, max_payload: int) -> None:
+                        data_dir: str, max_payload: int, opts: dict[str, str]) -> None:
     from m2mc.api import Node
 
-    async with Node(_node_config(url, data_dir, max_payload)) as node:
-        group = await node.join(GROUP, order="sb")
+    hosts = opts.get("hosts", "")
+    async with Node(_node_config(url, data_dir, max_payload, hosts)) as node:
+        group = await node.join(GROUP, order=opts.get("order", "sb"), timeout=60.0)
         print("ready", file=sys.stderr, flush=True)
         received = 0
         first = last = 0
@@ -118,11 +132,13 @@ async def m2mc_receiver(url: str, count: int, idle: float, cap: float, warmup: i
 
 
 async def m2mc_sender(url: str, count: int, size: int, members: int, rate: float,
-                      data_dir: str, max_payload: int, tick: float = 0.0) -> None:
+                      data_dir: str, max_payload: int, tick: float,
+                      opts: dict[str, str]) -> None:
     from m2mc.api import Node
 
-    async with Node(_node_config(url, data_dir, max_payload)) as node:
-        group = await node.join(GROUP, order="sb")
+    hosts = opts.get("hosts", "")
+    async with Node(_node_config(url, data_dir, max_payload, hosts)) as node:
+        group = await node.join(GROUP, order=opts.get("order", "sb"), timeout=60.0)
         deadline = time.monotonic() + 60.0
         while len(group.members) < members and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
@@ -230,11 +246,11 @@ def main(argv: list[str]) -> int:
     role, rest = argv[0], argv[1:]
     if role == "m2mc-recv":
         asyncio.run(m2mc_receiver(rest[0], int(rest[1]), float(rest[2]), float(rest[3]),
-                                  int(rest[4]), rest[5], int(rest[6])))
+                                  int(rest[4]), rest[5], int(rest[6]), options(rest[7:])))
     elif role == "m2mc-send":
         asyncio.run(m2mc_sender(rest[0], int(rest[1]), int(rest[2]), int(rest[3]),
-                                float(rest[4]), rest[5], int(rest[6]),
-                                float(rest[7]) if len(rest) > 7 else 0.0))
+                                float(rest[4]), rest[5], int(rest[6]), float(rest[7]),
+                                options(rest[8:])))
     elif role == "raw-recv":
         raw_receiver(rest[0], int(rest[1]), int(rest[2]), int(rest[3]), float(rest[4]),
                      float(rest[5]), int(rest[6]) if len(rest) > 6 else RAW_PART)

@@ -1,6 +1,8 @@
 // The JGroups side of bench/peers.py: one sender or one receiver process of a
 // JGroups 2.12 group with the library's default stack (udp.xml, inside jgroups.jar:
-// `new JChannel()`), so that m2mc is compared with JGroups as it ships.
+// `new JChannel()`), so that m2mc is compared with JGroups as it ships; with
+// -Dpeers.stack=FILE, the stack in FILE (bench/peers.py writes udp.xml plus SEQUENCER
+// there for total order).
 //
 // Compiled by bench/peers.py with javac into a temporary directory; never committed
 // as classes. Addresses come from the system properties bench/peers.py sets
@@ -47,6 +49,12 @@ public final class PeersJGroups {
         }
     }
 
+    /** The default stack (udp.xml in jgroups.jar), or the file -Dpeers.stack names. */
+    static JChannel channel() throws Exception {
+        String stack = System.getProperty("peers.stack");
+        return stack == null ? new JChannel() : new JChannel(stack);
+    }
+
     /** Count deliveries until COUNT, or IDLE_S seconds without one after the first. */
     static void receive(long count, double idleS, double capS, long warmup) throws Exception {
         AtomicLong received = new AtomicLong();
@@ -55,7 +63,7 @@ public final class PeersJGroups {
         long[] latencies = new long[(int) count];
         AtomicLong stamped = new AtomicLong();
         CountDownLatch done = new CountDownLatch(1);
-        JChannel channel = new JChannel();  // the default stack: udp.xml in jgroups.jar
+        JChannel channel = channel();
         channel.setReceiver(new ReceiverAdapter() {
             @Override
             public void receive(Message msg) {
@@ -132,7 +140,7 @@ public final class PeersJGroups {
     static void send(long count, int size, int members, double rate, double tick)
             throws Exception {
         long tickNs = (long) (tick * 1e9);
-        JChannel channel = new JChannel();
+        JChannel channel = channel();
         channel.setReceiver(new ReceiverAdapter() {
             @Override
             public void receive(Message msg) {

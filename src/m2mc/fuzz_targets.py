@@ -454,14 +454,15 @@ def claimed_sender(codec: Any, frame: bytes) -> str | None:
 # ------------------------------------------------------------------ group layer
 def group_examples(codec: Any, tag: bytes) -> list[bytes]:
     """Real group messages to start from (none if the codec's types have moved on)."""
+    from m2mc.kinds import Order
     from m2mc.ordering import ROOT, Message, MessageId
 
     try:
         bodies = [
-            codec.Adv("p"), codec.Leave("p", 1), codec.Join("p", 1, "sb", "team"),
-            codec.Join("p", 2, "sb", "team", "Pia"),
+            codec.Adv("p"), codec.Leave("p", 1), codec.Join("p", 1, Order.SB, "team"),
+            codec.Join("p", 2, Order.SB, "team", "Pia"),
             codec.Status("p", 2, {"q": 1}, (codec.MemberEntry("p", 2, True),), None, 0, "Pia"),
-            codec.GrpsInfo("p", (codec.GrpInfo("g", "team", "sb", (
+            codec.GrpsInfo("p", (codec.GrpInfo("g", "team", Order.SB, (
                 codec.MemberEntry("p", 2, True),), False, (("p", "Pia"),)),)),
             codec.Data("p", [Message(MessageId("p", 1), ROOT, b"hi"),
                              Message(MessageId("p", 2), MessageId("q", 1), b"re", {"p": 2}, 3)]),

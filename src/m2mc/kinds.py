@@ -19,8 +19,9 @@ from enum import StrEnum
 
 from m2mc.errors import UsageError
 
-__all__ = ["GROUP_ORDERS", "GjlpState", "NodeMode", "Order", "PartitionKind", "ReconnectReason",
-           "RejoinReason", "ViewKind", "group_order"]
+__all__ = ["GROUP_ORDERS", "DistKind", "GjlpState", "MetricKind", "MobilityModel", "NodeMode",
+           "Order", "PartitionKind", "ReconnectReason", "RejoinReason", "RetentionMode", "ViewKind",
+           "group_order"]
 
 
 class Order(StrEnum):
@@ -103,3 +104,37 @@ class PartitionKind(StrEnum):
     SYMMETRIC = "symmetric"
     ONE_WAY = "one-way"
     ASYMMETRIC = "asymmetric"
+
+
+class DistKind(StrEnum):
+    """A distribution of delays or sizes in a scenario (``{dist = "..."}``,
+    docs/simulator.md; :class:`m2mc.sim.dists.Dist`)."""
+
+    CONSTANT = "constant"
+    UNIFORM = "uniform"
+    EXPONENTIAL = "exponential"
+    LOGNORMAL = "lognormal"
+
+
+class MobilityModel(StrEnum):
+    """How a simulated node moves (``[nodes.mobility] model``, docs/simulator.md)."""
+
+    STATIC = "static"
+    WAYPOINTS = "waypoints"
+    RANDOM_WAYPOINT = "random_waypoint"
+
+
+class RetentionMode(StrEnum):
+    """What a group's log keeps of what it evicts (``RetentionPolicy.mode``,
+    docs/group.md): nothing (``FULL``: it keeps whole messages while they fit), or
+    their identities (``IDS``)."""
+
+    FULL = "full"
+    IDS = "ids"
+
+
+class MetricKind(StrEnum):
+    """A Prometheus metric family's type (:class:`m2mc.metrics.spec.MetricSpec`)."""
+
+    COUNTER = "counter"
+    GAUGE = "gauge"

@@ -3,8 +3,8 @@ members (``order == Order.TOTAL``), never with a string literal (``order ==
 "total"``), so a typo is a NameError and the type checker knows the values.
 
 A comparison is flagged when one side is a field that holds a kind (a name,
-attribute or ``["key"]`` called ``order``, ``mode``, ``kind``, ``state`` or
-``reason``, or ending in ``_order`` etc.) and the other a string literal, or a
+attribute or ``["key"]`` called ``order``, ``mode``, ``kind``, ``state``,
+``reason`` or ``model``, or ending in ``_order`` etc.) and the other a string literal, or a
 tuple, list or set of them, holding a value of one of the enums in m2mc.kinds;
 ``match`` cases on such literals are flagged too. m2mc_pipeline is not read: it
 does not import m2mc and reads the trace's strings with its own vocabulary
@@ -22,7 +22,7 @@ from m2mc import kinds
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGES = ("m2mc", "m2mc_chat")
-FIELDS = frozenset({"order", "mode", "kind", "state", "reason"})
+FIELDS = frozenset({"order", "mode", "kind", "state", "reason", "model"})
 VALUES = frozenset(member.value for enum in vars(kinds).values()
                    if isinstance(enum, type) and issubclass(enum, StrEnum)
                    and enum.__module__ == kinds.__name__ for member in enum)
@@ -64,7 +64,8 @@ def literal_comparisons(tree: ast.AST) -> Iterator[tuple[int, str]]:
 
 
 def test_the_rule_knows_every_enum_of_kinds() -> None:
-    assert {"total", "sb", "adhoc", "infra", "joined", "expelled", "one-way"} <= VALUES
+    assert {"total", "sb", "adhoc", "infra", "joined", "expelled", "one-way", "constant",
+            "random_waypoint", "ids", "counter"} <= VALUES
 
 
 def test_the_rule_catches_what_it_is_for() -> None:
@@ -75,11 +76,14 @@ def test_the_rule_catches_what_it_is_for() -> None:
         "if group_order == 'sb': pass\n"
         "match change.kind:\n"
         "    case 'joined': pass\n"
+        "if spec.mobility.model != 'static': pass\n"
+        "if self.kind in ('uniform', 'exponential'): pass\n"
+        "if policy.mode == 'ids' or spec.kind == 'counter': pass\n"
         "if row.order == Order.TOTAL: pass\n"  # the member: fine
         "if name == 'total': pass\n"  # not a kind's field
         "if order == 'DESC': pass\n")  # not a kind's value
     found = sorted(line for line, _ in literal_comparisons(ast.parse(source)))
-    assert found == [1, 2, 3, 4, 6]
+    assert found == [1, 2, 3, 4, 6, 7, 8, 9, 9]
 
 
 def test_no_kind_is_compared_with_a_string_literal() -> None:

@@ -1,19 +1,23 @@
 """Receiver-paced flow control between group nodes (group/window.py), sans-IO.
 
-A sender and two members on a perfect medium; one member's statuses are withheld
-for a while, as if its acknowledgements were slow or lost. The sender, driven as
-``Group.send`` drives it (it sends only while ``backlog.must_wait`` allows), stops
-a window ahead of that member, goes on as soon as the member speaks again, and a
-member silent for ``send_window_wait`` is left out instead of stalling it.
+A sender and two members on a perfect virtual network (m2mc.sim.testing, no delay,
+no loss); one member's statuses are held back for a while, as if its
+acknowledgements were slow or lost. The sender, driven as ``Group.send`` drives it
+(it sends only while ``backlog.must_wait`` allows), stops a window ahead of that
+member, goes on as soon as the member speaks again, and a member silent for
+``send_window_wait`` is left out instead of stalling it.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 from m2mc.group import backlog
 from m2mc.group.config import GroupConfig
 from m2mc.group.manager import GroupNode
+from m2mc.kinds import Order
+from m2mc.sim.testing import CoreStack, VirtualNet
 from m2mc.wire.m2mp import M2MPConfig
 
 GID = "window"
@@ -31,40 +35,42 @@ def make(pid: str) -> GroupNode:
 
 
 class Medium:
-    """Every node hears every other at once; ``mute`` nodes' output is held back."""
+    """Every node hears every other at once (a VirtualNet without delay, loss or
+    loopback); ``mute(pid)`` holds a node's output back until ``unmute``."""
 
     def __init__(self, nodes: list[GroupNode]) -> None:
         self.nodes = nodes
-        self.mute: set[str] = set()
-        self.held: dict[str, list[bytes]] = {n.pid: [] for n in nodes}
-        self.now = 1.0
+        self.net = VirtualNet({"lan": {"delay": 0.0, "loss": 0.0, "loopback": False}})
+        for node in nodes:
+            self.net.add(node.pid, lambda ctx, node=node: CoreStack(
+                node, drain=GroupNode.events, commit=node.store.commit))
+
+    @property
+    def now(self) -> float:
+        return self.net.now
 
     def step(self, dt: float = 0.001) -> None:
-        self.now += dt
-        for node in self.nodes:
-            node.on_timer(self.now)
-        for node in self.nodes:
-            out = node.datagrams_to_send(self.now)
-            node.take_save(self.now)
-            node.store.commit(self.now)
-            if node.pid in self.mute:
-                self.held[node.pid] += out
-                continue
-            out = self.held[node.pid] + out
-            self.held[node.pid] = []
-            for other in self.nodes:
-                if other is not node and out:
-                    other.receive_datagrams(out, self.now)
-        for node in self.nodes:
-            node.events()
+        self.net.run(dt)
+
+    def call(self, node: GroupNode, action: Callable[[GroupNode, float], object]) -> object:
+        """``action(node, now)``, then what it queued leaves."""
+        return self.net.call(node.pid, lambda stack, now: action(stack.core, now))
+
+    def send(self, node: GroupNode) -> None:
+        self.call(node, lambda n, now: n.send(GID, bytes(SIZE), now))
+
+    def mute(self, pid: str) -> None:
+        self.net.hold(pid)
+
+    def unmute(self, pid: str) -> None:
+        self.net.release(pid)
 
 
 def joined() -> tuple[Medium, GroupNode, GroupNode, GroupNode]:
     s, a, b = make("s"), make("a"), make("b")
     medium = Medium([s, a, b])
     for node in medium.nodes:
-        node.start(medium.now)
-        node.join_group(GID, medium.now, order="sb")
+        medium.call(node, lambda n, now: n.join_group(GID, now, order=Order.SB))
     for _ in range(200):
         medium.step(0.05)
         if all(sorted(n.members(GID)) == ["a", "b", "s"] for n in medium.nodes):
@@ -76,7 +82,7 @@ def joined() -> tuple[Medium, GroupNode, GroupNode, GroupNode]:
 def sends_until_blocked(medium: Medium, s: GroupNode, limit: int = 10_000) -> int:
     sent = 0
     while not backlog.must_wait(s, SIZE) and sent < limit:
-        s.send(GID, bytes(SIZE), medium.now)
+        medium.send(s)
         sent += 1
         medium.step()
     return sent
@@ -88,14 +94,14 @@ def test_the_sender_waits_a_window_ahead_of_a_slow_member_then_goes_on() -> None
     # Both members read and acknowledge (a status per quarter window): nothing waits.
     assert sends_until_blocked(medium, s, limit=200) == 200
     assert not window.blocked
-    medium.mute.add("b")  # b reads on, but its statuses are held back
+    medium.mute("b")  # b reads on, but its statuses are held back
     sent = sends_until_blocked(medium, s)
     assert window.blocked and backlog.must_wait(s, SIZE) and not backlog.room_made(s)
     assert sent <= WINDOW // SIZE + 1  # at most a window past b's last status
     for _ in range(10):
         medium.step(0.01)
     assert window.blocked  # a status of a alone makes no room
-    medium.mute.clear()  # b's statuses arrive: it had read everything
+    medium.unmute("b")  # b's statuses arrive: it had read everything
     medium.step()
     assert not window.blocked and backlog.room_made(s)
     delivered = b.groups[GID].delivered_count
@@ -106,7 +112,7 @@ def test_a_silent_member_holds_the_sender_for_the_wait_only() -> None:
     medium, s, _a, _b = joined()
     window = s.groups[GID].window
     sends_until_blocked(medium, s, limit=200)
-    medium.mute.add("b")  # b is gone (crashed, out of range): not a word from it
+    medium.mute("b")  # b is gone (crashed, out of range): not a word from it
     sends_until_blocked(medium, s)
     blocked_at = medium.now
     assert window.blocked
@@ -130,7 +136,7 @@ def test_statuses_come_once_per_quarter_window_of_data() -> None:
     a.groups[GID].make_status = counting  # type: ignore[method-assign]
     messages = 4 * WINDOW // SIZE  # four windows of data
     for _ in range(messages):
-        s.send(GID, bytes(SIZE), medium.now)
+        medium.send(s)
         medium.step(0.0001)  # too soon for periodic statuses
     # A status once a quarter window (16 KiB) has been read since the last one: every
     # fifth 4,000-byte message here, so 12 or 13 for 256,000 bytes.
@@ -194,9 +200,9 @@ def test_leaving_a_group_whose_window_is_full_holds_no_other_send() -> None:
     window was full must not hold sends to the node's other groups while it lingers."""
     medium, s, _a, _b = joined()
     sends_until_blocked(medium, s, limit=200)
-    medium.mute.add("b")
+    medium.mute("b")
     sends_until_blocked(medium, s)
     assert backlog.must_wait(s, SIZE)
-    s.leave_group(GID, medium.now)
+    medium.call(s, lambda n, now: n.leave_group(GID, now))
     assert s.groups[GID].lingering_until is not None  # still there, answering repairs
     assert not backlog.must_wait(s, SIZE)

@@ -13,7 +13,7 @@ from infra_harness import Net, bootstrapped, check_complete
 from m2mc.errors import ConfigError
 from m2mc.infra import messages as m
 from m2mc.infra.codec import encode
-from m2mc.infra.config import InfraConfig
+from m2mc.infra.config import MAX_PAYLOAD_LIMIT, InfraConfig
 from m2mc.infra.coordinator import Coordinator
 from m2mc.infra.gateway import Gateway
 from m2mc.infra.host import HostCore, HostIdentity
@@ -243,6 +243,14 @@ def test_member_refuses_absurd_bridges_of_dummies() -> None:
     ok = m.Record(3, 12, m.APP, MemberId("B", 1), 1, 1, 10, b"y")  # 10 real skipped changes
     core.receive(m.Normals("G", (ok,)), 0.0)
     assert core.mystable == 12 and core.stats.dummies_refused == 1
+
+
+def test_max_payload_is_bounded_by_one_datagram() -> None:
+    """A message travels whole in one datagram: a max_payload above 65,000 bytes (a
+    65,536-byte send then never left the member) is a one-line configuration error."""
+    assert InfraConfig().with_overrides({"max_payload": MAX_PAYLOAD_LIMIT}).max_payload == 65_000
+    with pytest.raises(ConfigError, match=r"^infra.max_payload: at most 65000 bytes"):
+        InfraConfig().with_overrides({"max_payload": 65_536})
 
 
 # ------------------------------------------------------------------ sockets

@@ -7,9 +7,9 @@ import asyncio
 import pytest
 
 from m2mc.errors import ConfigError
+from m2mc.runtime.daemon import M2MPDaemon
 from m2mc.runtime.endpoint import M2MPEndpoint
 from m2mc.transport.channel import ChannelClosedError
-from m2mc.transport.daemon import M2MPDaemon
 
 DEADLINE = 5.0
 

@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 from gated_channel import GatedChannel
 
+from m2mc.runtime.daemon import M2MPDaemon
 from m2mc.transport.channel import Channel
-from m2mc.transport.daemon import M2MPDaemon
 from m2mc.transport.frames import MAX_FRAME
 from m2mc.transport.url import open_channel
 
@@ -107,7 +107,7 @@ async def test_datagrams_waiting_for_a_stalled_network_stop_at_the_backlog_bound
             # The first `bound` wait (the oldest in the writer's hands), the rest are dropped.
             assert daemon.stats.external_overflow == total - bound
             assert daemon.stats_dict()["external_overflow"] == total - bound
-            assert len(daemon._backlog) == bound
+            assert daemon.external_backlog == bound
             network.gate.set()
             await _until(lambda: len(network.sent) == bound, "the network")
             assert network.sent == [_datagram(i) for i in range(bound)]

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from m2mc.errors import UsageError
+from m2mc.kinds import Order
 
 
 def register(subparsers: Any) -> None:
@@ -202,7 +203,7 @@ async def _receiver(args: argparse.Namespace) -> int:
     from m2mc.api import Node
 
     async with Node.adhoc(_node_config(args)) as node:  # reads the ad hoc stack's counters
-        group = await node.join("bench", order="sb", **_key(args))
+        group = await node.join("bench", order=Order.SB, **_key(args))
         print("ready", file=sys.stderr, flush=True)
         received = 0
         last = None
@@ -226,7 +227,7 @@ async def _sender(args: argparse.Namespace) -> int:
     from m2mc.api import Node
 
     async with Node(_node_config(args)) as node:
-        group = await node.join("bench", order="sb", **_key(args))
+        group = await node.join("bench", order=Order.SB, **_key(args))
         deadline = time.monotonic() + 30.0
         while len(group.members) < args.members and time.monotonic() < deadline:
             await asyncio.sleep(0.02)

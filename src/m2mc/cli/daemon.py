@@ -21,7 +21,7 @@ from typing import Any
 from m2mc.cli.iface_option import add_iface_argument, config_on_iface
 from m2mc.config import Config, add_config_argument, load_config
 from m2mc.metrics import metrics_flag, parse_metrics_address, start_metrics
-from m2mc.transport.daemon import M2MPDaemon
+from m2mc.runtime.daemon import M2MPDaemon
 
 
 def port_number(text: str) -> int:

@@ -27,9 +27,10 @@ import time
 from pathlib import Path
 
 from m2mc.api import Group, Node, NodeConfig
+from m2mc.kinds import Order
 
-ALL_GROUPS = {"demo-sb": "sb", "demo-causal": "causal", "demo-total": "total"}
-GROUPS = (("demo-causal", "causal"), ("demo-total", "total"))
+ALL_GROUPS = {"demo-sb": Order.SB, "demo-causal": Order.CAUSAL, "demo-total": Order.TOTAL}
+GROUPS = (("demo-causal", Order.CAUSAL), ("demo-total", Order.TOTAL))
 LINES = (
     "Did anyone visit Delhi?", "Yes, last winter.", "How was the food?",
     "Chennai is warmer this time of year.", "Any hotel you would recommend?",

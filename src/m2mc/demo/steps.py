@@ -18,6 +18,7 @@ from typing import Any
 
 from m2mc import __version__
 from m2mc.demo.tour import Child, DemoContext, StepResult, add_step, random_multicast_url
+from m2mc.kinds import Order
 from m2mc.trace.writer import write_run_json
 
 BOTS = 4
@@ -132,7 +133,7 @@ def step_chat_bots(ctx: DemoContext) -> StepResult:
     write_run_json(out / "real" / "run.json", {
         "run": run_id, "scenario": "demo: threaded chat (m2mc chat --script) and chat bots "
                                    "on loopback multicast",
-        "seed": None, "version": __version__, "orderings": ["sb", "causal", "total"],
+        "seed": None, "version": __version__, "orderings": [Order.SB, Order.CAUSAL, Order.TOTAL],
         "start": time.time(), "channel": url, "bots": BOTS, "chatters": list(CHATTERS)})
     seed = ctx.rng.randrange(1 << 30)
     chat_dir = out / "real" / "chat"

@@ -54,6 +54,7 @@ from m2mc.group.status_clock import StatusClock
 from m2mc.group.total.strategy import TotalOrderStrategy
 from m2mc.group.window import Credit, SendWindow
 from m2mc.kinds import Order as GroupOrder  # codec's Order is the ORDER body
+from m2mc.kinds import ReconnectReason
 from m2mc.ordering import Message
 from m2mc.security.ratelimit import RateLimiter
 from m2mc.trace.schema import detail_json
@@ -134,7 +135,7 @@ class GroupInstance:
             if pid != self.pid:
                 self.msp.mark(pid, now)
 
-    def start_sync(self, now: float, why: str | None = None) -> None:
+    def start_sync(self, now: float, why: ReconnectReason | None = None) -> None:
         """SendSyncReq; ``why``: the node is back in range (the trace says how it knew)."""
         self.node.send_body(self.tag, self.msp.request(now))
         self.node.trace("sync_req", self.gid, detail=detail_json(

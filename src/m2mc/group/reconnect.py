@@ -88,7 +88,7 @@ class Reconnect:
         self.last = float("-inf")  # when the last reaction began
         self.due: float | None = None  # when the next step of the reaction runs
         self.step = ""  # "act", "check", "readv" ("": no reaction under way)
-        self.reason = ""
+        self.reason: ReconnectReason | None = None  # of the last reaction
         self.adv_heard_at = float("-inf")  # another node's last ADV
         self.fresh_after = float("inf")  # an ADV heard after this makes our next one moot
         self.replied = False  # a GJLP reply (GRPS_INFO) was heard since the reaction began
@@ -108,7 +108,7 @@ class Reconnect:
         self.heard_at = now
         return gap if gap > self.silence else None
 
-    def back(self, now: float, reason: str) -> bool:
+    def back(self, now: float, reason: ReconnectReason) -> bool:
         """A signal that the node is back; True if a reaction is scheduled."""
         if now - self.last < self.holdoff:
             self.stats.reconnects_held += 1

@@ -11,6 +11,13 @@ from typing import Any
 from m2mc.errors import ConfigError
 from m2mc.infra.state import GROUP_TABLE_LIMIT
 
+# A message travels whole in one datagram, from its member to the host and from the
+# host to the cell: 65,507 bytes of UDP payload less its envelope (frame header, names
+# of member, host and group up to 200 bytes, a seal), measured under 500 bytes. Above
+# this a send never left the member (docs/decisions.md, "Infrastructure mode carries
+# messages of at most 65,000 bytes").
+MAX_PAYLOAD_LIMIT = 65_000
+
 
 @dataclass(frozen=True, slots=True)
 class InfraConfig:
@@ -99,6 +106,9 @@ class InfraConfig:
                      "admin_timeout", "max_admin_requests", "history_retry"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"infra.{name}: must be > 0")
+        if self.max_payload > MAX_PAYLOAD_LIMIT:
+            raise ConfigError(f"infra.max_payload: at most {MAX_PAYLOAD_LIMIT} bytes (a "
+                              "message travels whole in one UDP datagram, with its envelope)")
         if self.max_groups > GROUP_TABLE_LIMIT:
             raise ConfigError(f"infra.max_groups: at most {GROUP_TABLE_LIMIT}")
         if self.host_timeout <= self.status_interval:

@@ -31,10 +31,10 @@ from m2mc.metrics.catalogue_infra import INFRA_SPECS
 from m2mc.metrics.spec import MetricSpec
 from m2mc.metrics.spec import counter as _c
 from m2mc.metrics.spec import gauge as _g
+from m2mc.runtime.daemon import DaemonStats
 from m2mc.security.auth import AuthStats
 from m2mc.security.ratelimit import RateLimitStats
 from m2mc.transport.channel import ChannelStats
-from m2mc.transport.daemon import DaemonStats
 from m2mc.transport.router import RouterStats
 from m2mc.wire.m2mp import M2MPStats
 

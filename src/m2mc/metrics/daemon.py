@@ -10,7 +10,7 @@ from __future__ import annotations
 from m2mc import __version__
 from m2mc.metrics import catalogue as cat
 from m2mc.metrics.sink import Samples
-from m2mc.transport.daemon import M2MPDaemon
+from m2mc.runtime.daemon import M2MPDaemon
 
 
 def daemon_snapshot(daemon: M2MPDaemon, node: str) -> Samples:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
 from typing import TYPE_CHECKING, Any
 
+from m2mc.kinds import MetricKind
 from m2mc.metrics.catalogue import CATALOGUE, StatsTable
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ class Samples:
                 names = ["node", *spec.labels]
                 family = out[metric] = (
                     CounterMetricFamily(metric, spec.help, labels=names)
-                    if spec.kind == "counter" else
+                    if spec.kind == MetricKind.COUNTER else
                     GaugeMetricFamily(metric, spec.help, labels=names))
             family.add_metric(list(values), value)
         return [out[name] for name in CATALOGUE if name in out]

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from m2mc.kinds import MetricKind
+
 
 @dataclass(frozen=True, slots=True)
 class MetricSpec:
     name: str  # as scraped: counters end in _total
-    kind: str  # "counter" | "gauge"
+    kind: MetricKind
     labels: tuple[str, ...]  # beyond "node", which every metric has
     help: str
     alarm: str = ""
@@ -18,9 +20,9 @@ class MetricSpec:
 
 def counter(name: str, help_: str, *labels: str, where: str = "node",
             alarm: str = "") -> MetricSpec:
-    return MetricSpec(name, "counter", labels, help_, alarm, where)
+    return MetricSpec(name, MetricKind.COUNTER, labels, help_, alarm, where)
 
 
 def gauge(name: str, help_: str, *labels: str, where: str = "node", alarm: str = "",
        combine: str = "sum") -> MetricSpec:
-    return MetricSpec(name, "gauge", labels, help_, alarm, where, combine)
+    return MetricSpec(name, MetricKind.GAUGE, labels, help_, alarm, where, combine)

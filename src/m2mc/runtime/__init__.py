@@ -3,8 +3,9 @@ sockets and real time, the adapters of the datagram stacks (the group node on a
 channel: :class:`StackDriver`; the M2MP layer: :class:`M2MPEndpoint`), the trace
 of a real run, and the synchronous facade of the application API."""
 
+from m2mc.runtime.daemon import M2MPDaemon
 from m2mc.runtime.driver import Driver
 from m2mc.runtime.endpoint import M2MPEndpoint, MessageAbandonedError
 from m2mc.runtime.stack import StackDriver
 
-__all__ = ["Driver", "M2MPEndpoint", "MessageAbandonedError", "StackDriver"]
+__all__ = ["Driver", "M2MPDaemon", "M2MPEndpoint", "MessageAbandonedError", "StackDriver"]

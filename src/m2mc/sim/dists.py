@@ -12,38 +12,40 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-KINDS = ("constant", "uniform", "exponential", "lognormal")
+from m2mc.kinds import DistKind
+
+KINDS = tuple(DistKind)
 
 
 @dataclass(frozen=True, slots=True)
 class Dist:
-    kind: str
+    kind: DistKind
     a: float = 0.0  # constant: value; uniform: low; exponential: mean; lognormal: median
     b: float = 0.0  # uniform: high; lognormal: sigma
     floor: float = 0.0  # exponential, lognormal: added to every draw
 
     @property
     def is_constant(self) -> bool:
-        return self.kind == "constant"
+        return self.kind == DistKind.CONSTANT
 
     def mean(self) -> float:
-        if self.kind == "constant":
+        if self.kind == DistKind.CONSTANT:
             return self.a
-        if self.kind == "uniform":
+        if self.kind == DistKind.UNIFORM:
             return (self.a + self.b) / 2
-        if self.kind == "exponential":
+        if self.kind == DistKind.EXPONENTIAL:
             return self.floor + self.a
         return self.floor + self.a * math.exp(self.b * self.b / 2)
 
     def sampler(self, rng: random.Random) -> Callable[[], float]:
         """A zero-argument function drawing from this distribution with ``rng``."""
         a, b, floor = self.a, self.b, self.floor
-        if self.kind == "constant":
+        if self.kind == DistKind.CONSTANT:
             return lambda: a
-        if self.kind == "uniform":
+        if self.kind == DistKind.UNIFORM:
             rnd, width = rng.random, b - a
             return lambda: a + width * rnd()  # what Random.uniform computes, one call less
-        if self.kind == "exponential":
+        if self.kind == DistKind.EXPONENTIAL:
             if a == 0:
                 return lambda: floor
             expo, rate = rng.expovariate, 1.0 / a
@@ -54,4 +56,4 @@ class Dist:
 
 
 def constant(value: float) -> Dist:
-    return Dist("constant", value)
+    return Dist(DistKind.CONSTANT, value)

@@ -29,7 +29,7 @@ from itertools import count
 from pathlib import Path
 from typing import Any, cast
 
-from m2mc.kinds import Order
+from m2mc.kinds import MobilityModel, Order
 from m2mc.sim.events import Arrival, Call, Event, Timer
 from m2mc.sim.faults import build_cuts
 from m2mc.sim.mobility import Mover, covering_cell, nearest_cell
@@ -176,7 +176,8 @@ class Simulator:
                 self.call_at(p.until, self._partition_off, p)
         for c in sc.crashes:
             self.call_at(c.at, self._crash, c)
-        if any(n.mover is not None and n.spec.mobility.model != "static" for n in self.nodes):
+        if any(n.mover is not None and n.spec.mobility.model != MobilityModel.STATIC
+               for n in self.nodes):
             self.call_at(sc.mobility_tick, self._mobility_tick, None)
         self.call_at(sc.chaos, self._heal, None)
 

@@ -15,6 +15,7 @@ import math
 import random
 from collections.abc import Sequence
 
+from m2mc.kinds import MobilityModel
 from m2mc.sim.scenario import CellSpec, Mobility
 
 
@@ -43,14 +44,14 @@ class Mover:
         self.x, self.y = start
         # random waypoint leg: from (fx, fy) at t0 to (tx, ty) at t1, then pause until t2
         self._leg = (0.0, self.x, self.y, 0.0, self.x, self.y, 0.0)
-        if model.model == "waypoints" and model.points:
+        if model.model == MobilityModel.WAYPOINTS and model.points:
             _, self.x, self.y = model.points[0]
 
     def position(self, t: float) -> tuple[float, float]:
         kind = self.model.model
-        if kind == "waypoints":
+        if kind == MobilityModel.WAYPOINTS:
             self.x, self.y = _interpolate(self.model.points, t)
-        elif kind == "random_waypoint":
+        elif kind == MobilityModel.RANDOM_WAYPOINT:
             self._walk(t)
         return self.x, self.y
 

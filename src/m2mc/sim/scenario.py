@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from m2mc.errors import ConfigError
-from m2mc.kinds import GROUP_ORDERS, Order, PartitionKind
+from m2mc.kinds import GROUP_ORDERS, MobilityModel, Order, PartitionKind
 from m2mc.sim.chaos import ChaosSpec, parse_chaos
 from m2mc.sim.dists import Dist, constant
 from m2mc.sim.node import GroupSpec
@@ -70,7 +70,7 @@ class LinkOverride:
 
 @dataclass(frozen=True, slots=True)
 class Mobility:
-    model: str = "static"  # static | waypoints | random_waypoint
+    model: MobilityModel = MobilityModel.STATIC
     points: tuple[tuple[float, float, float], ...] = ()  # waypoints: (t, x, y)
     speed: tuple[float, float] = (1.0, 1.0)
     pause: tuple[float, float] = (0.0, 0.0)
@@ -181,7 +181,7 @@ class Scenario:
         return self.chaos + self.heal
 
     @property
-    def orderings(self) -> dict[str, str]:
+    def orderings(self) -> dict[str, Order]:
         return {g.group.name: g.group.order for g in self.groups}
 
 
@@ -278,8 +278,8 @@ def parse_scenario(data: Mapping[str, Any], default_name: str) -> Scenario:
 
     check_swarm(swarm)
     # a sleep takes an interface that follows cells out of every cell: a static node's
-    may_sleep = {n.id: n.mobility.model == "static" and any(d == CELLS for _, d in n.ifaces)
-                 for n in nodes}
+    may_sleep = {n.id: n.mobility.model == MobilityModel.STATIC
+                 and any(d == CELLS for _, d in n.ifaces) for n in nodes}
     chaos_faults = parse_chaos(top, may_sleep, domain_names, chaos)
     top.finish()
     for when, where in ([(p.at, "faults.partition") for p in partitions]
@@ -360,9 +360,9 @@ def _cells(top: Table, domains: set[str]) -> tuple[CellSpec, ...]:
 
 def _mobility(value: Any, where: str) -> Mobility:
     t = Table(value, where)
-    model = t.string("model", "static", choices=("static", "waypoints", "random_waypoint"))
+    model = MobilityModel(t.string("model", MobilityModel.STATIC, choices=tuple(MobilityModel)))
     points: list[tuple[float, float, float]] = []
-    if model == "waypoints":
+    if model == MobilityModel.WAYPOINTS:
         raw = t.raw("points")
         if not isinstance(raw, list) or not raw:
             raise t.fail("points", "must be a non-empty list of [t, x, y]")
@@ -374,7 +374,7 @@ def _mobility(value: Any, where: str) -> Mobility:
                 raise t.fail(f"points[{i}]", "times must not decrease")
             points.append((vals[0], vals[1], vals[2]))
     speed = pause = (0.0, 0.0)
-    if model == "random_waypoint":
+    if model == MobilityModel.RANDOM_WAYPOINT:
         speed = number_or_range(t.raw("speed", [1.0, 2.0]), t.key("speed"))
         pause = number_or_range(t.raw("pause", [0.0, 0.0]), t.key("pause"))
         if speed[0] <= 0:
@@ -454,7 +454,8 @@ def _nodes(top: Table, domains: set[str], have_cells: bool) -> tuple[NodeSpec, .
         t.finish()
         specs[nid] = NodeSpec(nid, ifaces, off, dr, pos, mobility)
     for spec in specs.values():
-        if any(d == CELLS for _, d in spec.ifaces) is False and spec.mobility.model != "static":
+        if (any(d == CELLS for _, d in spec.ifaces) is False
+                and spec.mobility.model != MobilityModel.STATIC):
             raise ConfigError(f"node {spec.id!r}: mobility needs an interface on {CELLS!r}")
         for name, dom in spec.ifaces:
             if dom not in domains and dom != CELLS:

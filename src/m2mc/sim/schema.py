@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from m2mc.errors import ConfigError
+from m2mc.kinds import DistKind
 from m2mc.sim.dists import KINDS, Dist
 
 
@@ -153,16 +154,16 @@ def number_or_range(value: Any, where: str) -> tuple[float, float]:
 def parse_dist(value: Any, where: str, *, low: float = 0.0) -> Dist:
     """A distribution: a number (constant) or ``{dist = "...", ...}``; draws must be >= low."""
     if _is_number(value):
-        return Dist("constant", check_number(value, where, low=low))
+        return Dist(DistKind.CONSTANT, check_number(value, where, low=low))
     table = Table(value, where)
-    kind = table.string("dist", choices=KINDS)
-    if kind == "constant":
+    kind = DistKind(table.string("dist", choices=KINDS))
+    if kind == DistKind.CONSTANT:
         dist = Dist(kind, table.number("value", low=low))
-    elif kind == "uniform":
+    elif kind == DistKind.UNIFORM:
         lo = table.number("low", low=low)
         hi = table.number("high", low=lo)
         dist = Dist(kind, lo, hi)
-    elif kind == "exponential":
+    elif kind == DistKind.EXPONENTIAL:
         dist = Dist(kind, table.number("mean", low=0.0), floor=table.number("min", 0.0, low=low))
     else:
         dist = Dist(kind, table.number("median", above=0.0), table.number("sigma", low=0.0),

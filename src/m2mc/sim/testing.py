@@ -15,6 +15,7 @@ keys as a scenario's ``[domains.NAME]`` tables (docs/simulator.md)::
     net.inject(b"...", to="b")                 # an outsider's datagram, 0.1 ms later
     net.outsider("x").send(b"...")             # an outsider node sending over the links
     net.add("c", lambda ctx: CoreStack(core))  # any sans-IO core (m2mc.core.SansIOStack)
+    net.hold("c"); net.release("c")            # c's output kept back, then sent (CoreStack)
 
 Stacks are the simulator's (:class:`~m2mc.sim.node.SimNodeStack`, or
 :class:`~m2mc.sim.node.AddressedSimStack` with ``addressed=True``). A stack called
@@ -164,6 +165,23 @@ class VirtualNet:
     def heal_partitions(self) -> None:
         self.sim.set_partitions([])
 
+    def hold(self, node_id: str) -> None:
+        """Keep back what ``node_id`` (a :class:`CoreStack`) sends from now on, as if its
+        output were slow for a while: nothing of it is lost, it waits for :meth:`release`."""
+        self._core_stack(node_id).held = True
+
+    def release(self, node_id: str) -> None:
+        """What ``node_id`` kept back since :meth:`hold` leaves now, in order, before
+        anything newer."""
+        self._core_stack(node_id).held = False
+        self.call(node_id, lambda stack, now: None)
+
+    def _core_stack(self, node_id: str) -> CoreStack:
+        stack = self.stack(node_id)
+        if not isinstance(stack, CoreStack):
+            raise SimError(f"node {node_id!r} does not run a CoreStack")
+        return stack
+
     # ---------------------------------------------------------------- outsiders
     def inject(self, data: bytes, to: str | Sequence[str] | None = None, *,
                src: str = "outsider", iface: str = DEFAULT_IFACE, after: float = 1e-4) -> None:
@@ -254,7 +272,9 @@ class CoreStack:
     the simulator feeds the core; after each input ``drain(core)`` (if given) takes its
     events, then its datagrams leave, each shown to ``on_send`` (if given) first. A core
     with ``take_save`` has its saves carried out as every driver does (m2mc.core): the
-    store's ``commit`` (None: no store), then ``trace``, before its datagrams leave."""
+    store's ``commit`` (None: no store), then ``trace``, before its datagrams leave.
+    While ``held`` (:meth:`VirtualNet.hold`) its datagrams are kept back instead, and
+    leave first once it is not."""
 
     def __init__(self, core: Any, *, drain: Callable[[Any], None] | None = None,
                  on_send: Callable[[bytes], None] | None = None,
@@ -265,6 +285,8 @@ class CoreStack:
         self.on_send = on_send
         self.commit = commit
         self.trace: TraceSink = NullSink() if trace is None else trace
+        self.held = False
+        self._kept: list[bytes] = []
 
     def start(self, now: float) -> None:
         start = getattr(self.core, "start", None)
@@ -288,6 +310,11 @@ class CoreStack:
         take_save = getattr(self.core, "take_save", None)
         if take_save is not None:
             carry_out(take_save(now), self.commit, self.trace)
+        if self.held:
+            self._kept += out
+            return []
+        if self._kept:
+            out, self._kept = self._kept + out, []
         if self.on_send is not None:
             for datagram in out:
                 self.on_send(datagram)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Protocol
 
+from m2mc.kinds import GjlpState, Order
 from m2mc.ordering import Message, MessageId
 from m2mc.store.retention import (
     GoneAnswer,
@@ -49,8 +50,8 @@ class GroupRow:
 
     gid: str
     desc: str
-    order: str
-    state: str
+    order: Order
+    state: GjlpState
     my_version: int = 0
     members: list[MemberEntry] = field(default_factory=list)
 

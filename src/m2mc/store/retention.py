@@ -30,13 +30,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from m2mc.errors import ConfigError
+from m2mc.kinds import RetentionMode
 from m2mc.ordering import Message
 
 __all__ = ["MODES", "RECORD_OVERHEAD", "GoneAnswer", "GoneLog", "RetentionPolicy", "add_gone",
            "intersect", "stored_size"]
 
 Intervals = list[tuple[int, int]]
-MODES = ("full", "ids")
+MODES = tuple(RetentionMode)
 RECORD_OVERHEAD = 24  # bytes a record costs in a log besides its payload and process ids
 STUB_MEMORY = 256  # bytes a stub costs in a log in memory (Python objects and indexes)
 MAX_GONE_INTERVALS = 1024  # per sender; past it the two lowest runs are merged
@@ -53,7 +54,7 @@ class RetentionPolicy:
 
     age: float = 0.0
     max_bytes: int = 0
-    mode: str = "full"
+    mode: str = RetentionMode.FULL  # a RetentionMode, or its string: "full" | "ids"
     max_ids: int = 1_000_000
     memory_bytes: int = 32 << 20
 
@@ -66,7 +67,7 @@ class RetentionPolicy:
 
     @property
     def keeps_ids(self) -> bool:
-        return self.mode == "ids"
+        return self.mode == RetentionMode.IDS
 
     def bytes_bound(self, in_memory: bool) -> int:
         """The per-group bound on stored bytes (0: none)."""

@@ -38,6 +38,7 @@ import msgpack
 
 from m2mc.errors import ConfigError
 from m2mc.group.codec import MemberEntry
+from m2mc.kinds import GjlpState, Order
 from m2mc.native import put_records as _PUT_RECORDS
 from m2mc.ordering import Message, MessageId
 from m2mc.store import GroupRow, StoredMessage
@@ -382,7 +383,8 @@ class SqliteStore(SqliteRetention):
         out = []
         for gid, desc, order, state, version, members in rows:
             entries = [MemberEntry(str(p), int(v), bool(j)) for p, v, j in json.loads(members)]
-            out.append(GroupRow(gid, desc, order, state, version, entries))
+            # The enums' strings as saved (the members are those strings).
+            out.append(GroupRow(gid, desc, Order(order), GjlpState(state), version, entries))
         return out
 
     def _late(self, gid: str, pid: str, lo: int, hi: int

@@ -98,6 +98,14 @@ class DaemonRouter:
     def expected_loopbacks(self) -> int:
         return len(self._expected)
 
+    # The driver's core interface (runtime/driver.py): the router keeps no timer, as
+    # its expected copies expire when the next send reads the front of the table.
+    def next_deadline(self) -> float | None:
+        return None
+
+    def on_timer(self, now: float) -> None:
+        return None
+
     def _expect(self, datagram: bytes, now: float) -> None:
         expected = self._expected
         entry = expected.get(datagram)
