@@ -74,8 +74,8 @@ COVERED: dict[str, str] = {
     "m2mc.infra.persist:decode_saved": "infra.saved_state",
     "m2mc.wire.packet:decode": "m2mp.packet",
     "m2mc.transport.frames:FrameDecoder.feed": "transport.frames",
-    "m2mc.transport.url:parse_channel_url": "transport.url",
-    "m2mc.transport.url:_parse": "transport.url",
+    "m2mc.transport.url_syntax:parse_channel_url": "transport.url",
+    "m2mc.transport.url_syntax:_parse": "transport.url",
     "m2mc.transport.linkwatch:parse_messages": "transport.rtnetlink",
     "m2mc.transport.linkwatch:LinkState.feed": "transport.rtnetlink",
     "m2mc.transport.linkwatch:AddressState.feed": "transport.rtnetlink",
@@ -108,8 +108,8 @@ EXEMPT: dict[str, str] = {
     "m2mc.metrics.address:parse_metrics_address": "the operator's --metrics flag or config "
                                                   "value (tests/metrics: bad ones exit 2)",
     "m2mc.sim.flood_stack:_parse": "the simulator's own datagrams, made in the same process",
-    "m2mc.transport.url:parse_iface": "the user's --iface flag; what it checks (_iface) is "
-                                      "fuzzed through parse_channel_url's iface=",
+    "m2mc.transport.url_syntax:parse_iface": "the user's --iface flag; its checks (_iface) "
+                                             "are fuzzed through parse_channel_url's iface=",
     "m2mc.sim.scenario:parse_scenario": "the user's scenario file",
     "m2mc.sim.chaos:parse_chaos": "the user's scenario file (its [[chaos]] tables)",
     "m2mc.sim.decode_memo:DecodeMemo.decode": "the simulator's own datagrams, decoded by "

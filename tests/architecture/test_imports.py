@@ -325,8 +325,6 @@ KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset({
     frozenset({"m2mc.api_adhoc", "m2mc.api_node", "m2mc.api_streams",
                "m2mc.infra_runtime.host_driver", "m2mc.infra_runtime.node",
                "m2mc.infra_runtime.node_groups", "m2mc.metrics.adhoc", "m2mc.metrics.infra"}),
-    # issue 36 (part 3): `m2mc demo` loads the full tour, whose steps register with it
-    frozenset({"m2mc.cli.demo", "m2mc.demo.steps"}),
     # issue 36 (part 1): GroupNode's mixins and the modules typed against the node
     frozenset({"m2mc.group.instance", "m2mc.group.manager", "m2mc.group.node_output",
                "m2mc.group.node_receive", "m2mc.group.node_send", "m2mc.group.node_stats",
@@ -340,16 +338,6 @@ KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset({
     frozenset({"m2mc.infra.member", "m2mc.infra.member_durable", "m2mc.infra.member_groups",
                "m2mc.infra.member_history", "m2mc.infra.member_lost",
                "m2mc.infra.member_moves", "m2mc.infra.member_nack"}),
-    # issue 36 (part 3): the endpoint opens its streams' I/O, which takes the endpoint
-    frozenset({"m2mc.runtime.endpoint", "m2mc.runtime.stream_io"}),
-    # issue 36 (part 3): keys checks a suite name against auth's SUITE_NAMES
-    frozenset({"m2mc.security.auth", "m2mc.security.keys"}),
-    # issue 36 (part 3): the engine runs events and the network, typed against it
-    frozenset({"m2mc.sim.engine", "m2mc.sim.events", "m2mc.sim.network"}),
-    # issue 36 (part 3): transport.url opens the channels, which parse their URLs with it
-    frozenset({"m2mc.transport.daemon_channel", "m2mc.transport.iface",
-               "m2mc.transport.linkwatch", "m2mc.transport.mem", "m2mc.transport.multicast",
-               "m2mc.transport.udp", "m2mc.transport.url"}),
     # issue 36 (part 2): M2MCBackend.__new__ builds its subclass InfraChatBackend
     frozenset({"m2mc_chat.backend_infra", "m2mc_chat.backend_m2mc"}),
 })

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from m2mc.cli.demo import DemoContext
 from m2mc.demo.steps import CHATTERS, ROUNDS, chat_scripts, compare_transcripts, step_chat_bots
+from m2mc.demo.tour import DemoContext
 from m2mc_chat.script import Reply, Send, parse_script
 
 

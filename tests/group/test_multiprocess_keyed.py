@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from m2mc.cli.demo import Child, random_multicast_url
+from m2mc.demo.tour import Child, random_multicast_url
 
 from .tracecheck import check, load
 

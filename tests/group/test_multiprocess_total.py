@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from m2mc.cli.demo import Child, random_multicast_url
+from m2mc.demo.tour import Child, random_multicast_url
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]
 PEER = str(Path(__file__).with_name("mp_total_peer.py"))

@@ -152,7 +152,7 @@ async def test_a_node_fits_its_window_to_its_socket_buffer() -> None:
     import socket
 
     from m2mc.api import Node, NodeConfig
-    from m2mc.cli.demo import random_multicast_url
+    from m2mc.demo.tour import random_multicast_url
 
     url = random_multicast_url(random.Random())
     async with Node(NodeConfig(channel=url)) as node:
@@ -174,7 +174,7 @@ async def test_a_node_fits_its_m2mp_flow_window_to_its_socket_buffer() -> None:
     socket holds the 4 MiB the channel asks for, a host at Linux's default buffer
     keeps 64, and a window set in the configuration is kept."""
     from m2mc.api import Node, NodeConfig
-    from m2mc.cli.demo import random_multicast_url
+    from m2mc.demo.tour import random_multicast_url
     from m2mc.runtime.endpoint import DEFAULT_FLOW_WINDOW, flow_window_for
     from m2mc.wire.m2mp import M2MPConfig
 

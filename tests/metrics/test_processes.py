@@ -19,7 +19,7 @@ import pytest
 from scrape import Scrape, scrape, scrape_until, unexported
 
 from m2mc.cli import main
-from m2mc.cli.demo import Child, daemon_port
+from m2mc.demo.tour import Child, daemon_port
 from m2mc.metrics import catalogue as cat
 from m2mc.transport.url import open_channel
 from m2mc.wire.packet import fragments

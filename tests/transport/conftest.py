@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from m2mc.cli.demo import Child, random_multicast_url
+from m2mc.demo.tour import Child, random_multicast_url
 
 sys.path.insert(0, str(Path(__file__).parent))  # gated_channel.py, for the test modules
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from m2mc.cli import demo
-from m2mc.cli.demo import DemoContext, StepResult, run_steps
+from m2mc.demo import tour
+from m2mc.demo.tour import DemoContext, StepResult, run_steps
 
 pytestmark = pytest.mark.multiprocess
 
@@ -41,8 +42,8 @@ def test_a_failing_step_makes_the_demo_exit_1(monkeypatch: pytest.MonkeyPatch,
         ran.append("lost")
         return StepResult("lost", False, "a message did not arrive")
 
-    monkeypatch.setattr(demo, "STEPS", [("fine", fine)])
-    demo.add_step("lost", lost)
+    monkeypatch.setattr(tour, "STEPS", [("fine", fine)])
+    tour.add_step("lost", lost)
     assert demo.run(argparse.Namespace(out=str(tmp_path), seed=1, quick=True)) == 1
     assert ran == ["fine", "lost"]
     report = json.loads((tmp_path / "demo.json").read_text())

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from m2mc.cli import main
-from m2mc.cli.demo import Child, random_multicast_url
+from m2mc.demo.tour import Child, random_multicast_url
 from m2mc.errors import ConfigError
 from m2mc.transport import iface as iface_module
 from m2mc.transport.iface import (

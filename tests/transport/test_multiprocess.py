@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from m2mc.cli.demo import Child, daemon_port, random_multicast_url
+from m2mc.demo.tour import Child, daemon_port, random_multicast_url
 
 Spawn = Callable[..., Child]
 

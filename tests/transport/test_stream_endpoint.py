@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from m2mc.cli.demo import Child
+from m2mc.demo.tour import Child
 from m2mc.errors import UsageError
 from m2mc.runtime.endpoint import M2MPEndpoint, MessageAbandonedError
 from m2mc.runtime.stream_io import IncomingMessage

@@ -200,8 +200,8 @@ DISSECTED = {
 NOT_DISSECTED = {
     "m2mc.transport.frames:FrameDecoder.feed": "the daemon's local TCP framing "
                                                "(docs/wireshark.md, Not covered)",
-    "m2mc.transport.url:parse_channel_url": "channel URLs: shown as the strings they are",
-    "m2mc.transport.url:_parse": "channel URLs: shown as the strings they are",
+    "m2mc.transport.url_syntax:parse_channel_url": "channel URLs: shown as the strings they are",
+    "m2mc.transport.url_syntax:_parse": "channel URLs: shown as the strings they are",
     "m2mc.ordering.ids:MessageId.parse": "message ids are built from the record's fields",
     "m2mc.infra_runtime.net:parse_address": "addresses in messages: shown as strings",
     "m2mc.infra_runtime.node:unpack_body": "the application's payload in a record: bytes",

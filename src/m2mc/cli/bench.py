@@ -106,7 +106,7 @@ def _nonnegative(text: str) -> int:
 
 # ----------------------------------------------------------------- orchestrator
 def run_throughput(args: argparse.Namespace) -> int:
-    from m2mc.cli.demo import Child, random_multicast_url
+    from m2mc.demo.tour import Child, random_multicast_url
 
     if args.size > 60_000:
         raise UsageError("--size must be at most 60000 bytes")

@@ -1,6 +1,6 @@
 """The steps of ``m2mc demo`` beyond M2MP: real group nodes, a simulator sweep, the pipeline.
 
-They append themselves to :data:`m2mc.cli.demo.STEPS` in :func:`register`, so the
+They append themselves to :data:`m2mc.demo.tour.STEPS` in :func:`register`, so the
 demo runs, in order: M2MP multicast, the daemon, the chat on real nodes (a
 threaded chat in an S_b group between ``m2mc chat --script`` participants, and
 bots in a causal and a total-order group, all over loopback multicast), a
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from m2mc import __version__
-from m2mc.cli.demo import Child, DemoContext, StepResult, add_step, random_multicast_url
+from m2mc.demo.tour import Child, DemoContext, StepResult, add_step, random_multicast_url
 from m2mc.kinds import Order
 from m2mc.trace.writer import write_run_json
 

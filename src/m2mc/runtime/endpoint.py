@@ -29,10 +29,16 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from m2mc.errors import M2MCError, UsageError
+from m2mc.errors import UsageError
 from m2mc.log import node_logger
 from m2mc.runtime.channel_link import ChannelLink, read_copies
 from m2mc.runtime.driver import Driver, Waiters
+from m2mc.runtime.stream_io import (
+    IncomingMessage,
+    MessageAbandonedError,
+    OutgoingMessage,
+    StreamInbox,
+)
 from m2mc.transport.channel import DEFAULT_MAX_INBOUND, Channel, ChannelClosedError
 from m2mc.transport.url import open_channel
 from m2mc.wire.m2mp import M2MPConfig, M2MPEvent, M2MPLayer, MessageAbandoned, MessageReceived
@@ -40,7 +46,9 @@ from m2mc.wire.packet import MAX_FRAGMENT, fragment_count
 
 if TYPE_CHECKING:
     from m2mc.config import M2MPSettings
-    from m2mc.runtime.stream_io import IncomingMessage, OutgoingMessage, StreamInbox
+
+__all__ = ["BUFFER_PER_WINDOW_PACKET", "DEFAULT_FLOW_WINDOW", "MAX_FLOW_WINDOW", "M2MPEndpoint",
+           "MessageAbandonedError", "flow_window_for"]  # the error: from stream_io, its reader's
 
 _NONE: list[bytes] = []  # (never appended to)
 # Packets in flight under flow control when the configuration leaves it open
@@ -68,15 +76,6 @@ def flow_window_for(receive_buffer: int | None) -> int:
         return DEFAULT_FLOW_WINDOW
     return max(DEFAULT_FLOW_WINDOW,
                min(MAX_FLOW_WINDOW, receive_buffer // BUFFER_PER_WINDOW_PACKET))
-
-
-class MessageAbandonedError(M2MCError):
-    """An incoming message was abandoned before it completed (seeds/002 2.3)."""
-
-    def __init__(self, event: MessageAbandoned) -> None:
-        super().__init__(f"message {event.message_id} abandoned ({event.reason}) "
-                         f"after {event.bytes} bytes")
-        self.event = event
 
 
 class M2MPEndpoint:
@@ -118,8 +117,6 @@ class M2MPEndpoint:
         # Messages read in pieces (config.stream_threshold set): accept(), stream_io.py.
         self._streams: StreamInbox | None = None
         if self.config.stream_threshold:
-            from m2mc.runtime.stream_io import StreamInbox
-
             self._streams = StreamInbox(max_stream_buffer, max_receive_queue,
                                         self._drop_stream)
 
@@ -213,13 +210,13 @@ class M2MPEndpoint:
         """A message to write in pieces (seeds/002 2.2): ``async with
         ep.open_message() as out: await out.write(...)``; the same packets as
         ``send`` of the whole, sent as the pieces come (stream_io.py)."""
-        from m2mc.runtime.stream_io import OutgoingMessage
-
         loop = self._running()
         return OutgoingMessage(self, self._layer.open_message(loop.time()))
 
-    async def _queue_piece(self, message_id: int, data: bytes, end: bool) -> None:
-        """Queue a piece of a message being written, with ``send``'s back-pressure."""
+    async def write_piece(self, message_id: int, data: bytes, end: bool) -> None:
+        """Queue a piece of a message being written (``end``: its end), with ``send``'s
+        back-pressure: what an :class:`~m2mc.runtime.stream_io.OutgoingMessage` from
+        :meth:`open_message` calls (its :class:`~m2mc.runtime.stream_io.MessageWriter`)."""
         loop = self._running()
         layer = self._layer
         backlog = self._backlog()
@@ -236,6 +233,11 @@ class M2MPEndpoint:
             driver = self._driver
             driver.flush(now)
             driver.arm_timer()
+
+    def abort_message(self, message_id: int) -> None:
+        """Send nothing more of a message being written (the other half of the
+        :class:`~m2mc.runtime.stream_io.MessageWriter` port)."""
+        self._layer.abort_message(message_id)
 
     # --------------------------------------------------------------- receiving
     async def accept(self) -> IncomingMessage:

@@ -22,20 +22,37 @@ import asyncio
 from collections import deque
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from m2mc.errors import UsageError
-from m2mc.runtime.endpoint import MessageAbandonedError
+from m2mc.errors import M2MCError, UsageError
 from m2mc.wire.m2mp import MessageAbandoned, MessageReceived
 from m2mc.wire.streams import StreamChunk
 
-if TYPE_CHECKING:
-    from m2mc.runtime.endpoint import M2MPEndpoint
-
 __all__ = ["DEFAULT_MAX_STREAM_BUFFER", "IncomingMessage", "MessageAbandonedError",
-           "OutgoingMessage", "StreamInbox"]
+           "MessageWriter", "OutgoingMessage", "StreamInbox"]
 
 DEFAULT_MAX_STREAM_BUFFER = 4 << 20
+
+
+class MessageAbandonedError(M2MCError):
+    """An incoming message was abandoned before it completed (seeds/002 2.3)."""
+
+    def __init__(self, event: MessageAbandoned) -> None:
+        super().__init__(f"message {event.message_id} abandoned ({event.reason}) "
+                         f"after {event.bytes} bytes")
+        self.event = event
+
+
+class MessageWriter(Protocol):
+    """What an :class:`OutgoingMessage` needs of the endpoint it is written on
+    (:class:`~m2mc.runtime.endpoint.M2MPEndpoint` is one): a port, so that this module,
+    which the endpoint imports, never imports the endpoint."""
+
+    async def write_piece(self, message_id: int, data: bytes, end: bool) -> None:
+        """Queue a piece (``end``: the end of the message), with ``send``'s back-pressure."""
+
+    def abort_message(self, message_id: int) -> None:
+        """Send nothing more of the message: its receivers abandon it after their timeout."""
 
 
 class IncomingMessage:
@@ -193,8 +210,8 @@ class OutgoingMessage:
     is one whose writer pauses longer than that between two pieces (seeds/002 2.2).
     """
 
-    def __init__(self, endpoint: M2MPEndpoint, message_id: int) -> None:
-        self._endpoint = endpoint
+    def __init__(self, writer: MessageWriter, message_id: int) -> None:
+        self._writer = writer
         self.message_id = message_id
         self.written = 0
         self.closed = False
@@ -204,21 +221,21 @@ class OutgoingMessage:
             raise UsageError(f"message {self.message_id} is closed")
         if not data:
             return
-        await self._endpoint._queue_piece(self.message_id, bytes(data), False)
+        await self._writer.write_piece(self.message_id, bytes(data), False)
         self.written += len(data)
 
     async def close(self) -> int:
         """Send the end of the message; return its message ID."""
         if not self.closed:
             self.closed = True
-            await self._endpoint._queue_piece(self.message_id, b"", True)
+            await self._writer.write_piece(self.message_id, b"", True)
         return self.message_id
 
     def abort(self) -> None:
         """Send nothing more: receivers abandon the message after their timeout."""
         if not self.closed:
             self.closed = True
-            self._endpoint.layer.abort_message(self.message_id)
+            self._writer.abort_message(self.message_id)
 
     async def __aenter__(self) -> OutgoingMessage:
         return self

@@ -45,7 +45,6 @@ import hmac
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from enum import IntEnum
 from typing import Any, NamedTuple, NoReturn
 
 from m2mc.errors import ConfigError
@@ -60,6 +59,7 @@ from m2mc.security.errors import (
 )
 from m2mc.security.keys import KEY_MAX, KEY_MIN, hkdf_sha256
 from m2mc.security.replay import ReplayTable, Verdict
+from m2mc.security.suites import SUITE_NAMES, Suite
 
 __all__ = ["AUTH_VERSION", "LANES", "LANE_SHIFT", "TAG_SIZE", "AuthConfig", "AuthStats",
            "GroupAuth", "Opened", "Suite", "counter_start_at", "overhead"]
@@ -79,19 +79,6 @@ _U64 = struct.Struct(">Q")
 _MAC_INFO = b"m2mc-auth-v1 mac\x00"
 _ENC_INFO = b"m2mc-auth-v1 enc\x00"
 _NONCE_LABEL = b"m2mc-nonce-v1\x00"
-
-
-class Suite(IntEnum):
-    HMAC_SHA256 = 1
-    AES_256_GCM = 2
-    CHACHA20_POLY1305 = 3
-
-
-SUITE_NAMES: dict[str, Suite] = {
-    "hmac-sha256": Suite.HMAC_SHA256,
-    "aes-256-gcm": Suite.AES_256_GCM,
-    "chacha20-poly1305": Suite.CHACHA20_POLY1305,
-}
 
 
 def counter_start_at(wall_time: float) -> int:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from m2mc.errors import ConfigError
+from m2mc.security.suites import SUITE_NAMES
 
 __all__ = ["DEFAULT_SUITE", "KEY_MAX", "KEY_MIN", "GroupKey", "GroupSecret",
            "derive_passphrase_key", "generate_key", "hkdf_sha256", "key_from_file",
@@ -161,8 +162,6 @@ def load_group_key(group_id: str, *, key: str | None = None,
 
 
 def _check_suite(suite: str) -> None:
-    from m2mc.security.auth import SUITE_NAMES  # auth imports this module
-
     if suite not in SUITE_NAMES:
         raise ConfigError(f"unknown auth suite {suite!r}; choose one of {', '.join(SUITE_NAMES)}")
 

@@ -23,7 +23,6 @@ without crossing a link) and ``taps`` (functions that see every arrival).
 from __future__ import annotations
 
 import random
-from collections import deque
 from collections.abc import Callable, Mapping
 from heapq import heappop, heappush
 from itertools import count
@@ -34,14 +33,14 @@ from m2mc.kinds import MobilityModel, Order
 from m2mc.sim.events import Arrival, Call, Event, Timer
 from m2mc.sim.faults import build_cuts
 from m2mc.sim.mobility import Mover, covering_cell, nearest_cell
-from m2mc.sim.network import Domain, LinkRuntime, Network
+from m2mc.sim.network import Network
 from m2mc.sim.node import GroupSpec, NodeContext, get_stack
 from m2mc.sim.rng import RngStreams
 from m2mc.sim.scenario import CELLS, CellSpec, CrashSpec, NodeSpec, PartitionSpec, Scenario
+from m2mc.sim.world import Domain, LinkRuntime, SimNode, StackFactory
 from m2mc.trace.schema import TraceEvent, detail_json
 from m2mc.trace.writer import TraceDirectory, TraceWriter, event_row, safe_file_stem
 
-StackFactory = Callable[[NodeContext], Any]
 ArrivalTap = Callable[[Arrival], None]
 MAX_SAME_TIME_TIMERS = 100_000  # a stack re-arming a past deadline forever is a bug
 
@@ -65,48 +64,6 @@ class NodeSink:
     def emit(self, event: TraceEvent) -> None:
         if self.writer is not None:
             self.writer.write_row(event_row(event, self.run, self.node, self.sim.now))
-
-
-class SimNode:
-    __slots__ = ("addressed", "attach", "ctx", "exact_clock", "factory", "generation", "id",
-                 "iface_index", "iface_names", "index", "last_local", "mobile_iface", "mover",
-                 "offset", "rate", "sink", "spec", "stack", "timer_at", "timer_fires",
-                 "timer_local", "txq", "writer")
-
-    def __init__(self, index: int, spec: NodeSpec, factory: StackFactory, addressed: bool,
-                 offset: float, drift: float) -> None:
-        self.index = index
-        self.id = spec.id
-        self.spec = spec
-        self.factory = factory
-        self.addressed = addressed
-        self.stack: Any = None
-        self.iface_names = [name for name, _ in spec.ifaces]
-        self.iface_index = {name: i for i, name in enumerate(self.iface_names)}
-        self.attach: list[Domain | None] = [None] * len(spec.ifaces)
-        self.txq: list[deque[float]] = [deque() for _ in spec.ifaces]
-        self.mobile_iface = next((i for i, (_, d) in enumerate(spec.ifaces) if d == CELLS), -1)
-        self.mover: Mover | None = None
-        self.offset = offset
-        self.rate = 1.0 + drift
-        self.exact_clock = offset == 0.0 and drift == 0.0
-        self.last_local = 0.0
-        self.timer_at: float | None = None
-        self.timer_local: float | None = None
-        self.timer_fires = (0.0, 0)
-        self.generation = 0
-        self.writer: TraceWriter | None = None
-        self.sink: NodeSink | None = None
-        self.ctx: NodeContext | None = None
-
-    def local(self, t: float) -> float:
-        if self.exact_clock:
-            return t
-        local = self.offset + t * self.rate
-        if local < self.last_local:
-            local = self.last_local
-        self.last_local = local
-        return local
 
 
 class Simulator:

@@ -14,11 +14,9 @@ hot loop next to nothing (docs/simulator.md, "Speed").
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
-if TYPE_CHECKING:
-    from m2mc.sim.engine import SimNode
-    from m2mc.sim.network import Domain
+from m2mc.sim.world import Domain, SimNode
 
 
 class Arrival(NamedTuple):

@@ -12,7 +12,7 @@ cut links (some or all domains). Each sending interface has a transmit queue
 
 Hot path: per packet and receiver, a few ``random()`` calls, one
 :class:`~m2mc.sim.events.Arrival` and one ``heappush``. All per-link parameters are
-precomputed into :class:`LinkRuntime`.
+precomputed into :class:`~m2mc.sim.world.LinkRuntime`.
 """
 
 from __future__ import annotations
@@ -21,57 +21,13 @@ import random
 from collections.abc import Callable
 from heapq import heappush
 from itertools import count
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from m2mc.sim.events import Arrival, Event
-from m2mc.sim.scenario import DomainSpec, GilbertElliott, LinkParams
+from m2mc.sim.scenario import DomainSpec
+from m2mc.sim.world import Domain, LinkRuntime, SimNode
 
-if TYPE_CHECKING:
-    from m2mc.sim.engine import SimNode
-
-DropHook = Callable[["SimNode", "SimNode | None", str, int, "Domain"], None]
-
-
-class LinkRuntime:
-    """Precomputed parameters of a link (or a domain's default link)."""
-
-    __slots__ = ("burst", "delay", "delay_const", "duplicate", "loss", "params", "reorder",
-                 "reorder_delay")
-
-    def __init__(self, params: LinkParams, rng: random.Random) -> None:
-        self.params = params
-        self.delay_const: float | None = params.delay.a if params.delay.is_constant else None
-        self.delay: Callable[[], float] = params.delay.sampler(rng)
-        self.loss = params.loss
-        self.burst: GilbertElliott | None = params.burst
-        self.duplicate = params.duplicate
-        self.reorder = params.reorder
-        self.reorder_delay = params.reorder_delay
-
-
-class Domain:
-    """One broadcast domain at run time."""
-
-    __slots__ = ("burst_state", "capacity_queue", "capacity_rate", "cuts", "fifo", "fifo_last",
-                 "index", "link", "loopback", "loopback_delay", "member_iface", "members", "name",
-                 "overrides", "spec")
-
-    def __init__(self, index: int, spec: DomainSpec, rng: random.Random) -> None:
-        self.index = index
-        self.name = spec.name
-        self.spec = spec
-        self.link = LinkRuntime(spec.link, rng)
-        self.overrides: dict[tuple[int, int], LinkRuntime] = {}
-        self.members: list[tuple[SimNode, int]] = []  # (node, iface index), attach order
-        self.member_iface: dict[int, int] = {}  # node index -> iface index
-        self.fifo = spec.fifo
-        self.fifo_last: dict[tuple[int, int], float] = {}
-        self.burst_state: dict[tuple[int, int], bool] = {}  # True: link in the bad state
-        self.cuts: list[dict[int, float] | None] = []  # per src index: dst index -> drop prob
-        self.loopback = spec.loopback
-        self.loopback_delay = spec.loopback_delay
-        self.capacity_rate = spec.capacity_rate or 0.0  # 0: unbounded
-        self.capacity_queue = spec.capacity_queue
+DropHook = Callable[[SimNode, SimNode | None, str, int, Domain], None]
 
 
 class Network:

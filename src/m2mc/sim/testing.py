@@ -36,11 +36,12 @@ from typing import Any
 
 from m2mc.core import carry_out
 from m2mc.kinds import PartitionKind
-from m2mc.sim.engine import ArrivalTap, SimError, SimNode, Simulator, StackFactory
+from m2mc.sim.engine import ArrivalTap, SimError, Simulator
 from m2mc.sim.events import Arrival
 from m2mc.sim.node import Outgoing
 from m2mc.sim.rng import RngStreams
 from m2mc.sim.scenario import NodeSpec, PartitionSpec, load_scenario
+from m2mc.sim.world import SimNode, StackFactory
 from m2mc.trace.schema import NullSink, TraceSink
 
 __all__ = ["Arrival", "CoreStack", "Outsider", "SimError", "VirtualNet"]

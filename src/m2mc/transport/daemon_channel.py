@@ -13,7 +13,7 @@ import contextlib
 from m2mc.errors import ConfigError
 from m2mc.transport.channel import DEFAULT_MAX_INBOUND, Channel, ChannelClosedError
 from m2mc.transport.frames import FrameDecoder, encode_frame
-from m2mc.transport.url import DaemonSpec
+from m2mc.transport.url_syntax import DaemonSpec
 
 _CLOSE_TIMEOUT = 2.0  # seconds to let buffered frames reach the daemon on close
 

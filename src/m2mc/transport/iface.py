@@ -1,6 +1,6 @@
 """The network interface a channel URL names (``iface=``), as the socket layer uses it.
 
-:mod:`m2mc.transport.url` only checks how an ``iface`` is spelt; this module asks
+:mod:`m2mc.transport.url_syntax` only checks how an ``iface`` is spelt; this module asks
 the system, when a channel opens or a command checks its ``--iface`` flag.
 
 An address (``iface=192.168.1.23``) is used as it is, as always.
@@ -32,7 +32,7 @@ import sys
 from dataclasses import dataclass
 
 from m2mc.errors import ConfigError
-from m2mc.transport.url import is_iface_name, parse_iface
+from m2mc.transport.url_syntax import is_iface_name, parse_iface
 
 # Join and send by interface index (struct ip_mreqn): Linux. Tests turn it off to
 # exercise the by-address path on Linux too.

@@ -7,7 +7,7 @@ of them sends, the sender included, like a broadcast medium with loopback.
 from __future__ import annotations
 
 from m2mc.transport.channel import DEFAULT_MAX_INBOUND, Channel, ChannelClosedError
-from m2mc.transport.url import MemSpec
+from m2mc.transport.url_syntax import MemSpec
 
 _BUSES: dict[str, set[MemChannel]] = {}
 

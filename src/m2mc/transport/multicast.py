@@ -39,7 +39,7 @@ from m2mc.transport.offload import (
     run_end,
     split_segments,
 )
-from m2mc.transport.url import MulticastSpec, format_channel_url
+from m2mc.transport.url_syntax import MulticastSpec, format_channel_url
 
 log = logging.getLogger("m2mc.transport.multicast")
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from m2mc.errors import ConfigError
 from m2mc.transport.channel import DEFAULT_MAX_INBOUND, RECV_SIZE, Channel, ChannelClosedError
-from m2mc.transport.url import Address, UdpSpec
+from m2mc.transport.url_syntax import Address, UdpSpec
 
 _READ_BATCH = 256
 
