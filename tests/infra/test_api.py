@@ -12,10 +12,11 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from m2mc.api import AdhocNode, Group, Node, NodeConfig, NodeMode
-from m2mc.api_node import NODE_CALLS
+from m2mc.api.infra import InfraNode
+from m2mc.api.infra_groups import pack_body, unpack_body
+from m2mc.api.node import NODE_CALLS
 from m2mc.errors import DecodeError, UsageError
 from m2mc.infra_runtime.host_driver import HostDriver, HostSettings
-from m2mc.infra_runtime.node import InfraNode, pack_body, unpack_body
 from m2mc.ordering import ROOT, MessageId
 
 BASE = 9000 + (os.getpid() % 400) * 2
