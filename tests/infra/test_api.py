@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from m2mc.api import AdhocNode, Group, Node, NodeConfig, NodeMode
+from m2mc.api import AdhocNode, Group, Node, NodeConfig, NodeMode, node_class
 from m2mc.api.infra import InfraNode
 from m2mc.api.infra_groups import pack_body, unpack_body
 from m2mc.api.node import NODE_CALLS
@@ -125,6 +125,17 @@ def test_every_call_of_a_node_not_running_says_so(mode: str) -> None:
         with pytest.raises(UsageError):  # never AttributeError or the other mode's error
             call()
         assert name in NODE_CALLS
+
+
+def test_the_modes_are_a_registry_of_their_classes() -> None:
+    # Each mode's class registered itself when m2mc.api imported it; Node knows no mode.
+    assert node_class("adhoc") is AdhocNode and node_class(NodeMode.INFRA) is InfraNode
+    with pytest.raises(UsageError, match="mode must be"):
+        node_class("server")
+    calls = {name: getattr(AdhocNode, name) for name in NODE_CALLS}
+    with pytest.raises(TypeError, match="mode 'adhoc' is AdhocNode's"):  # one class a mode
+        type("OtherAdhoc", (Node,), {**calls, "mode": NodeMode.ADHOC})
+    assert node_class("adhoc") is AdhocNode
 
 
 def test_a_mode_must_implement_every_call() -> None:
