@@ -24,17 +24,18 @@ This package is the API's one import path; its modules hold the parts by concern
 :mod:`.node` (the :class:`Node` and :class:`Group` every mode implements, and the
 registry of modes ``Node(config)`` picks from), :mod:`.adhoc` (ad hoc mode, with
 :mod:`.streams` and :mod:`.inbox`), :mod:`.infra` (infrastructure mode, with
-:mod:`.infra_groups`) and :mod:`.sync` (:class:`SyncNode`). Importing the package
-imports both modes, which is what registers them with :class:`Node`.
+:mod:`.infra_groups`) and :mod:`.sync` (:class:`SyncNode`). The package registers
+each mode's factory with :class:`Node` (:func:`~m2mc.api.node.register_mode`);
+infrastructure mode's module is imported by its factory, at the first
+infrastructure node, so an ad hoc program never loads it.
 """
 
 from __future__ import annotations
 
-from m2mc.api import infra as infra  # registers mode "infra" (InfraNode)
-from m2mc.api.adhoc import AdhocGroup, AdhocNode  # registers mode "adhoc"
+from m2mc.api.adhoc import AdhocGroup, AdhocNode
 from m2mc.api.config import KeyArg, NodeConfig
 from m2mc.api.message import GroupMessage, ReplyTo
-from m2mc.api.node import Group, Node, node_class
+from m2mc.api.node import Group, Node, node_class, register_mode
 from m2mc.api.streams import StreamError, StreamReader
 from m2mc.errors import UsageError
 from m2mc.kinds import NodeMode, Order
@@ -43,3 +44,15 @@ from m2mc.security.keys import GroupKey
 __all__ = ["AdhocGroup", "AdhocNode", "Group", "GroupKey", "GroupMessage", "KeyArg", "Node",
            "NodeConfig", "NodeMode", "Order", "ReplyTo", "StreamError", "StreamReader",
            "UsageError", "node_class"]
+
+
+def _infra_node() -> type[Node]:
+    # Imported by the first infrastructure node, not by `import m2mc.api`: its member
+    # core, codec and driver would cost every ad hoc program ~0.3 s more at start.
+    from m2mc.api.infra import InfraNode
+
+    return InfraNode
+
+
+register_mode(NodeMode.ADHOC, lambda: AdhocNode)
+register_mode(NodeMode.INFRA, _infra_node)

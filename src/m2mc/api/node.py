@@ -6,9 +6,9 @@ A node runs in one of two modes (:class:`~m2mc.kinds.NodeMode`): ad hoc, serverl
 (:class:`m2mc.api.infra.InfraNode`, docs/infra.md). ``Node(config)`` builds
 the one ``config.mode`` names (the constructor is the factory, as docs/api.md has
 always shown it); :meth:`Node.adhoc` and :meth:`Node.infra` build one mode
-explicitly. The modes are a registry, not imports: a subclass names its ``mode``
-and is registered for it when it is defined, and :mod:`m2mc.api` imports both
-modes, so this module knows no mode's class (they import it). Every call of :class:`Node` and
+explicitly. The modes are a registry, not imports: :mod:`m2mc.api` registers a
+factory for each mode (:func:`register_mode`), so this module knows no mode's
+class (they import it). Every call of :class:`Node` and
 :class:`Group` is implemented by both modes: where a mode cannot do what a call
 asks, the call raises :class:`~m2mc.errors.UsageError` saying why (never an
 ``AttributeError`` or a call that belongs to the other mode).
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from m2mc.metrics.server import MetricsServer
     from m2mc.metrics.sink import Samples
 
-__all__ = ["GROUP_CALLS", "NODE_CALLS", "Group", "Node", "node_class"]
+__all__ = ["GROUP_CALLS", "NODE_CALLS", "Group", "Node", "node_class", "register_mode"]
 
 NOT_RUNNING = "node not running: use 'async with Node(...)' or await start()"
 
@@ -72,18 +72,26 @@ def _parse_mode(mode: object) -> NodeMode:
     return NodeMode(str(mode))
 
 
-_MODES: dict[NodeMode, type[Node]] = {}
-"""The class of each mode, registered when it is defined (:meth:`Node.__init_subclass__`)."""
+_MODES: dict[NodeMode, Callable[[], type[Node]]] = {}
+"""Each mode's factory: what gives the class of a node in that mode (:func:`register_mode`)."""
+
+
+def register_mode(mode: NodeMode, factory: Callable[[], type[Node]]) -> None:
+    """``factory()`` gives the class ``Node(config)`` builds for ``mode``, once per mode
+    (:mod:`m2mc.api` registers both modes when it is imported)."""
+    if mode in _MODES:
+        raise TypeError(f"mode {str(mode)!r} has its factory already")
+    _MODES[mode] = factory
 
 
 def node_class(mode: str) -> type[Node]:
     """The class of a node running in ``mode`` (``"adhoc"`` or ``"infra"``);
     UsageError for another mode."""
     parsed = _parse_mode(mode)
-    try:
-        return _MODES[parsed]
-    except KeyError:  # only if a mode's module was never imported (m2mc.api imports both)
-        raise UsageError(f"no node class registered for mode {str(parsed)!r}") from None
+    factory = _MODES.get(parsed)
+    if factory is None:  # only if m2mc.api, which registers both modes, never ran
+        raise UsageError(f"no node class registered for mode {str(parsed)!r}")
+    return factory()
 
 
 def _must_override(cls: type, base: type, calls: tuple[str, ...]) -> None:
@@ -129,12 +137,6 @@ class Node:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         _must_override(cls, Node, NODE_CALLS)
-        if "mode" in cls.__dict__:  # a mode's class (not a subclass of one): its factory
-            taken = _MODES.get(cls.mode)
-            if taken is not None and taken.__qualname__ != cls.__qualname__:
-                raise TypeError(f"mode {str(cls.mode)!r} is {taken.__name__}'s, "
-                                f"not {cls.__name__}'s")
-            _MODES[cls.mode] = cls
 
     def __init__(self, config: NodeConfig | None = None, **overrides: object) -> None:
         config = config or NodeConfig()
