@@ -18,7 +18,7 @@ and run vulture.
 
 _: object = None
 
-exc_type  # src/m2mc/api_node.py:170: the context-manager protocol passes it; this exit does not need it
+exc_type  # src/m2mc/api/node.py:177: the context-manager protocol passes it; this exit does not need it
 register_section  # src/m2mc/config.py:139: public API for another package's TOML section (docs/configuration.md)
 DurableStack  # src/m2mc/core.py:63: a typing.Protocol: what m2mc.core's docstring says a durable stack offers its driver (structural, never named as a base)
 _.__class__  # src/m2mc/native/fastobj.py:71: __class__ assignment turns a twin into the dataclass (the point of m2mc.native.fastobj)

@@ -94,14 +94,14 @@ COVERED: dict[str, str] = {
     "m2mc.infra.wire:InfraWire.decode": "infra.sealed",
     "m2mc.infra_runtime.net:FrameReader.feed": "infra.backbone_stream",
     "m2mc.infra_runtime.net:parse_address": "infra.address",
-    "m2mc.infra_runtime.node:unpack_body": "infra.payload",
+    "m2mc.api.infra_groups:unpack_body": "infra.payload",
     "m2mc_chat.codec:decode_body": "chat.body",
 }
 
 # Functions named like decoders that never see input from the network.
 EXEMPT: dict[str, str] = {
     "m2mc.infra.sim_stack:MemberSimStack.decode_errors": "a counter (the core's), not a decoder",
-    "m2mc.api_node:_parse_mode": "the application's NodeConfig.mode (its own code, not outside "
+    "m2mc.api.node:_parse_mode": "the application's NodeConfig.mode (its own code, not outside "
                                  "input)",
     "m2mc.infra_runtime.member_driver:MemberDriver.decode_errors": "a counter, not a decoder",
     "m2mc.security.keys:parse_key": "the operator's key text (config or a private key file)",
@@ -539,8 +539,8 @@ def _infra_runtime_targets() -> list[FuzzTarget]:
     chunks of a TCP stream; the buffer never holds a frame past its bound, and a
     closed stream yields nothing more), and addresses named by beacons and statuses
     (``infra.address``)."""
+    from m2mc.api.infra_groups import pack_body, unpack_body
     from m2mc.infra_runtime.net import MAX_PEER_NAME, FrameReader, parse_address
-    from m2mc.infra_runtime.node import pack_body, unpack_body
     from m2mc.ordering import MessageId
 
     def payload(data: bytes) -> object:

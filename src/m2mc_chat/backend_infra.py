@@ -43,7 +43,7 @@ from m2mc_chat.backend import (
     GroupInfo,
     MemberSeen,
 )
-from m2mc_chat.backend_m2mc import M2MCBackend, group_info
+from m2mc_chat.backend_m2mc import INFRA_VARIANT, M2MCBackend, group_info, register_variant
 from m2mc_chat.config import ChatConfig, infra_cells
 
 __all__ = ["INFRA_LIMITS", "InfraChatBackend", "describe_infra"]
@@ -210,3 +210,6 @@ class InfraChatBackend(M2MCBackend):
                 return [BackendNotice("the hosts had let this device go (asleep or not "
                                       "reading for too long): joined again, catching up")]
         return super()._translate(event)
+
+
+register_variant(INFRA_VARIANT, InfraChatBackend)  # M2MCBackend(config) builds it for --infra

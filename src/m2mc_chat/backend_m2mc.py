@@ -6,8 +6,10 @@ and each group's messages on its own; this adapter merges them into the single
 ordered stream the chat consumes (one reader task per joined group).
 
 ``M2MCBackend(config)`` with ``config.infra`` set builds the infrastructure-mode
-variant, :class:`m2mc_chat.backend_infra.InfraChatBackend` (as ``m2mc.api.Node``
-does for its own modes), so callers never choose a class.
+variant, :class:`m2mc_chat.backend_infra.InfraChatBackend`, so callers never choose
+a class. As ``m2mc.api.Node`` does for its own modes, the variants are a registry
+(:func:`register_variant`): the variant's module registers its class when it is
+imported (``m2mc chat`` imports it), and this module imports no variant.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import AsyncIterator
 from urllib.parse import parse_qs, urlsplit
 
 from m2mc.api import Group, GroupKey, GroupMessage, Node, NodeConfig
-from m2mc.errors import UsageError
+from m2mc.errors import ConfigError, UsageError
 from m2mc.group.codec import GrpInfo
 from m2mc.group.events import (
     CatchUpProgress,
@@ -48,7 +50,7 @@ from m2mc_chat.backend import (
 )
 from m2mc_chat.config import ChatConfig
 
-__all__ = ["M2MCBackend", "describe_channel", "group_info"]
+__all__ = ["M2MCBackend", "describe_channel", "group_info", "register_variant"]
 
 PRESENCE_POLL = 1.0
 """Seconds between looks at when the group layer last heard from each member
@@ -62,6 +64,17 @@ BACK_IN_RANGE = "Back in range: catching up, and looking for groups made meanwhi
 MAX_PENDING_EVENTS = 4096
 """Events handed over but not yet consumed by the chat; past it the readers wait,
 and the node's own bounded queues push back on the network (m2mc.api)."""
+
+
+INFRA_VARIANT = "infra"
+"""The variant ``M2MCBackend(config)`` builds when ``config.infra`` is set."""
+
+_VARIANTS: dict[str, type[M2MCBackend]] = {}
+
+
+def register_variant(name: str, cls: type[M2MCBackend]) -> None:
+    """``cls`` is what ``M2MCBackend(config)`` builds for the variant ``name``."""
+    _VARIANTS[name] = cls
 
 
 def group_info(info: GrpInfo, *, authenticated: bool = False) -> GroupInfo:
@@ -97,9 +110,11 @@ class M2MCBackend:
     def __new__(cls, config: ChatConfig, *,
                 node_config: NodeConfig | None = None) -> M2MCBackend:
         if cls is M2MCBackend and config.infra:
-            from m2mc_chat.backend_infra import InfraChatBackend
-
-            return object.__new__(InfraChatBackend)
+            variant = _VARIANTS.get(INFRA_VARIANT)
+            if variant is None:
+                raise ConfigError("the infrastructure-mode chat backend is not loaded: "
+                                  "import m2mc_chat.backend_infra")
+            return object.__new__(variant)
         return object.__new__(cls)
 
     def __init__(self, config: ChatConfig, *, node_config: NodeConfig | None = None) -> None:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import m2mc.api_message
+import m2mc.api.message
 import m2mc.group.codec
 import m2mc.group.events
 import m2mc.group.manager
@@ -25,7 +25,7 @@ from m2mc.native import BUILDERS, Builder, fast_constructor, tuple_constructor
 EXPECTED = {
     m2mc.ordering.ids.MessageId, m2mc.ordering.ids.Message, m2mc.group.codec.Frame,
     m2mc.group.codec.Data, m2mc.group.codec.Repair, m2mc.group.events.Delivered,
-    m2mc.group.events.DeliveredBatch, m2mc.api_message.GroupMessage,
+    m2mc.group.events.DeliveredBatch, m2mc.api.message.GroupMessage,
     m2mc.wire.m2mp.MessageReceived, m2mc.security.auth.Opened,
 }
 VALUES = st.one_of(st.none(), st.integers(), st.text(max_size=6), st.binary(max_size=6),

@@ -66,8 +66,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("m2mc.group", "m2mc.infra"),
     ("m2mc.transport", "m2mc.config"),  # channels (I/O) and the configuration
     ("m2mc.runtime", "m2mc.infra_runtime", "m2mc.sim", "m2mc.metrics"),  # the drivers
-    ("m2mc.api", "m2mc.api_config", "m2mc.api_node", "m2mc.api_adhoc", "m2mc.api_message",
-     "m2mc.api_streams", "m2mc.inbox"),
+    ("m2mc.api",),  # the application API: its modes drive runtime, infra_runtime, metrics
     ("m2mc_chat", "m2mc_pipeline"),  # applications on top
     ("m2mc.cli", "m2mc.demo", "m2mc.fuzz_targets", "m2mc.fuzz_group", "m2mc.wireshark"),  # tools
 )
@@ -86,16 +85,6 @@ KNOWN_LAYER_BREAKS = {
                                                "holds m2mc.infra.persist's records",
     ("m2mc.store.infra_host", "m2mc.infra"): "infra<->store: the host's SQLite store holds "
                                              "m2mc.infra.host_persist's commits",
-    ("m2mc.runtime.sync", "m2mc.api"): "api<->runtime: SyncNode, the synchronous face "
-                                       "of the API, lives in runtime",
-    ("m2mc.infra_runtime.node", "m2mc.api_node"): "api<->infra_runtime: InfraNode is the "
-                                                  "API's Node in infrastructure mode "
-                                                  "(Node(config) builds it)",
-    ("m2mc.infra_runtime.node", "m2mc.api_config"): "the same: InfraNode takes a NodeConfig",
-    ("m2mc.infra_runtime.node", "m2mc.api_message"): "the same: InfraNode hands out the "
-                                                     "API's GroupMessage",
-    ("m2mc.infra_runtime.node_groups", "m2mc.api_message"): "the same: InfraNode's groups "
-                                                           "hand out the API's GroupMessage",
     ("m2mc_pipeline.__main__", "m2mc.cli"): "`python -m m2mc_pipeline` runs `m2mc analyze`",
 }
 
@@ -321,10 +310,6 @@ def test_no_package_imports_from_a_layer_above_its_own() -> None:
 # here fails, and so does an entry that no longer matches a cycle (delete it, or,
 # if the cycle only lost modules, write what is left).
 KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset({
-    # issue 36 (part 2): Node.__new__ builds its subclasses, which metrics read back
-    frozenset({"m2mc.api_adhoc", "m2mc.api_node", "m2mc.api_streams",
-               "m2mc.infra_runtime.host_driver", "m2mc.infra_runtime.node",
-               "m2mc.infra_runtime.node_groups", "m2mc.metrics.adhoc", "m2mc.metrics.infra"}),
     # issue 36 (part 1): GroupNode's mixins and the modules typed against the node
     frozenset({"m2mc.group.instance", "m2mc.group.manager", "m2mc.group.node_output",
                "m2mc.group.node_receive", "m2mc.group.node_send", "m2mc.group.node_stats",
@@ -338,8 +323,6 @@ KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset({
     frozenset({"m2mc.infra.member", "m2mc.infra.member_durable", "m2mc.infra.member_groups",
                "m2mc.infra.member_history", "m2mc.infra.member_lost",
                "m2mc.infra.member_moves", "m2mc.infra.member_nack"}),
-    # issue 36 (part 2): M2MCBackend.__new__ builds its subclass InfraChatBackend
-    frozenset({"m2mc_chat.backend_infra", "m2mc_chat.backend_m2mc"}),
 })
 
 

@@ -549,8 +549,8 @@ def framing_vectors() -> list[Vector]:
 def payload_vectors() -> list[Vector]:
     from m2mc_chat.codec import ChatBody, decode_body, encode_body
 
-    pack_body = find("pack_body", "m2mc.infra_runtime.node")
-    unpack_body = find("unpack_body", "m2mc.infra_runtime.node")
+    pack_body = find("pack_body", "m2mc.api.infra_groups")
+    unpack_body = find("unpack_body", "m2mc.api.infra_groups")
 
     def body_fields(d: bytes) -> Fields:
         if d[:1] == b"\x00":

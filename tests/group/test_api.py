@@ -120,7 +120,7 @@ async def test_durable_node_keeps_history_across_restart(tmp_path: Path) -> None
 
 
 def test_sync_facade_for_scripts() -> None:
-    from m2mc.runtime.sync import SyncNode
+    from m2mc.api.sync import SyncNode
 
     channel = _channel()
     with SyncNode(NodeConfig(pid="p", channel=channel)) as p, \
@@ -136,7 +136,7 @@ def test_sync_facade_for_scripts() -> None:
 
 
 def test_sync_facade_keyed_group() -> None:
-    from m2mc.runtime.sync import SyncNode
+    from m2mc.api.sync import SyncNode
 
     channel = _channel()
     with SyncNode(NodeConfig(pid="p", channel=channel)) as p, \

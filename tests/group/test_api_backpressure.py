@@ -40,7 +40,7 @@ async def test_unread_messages_pause_the_node_at_the_bound_and_nothing_is_lost(
         channels.append(open_channel(url, max_inbound=INBOX))
         return channels[-1]
 
-    monkeypatch.setattr("m2mc.api_adhoc.open_channel", small_inbox)
+    monkeypatch.setattr("m2mc.api.adhoc.open_channel", small_inbox)
     bus = f"mem://backpressure-{uuid.uuid4().hex[:8]}"
     async with Node(NodeConfig(pid="reader", channel=bus, max_queued_messages=LIMIT)) as reader, \
             Node(NodeConfig(pid="writer", channel=bus, group=ONE_PER_PACKET)) as writer:

@@ -9,9 +9,9 @@ import uuid
 import pytest
 
 from m2mc.api import Node, NodeConfig
+from m2mc.api.sync import SyncNode
 from m2mc.errors import UsageError
 from m2mc.group.config import GroupConfig
-from m2mc.runtime.sync import SyncNode
 
 
 async def test_a_silent_member_is_heard_from() -> None:

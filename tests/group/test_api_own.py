@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 
 from m2mc.api import Group, GroupMessage, Node, NodeConfig
-from m2mc.inbox import OWN_OVERHEAD
+from m2mc.api.inbox import OWN_OVERHEAD
 
 from .tracecheck import check, load
 

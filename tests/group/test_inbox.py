@@ -1,4 +1,4 @@
-"""The per-group inbox (m2mc.inbox): the node's own unread messages are bounded by
+"""The per-group inbox (m2mc.api.inbox): the node's own unread messages are bounded by
 bytes, the oldest dropped first, others' messages never; whatever is kept comes out
 in the group's order and exactly as delivered (own messages are kept in a compact
 form, others' as they came)."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from m2mc.api_message import GroupMessage
-from m2mc.inbox import OWN_OVERHEAD, Inbox
+from m2mc.api.inbox import OWN_OVERHEAD, Inbox
+from m2mc.api.message import GroupMessage
 from m2mc.ordering import ROOT, Message, MessageId
 
 GID = "g"

@@ -11,11 +11,12 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from m2mc.api import AdhocNode, Group, Node, NodeConfig, NodeMode
-from m2mc.api_node import NODE_CALLS
+from m2mc.api import AdhocNode, Group, Node, NodeConfig, NodeMode, node_class
+from m2mc.api.infra import InfraNode
+from m2mc.api.infra_groups import pack_body, unpack_body
+from m2mc.api.node import NODE_CALLS, register_mode
 from m2mc.errors import DecodeError, UsageError
 from m2mc.infra_runtime.host_driver import HostDriver, HostSettings
-from m2mc.infra_runtime.node import InfraNode, pack_body, unpack_body
 from m2mc.ordering import ROOT, MessageId
 
 BASE = 9000 + (os.getpid() % 400) * 2
@@ -124,6 +125,23 @@ def test_every_call_of_a_node_not_running_says_so(mode: str) -> None:
         with pytest.raises(UsageError):  # never AttributeError or the other mode's error
             call()
         assert name in NODE_CALLS
+
+
+def test_the_modes_are_a_registry_of_their_classes() -> None:
+    # m2mc.api registered a factory for each mode; Node itself knows no mode's class.
+    assert node_class("adhoc") is AdhocNode and node_class(NodeMode.INFRA) is InfraNode
+    with pytest.raises(UsageError, match="mode must be"):
+        node_class("server")
+    with pytest.raises(TypeError, match="mode 'adhoc' has its factory already"):
+        register_mode(NodeMode.ADHOC, lambda: InfraNode)
+    assert node_class("adhoc") is AdhocNode
+
+
+def test_an_adhoc_program_does_not_load_infrastructure_mode() -> None:
+    probe = "import sys, m2mc.api; print('m2mc.api.infra' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert out.stdout.strip() == "False"
 
 
 def test_a_mode_must_implement_every_call() -> None:

@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from m2mc.api_message import GroupMessage
+from m2mc.api.infra_groups import GroupState
+from m2mc.api.message import GroupMessage
 from m2mc.errors import DecodeError
 from m2mc.infra import codec, state
 from m2mc.infra import messages as m
@@ -17,7 +18,6 @@ from m2mc.infra.ids import Epoch, MemberId
 from m2mc.infra.member import MemberCore
 from m2mc.infra.replog import ReplicaLog
 from m2mc.infra.state import CoordState, pack_groups
-from m2mc.infra_runtime.node_groups import GroupState
 from m2mc.ordering import ROOT, MessageId
 
 A = MemberId("A", 1)

@@ -19,13 +19,13 @@ from collections.abc import AsyncIterator
 import pytest
 
 from m2mc.api import GroupMessage, Node, NodeConfig
+from m2mc.api.infra import InfraNode
 from m2mc.infra import messages as m
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.ids import MemberId
 from m2mc.infra.member import Delivered, MemberCore, ViewChange
 from m2mc.infra.state import pack_groups
 from m2mc.infra_runtime.host_driver import HostDriver, HostSettings
-from m2mc.infra_runtime.node import InfraNode
 
 B = MemberId("B", 7)
 LIMIT = 20

@@ -198,7 +198,7 @@ async def test_an_ipv6_address_or_a_host_name_is_served_too(address: str) -> Non
 
 
 def test_a_sync_node_serves_metrics_too() -> None:
-    from m2mc.runtime.sync import SyncNode
+    from m2mc.api.sync import SyncNode
 
     with SyncNode(NodeConfig(pid="sync", channel=_channel(), metrics=LOOPBACK)) as node:
         group = node.create_group("sync")

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from m2mc import native
-from m2mc.api_message import GroupMessage
+from m2mc.api.message import GroupMessage
 from m2mc.errors import DecodeError
 from m2mc.group import codec
 from m2mc.group.wire_bounds import MAX_LIST, MAX_PID, MAX_SEQ, read_vclock
@@ -69,7 +69,8 @@ def test_the_compiled_path_is_in_use_wherever_it_can_be() -> None:
 
 PROBE = """
 import json
-from m2mc import inbox, native
+from m2mc import native
+from m2mc.api import inbox
 from m2mc.group import codec, node_output
 from m2mc.store import sqlite
 from m2mc.wire import segments

@@ -23,15 +23,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from m2mc import inbox as inbox_module
 from m2mc import native
-from m2mc.api_message import GroupMessage
+from m2mc.api import inbox as inbox_module
+from m2mc.api.inbox import Inbox
+from m2mc.api.message import GroupMessage
 from m2mc.errors import DecodeError
 from m2mc.group import codec, node_output
 from m2mc.group.codec import Data, Gone, Repair, SyncResp, decode_body, encode, group_tag
 from m2mc.group.stream_codec import STREAM_MAGIC
 from m2mc.group.wire_bounds import MAX_SEQ
-from m2mc.inbox import Inbox
 from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.store import sqlite
 from m2mc.store.sqlite import SqliteStore

@@ -204,7 +204,7 @@ NOT_DISSECTED = {
     "m2mc.transport.url_syntax:_parse": "channel URLs: shown as the strings they are",
     "m2mc.ordering.ids:MessageId.parse": "message ids are built from the record's fields",
     "m2mc.infra_runtime.net:parse_address": "addresses in messages: shown as strings",
-    "m2mc.infra_runtime.node:unpack_body": "the application's payload in a record: bytes",
+    "m2mc.api.infra_groups:unpack_body": "the application's payload in a record: bytes",
     "m2mc_chat.codec:decode_body": "the chat's payload in a group record: bytes",
     "m2mc.group.stream_codec:decode_descriptor": "a streamed message's head is a record "
                                                  "whose payload (the descriptor) is shown "

@@ -200,9 +200,9 @@ def _key(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _receiver(args: argparse.Namespace) -> int:
-    from m2mc.api import Node
+    from m2mc.api import AdhocNode
 
-    async with Node.adhoc(_node_config(args)) as node:  # reads the ad hoc stack's counters
+    async with AdhocNode(_node_config(args)) as node:  # reads the ad hoc stack's counters
         group = await node.join("bench", order=Order.SB, **_key(args))
         print("ready", file=sys.stderr, flush=True)
         received = 0

@@ -132,6 +132,7 @@ def make_backend(config: ChatConfig, *, demo: bool) -> ChatBackend:
         network, _ = demo_network()
         return FakeBackend(network, config.device_id, catch_up_batch=0)
     try:
+        import m2mc_chat.backend_infra  # noqa: F401 (registers the --infra variant of M2MCBackend)
         from m2mc_chat.backend_m2mc import M2MCBackend
     except ImportError as exc:
         raise ConfigError(f"the group layer is not available ({exc}); "

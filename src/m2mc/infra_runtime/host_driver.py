@@ -39,6 +39,7 @@ from m2mc.infra_runtime.net import (
 )
 from m2mc.infra_runtime.uplink import FollowedUplink, follows_interface
 from m2mc.log import node_logger
+from m2mc.metrics.views import HostView
 from m2mc.runtime.driver import Driver
 from m2mc.runtime.tracing import open_trace
 from m2mc.store.infra_host import FILE_NAME as HOST_FILE
@@ -101,7 +102,8 @@ class HostDriver:
             from m2mc.metrics import start_metrics
             from m2mc.metrics.infra import host_snapshot
 
-            self.metrics = start_metrics(s.metrics, lambda: host_snapshot(self), s.host_id)
+            self.metrics = start_metrics(s.metrics, lambda: host_snapshot(self.metrics_view()),
+                                         s.host_id)
         try:
             if s.data_dir is not None:  # first: a bad saved state stops the host at once
                 self.store = SqliteHostStore(Path(s.data_dir) / HOST_FILE, s.host_id,
@@ -152,6 +154,14 @@ class HostDriver:
         self.log.info("host up: backbone %s, cell %s, uplink %s", format_address(s.listen),
                       s.cell, ident.uplink)
         self.driver.poke()
+
+    def metrics_view(self) -> HostView:
+        """This host as its metrics see it (:mod:`m2mc.metrics.infra`)."""
+        backbone = self.backbone
+        return HostView(self.s.host_id, self.s.group, self.core, self.bad_addresses,
+                        self.untrusted_addresses,
+                        backbone.refused_connections if backbone is not None else 0,
+                        backbone.bad_streams if backbone is not None else 0)
 
     async def serve_forever(self) -> None:
         await self._closed.wait()

@@ -2,56 +2,50 @@
 (``m2mc host``): frames and their authentication, the member's deliveries and
 NACKs, and a host's election state, gateway, coordinator and bounded tables.
 
-Runs on the owner's event loop at scrape time (:mod:`m2mc.metrics.server`). A
-member's own groups label its queues (``group``: at most ``max_member_groups``), so
-no label here takes a value from outside but the master's host id, of which the
-directory admits at most ``max_hosts``.
+Runs on the owner's event loop at scrape time (:mod:`m2mc.metrics.server`). It
+reads a snapshot the owner makes of itself (:mod:`m2mc.metrics.views`: a
+``MemberView``, a ``HostView``) and the cores' counters as they are. A member's own
+groups label its queues (``group``: at most ``max_member_groups``), so no label here
+takes a value from outside but the master's host id, of which the directory admits
+at most ``max_hosts``.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from m2mc import __version__
 from m2mc.infra.wire import InfraWire
 from m2mc.metrics import catalogue as cat
 from m2mc.metrics.sink import Samples
-
-if TYPE_CHECKING:
-    from m2mc.infra_runtime.host_driver import HostDriver
-    from m2mc.infra_runtime.node import InfraNode
+from m2mc.metrics.views import HostView, MemberView
 
 
-def member_snapshot(node: InfraNode) -> Samples:
-    samples = Samples(node._pid)
+def member_snapshot(view: MemberView) -> Samples:
+    samples = Samples(view.pid)
     samples.add("m2mc_node_info", 1, mode="member", version=__version__)
-    driver = node.driver
-    if driver is None or node._closed:
+    core = view.core
+    if core is None:
         return samples
-    core = driver.core
     s = samples
     s.stats(cat.MEMBER, core.stats)
     s.add("m2mc_messages_sent_total", core.app_seq)
-    s.add("m2mc_dropped_total", node.malformed_bodies, reason="malformed_body")
-    s.add("m2mc_events_dropped_total", node.events_dropped)
-    s.add("m2mc_member_moves_total", driver.moves)
-    s.add("m2mc_member_bad_addresses_total", driver.bad_addresses)
+    s.add("m2mc_dropped_total", view.malformed_bodies, reason="malformed_body")
+    s.add("m2mc_events_dropped_total", view.events_dropped)
+    s.add("m2mc_member_moves_total", view.moves)
+    s.add("m2mc_member_bad_addresses_total", view.bad_addresses)
     for phase in type(core.phase):
         s.add("m2mc_member_phase", 1 if core.phase is phase else 0, phase=phase.value)
     _wire(s, core.wire, core.group)
-    cfg = node.config
-    for gid, st in node.groups.items():
-        s.queue("app_messages", len(st.queue), cfg.max_queued_messages, gid)
-    s.queue("app_events", len(node._events), cfg.max_queued_events)
+    for gid, unread in view.unread.items():
+        s.queue("app_messages", unread, view.max_queued_messages, gid)
+    s.queue("app_events", view.app_events, view.max_queued_events)
     s.queue("pending_sends", core.pending_sends, core.cfg.max_pending_sends)
     return samples
 
 
-def host_snapshot(driver: HostDriver) -> Samples:
-    settings = driver.s
-    samples = Samples(settings.host_id)
+def host_snapshot(view: HostView) -> Samples:
+    samples = Samples(view.host_id)
     samples.add("m2mc_node_info", 1, mode="host", version=__version__)
-    core = driver.core
+    core = view.core
     if core is None:
         return samples
     s = samples
@@ -62,7 +56,7 @@ def host_snapshot(driver: HostDriver) -> Samples:
     if core.coordinator is not None:
         s.stats(cat.COORDINATOR, core.coordinator.stats)
         s.queue("members", len(core.coordinator.work.members), cfg.max_members)
-    _wire(s, core.wire, settings.group)
+    _wire(s, core.wire, view.group)
     # The election: who is master, whether it is alive, how many elections ran.
     directory = core.directory
     alive = bool(core.master) and (core.master == core.me or directory.is_live(core.master))
@@ -77,8 +71,8 @@ def host_snapshot(driver: HostDriver) -> Samples:
     s.add("m2mc_host_commit", core.commit)
     s.add("m2mc_host_log_high", core.log.high)
     s.add("m2mc_host_log_refused_total", core.log.refused)
-    s.add("m2mc_host_bad_addresses_total", driver.bad_addresses)
-    s.add("m2mc_host_untrusted_addresses_total", driver.untrusted_addresses)
+    s.add("m2mc_host_bad_addresses_total", view.bad_addresses)
+    s.add("m2mc_host_untrusted_addresses_total", view.untrusted_addresses)
     # The configuration: after a retirement, quorums count fewer hosts.
     s.add("m2mc_host_configuration_hosts", directory.universe())
     s.add("m2mc_host_quorum", directory.quorum())
@@ -86,11 +80,8 @@ def host_snapshot(driver: HostDriver) -> Samples:
     ops = core.ops
     s.add("m2mc_host_retired_notices_total", ops.notices)
     s.add("m2mc_host_admin_refused_total", ops.desk.refused)
-    backbone = driver.backbone
-    s.add("m2mc_host_backbone_refused_connections_total",
-          backbone.refused_connections if backbone is not None else 0)
-    s.add("m2mc_host_backbone_bad_streams_total",
-          backbone.bad_streams if backbone is not None else 0)
+    s.add("m2mc_host_backbone_refused_connections_total", view.backbone_refused_connections)
+    s.add("m2mc_host_backbone_bad_streams_total", view.backbone_bad_streams)
     s.queue("hosts", len(directory.hosts), cfg.max_hosts)
     s.queue("local", len(core.gateway.local), cfg.max_local)
     s.queue("forward", len(core.gateway.outbox), cfg.max_forward_queue)

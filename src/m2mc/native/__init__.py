@@ -12,7 +12,7 @@ Every loop it compiles has a pure-Python version that behaves the same
 * the loops over the message classes need the classes, which live in higher layers:
   their owners hand them over once, with :func:`bind_message_classes`
   (m2mc.ordering.ids), :func:`bind_records`, :func:`bind_record_size`
-  (m2mc.group.codec) and :func:`bind_group_message` (m2mc.api_message), and take back
+  (m2mc.group.codec) and :func:`bind_group_message` (m2mc.api.message), and take back
   what to call. :data:`pack_records`, :data:`stream_heads` and :data:`put_records`
   (None in pure Python) leave every message to the Python (None back, or a stop at
   it) until :func:`bind_message_classes` has bound classes of the expected layout.
@@ -142,7 +142,7 @@ def bind_record_size(python: Callable[[Any], int]) -> Callable[[Any], int]:
 
 def bind_group_message(group_message: type[Any]
                        ) -> Callable[[Any, int, str, list[Any]], int] | None:
-    """The inbox's take loop in C for this GroupMessage class (m2mc.api_message), or
+    """The inbox's take loop in C for this GroupMessage class (m2mc.api.message), or
     None: pure Python."""
     if NATIVE is None or not _bound:
         return None

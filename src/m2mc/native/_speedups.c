@@ -13,7 +13,7 @@
  *   pack           msgpack.packb(obj, use_bin_type=True)'s bytes (m2mc.native.packb)
  *   pack_records   a Data or Repair frame's msgpack body, from its Messages
  *   put_records    m2mc.store.sqlite.SqliteStore._put_each
- *   take_messages  m2mc.inbox.Inbox.take's loop
+ *   take_messages  m2mc.api.inbox.Inbox.take's loop
  *   stream_heads   m2mc.group.node_output.NodeOutput.deliver_many's search
  *   consecutive    m2mc.native.packets.consecutive_py: the one reader of network bytes,
  *                  8-byte M2MP headers at fixed offsets inside the block
@@ -555,7 +555,7 @@ setup_group_message(PyObject *module, PyObject *type)
     Py_RETURN_NONE;
 }
 
-/* take_messages(messages, count, gid, out) -> taken: m2mc.inbox.Inbox.take's loop.
+/* take_messages(messages, count, gid, out) -> taken: m2mc.api.inbox.Inbox.take's loop.
  * Pops up to `count` Messages off the deque `messages` and appends each to the list
  * `out` as a GroupMessage of group `gid`; stops early (putting it back) at anything
  * else (an own message, kept as a tuple: the Python's to make). */
@@ -1317,7 +1317,7 @@ static PyMethodDef methods[] = {
     {"setup_group_message", setup_group_message, METH_O,
      "setup_group_message(GroupMessage): the class take_messages builds."},
     {"take_messages", (PyCFunction)(void (*)(void))take_messages, METH_FASTCALL,
-     "take_messages(deque, count, gid, out) -> taken: m2mc.inbox.Inbox.take's loop, "
+     "take_messages(deque, count, gid, out) -> taken: m2mc.api.inbox.Inbox.take's loop, "
      "up to the first item that is not a Message."},
     {NULL, NULL, 0, NULL},
 };

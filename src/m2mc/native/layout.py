@@ -27,7 +27,7 @@ M2MP_LAST = 0x8000_0000  # LAST_FLAG, in the fragment word
 
 MESSAGE_ID_SLOTS = ("pid", "seq")  # m2mc.ordering.ids.MessageId
 MESSAGE_SLOTS = ("mid", "parent", "payload", "vclock", "gseq")  # m2mc.ordering.ids.Message
-GROUP_MESSAGE_SLOTS = ("gid", "mid", "parent", "data", "gseq")  # m2mc.api_message.GroupMessage
+GROUP_MESSAGE_SLOTS = ("gid", "mid", "parent", "data", "gseq")  # m2mc.api.message.GroupMessage
 PACK_DEPTH = 8  # containers nested deeper go to msgpack itself
 
 

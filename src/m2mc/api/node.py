@@ -2,11 +2,13 @@
 offers whichever way it runs, and the factory that picks the way.
 
 A node runs in one of two modes (:class:`~m2mc.kinds.NodeMode`): ad hoc, serverless
-(:class:`m2mc.api_adhoc.AdhocNode`, docs/group.md) or as an infrastructure member
-(:class:`m2mc.infra_runtime.node.InfraNode`, docs/infra.md). ``Node(config)`` builds
+(:class:`m2mc.api.adhoc.AdhocNode`, docs/group.md) or as an infrastructure member
+(:class:`m2mc.api.infra.InfraNode`, docs/infra.md). ``Node(config)`` builds
 the one ``config.mode`` names (the constructor is the factory, as docs/api.md has
 always shown it); :meth:`Node.adhoc` and :meth:`Node.infra` build one mode
-explicitly, typed as that mode's class. Every call of :class:`Node` and
+explicitly. The modes are a registry, not imports: :mod:`m2mc.api` registers a
+factory for each mode (:func:`register_mode`), so this module knows no mode's
+class (they import it). Every call of :class:`Node` and
 :class:`Group` is implemented by both modes: where a mode cannot do what a call
 asks, the call raises :class:`~m2mc.errors.UsageError` saying why (never an
 ``AttributeError`` or a call that belongs to the other mode).
@@ -27,8 +29,8 @@ from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from m2mc.api_config import KeyArg, NodeConfig
-from m2mc.api_message import GroupMessage, ReplyTo
+from m2mc.api.config import KeyArg, NodeConfig
+from m2mc.api.message import GroupMessage, ReplyTo
 from m2mc.errors import UsageError
 from m2mc.group.codec import GrpInfo
 from m2mc.group.events import GroupEvent
@@ -38,13 +40,11 @@ from m2mc.metrics.address import parse_metrics_address
 from m2mc.ordering import MessageId
 
 if TYPE_CHECKING:
-    from m2mc.api_adhoc import AdhocNode
-    from m2mc.api_streams import Source, StreamReader
-    from m2mc.infra_runtime.node import InfraNode
+    from m2mc.api.streams import Source, StreamReader
     from m2mc.metrics.server import MetricsServer
     from m2mc.metrics.sink import Samples
 
-__all__ = ["GROUP_CALLS", "NODE_CALLS", "Group", "Node", "node_class"]
+__all__ = ["GROUP_CALLS", "NODE_CALLS", "Group", "Node", "node_class", "register_mode"]
 
 NOT_RUNNING = "node not running: use 'async with Node(...)' or await start()"
 
@@ -72,16 +72,26 @@ def _parse_mode(mode: object) -> NodeMode:
     return NodeMode(str(mode))
 
 
+_MODES: dict[NodeMode, Callable[[], type[Node]]] = {}
+"""Each mode's factory: what gives the class of a node in that mode (:func:`register_mode`)."""
+
+
+def register_mode(mode: NodeMode, factory: Callable[[], type[Node]]) -> None:
+    """``factory()`` gives the class ``Node(config)`` builds for ``mode``, once per mode
+    (:mod:`m2mc.api` registers both modes when it is imported)."""
+    if mode in _MODES:
+        raise TypeError(f"mode {str(mode)!r} has its factory already")
+    _MODES[mode] = factory
+
+
 def node_class(mode: str) -> type[Node]:
     """The class of a node running in ``mode`` (``"adhoc"`` or ``"infra"``);
     UsageError for another mode."""
-    if _parse_mode(mode) is NodeMode.INFRA:
-        from m2mc.infra_runtime.node import InfraNode
-
-        return InfraNode
-    from m2mc.api_adhoc import AdhocNode
-
-    return AdhocNode
+    parsed = _parse_mode(mode)
+    factory = _MODES.get(parsed)
+    if factory is None:  # only if m2mc.api, which registers both modes, never ran
+        raise UsageError(f"no node class registered for mode {str(parsed)!r}")
+    return factory()
 
 
 def _must_override(cls: type, base: type, calls: tuple[str, ...]) -> None:
@@ -111,19 +121,16 @@ class Node:
         return super().__new__(built)
 
     @staticmethod
-    def adhoc(config: NodeConfig | None = None, **overrides: object) -> AdhocNode:
-        """A node in ad hoc mode (serverless groups, docs/group.md)."""
-        from m2mc.api_adhoc import AdhocNode
-
-        return AdhocNode(config, **{**overrides, "mode": NodeMode.ADHOC})
+    def adhoc(config: NodeConfig | None = None, **overrides: object) -> Node:
+        """A node in ad hoc mode (serverless groups, docs/group.md): an
+        :class:`~m2mc.api.AdhocNode` (typed as one when built as ``AdhocNode(config)``)."""
+        return node_class(NodeMode.ADHOC)(config, **{**overrides, "mode": NodeMode.ADHOC})
 
     @staticmethod
-    def infra(config: NodeConfig | None = None, **overrides: object) -> InfraNode:
+    def infra(config: NodeConfig | None = None, **overrides: object) -> Node:
         """A member of an infrastructure deployment (docs/infra.md); ``hosts`` names
-        the cells."""
-        from m2mc.infra_runtime.node import InfraNode
-
-        return InfraNode(config, **{**overrides, "mode": NodeMode.INFRA})
+        the cells: an :class:`~m2mc.api.infra.InfraNode`."""
+        return node_class(NodeMode.INFRA)(config, **{**overrides, "mode": NodeMode.INFRA})
 
     mode: ClassVar[NodeMode]
 

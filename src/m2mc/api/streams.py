@@ -7,9 +7,10 @@
             async for piece in group.stream(message):    # StreamReader
                 sink.write(piece)
 
-Split from :mod:`m2mc.api` (which re-exports :class:`StreamReader` and
-:class:`StreamError`); :class:`~m2mc.api.Group` calls :func:`send_stream` and makes
-readers.
+:mod:`m2mc.api` re-exports :class:`StreamReader` and :class:`StreamError`; the ad
+hoc group handle (:class:`~m2mc.api.adhoc.AdhocGroup`) calls :func:`send_stream` and
+makes readers, both through its node's :class:`StreamPort` (this module knows no
+node class).
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from m2mc.api_message import GroupMessage, ReplyTo, _parent
+from m2mc.api.message import GroupMessage, ReplyTo, _parent
 from m2mc.errors import DecodeError, M2MCError, UsageError
 from m2mc.group.backlog import must_wait
 from m2mc.group.stream_codec import decode_descriptor
@@ -29,10 +31,10 @@ from m2mc.ordering import MessageId
 from m2mc.store.bodies import FileBodyStore
 
 if TYPE_CHECKING:
-    from m2mc.api_adhoc import AdhocGroup as Group
-    from m2mc.api_adhoc import AdhocNode as Node
+    from m2mc.group.manager import GroupNode
 
-__all__ = ["READ_PIECE", "StreamError", "StreamReader", "open_body_store", "send_stream"]
+__all__ = ["READ_PIECE", "StreamError", "StreamPort", "StreamReader", "open_body_store",
+           "send_stream"]
 
 READ_PIECE = 1 << 20  # a reader gets at most this many bytes at a time
 Source = bytes | bytearray | memoryview | AsyncIterable[bytes] | Iterable[bytes] | Any
@@ -52,6 +54,25 @@ class StreamError(M2MCError):
         self.reason = reason
 
 
+@dataclass(frozen=True, slots=True)
+class StreamPort:
+    """What streaming needs of its ad hoc node, which builds this port of its own
+    calls: the running stack (``UsageError`` when it is not), its driver's clock,
+    the driver's backlog, waiting for room to send, the driver's two pokes (now, and
+    once this loop iteration is over), waiting for news of a body (``StreamUpdate``,
+    by ``(gid, pid, seq)``; ``UsageError`` once the node closed), and whether the
+    node has closed."""
+
+    stack: Callable[[], GroupNode]
+    now: Callable[[], float]
+    backlog: Callable[[], int]
+    room_for: Callable[[int], Awaitable[None]]
+    poke: Callable[[], None]
+    poke_soon: Callable[[], None]
+    wait_news: Callable[[tuple[str, str, int]], Awaitable[None]]
+    closed: Callable[[], bool]
+
+
 def open_body_store(data_dir: str | Path | None, limit: int) -> tuple[FileBodyStore, Any]:
     """The body store of a node: ``<data_dir>/streams``, or a private temporary
     directory removed at close; returns the store and what to call at close."""
@@ -68,34 +89,32 @@ def open_body_store(data_dir: str | Path | None, limit: int) -> tuple[FileBodySt
     return store, close
 
 
-async def send_stream(group: Group, source: Source, reply_to: ReplyTo = None,
+async def send_stream(port: StreamPort, gid: str, source: Source, reply_to: ReplyTo = None,
                       size: int | None = None) -> MessageId:
-    """:meth:`m2mc.api.Group.send_stream`."""
-    node = group.node
-    stack = node._node()
-    gid = group.gid
+    """:meth:`m2mc.api.Group.send_stream` of group ``gid``."""
+    stack = port.stack()
     parent = reply_to if type(reply_to) is MessageId else _parent(reply_to)
     if size is not None and size < 0:
         raise UsageError(f"size must be >= 0, got {size}")
-    if must_wait(stack, 64) or node._drv().backlog:
-        await node._room_for(64)
+    if must_wait(stack, 64) or port.backlog():
+        await port.room_for(64)
     streams = stack.streams
-    mid = streams.open(gid, node._clock(), parent, size)
-    node._drv().poke()  # the head is logged and queued before any of the body
+    mid = streams.open(gid, port.now(), parent, size)
+    port.poke()  # the head is logged and queued before any of the body
     chunk = stack.config.stream_chunk_bytes
     try:
         async for piece in _pieces(source, chunk):
-            if must_wait(stack, len(piece)) or node._drv().backlog:
-                await node._room_for(len(piece))
-            streams.write(gid, mid, piece, node._clock())
-            node._schedule_poke()
-        streams.close(gid, mid, node._clock())
+            if must_wait(stack, len(piece)) or port.backlog():
+                await port.room_for(len(piece))
+            streams.write(gid, mid, piece, port.now())
+            port.poke_soon()
+        streams.close(gid, mid, port.now())
     except BaseException:
-        if not node._closed:
-            streams.abort(gid, mid, node._clock())
-            node._schedule_poke()
+        if not port.closed():
+            streams.abort(gid, mid, port.now())
+            port.poke_soon()
         raise
-    node._drv().poke()
+    port.poke()
     return mid
 
 
@@ -141,16 +160,16 @@ class StreamReader:
     is complete and checked (its size and SHA-256); raises :class:`StreamError` if it
     will never be."""
 
-    def __init__(self, group: Group, message: GroupMessage) -> None:
+    def __init__(self, port: StreamPort, gid: str, message: GroupMessage) -> None:
         try:
             descriptor = decode_descriptor(message.data)
         except DecodeError:
             raise UsageError(f"message {message.mid} is not a stream") from None
-        self.gid = group.gid
+        self.gid = gid
         self.mid = message.mid
         self.size_hint = descriptor.size  # the sender's word at the start, if it knew
         self.offset = 0  # bytes handed out so far
-        self._node: Node = group.node
+        self._port = port
         self._head = message.data
         self._asked = False
 
@@ -158,10 +177,10 @@ class StreamReader:
         return self
 
     async def __anext__(self) -> bytes:
-        node = self._node
+        port = self._port
         key = (self.gid, self.mid.pid, self.mid.seq)
         while True:
-            streams = node._node().streams
+            streams = port.stack().streams
             status = streams.status(self.gid, self.mid)
             if self.offset < status.available:
                 want = min(status.available - self.offset, READ_PIECE)
@@ -176,10 +195,10 @@ class StreamReader:
                 raise StreamError(self.mid, status.error)
             if not self._asked:  # not held here and not arriving: fetch it
                 self._asked = True
-                streams.want(self.gid, self.mid, self._head, node._clock())
-                node._drv().poke()
+                streams.want(self.gid, self.mid, self._head, port.now())
+                port.poke()
                 continue
-            await node._stream_wait(key)
+            await port.wait_news(key)
 
     async def read(self) -> bytes:
         """The rest of the body, whole (for bodies known to fit in memory)."""

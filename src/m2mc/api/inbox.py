@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
-from m2mc.api_message import TAKE_MESSAGES, GroupMessage, make_message
+from m2mc.api.message import TAKE_MESSAGES, GroupMessage, make_message
 from m2mc.ordering import ROOT, Message
 from m2mc.ordering.ids import make_mid
 

@@ -1,6 +1,7 @@
-"""What an infrastructure member's :class:`~m2mc.infra_runtime.node.InfraNode` keeps per
+"""What an infrastructure member's :class:`~m2mc.api.infra.InfraNode` keeps per
 group (docs/infra.md, "Groups" and "History"): the application's queue, its history,
-and the translation of the member core's events into the API's.
+and the translation of the member core's events into the API's; and the API's body
+of a message in the deployment's order (:func:`pack_body`, :func:`unpack_body`).
 
 **History.** ``Node.history(gid)`` is synchronous, as in ad hoc mode: it answers from
 what the node holds. When the member is in a group from position ``p`` on (it joined
@@ -17,13 +18,16 @@ messages) and a log line.
 
 from __future__ import annotations
 
+import struct
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from m2mc.api_message import GroupMessage
+from m2mc.api.config import NodeConfig
+from m2mc.api.message import GroupMessage
 from m2mc.errors import DecodeError
-from m2mc.group.events import MemberJoined, MemberLeft, MessagesSkipped, Rejoined
+from m2mc.group.events import GroupEvent, MemberJoined, MemberLeft, MessagesSkipped, Rejoined
+from m2mc.infra.config import InfraConfig
 from m2mc.infra.member import (
     Delivered,
     GroupJoined,
@@ -36,10 +40,63 @@ from m2mc.infra.member import (
     ViewChange,
 )
 from m2mc.kinds import RejoinReason, ViewKind
-from m2mc.ordering import MessageId
+from m2mc.ordering import ROOT, MessageId
 
 if TYPE_CHECKING:
-    from m2mc.infra_runtime.node import InfraNode
+    from logging import Logger, LoggerAdapter
+
+    from m2mc.infra_runtime.member_driver import MemberDriver
+
+_PARENT = struct.Struct(">H")
+
+
+def pack_body(data: bytes, parent: MessageId) -> bytes:
+    """The application payload with its S_b parent (``\\x00`` + data, or ``\\x01`` +
+    length + parent id + data)."""
+    if parent.is_root:
+        return b"\x00" + data
+    p = str(parent).encode()
+    return b"\x01" + _PARENT.pack(len(p)) + p + data
+
+
+def unpack_body(body: bytes) -> tuple[bytes, MessageId]:
+    """Inverse of :func:`pack_body`. Anything :func:`pack_body` could not have made (no
+    prefix, an unknown one, a parent id cut short, not UTF-8 or not ``pid:seq``)
+    raises :class:`~m2mc.errors.DecodeError`: a member of an unauthenticated
+    deployment, or an insider, may send any body."""
+    kind = body[:1]
+    if kind == b"\x00":
+        return body[1:], ROOT
+    if kind != b"\x01" or len(body) < 3:
+        raise DecodeError("application body: no valid prefix")
+    (n,) = _PARENT.unpack_from(body, 1)
+    if n == 0 or len(body) < 3 + n:
+        raise DecodeError("application body: parent id missing or cut short")
+    try:
+        text = body[3:3 + n].decode()
+    except UnicodeDecodeError:
+        raise DecodeError("application body: parent id is not UTF-8") from None
+    return body[3 + n:], MessageId.parse(text)  # DecodeError if not "pid:seq"
+
+
+class MemberNode(Protocol):
+    """What this module reads and changes of its node, an
+    :class:`m2mc.api.infra.InfraNode` (whose code this is, split for size; typed by
+    its shape, so that the node's module imports this one and not the other way)."""
+
+    config: NodeConfig
+    infra_config: InfraConfig
+    groups: dict[str, GroupState]
+    driver: MemberDriver | None
+    log: LoggerAdapter[Logger]
+    malformed_bodies: int
+    lost: int
+    _pid: str
+    _lost_seen: int
+    _refused_seen: int
+
+    def _push_event(self, event: GroupEvent) -> None: ...
+
 
 _OVERHEAD = 64  # bytes a held message counts beyond its payload
 
@@ -81,10 +138,8 @@ def _size(m: GroupMessage) -> int:
     return len(m.data) + _OVERHEAD
 
 
-def message_of(node: InfraNode, ev: Delivered) -> GroupMessage | None:
+def message_of(node: MemberNode, ev: Delivered) -> GroupMessage | None:
     """The API's message for a delivered record (None: a body the API never made)."""
-    from m2mc.infra_runtime.node import unpack_body
-
     try:
         data, parent = unpack_body(ev.body)
     except DecodeError:
@@ -93,7 +148,7 @@ def message_of(node: InfraNode, ev: Delivered) -> GroupMessage | None:
     return GroupMessage(ev.group, MessageId(ev.sender, ev.app_seq), parent, data, ev.gseq)
 
 
-def on_events(node: InfraNode, events: list[MemberEvent]) -> None:
+def on_events(node: MemberNode, events: list[MemberEvent]) -> None:
     """The member core's events, in order, as the API's."""
     skip_own = not node.config.deliver_own
     bound = node.infra_config.history_bytes
@@ -133,7 +188,7 @@ def on_events(node: InfraNode, events: list[MemberEvent]) -> None:
             expelled(node, ev)
 
 
-def expelled(node: InfraNode, ev: Left) -> None:
+def expelled(node: MemberNode, ev: Left) -> None:
     """Our membership ended without our leave: say why, once (the member joins again
     with its groups by itself)."""
     stats = node.driver.core.stats if node.driver is not None else None
@@ -157,7 +212,7 @@ def expelled(node: InfraNode, ev: Left) -> None:
     node._push_event(Rejoined(str(ev.mid), reason, ev.gseq))
 
 
-def joined(node: InfraNode, group: str, gseq: int) -> None:
+def joined(node: MemberNode, group: str, gseq: int) -> None:
     """We are in ``group`` from ``gseq``: its history up to there from the hosts."""
     st = node.groups.setdefault(group, GroupState())
     st.refused = False
@@ -165,7 +220,7 @@ def joined(node: InfraNode, group: str, gseq: int) -> None:
     ask_history(node, group, gseq)
 
 
-def ask_history(node: InfraNode, group: str, upto: int) -> None:
+def ask_history(node: MemberNode, group: str, upto: int) -> None:
     st = node.groups.setdefault(group, GroupState())
     st.since = upto
     st.loaded = False
@@ -173,7 +228,7 @@ def ask_history(node: InfraNode, group: str, upto: int) -> None:
     node.driver.core.request_history(group, upto, node.driver.now())
 
 
-def loaded(node: InfraNode, ev: HistoryLoaded) -> None:
+def loaded(node: MemberNode, ev: HistoryLoaded) -> None:
     st = node.groups.get(ev.group)
     if st is None or st.since != ev.upto:
         return
@@ -188,7 +243,7 @@ def loaded(node: InfraNode, ev: HistoryLoaded) -> None:
                       "history starts after them", ev.group, ev.gone)
 
 
-def refused(node: InfraNode, ev: GroupRefused) -> None:
+def refused(node: MemberNode, ev: GroupRefused) -> None:
     if ev.sent:
         node.log.warning("a message to group %s was not sequenced: this member was not in "
                          "it when the coordinator took it", ev.group)
@@ -199,4 +254,4 @@ def refused(node: InfraNode, ev: GroupRefused) -> None:
                      "max_member_groups, or its name)", ev.group)
 
 
-__all__ = ["GroupState", "ask_history", "on_events"]
+__all__ = ["GroupState", "MemberNode", "ask_history", "on_events", "pack_body", "unpack_body"]

@@ -15,13 +15,15 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, NoReturn
 
-from m2mc.api_config import KeyArg, NodeConfig
-from m2mc.api_message import GroupMessage, ReplyTo, _parent
-from m2mc.api_node import NOT_RUNNING, Group, Node
-from m2mc.api_streams import (
+from m2mc.api.config import KeyArg, NodeConfig
+from m2mc.api.inbox import Inbox
+from m2mc.api.message import GroupMessage, ReplyTo, _parent
+from m2mc.api.node import NOT_RUNNING, Group, Node
+from m2mc.api.streams import (
     Source,
+    StreamPort,
     StreamReader,
     open_body_store,
     send_stream,
@@ -33,9 +35,9 @@ from m2mc.group.codec import GrpInfo
 from m2mc.group.events import Delivered, DeliveredBatch, StreamUpdate
 from m2mc.group.manager import TRACE_JOURNAL_META, GroupNode
 from m2mc.group.names import check_name
-from m2mc.inbox import Inbox
 from m2mc.kinds import NodeMode, Order, group_order
 from m2mc.log import node_logger
+from m2mc.metrics.views import AdhocView
 from m2mc.ordering import MessageId
 from m2mc.runtime.endpoint import DEFAULT_FLOW_WINDOW, flow_window_for
 from m2mc.runtime.gc_freeze import tune_collector
@@ -51,7 +53,7 @@ __all__ = ["AdhocGroup", "AdhocNode"]
 
 
 class AdhocNode(Node):
-    """A :class:`~m2mc.api_node.Node` in ad hoc mode: serverless groups over one channel."""
+    """A :class:`~m2mc.api.node.Node` in ad hoc mode: serverless groups over one channel."""
 
     mode: ClassVar[NodeMode] = NodeMode.ADHOC
 
@@ -69,8 +71,15 @@ class AdhocNode(Node):
         # Readers of streamed messages waiting for news of a body, by (gid, pid, seq).
         self._stream_waiters: dict[tuple[str, str, int], list[asyncio.Future[None]]] = {}
         self._bodies_close: Callable[[], None] | None = None
-        self._poke_scheduled = False
+        # The driver's clock (driver.now() without its three calls) and its poke_soon,
+        # bound once the driver exists: the send path calls them for every message.
         self._clock: Callable[[], float] = _not_started
+        self._poke_soon: Callable[[], None] = _not_started
+        self._stream_port = StreamPort(
+            stack=self._node, now=lambda: self._clock(), backlog=lambda: self._drv().backlog,
+            room_for=self._room_for, poke=lambda: self._drv().poke(),
+            poke_soon=lambda: self._poke_soon(), wait_news=self._stream_wait,
+            closed=lambda: self._closed)
 
     # ------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -137,6 +146,7 @@ class AdhocNode(Node):
         if cfg.m2mp.flow_window is None:  # and so does M2MP's, unless configured
             self._stack.m2mp.flow_window = flow_window_for(channel.receive_buffer)
         self._clock = self._driver.loop.time
+        self._poke_soon = self._driver.driver.poke_soon
         self._stack.start(self._driver.now())
         self._driver.poke()
         if cfg.metrics is not None:
@@ -144,7 +154,7 @@ class AdhocNode(Node):
             from m2mc.metrics.labels import GroupLabels
 
             labels = GroupLabels()
-            await self._serve_metrics(lambda: adhoc_snapshot(self, labels), pid)
+            await self._serve_metrics(lambda: adhoc_snapshot(self.metrics_view(), labels), pid)
         tune_collector(cfg.freeze_gc, cfg.gc_threshold, node_logger("m2mc.api", pid))
 
     async def close(self) -> None:
@@ -320,6 +330,19 @@ class AdhocNode(Node):
     def stats(self) -> dict[str, int]:
         return self._node().node_stats()
 
+    def metrics_view(self) -> AdhocView:
+        """This node as its metrics see it (:mod:`m2mc.metrics.adhoc`)."""
+        cfg, driver = self.config, self._driver
+        running = self._stack if not self._closed else None
+        return AdhocView(
+            pid=self._stack.pid if self._stack is not None else (cfg.pid or ""),
+            stack=running, events_dropped=self.events_dropped, app_events=len(self._events),
+            max_queued_events=cfg.max_queued_events,
+            unread={gid: len(inbox) for gid, inbox in self._queues.items()},
+            max_queued_messages=cfg.max_queued_messages,
+            channel=driver.channel.stats if driver is not None else None,
+            dropped_paused=driver.dropped_paused if driver is not None else 0)
+
     # -------------------------------------------------------------- internals
     def _node(self) -> GroupNode:
         if self._stack is None or self._closed:
@@ -416,16 +439,6 @@ class AdhocNode(Node):
         limit = self.config.max_queued_messages
         return any(q.others() >= limit for q in self._queues.values())
 
-    def _schedule_poke(self) -> None:
-        if not self._poke_scheduled:
-            self._poke_scheduled = True
-            asyncio.get_running_loop().call_soon(self._poke)
-
-    def _poke(self) -> None:
-        self._poke_scheduled = False
-        if self._driver is not None and not self._closed:
-            self._driver.poke()
-
 
 
 class AdhocGroup(Group):
@@ -467,9 +480,9 @@ class AdhocGroup(Group):
             await node._room_for(size)
         else:
             stack.send_room, stack.send_room_size = send_room(stack, size), size
-        # node._clock is the driver's clock (driver.now()), without its three calls.
+        # The driver's clock and poke_soon, bound at start (AdhocNode.__init__ says why).
         mid = stack.send(self.gid, data, node._clock(), parent)
-        node._schedule_poke()
+        node._poke_soon()
         return mid
 
     async def send_stream(self, source: Source, *, reply_to: ReplyTo = None,
@@ -480,13 +493,13 @@ class AdhocGroup(Group):
         queued (back-pressure as ``send``). ``size``: its length, if known, for readers.
         An exception from the source gives the message up (its readers get
         ``StreamError('aborted')``) and is raised again. docs/api.md."""
-        return await send_stream(self, source, reply_to, size)
+        return await send_stream(self.node._stream_port, self.gid, source, reply_to, size)
 
     def stream(self, message: GroupMessage) -> StreamReader:
         """The body of a streamed message (``message.is_stream``), read as it arrives
         (``async for piece in group.stream(message)``); fetched from the members that
         hold it if this node does not."""
-        return StreamReader(self, message)
+        return StreamReader(self.node._stream_port, self.gid, message)
 
     async def receive(self, timeout: float | None = None) -> GroupMessage:
         """The next message, in the group's order; TimeoutError after ``timeout``."""
@@ -552,6 +565,6 @@ async def _resolve(spec: GroupKey, gid: str) -> GroupSecret:
     return await asyncio.to_thread(spec.resolve, gid)
 
 
-def _not_started() -> float:
+def _not_started() -> NoReturn:
     raise UsageError(NOT_RUNNING)
 

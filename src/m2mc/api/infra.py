@@ -10,7 +10,7 @@ its ``gseq``, its place in the deployment's one order. Any requested order is
 honoured because the coordinator's total order also keeps S_b, FIFO and causal
 order: a member sends only after delivering what it answers, and the coordinator
 numbers its NEWs in sending order. ``history(gid)`` answers from the hosts' log
-(:mod:`.node_groups`).
+(:mod:`.infra_groups`).
 
 ``hosts`` lists the cells' multicast URLs; the member starts in the first one
 (``infra_cell`` picks another) and moves when the master balances load or its host
@@ -37,15 +37,15 @@ import asyncio
 import contextlib
 import os
 import secrets
-import struct
 from collections import deque
 from pathlib import Path
 from typing import ClassVar
 
-from m2mc.api_config import KeyArg, NodeConfig
-from m2mc.api_message import GroupMessage, ReplyTo, _parent
-from m2mc.api_node import NOT_RUNNING, Group, Node
-from m2mc.errors import BufferFullError, DecodeError, UsageError
+from m2mc.api.config import KeyArg, NodeConfig
+from m2mc.api.infra_groups import GroupState, ask_history, on_events, pack_body
+from m2mc.api.message import GroupMessage, ReplyTo, _parent
+from m2mc.api.node import NOT_RUNNING, Group, Node
+from m2mc.errors import BufferFullError, UsageError
 from m2mc.group.codec import GrpInfo, MemberEntry
 from m2mc.group.events import GroupCreated
 from m2mc.group.names import check_name
@@ -56,10 +56,10 @@ from m2mc.infra.persist import SavedMember, decode_saved
 from m2mc.infra.wire import InfraWire
 from m2mc.infra_runtime.keying import deployment_auth
 from m2mc.infra_runtime.member_driver import MemberDriver
-from m2mc.infra_runtime.node_groups import GroupState, ask_history, on_events
 from m2mc.kinds import NodeMode, Order, group_order
 from m2mc.log import node_logger
-from m2mc.ordering import ROOT, MessageId
+from m2mc.metrics.views import MemberView
+from m2mc.ordering import MessageId
 from m2mc.runtime.gc_freeze import tune_collector
 from m2mc.runtime.tracing import WallClockSink, incarnation_events, open_trace
 from m2mc.security.auth import GroupAuth
@@ -72,40 +72,9 @@ from m2mc.store.infra_member import (
     SqliteMemberStore,
 )
 
-_PARENT = struct.Struct(">H")
-
-
-def pack_body(data: bytes, parent: MessageId) -> bytes:
-    """The application payload with its S_b parent (``\\x00`` + data, or ``\\x01`` +
-    length + parent id + data)."""
-    if parent.is_root:
-        return b"\x00" + data
-    p = str(parent).encode()
-    return b"\x01" + _PARENT.pack(len(p)) + p + data
-
-
-def unpack_body(body: bytes) -> tuple[bytes, MessageId]:
-    """Inverse of :func:`pack_body`. Anything :func:`pack_body` could not have made (no
-    prefix, an unknown one, a parent id cut short, not UTF-8 or not ``pid:seq``)
-    raises :class:`~m2mc.errors.DecodeError`: a member of an unauthenticated
-    deployment, or an insider, may send any body."""
-    kind = body[:1]
-    if kind == b"\x00":
-        return body[1:], ROOT
-    if kind != b"\x01" or len(body) < 3:
-        raise DecodeError("application body: no valid prefix")
-    (n,) = _PARENT.unpack_from(body, 1)
-    if n == 0 or len(body) < 3 + n:
-        raise DecodeError("application body: parent id missing or cut short")
-    try:
-        text = body[3:3 + n].decode()
-    except UnicodeDecodeError:
-        raise DecodeError("application body: parent id is not UTF-8") from None
-    return body[3 + n:], MessageId.parse(text)  # DecodeError if not "pid:seq"
-
 
 class InfraNode(Node):
-    """A :class:`~m2mc.api_node.Node` in infrastructure mode (built by ``Node(config)``
+    """A :class:`~m2mc.api.node.Node` in infrastructure mode (built by ``Node(config)``
     when ``config.mode`` is ``"infra"``, or by ``Node.infra(...)``)."""
 
     mode: ClassVar[NodeMode] = NodeMode.INFRA
@@ -117,7 +86,7 @@ class InfraNode(Node):
             raise UsageError("mode='infra' needs hosts=[the cells' udp-multicast:// URLs]")
         self.infra_config: InfraConfig = cfg.infra or InfraConfig()
         self.driver: MemberDriver | None = None
-        self.groups: dict[str, GroupState] = {}  # ours (node_groups.py)
+        self.groups: dict[str, GroupState] = {}  # ours (infra_groups.py)
         self._pid = ""
         self.log = node_logger("m2mc.infra.member", cfg.pid or "-")
         self.malformed_bodies = 0  # delivered bodies unpack_body refused (dropped)
@@ -162,7 +131,7 @@ class InfraNode(Node):
         if cfg.metrics is not None:
             from m2mc.metrics.infra import member_snapshot
 
-            await self._serve_metrics(lambda: member_snapshot(self), self._pid)
+            await self._serve_metrics(lambda: member_snapshot(self.metrics_view()), self._pid)
         tune_collector(cfg.freeze_gc, cfg.gc_threshold, node_logger("m2mc.infra.member", self._pid))
 
     def _open_store(self) -> tuple[SavedMember | None, bool, bool]:
@@ -383,6 +352,18 @@ class InfraNode(Node):
                 "history_requests": s.history_requests, "history_records": s.history_records,
                 **d.core.wire.counters()}
 
+    def metrics_view(self) -> MemberView:
+        """This member as its metrics see it (:mod:`m2mc.metrics.infra`)."""
+        cfg, d = self.config, self.driver
+        return MemberView(
+            pid=self._pid, core=d.core if d is not None and not self._closed else None,
+            malformed_bodies=self.malformed_bodies, events_dropped=self.events_dropped,
+            moves=d.moves if d is not None else 0,
+            bad_addresses=d.bad_addresses if d is not None else 0,
+            unread={gid: len(st.queue) for gid, st in self.groups.items()},
+            max_queued_messages=cfg.max_queued_messages, app_events=len(self._events),
+            max_queued_events=cfg.max_queued_events)
+
     @property
     def authenticated(self) -> bool:
         """Whether this deployment's frames are sealed with a key."""
@@ -499,4 +480,4 @@ class InfraGroup(Group):
         d.service()
 
 
-__all__ = ["InfraGroup", "InfraNode", "pack_body", "unpack_body"]
+__all__ = ["InfraGroup", "InfraNode"]
