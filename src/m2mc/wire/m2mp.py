@@ -24,7 +24,7 @@ from __future__ import annotations
 import random
 import struct
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from itertools import repeat
 
 from m2mc.native import consecutive, fragment_list
@@ -90,9 +90,6 @@ class M2MPLayer:
             completed_cache=cfg.completed_cache,
         ))
         self._filters = filters = MessageFilters(cfg.own_id_cache)
-        self.matches: Callable[[bytes], bool] = filters.matches
-        self._remember_filtered: Callable[[int], None] = filters.remember_filtered
-        self._filtered_ids = filters.filtered_ids  # (a live view, for the slow path)
         # Our message IDs, to spot looped-back copies; the FIFO forgets the oldest first.
         self._own: set[int] = set()
         self._own_order: deque[int] = deque()
@@ -121,7 +118,6 @@ class M2MPLayer:
         self._stream_ids: Mapping[int, object] = streams.streams if streams is not None else {}
         self._stream_reader = reader = StreamReader(stats, self._events, self._reassembler,
                                                     streams, filters)
-        self._start_stream = reader.start
         self._collect_streams = reader.collect
         self._outgoing: dict[int, OutgoingFragments] = {}
         run_end = RunEnd(cfg, stats, self._events, self._reassembler, streams, filters,
@@ -145,6 +141,9 @@ class M2MPLayer:
     @property
     def filters(self) -> tuple[bytes, ...]:
         return self._filters.registered
+
+    def matches(self, message: bytes) -> bool:
+        return self._filters.matches(message)
 
     # ----------------------------------------------------------------- sending
     def send(self, payload: bytes, now: float, copies: int = 1) -> int:
@@ -456,7 +455,7 @@ class M2MPLayer:
                     append(make_received(message_id, message))
                 else:
                     stats.filtered_out += 1
-                    self._remember_filtered(message_id)
+                    filters.remember_filtered(message_id)
             if run_id != -1:
                 self._end_run(run_id, run_first, run, copies, now)
         finally:
@@ -494,7 +493,7 @@ class M2MPLayer:
         message = reassembler.receive_fragment(message_id, fragment, word >= LAST_FLAG, data,
                                                now)
         if reassembler.duplicates != before:
-            if message_id in self._filtered_ids:
+            if message_id in self._filters.filtered_ids:
                 stats.filtered_fragments += 1
             else:
                 stats.duplicates += 1
@@ -504,12 +503,12 @@ class M2MPLayer:
             if fragment == 0 and len(data) >= self._filters.longest and not self.matches(data):
                 stats.filtered_out += 1
                 reassembler.mark_done(message_id, now)
-                self._remember_filtered(message_id)
+                self._filters.remember_filtered(message_id)
             if reassembler.abandoned:
                 self._collect_abandoned()
             if (streams is not None and reassembler.contiguous(message_id) * MAX_FRAGMENT
                     >= self.config.stream_threshold):
-                self._start_stream(message_id, now)
+                self._stream_reader.start(message_id, now)
         return message
 
     # ------------------------------------------------------------------ timers
@@ -581,6 +580,7 @@ class M2MPLayer:
         # does not prove that no filter wanted it. Stray fragments are only counted.
         if not item.head:
             return
-        if len(item.head) >= self._filters.longest and not self.matches(item.head):
+        filters = self._filters
+        if len(item.head) >= filters.longest and not filters.matches(item.head):
             return
         self._events.append(MessageAbandoned(item.message_id, item.reason, item.bytes))
