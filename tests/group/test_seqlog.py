@@ -77,8 +77,8 @@ class Cluster:
                 self._record(pid, pos, entry)
         self.delivered[pid] = log.emitted
         bodies = log.flush(self.now)
-        blob = log.dumps() if log.dirty else self.durable[pid][0]
-        if log.conf_dirty:
+        blob = log.dumps() if log.core.dirty else self.durable[pid][0]
+        if log.core.conf_dirty:
             self.conf_blob[pid] = log.dumps_conf()
         self.durable[pid] = (blob, log.emitted + 1)  # written before anything is sent
         for body in bodies:
@@ -296,9 +296,9 @@ def _candidate(pid: str = "a", epoch: int = 9) -> SeqLog:
     log.on_decided([(1, MemberEntry("a", 1, True)), (2, MemberEntry("b", 1, True)),
                     (3, MemberEntry("c", 1, True))])
     log.take_decided()
-    log.cand_epoch = log.max_epoch = epoch
-    log._promise((epoch, pid))
-    log._candidacy = {}
+    log.core.cand_epoch = log.core.max_epoch = epoch
+    log.core.promise((epoch, pid))
+    log.core.candidacy = {}
     return log
 
 
@@ -306,19 +306,19 @@ def test_take_over_adopts_the_newest_ballot_then_the_longest_log() -> None:
     # Viewstamped Replication's rule: b's log is longer but was synced to an older
     # ballot; c's is shorter but newer, so c's log is the one that may hold commits.
     log = _candidate()
-    assert log._candidacy is not None
-    log._candidacy["b"] = _promise("b", 3, "b", 3, [(4, MessageId("x", 1)),
+    assert log.core.candidacy is not None
+    log.core.candidacy["b"] = _promise("b", 3, "b", 3, [(4, MessageId("x", 1)),
                                                     (5, MessageId("x", 2))])
-    log._candidacy["c"] = _promise("c", 5, "c", 3, [(4, MessageId("y", 1))])
-    log._try_lead(0.0)
-    assert log.is_leader and log.log == {4: MessageId("y", 1)} and log.high == 4
+    log.core.candidacy["c"] = _promise("c", 5, "c", 3, [(4, MessageId("y", 1))])
+    log.election.try_lead(0.0)
+    assert log.is_leader and log.core.log == {4: MessageId("y", 1)} and log.high == 4
     # Among answers of the same ballot, the longest.
     log = _candidate()
-    assert log._candidacy is not None
-    log._candidacy["b"] = _promise("b", 5, "c", 3, [(4, MessageId("y", 1)),
+    assert log.core.candidacy is not None
+    log.core.candidacy["b"] = _promise("b", 5, "c", 3, [(4, MessageId("y", 1)),
                                                     (5, MessageId("y", 2))])
-    log._candidacy["c"] = _promise("c", 5, "c", 3, [(4, MessageId("y", 1))])
-    log._try_lead(0.0)
+    log.core.candidacy["c"] = _promise("c", 5, "c", 3, [(4, MessageId("y", 1))])
+    log.election.try_lead(0.0)
     assert log.is_leader and log.high == 5
 
 
@@ -340,7 +340,7 @@ def test_a_candidate_first_learns_every_committed_entry() -> None:
     assert not log.is_leader and log.missing_positions(10) == [(4, 7)]
     log.on_decided([(p, MessageId("z", p)) for p in range(4, 8)])
     log.on_promise(Promise("b", 4, "a", 2, "b", 7, 7, []), 0.0)
-    assert log.is_leader and log.base == 7
+    assert log.is_leader and log.core.base == 7
 
 
 def test_an_order_of_an_older_ballot_is_refused_after_a_promise() -> None:
@@ -349,5 +349,5 @@ def test_an_order_of_an_older_ballot_is_refused_after_a_promise() -> None:
     log.on_start(Start("a", 1, 0, [(1, MemberEntry("a", 1, True))]), 0.0)
     log.on_prepare(Prepare("c", 2, 0), 0.0)
     log.on_order(Order("a", 1, [(2, MessageId("a", 1))], 1), 0.0)
-    assert 2 not in log.log and log.stats.stale == 1
+    assert 2 not in log.core.log and log.stats.stale == 1
     assert [p for p, _ in log.take_decided()] == [1]  # what a said was committed is

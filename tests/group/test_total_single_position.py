@@ -32,9 +32,9 @@ def test_data_of_an_entry_adopted_at_a_take_over_is_not_stamped_again() -> None:
     assert mop.pump() == []
     # a takes over: b's log (of ballot (5, c)) holds x:1 and x:2, not committed, whose
     # data a has not received (they were sent on the other side of a partition).
-    log.cand_epoch = log.max_epoch = 9
-    log._promise((9, "a"))
-    log._candidacy = {}
+    log.core.cand_epoch = log.core.max_epoch = 9
+    log.core.promise((9, "a"))
+    log.core.candidacy = {}
     log.on_promise(Promise("b", 9, "a", 5, "c", 3, 5, [(4, X1), (5, X2)]), 0.0)
     assert log.is_leader and log.high == 5
     # Their data comes, then a new message: x:1 and x:2 keep positions 4 and 5.

@@ -20,17 +20,24 @@ header_of = itemgetter(slice(None, HEADER_SIZE))  # a packet's first 8 bytes, in
 
 
 class OwnCopies:
-    """Mixed into :class:`~m2mc.wire.m2mp.M2MPLayer`, whose state it uses."""
+    """The layer's sent packets whose looped-back copy is awaited, and the taking of
+    those copies (the layer binds :meth:`take_loopbacks` and :meth:`release` once)."""
 
-    stats: M2MPStats
-    _outstanding: deque[bytes]  # headers of our packets whose copy is awaited, oldest first
-    _flow_deadlines: deque[float]
+    __slots__ = ("deadlines", "outstanding", "stats")
 
-    def _take_loopbacks(self, datagrams: Sequence[bytes]) -> Sequence[bytes]:
+    def __init__(self, stats: M2MPStats) -> None:
+        self.stats = stats
+        # Headers (8 bytes) of our packets whose copy is awaited, oldest first (at most
+        # flow_window), and their flow deadlines alongside. The layer appends to both
+        # when it sends, and pops a packet whose copy is overdue.
+        self.outstanding: deque[bytes] = deque()
+        self.deadlines: deque[float] = deque()
+
+    def take_loopbacks(self, datagrams: Sequence[bytes]) -> Sequence[bytes]:
         """Consume the leading datagrams that are copies of our oldest outstanding packets
         (the sender's common case, recognised by header alone), read one by one or
         joined (Segments); return the rest."""
-        while datagrams and self._outstanding:
+        while datagrams and self.outstanding:
             if type(datagrams[0]) is Segments:
                 if not self._take_own_block(datagrams[0]):
                     break
@@ -46,11 +53,11 @@ class OwnCopies:
         """Take a Segments that is the copies of our oldest outstanding packets, all of
         it (else False: the receive loop takes it apart)."""
         count = segment_count(block)
-        outstanding = self._outstanding
+        outstanding = self.outstanding
         if count > len(outstanding) or list(map(block.__getitem__, header_slices(count))) != list(
                 islice(outstanding, count)):
             return False
-        popleft, pop_deadline = outstanding.popleft, self._flow_deadlines.popleft
+        popleft, pop_deadline = outstanding.popleft, self.deadlines.popleft
         for _ in repeat(None, count):
             popleft()
             pop_deadline()
@@ -61,7 +68,7 @@ class OwnCopies:
         return True
 
     def _take_own_packets(self, datagrams: Sequence[bytes]) -> Sequence[bytes]:
-        outstanding, deadlines = self._outstanding, self._flow_deadlines
+        outstanding, deadlines = self.outstanding, self.deadlines
         count = min(len(datagrams), len(outstanding))
         head = datagrams[:count]
         if count and max(map(len, head)) > MAX_PACKET:
@@ -90,14 +97,14 @@ class OwnCopies:
         stats.looped_back += count
         return datagrams[count:]
 
-    def _release(self, header: bytes) -> None:
+    def release(self, header: bytes) -> None:
         """A looped-back copy of ours that is not the oldest outstanding packet's."""
-        outstanding = self._outstanding
+        outstanding = self.outstanding
         if header not in outstanding:
             return  # a redundant copy, or a straggler already given up on
         # Packets are not reordered (seeds/002 section 1, assumption 4): the copy of a
         # later packet means the ones sent before it lost theirs.
-        deadlines = self._flow_deadlines
+        deadlines = self.deadlines
         while outstanding.popleft() != header:
             deadlines.popleft()
             self.stats.loopbacks_missed += 1

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from itertools import repeat
 
 from m2mc.native import consecutive, fragment_list
+from m2mc.wire.filters import MessageFilters
 from m2mc.wire.loopbacks import OwnCopies, header_of
 from m2mc.wire.m2mp_types import (
     M2MPConfig,
@@ -47,7 +48,7 @@ from m2mc.wire.packet import (
 from m2mc.wire.reassembly import Abandoned, Reassembler, ReassemblyLimits
 from m2mc.wire.run_end import RunEnd, make_received
 from m2mc.wire.segments import Segments, split_block
-from m2mc.wire.stream_layer import StreamingLayer
+from m2mc.wire.stream_layer import StreamReader
 from m2mc.wire.streams import IncomingStreams, OutgoingFragments, StreamLimits
 
 __all__ = ["M2MPConfig", "M2MPEvent", "M2MPLayer", "M2MPStats", "MessageAbandoned",
@@ -60,10 +61,15 @@ _pack_header = _HEADER.pack
 # dataclass's __init__ costs a Python frame and two object.__setattr__ calls per message.
 
 
-class M2MPLayer(StreamingLayer, RunEnd, OwnCopies):
+class M2MPLayer:
     """One instance of the M2MP layer (one per process, or one in the daemon).
 
-    Messages written and read in pieces: :class:`~m2mc.wire.stream_layer.StreamingLayer`.
+    Its parts, each an object it holds (and whose methods the receive loop calls
+    bound once, here: no extra call per packet): the filters
+    (:class:`~m2mc.wire.filters.MessageFilters`), the looped-back copies of its own
+    packets (:class:`~m2mc.wire.loopbacks.OwnCopies`), the end of a run
+    (:class:`~m2mc.wire.run_end.RunEnd`) and the messages read as streams
+    (:class:`~m2mc.wire.stream_layer.StreamReader`).
     """
 
     takes_blocks = True  # receive_datagrams takes wire.segments.Segments (m2mc.core)
@@ -83,38 +89,41 @@ class M2MPLayer(StreamingLayer, RunEnd, OwnCopies):
             max_message_bytes=cfg.max_message_bytes,
             completed_cache=cfg.completed_cache,
         ))
-        self._filters: list[bytes] = []
-        self._prefixes: tuple[bytes, ...] = ()  # the filters, as bytes.startswith takes them
-        self._longest_filter = 0
-        self._accept_all = False
+        self._filters = filters = MessageFilters(cfg.own_id_cache)
         # Our message IDs, to spot looped-back copies; the FIFO forgets the oldest first.
         self._own: set[int] = set()
         self._own_order: deque[int] = deque()
         self._queue: deque[bytes] = deque()  # encoded packets waiting for flow control
         self._queued_bytes = 0  # their bytes (headers included): the sender's byte backlog
+        self._events: list[M2MPEvent] = []  # emptied in place (events): its parts hold it
+        self.stats = stats = M2MPStats()
         # Sent packets whose looped-back copy is awaited, oldest first (at most
         # flow_window): their 8-byte headers, and their flow deadlines alongside.
-        self._outstanding: deque[bytes] = deque()
-        self._flow_deadlines: deque[float] = deque()
+        own_copies = OwnCopies(stats)
+        self._outstanding = own_copies.outstanding
+        self._flow_deadlines = own_copies.deadlines
+        self._take_loopbacks = own_copies.take_loopbacks
+        self._release = own_copies.release
         self._flow_window = cfg.flow_window or 1
         self._own_cache = cfg.own_id_cache
         # Live views of the reassembler's tables, for the one-packet fast path.
         self._done_ids = self._reassembler.done_ids
         self._partial_ids = self._reassembler.partial_ids
         self._message_timeout = cfg.message_timeout
-        self._events: list[M2MPEvent] = []
-        self.stats = M2MPStats()
-        # IDs of messages filtered out at their first fragment (bounded, oldest forgotten):
-        # their later fragments are counted as filtered, not as duplicates.
-        self._filtered_ids: set[int] = set()
-        self._filtered_order: deque[int] = deque()
         # Messages read as streams (None: every message whole) and written in pieces.
-        self._streams = (IncomingStreams(StreamLimits(cfg.message_timeout, cfg.stream_window,
-                                                      cfg.max_streams))
-                         if cfg.stream_threshold else None)
-        self._stream_ids: Mapping[int, object] = (
-            self._streams.streams if self._streams is not None else {})
+        self._streams = streams = (
+            IncomingStreams(StreamLimits(cfg.message_timeout, cfg.stream_window,
+                                         cfg.max_streams))
+            if cfg.stream_threshold else None)
+        self._stream_ids: Mapping[int, object] = streams.streams if streams is not None else {}
+        self._stream_reader = reader = StreamReader(stats, self._events, self._reassembler,
+                                                    streams, filters)
+        self._collect_streams = reader.collect
         self._outgoing: dict[int, OutgoingFragments] = {}
+        run_end = RunEnd(cfg, stats, self._events, self._reassembler, streams, filters,
+                         self._receive_fragment, reader.start)
+        self._end_run = run_end.end_run
+        self._complete_run = run_end.complete_run
         # Runs (receive_datagrams) stop before the fragment number at which the slow
         # path must act: a message too large, or one to read as a stream from here on.
         self._run_end = cfg.max_message_bytes // MAX_FRAGMENT + 1
@@ -124,28 +133,17 @@ class M2MPLayer(StreamingLayer, RunEnd, OwnCopies):
     # ----------------------------------------------------------------- filters
     def add_filter(self, prefix: bytes) -> None:
         """Register a message filter (seeds/002 2.3); an empty prefix matches everything."""
-        if prefix not in self._filters:
-            self._filters.append(bytes(prefix))
-            self._refresh_filters()
+        self._filters.add(prefix)
 
     def remove_filter(self, prefix: bytes) -> None:
-        if prefix in self._filters:
-            self._filters.remove(prefix)
-            self._refresh_filters()
+        self._filters.remove(prefix)
 
     @property
     def filters(self) -> tuple[bytes, ...]:
-        return tuple(self._filters)
+        return self._filters.registered
 
     def matches(self, message: bytes) -> bool:
-        if self._accept_all:
-            return True
-        return message.startswith(self._prefixes)
-
-    def _refresh_filters(self) -> None:
-        self._prefixes = tuple(self._filters)
-        self._accept_all = b"" in self._filters
-        self._longest_filter = max((len(p) for p in self._filters), default=0)
+        return self._filters.matches(message)
 
     # ----------------------------------------------------------------- sending
     def send(self, payload: bytes, now: float, copies: int = 1) -> int:
@@ -257,6 +255,42 @@ class M2MPLayer(StreamingLayer, RunEnd, OwnCopies):
         while len(order) > self._own_cache:
             own.discard(order.popleft())
 
+    # ------------------------------------------------- sending in pieces (streams)
+    def open_message(self, now: float) -> int:
+        """Start a message written in pieces (:meth:`write_message`, then
+        :meth:`close_message`); return its random message ID. Its packets are those of
+        the whole message (interfaces.md section 1); receivers abandon it if a piece comes
+        later than their message timeout after the previous one (seeds/002 2.2)."""
+        own, getrandbits = self._own, self._rng.getrandbits
+        message_id = getrandbits(32)
+        while message_id in own or message_id in self._outgoing:
+            message_id = getrandbits(32)
+        own.add(message_id)
+        self._own_order.append(message_id)
+        if len(self._own_order) > self._own_cache:
+            self._forget_own()
+        self._outgoing[message_id] = OutgoingFragments(message_id)
+        return message_id
+
+    def write_message(self, message_id: int, data: bytes, now: float) -> None:
+        """Queue the next bytes of a message opened with :meth:`open_message`."""
+        packets = self._outgoing[message_id].write(data)
+        if packets:
+            self._queue.extend(packets)
+            self._queued_bytes += sum(map(len, packets))
+
+    def close_message(self, message_id: int, now: float) -> None:
+        """End the message: its last packet (with the last flag) is queued."""
+        packet = self._outgoing.pop(message_id).close()
+        self._queue.append(packet)
+        self._queued_bytes += len(packet)
+        self.stats.messages_out += 1
+
+    def abort_message(self, message_id: int) -> None:
+        """Give up a message being written: nothing more is sent, so its receivers
+        abandon it after their message timeout (seeds/002 2.2: an unclosed stream)."""
+        self._outgoing.pop(message_id, None)
+
     # ---------------------------------------------------------------- receiving
     def receive_datagram(self, datagram: bytes, now: float) -> None:
         """Take in one datagram from the channel (see :meth:`receive_datagrams`)."""
@@ -290,8 +324,9 @@ class M2MPLayer(StreamingLayer, RunEnd, OwnCopies):
         reassembler = self._reassembler
         remember_done = reassembler.remember_done
         expiry = now + self._message_timeout
-        accept_all = self._accept_all
-        prefixes = self._prefixes
+        filters = self._filters
+        accept_all = filters.accept_all
+        prefixes = filters.prefixes
         append = self._events.append
         unpack = _unpack_header
         size_in = looped = delivered = 0
@@ -420,7 +455,7 @@ class M2MPLayer(StreamingLayer, RunEnd, OwnCopies):
                     append(make_received(message_id, message))
                 else:
                     stats.filtered_out += 1
-                    self._remember_filtered(message_id)
+                    filters.remember_filtered(message_id)
             if run_id != -1:
                 self._end_run(run_id, run_first, run, copies, now)
         finally:
@@ -458,31 +493,23 @@ class M2MPLayer(StreamingLayer, RunEnd, OwnCopies):
         message = reassembler.receive_fragment(message_id, fragment, word >= LAST_FLAG, data,
                                                now)
         if reassembler.duplicates != before:
-            if message_id in self._filtered_ids:
+            if message_id in self._filters.filtered_ids:
                 stats.filtered_fragments += 1
             else:
                 stats.duplicates += 1
             return None
         if message is None:
             # Early filtering: once fragment 0 is in, we know whether anyone wants it.
-            if fragment == 0 and len(data) >= self._longest_filter and not self.matches(data):
+            if fragment == 0 and len(data) >= self._filters.longest and not self.matches(data):
                 stats.filtered_out += 1
                 reassembler.mark_done(message_id, now)
-                self._remember_filtered(message_id)
+                self._filters.remember_filtered(message_id)
             if reassembler.abandoned:
                 self._collect_abandoned()
             if (streams is not None and reassembler.contiguous(message_id) * MAX_FRAGMENT
                     >= self.config.stream_threshold):
-                self._start_stream(message_id, now)
+                self._stream_reader.start(message_id, now)
         return message
-
-    def _remember_filtered(self, message_id: int) -> None:
-        if message_id in self._filtered_ids:
-            return
-        self._filtered_ids.add(message_id)
-        self._filtered_order.append(message_id)
-        if len(self._filtered_order) > self._own_cache:
-            self._filtered_ids.discard(self._filtered_order.popleft())
 
     # ------------------------------------------------------------------ timers
     def on_timer(self, now: float) -> None:
@@ -510,8 +537,28 @@ class M2MPLayer(StreamingLayer, RunEnd, OwnCopies):
 
     # ------------------------------------------------------------------ events
     def events(self) -> list[M2MPEvent]:
-        events, self._events = self._events, []
-        return events
+        events = self._events  # (the list its parts append to: emptied, never replaced)
+        out = events[:]
+        events.clear()
+        return out
+
+    # ------------------------------------------------------------------ streams
+    def drop_stream(self, message_id: int, now: float) -> bool:
+        """Give up a message being read as a stream (its reader fell behind): a
+        :class:`MessageAbandoned` with reason ``overflow`` follows, and its later
+        packets are ignored. False if it is not being read (finished)."""
+        return self._stream_reader.drop(message_id, now)
+
+    @property
+    def streams_open(self) -> int:
+        """Messages being read as streams now (at most ``max_streams``)."""
+        return self._stream_reader.open_count
+
+    @property
+    def stream_held_bytes(self) -> int:
+        """Bytes the open streams hold: their early fragments (at most
+        ``stream_window`` each)."""
+        return self._stream_reader.held_bytes
 
     @property
     def partial_messages(self) -> int:
@@ -533,6 +580,7 @@ class M2MPLayer(StreamingLayer, RunEnd, OwnCopies):
         # does not prove that no filter wanted it. Stray fragments are only counted.
         if not item.head:
             return
-        if len(item.head) >= self._longest_filter and not self.matches(item.head):
+        filters = self._filters
+        if len(item.head) >= filters.longest and not filters.matches(item.head):
             return
         self._events.append(MessageAbandoned(item.message_id, item.reason, item.bytes))

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from m2mc.native import fast_constructor
+from m2mc.wire.filters import MessageFilters
 from m2mc.wire.m2mp_types import M2MPConfig, M2MPEvent, M2MPStats, MessageReceived
 from m2mc.wire.packet import HEADER_SIZE, MAX_FRAGMENT
 from m2mc.wire.segments import Segments, split_block
@@ -25,30 +26,36 @@ _HEADER = struct.Struct(">II")
 make_received: Callable[[int, bytes], MessageReceived] = fast_constructor(MessageReceived)
 
 
+class ReceiveFragment(Protocol):
+    """The layer's slow path for one packet: reassembly; the message if complete."""
+
+    def __call__(self, message_id: int, word: int, datagram: bytes,
+                 now: float) -> bytes | None: ...
+
+
 class RunEnd:
-    """Mixed into :class:`~m2mc.wire.m2mp.M2MPLayer`, whose state it uses."""
+    """Ends the receive loop's runs; the layer binds :meth:`end_run` and
+    :meth:`complete_run` once, and gives its own slow path (``receive_fragment``, for
+    a replayed run) and the start of a stream (``start_stream``)."""
 
-    config: M2MPConfig
-    stats: M2MPStats
-    _events: list[M2MPEvent]
-    _reassembler: Reassembler
-    _streams: IncomingStreams | None
-    _filtered_ids: set[int]
-    _accept_all: bool
-    _prefixes: tuple[bytes, ...]
+    __slots__ = ("_events", "_filters", "_reassembler", "_receive_fragment", "_start_stream",
+                 "_streams", "config", "stats")
 
-    def _receive_fragment(self, message_id: int, word: int, datagram: bytes,
-                          now: float) -> bytes | None:
-        raise NotImplementedError
+    def __init__(self, config: M2MPConfig, stats: M2MPStats, events: list[M2MPEvent],
+                 reassembler: Reassembler, streams: IncomingStreams | None,
+                 filters: MessageFilters, receive_fragment: ReceiveFragment,
+                 start_stream: Callable[[int, float], None]) -> None:
+        self.config = config
+        self.stats = stats
+        self._events = events  # the layer's (M2MPLayer.events empties it in place)
+        self._reassembler = reassembler
+        self._streams = streams
+        self._filters = filters
+        self._receive_fragment = receive_fragment
+        self._start_stream = start_stream
 
-    def _start_stream(self, message_id: int, now: float) -> None:
-        raise NotImplementedError
-
-    def _remember_filtered(self, message_id: int) -> None:
-        raise NotImplementedError
-
-    def _end_run(self, message_id: int, first: int, run: list[bytes], copies: list[int],
-                 now: float) -> None:
+    def end_run(self, message_id: int, first: int, run: list[bytes], copies: list[int],
+                now: float) -> None:
         """Hand an unfinished run to the reassembler (which gives nothing up for it: it
         refuses a run that would pass a bound), then do what the slow path does after
         a fragment: read the message as a stream if its prefix reached the threshold."""
@@ -61,8 +68,8 @@ class RunEnd:
                 * MAX_FRAGMENT >= self.config.stream_threshold):
             self._start_stream(message_id, now)
 
-    def _complete_run(self, message_id: int, first: int, run: list[bytes], copies: list[int],
-                      now: float) -> None:
+    def complete_run(self, message_id: int, first: int, run: list[bytes], copies: list[int],
+                     now: float) -> None:
         """Hand a run that ends with the message's last fragment to the reassembler and
         deliver the message (its fragment 0 matched a filter when the run began), or
         replay the run where the reassembler would not take it whole."""
@@ -77,7 +84,7 @@ class RunEnd:
 
     def _count_copies(self, message_id: int, count: int) -> None:
         """Redundant copies a run skipped, counted as the slow path counts them."""
-        if message_id in self._filtered_ids:  # an ID reused after a filtered message's
+        if message_id in self._filters.filtered_ids:  # an ID reused after a filtered message's
             self.stats.filtered_fragments += count
         else:
             self.stats.duplicates += count
@@ -98,7 +105,8 @@ class RunEnd:
 
     def _replay(self, message_id: int, datagram: bytes, times: int, now: float) -> None:
         """``datagram`` through the slow path, ``times`` times (a replayed run's)."""
-        accept_all, prefixes = self._accept_all, self._prefixes
+        filters = self._filters
+        accept_all, prefixes = filters.accept_all, filters.prefixes
         _, word = _HEADER.unpack_from(datagram)
         for _ in range(times):
             found = self._receive_fragment(message_id, word, datagram, now)
@@ -109,5 +117,5 @@ class RunEnd:
                 self._events.append(make_received(message_id, found))
             else:
                 self.stats.filtered_out += 1
-                self._remember_filtered(message_id)
+                filters.remember_filtered(message_id)
 

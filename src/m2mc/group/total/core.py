@@ -1,6 +1,6 @@
-"""Total order in ad hoc mode, the state every concern of the sequencing log shares:
-the replica's fields, the sequencer's role, ballots and promises, and the entries
-decided (each handed out once).
+"""Total order in ad hoc mode, the state every concern of the sequencing log shares
+(:class:`LogCore`): the replica's fields, the sequencer's role, ballots and
+promises, and the entries decided (each handed out once).
 
 One member, the *sequencer*, numbers the group's messages: it appends an entry
 ``position -> message identity`` to its log and broadcasts it (ORDER). A member
@@ -8,7 +8,8 @@ delivers the message at position ``p`` only once ``p`` is *committed*: held, in
 the sequencer's ballot, by a majority of the group's configuration at ``p``.
 This is Viewstamped Replication / multi-Paxos with a log in contiguous order, on
 a lossy broadcast medium (docs/group.md, section 5). The log is split by concern,
-each module a layer of one class, :class:`~m2mc.group.total.seqlog.SeqLog`:
+each module one object that holds this state (and the few others it calls), put
+together behind :class:`~m2mc.group.total.seqlog.SeqLog`:
 
 - here: the state, ballots (``(epoch, pid)``, ordered as tuples) and promises;
 - :mod:`~m2mc.group.total.configuration`: the configuration of majorities, and
@@ -21,10 +22,10 @@ each module a layer of one class, :class:`~m2mc.group.total.seqlog.SeqLog`:
 Rules kept here:
 
 - A member *promises* a ballot and from then on accepts nothing of older ballots
-  (``_promise``: promises only grow). Its log is *synced* to one ballot
+  (``promise``: promises only grow). Its log is *synced* to one ballot
   (``ballot``), which is never newer than ``promised``.
 - A ballot of a non-member, or absurdly far past the newest known, is dropped
-  (``_valid``); so is a position absurdly far ahead (``_plausible_pos``).
+  (``valid``); so is a position absurdly far ahead (``plausible_pos``).
 - A decided entry is handed out once, in any order, through ``take_decided``;
   ``emitted`` is the contiguous prefix handed out.
 
@@ -40,10 +41,10 @@ FOLLOWER        a HANDOVER names us                         CANDIDATE       elec
 FOLLOWER        restarted with our own ballot promised      CANDIDATE       election: tick (resume)
 FOLLOWER        the log founded (creator, or lowest member  LEADER          election: found
                 of a group joined by name)
-CANDIDATE       promises of a majority of every             LEADER          election: _try_lead
+CANDIDATE       promises of a majority of every             LEADER          election: try_lead
                 configuration the adopted log goes through
 CANDIDATE       no majority within ``sequencer_timeout``    FOLLOWER        election: on_timer
-any             a newer ballot of another process promised  FOLLOWER        core: _promise
+any             a newer ballot of another process promised  FOLLOWER        core: promise
 LEADER          a lower member holds the commit point       HANDING_OVER    election: hand_over
 LEADER          members promised a newer ballot nobody      CANDIDATE       election: _leader_tick
                 leads
@@ -98,7 +99,20 @@ class SeqLogStats:
 
 
 class LogCore:
-    """One member's replica of a total-order group's sequencing log: its state."""
+    """One member's replica of a total-order group's sequencing log: its state, shared
+    by the log's concerns (each an object holding it; nothing else holds it but
+    :class:`~m2mc.group.total.seqlog.SeqLog`), and the rules on it every concern
+    applies: ballots, promises, decided entries."""
+
+    __slots__ = (
+        "ack_due", "acks", "ahead", "ballot", "base", "cand_epoch", "candidacy", "commit_at",
+        "commit_b", "commit_sent", "conf", "conf_dirty", "conf_sorted", "config",
+        "decided", "dirty", "elected", "emitted", "handover_at", "handover_to", "heard_high",
+        "high", "is_member", "known", "last_heard", "last_start", "lead_since", "leading",
+        "log", "lost", "max_ballot", "max_epoch", "may_found", "members", "mids", "outbox",
+        "pid", "prepare_at", "promised", "reconfig_due", "resume", "retry_at", "retry_every",
+        "start_at", "stats", "stepped_down", "sync_asked", "unsent",
+    )
 
     def __init__(self, pid: str, config: GroupConfig) -> None:
         self.pid = pid
@@ -119,43 +133,34 @@ class LogCore:
         self.known = 0  # the highest position known to be committed (from anyone)
         self.high = 0  # our log holds every position of `ballot` up to here
         self.heard_high = 0  # positions of `ballot` others hold (ACKs, ORDERs, STATUS)
-        self._resend: set[int] = set()  # sequencer: positions NACKed, to send again
-        self._lost: list[tuple[int, int]] = []  # handed out, not kept (a bound): ask again
+        self.lost: list[tuple[int, int]] = []  # handed out, not kept (a bound): ask again
         self.emitted = 0  # every position <= emitted was handed out as decided
-        self._ahead: dict[int, LogEntry] = {}  # decided and handed out, above `emitted`
-        self._decided: list[tuple[int, LogEntry]] = []
-        self._mids: dict[MessageId, int] = {}  # the log's message identities -> position
-        self._conf_sorted: list[int] | None = None
+        self.ahead: dict[int, LogEntry] = {}  # decided and handed out, above `emitted`
+        self.decided: list[tuple[int, LogEntry]] = []  # not taken yet (take_decided)
+        self.mids: dict[MessageId, int] = {}  # the log's message identities -> position
+        self.conf_sorted: list[int] | None = None  # the positions of `conf`, sorted
         self.leading = False
         self.stepped_down = False  # handed over, waiting for the successor
         self.acks: dict[str, int] = {}  # per member: how far it holds `ballot`
-        self._candidacy: dict[str, Promise] | None = None
-        self._cand_deadline = 0.0
-        self._prepare_at: float | None = None
-        self._prepare_every = 0.0
-        self._gone: Ballot = NO_BALLOT  # a ballot whose sequencer handed over
-        self._watch_since: float | None = None
-        self._lead_since = 0.0
-        self._handover_to = ""
-        self._handover_until = 0.0
-        self._handover_at: float | None = None
-        self._no_handover_until = 0.0
-        self._stale: dict[str, float] = {}  # members promised to a newer ballot: since when
-        self._last_start = float("-inf")
-        self._retry_at: float | None = None
-        self._retry_every = 0.0
-        self._sync_asked: dict[Ballot, float] = {}
-        self._start_at: float | None = None
-        self._new: Entries = []  # stamps proposed since the last ORDER
-        self._commit_sent = 0
-        self._commit_at: float | None = None  # a commit-only ORDER is due then
-        self._ack_due = False
-        self._outbox: list[Body] = []
-        self._members: Mapping[str, MemberEntry] = {}  # the gossip membership, last tick
-        self._reconfig_due = False
-        self._resume = False  # restarted with our own ballot promised
+        self.candidacy: dict[str, Promise] | None = None  # the answers, while a candidate
+        self.prepare_at: float | None = None  # candidate: the next PREPARE is due then
+        self.lead_since = 0.0
+        self.handover_to = ""
+        self.handover_at: float | None = None  # the next HANDOVER is due then
+        self.last_start = float("-inf")
+        self.retry_at: float | None = None  # sequencer: stamps sent again then
+        self.retry_every = 0.0
+        self.sync_asked: dict[Ballot, float] = {}  # START asked of a ballot's sequencer: when
+        self.start_at: float | None = None  # sequencer: a START is due then
+        self.unsent: Entries = []  # stamps proposed since the last ORDER
+        self.commit_sent = 0
+        self.commit_at: float | None = None  # a commit-only ORDER is due then
+        self.ack_due = False
+        self.outbox: list[Body] = []
+        self.members: Mapping[str, MemberEntry] = {}  # the gossip membership, last tick
+        self.reconfig_due = False
+        self.resume = False  # restarted with our own ballot promised
         self.may_found = False  # a group joined by name: the lowest member may found its log
-        self._found_after: float | None = None
         self.elected: list[tuple[str, Ballot, int, int]] = []  # (event, ballot, base, high)
         self.dirty = False
         self.conf_dirty = False
@@ -172,10 +177,10 @@ class LogCore:
         are its two bits, a candidacy under way the third."""
         if self.leading:
             return Role.HANDING_OVER if self.stepped_down else Role.LEADER
-        return Role.CANDIDATE if self._candidacy is not None else Role.FOLLOWER
+        return Role.CANDIDATE if self.candidacy is not None else Role.FOLLOWER
 
     def position_of(self, mid: MessageId) -> int | None:
-        return self._mids.get(mid)
+        return self.mids.get(mid)
 
     def state(self) -> LogState:
         return LogState(self.promised[0], self.promised[1], self.ballot[0], self.ballot[1],
@@ -185,26 +190,27 @@ class LogCore:
         return self.is_leader and self.high - self.commit_b < self.config.max_uncommitted
 
     def take_decided(self) -> list[tuple[int, LogEntry]]:
-        out, self._decided = self._decided, []
+        out, self.decided = self.decided, []
         return out
 
     @property
     def has_decided(self) -> bool:
-        return bool(self._decided)
+        return bool(self.decided)
 
     @property
     def handover_target(self) -> str:
-        return self._handover_to
+        return self.handover_to
 
     # ================================================================ ballots
-    def _heard(self, pid: str, now: float, within: float | None = None) -> bool:
+    def heard(self, pid: str, now: float, within: float | None = None) -> bool:
+        """Heard from ``pid`` within ``within`` (``sequencer_timeout``); ourselves, always."""
         if pid == self.pid:
             return True
         t = self.last_heard.get(pid)
         limit = self.config.sequencer_timeout if within is None else within
         return t is not None and now - t < limit
 
-    def _valid(self, epoch: int, pid: str) -> bool:
+    def valid(self, epoch: int, pid: str) -> bool:
         """A ballot we may act on: of a member, and not absurdly far ahead."""
         if epoch >= self.config.max_seq // 2 or (
                 self.max_epoch and epoch > self.max_epoch + self.config.max_epoch_jump):
@@ -220,13 +226,16 @@ class LogCore:
             self.max_ballot = (epoch, pid)
         return True
 
-    def _plausible_pos(self, pos: int) -> bool:
+    def plausible_pos(self, pos: int) -> bool:
+        """A position we may act on: not absurdly far past what we know."""
         if pos > max(self.known, self.high, self.emitted) + self.config.max_seq_jump:
             self.stats.absurd_position += 1
             return False
         return True
 
-    def _promise(self, ballot: Ballot) -> None:
+    def promise(self, ballot: Ballot) -> None:
+        """Promise ``ballot`` if newer (promises only grow): a sequencer or candidate of
+        an older ballot of ours stops."""
         if ballot <= self.promised:
             return
         self.promised = ballot
@@ -234,63 +243,71 @@ class LogCore:
             self.max_ballot = ballot
         self.dirty = True
         if self.leading and ballot[1] != self.pid:
-            self._stop_leading()
-        if self._candidacy is not None and ballot != (self.cand_epoch, self.pid):
-            self._candidacy = None
-            self._prepare_at = None
+            self.stop_leading()
+        if self.candidacy is not None and ballot != (self.cand_epoch, self.pid):
+            self.candidacy = None
+            self.prepare_at = None
 
-    def _stop_leading(self) -> None:
+    def stop_leading(self) -> None:
         self.leading = False
         self.stepped_down = False
-        self._retry_at = None
-        self._commit_at = None
-        self._start_at = None
-        self._handover_at = None
-        self._new = []
+        self.retry_at = None
+        self.commit_at = None
+        self.start_at = None
+        self.handover_at = None
+        self.unsent = []
 
-    def _want_sync(self, ballot: Ballot, now: float) -> None:
+    def want_sync(self, ballot: Ballot, now: float) -> None:
         """Ask the sequencer of ``ballot`` for its log (a START), at most every order_retry."""
         if ballot[1] == self.pid:
             return
-        asked = self._sync_asked.get(ballot)
+        asked = self.sync_asked.get(ballot)
         if asked is not None and now - asked < self.config.order_retry:
             return
-        if len(self._sync_asked) > 16:
-            self._sync_asked.clear()
-        self._sync_asked[ballot] = now
-        self._outbox.append(Ack(self.pid, ballot[0], ballot[1], 0, False))
+        if len(self.sync_asked) > 16:
+            self.sync_asked.clear()
+        self.sync_asked[ballot] = now
+        self.outbox.append(Ack(self.pid, ballot[0], ballot[1], 0, False))
+
+    def recompute_high(self) -> None:
+        """``high`` from the log: every position after the committed ones it holds."""
+        h = max(self.base, self.commit_b)
+        log = self.log
+        while h + 1 in log:
+            h += 1
+        self.high = h
 
     # ================================================================ decided entries
     def forget(self, pos: int) -> None:
         """The decided entry at ``pos`` could not be kept (a bound): NACK it again and
         hand it out again when it comes back (kept as intervals: a few, however many)."""
-        lost = normalize([*self._lost, (pos, pos)])
+        lost = normalize([*self.lost, (pos, pos)])
         if len(lost) <= self.config.max_digest_intervals:
-            self._lost = lost
+            self.lost = lost
 
-    def _decide(self, pos: int, entry: LogEntry) -> None:
+    def decide(self, pos: int, entry: LogEntry) -> None:
         """``entry`` is committed at ``pos``: hand it out once."""
         if pos <= self.emitted:
-            if self._lost and contains(self._lost, pos):
-                self._lost = subtract(self._lost, [(pos, pos)])
-                self._decided.append((pos, entry))
+            if self.lost and contains(self.lost, pos):
+                self.lost = subtract(self.lost, [(pos, pos)])
+                self.decided.append((pos, entry))
             return
-        earlier = self._ahead.get(pos)
+        earlier = self.ahead.get(pos)
         if earlier is not None:
             if earlier != entry and earlier != ROOT:  # (ROOT: passed over, see pass_over)
                 self.stats.conflicts += 1
             return
-        if len(self._ahead) >= self.config.max_unstamped and pos != self.emitted + 1:
+        if len(self.ahead) >= self.config.max_unstamped and pos != self.emitted + 1:
             return  # asked for again later (missing_positions); the next one always fits
-        self._ahead[pos] = entry
+        self.ahead[pos] = entry
         if type(entry) is MemberEntry:
             self.conf[pos] = entry
-            self._conf_sorted = None
+            self.conf_sorted = None
             self.conf_dirty = True
-        self._decided.append((pos, entry))
+        self.decided.append((pos, entry))
         if pos > self.known:
             self.known = pos
-        ahead = self._ahead
+        ahead = self.ahead
         while self.emitted + 1 in ahead:
             self.emitted += 1
             del ahead[self.emitted]

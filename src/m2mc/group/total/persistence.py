@@ -14,7 +14,7 @@ Rules:
 - ``restore`` reloads them; positions below the first one not delivered here are
   not handed out again, the others (committed records and entries) are.
 - A node restarted with its own ballot promised tries to lead again at once
-  (``_resume``, the role policy).
+  (``resume``, the role policy).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import json
 from typing import Any
 
 from m2mc.group.messages import LogEntry, MemberEntry
-from m2mc.group.total.replication import Replication
+from m2mc.group.total.core import LogCore
 from m2mc.ordering import MessageId
 from m2mc.store import GroupStore
 
@@ -43,56 +43,65 @@ def _entry_of(raw: list[Any]) -> tuple[int, LogEntry]:
     return int(raw[0]), MessageId(str(raw[1]), int(raw[2]))
 
 
-class Persistence(Replication):
+class Persistence:
     """The durable state's encoding (module docstring)."""
+
+    __slots__ = ("core",)
+
+    def __init__(self, core: LogCore) -> None:
+        self.core = core
 
     def dumps(self) -> str:
         """The durable state but the membership records (small: the uncommitted log)."""
-        self.dirty = False
+        core = self.core
+        core.dirty = False
         return json.dumps({
-            "promised": list(self.promised), "ballot": list(self.ballot), "base": self.base,
-            "commit": self.commit_b, "cand": self.cand_epoch, "max": self.max_epoch,
-            "log": [_entry_json(p, e) for p, e in sorted(self.log.items())],
+            "promised": list(core.promised), "ballot": list(core.ballot), "base": core.base,
+            "commit": core.commit_b, "cand": core.cand_epoch, "max": core.max_epoch,
+            "log": [_entry_json(p, e) for p, e in sorted(core.log.items())],
         }, separators=(",", ":"))
 
     def dumps_conf(self) -> str:
         """The decided membership records (written only when one is added)."""
-        self.conf_dirty = False
-        return json.dumps([_entry_json(p, e) for p, e in sorted(self.conf.items())],
+        core = self.core
+        core.conf_dirty = False
+        return json.dumps([_entry_json(p, e) for p, e in sorted(core.conf.items())],
                           separators=(",", ":"))
 
     def restore(self, blob: str | None, start: int, conf_blob: str | None = None) -> None:
         """Reload the durable state; positions below ``start`` were delivered here."""
+        core = self.core
         if blob:
             d = json.loads(blob)
-            self.promised = (int(d["promised"][0]), str(d["promised"][1]))
-            self.ballot = (int(d["ballot"][0]), str(d["ballot"][1]))
-            self.base = int(d["base"])
-            self.commit_b = int(d["commit"])
-            self.cand_epoch = int(d["cand"])
-            self.max_epoch = int(d["max"])
-            self.log = dict(_entry_of(r) for r in d["log"])
+            core.promised = (int(d["promised"][0]), str(d["promised"][1]))
+            core.ballot = (int(d["ballot"][0]), str(d["ballot"][1]))
+            core.base = int(d["base"])
+            core.commit_b = int(d["commit"])
+            core.cand_epoch = int(d["cand"])
+            core.max_epoch = int(d["max"])
+            core.log = dict(_entry_of(r) for r in d["log"])
         if conf_blob:
-            self.conf = {p: e for p, e in (_entry_of(r) for r in json.loads(conf_blob))
+            core.conf = {p: e for p, e in (_entry_of(r) for r in json.loads(conf_blob))
                          if type(e) is MemberEntry}
-            self._conf_sorted = None
-        self.emitted = max(0, start - 1)
-        self.known = max(self.base, self.commit_b, self.emitted)
-        self.max_ballot = max(self.promised, self.ballot)
-        self._resume = self.promised[1] == self.pid
-        self._mids = {e: p for p, e in self.log.items() if type(e) is MessageId}
-        self._recompute_high()
-        for pos, entry in sorted(self.conf.items()):
+            core.conf_sorted = None
+        core.emitted = max(0, start - 1)
+        core.known = max(core.base, core.commit_b, core.emitted)
+        core.max_ballot = max(core.promised, core.ballot)
+        core.resume = core.promised[1] == core.pid
+        core.mids = {e: p for p, e in core.log.items() if type(e) is MessageId}
+        core.recompute_high()
+        for pos, entry in sorted(core.conf.items()):
             if pos >= start:
-                self._decide(pos, entry)
-        for pos in sorted(p for p in self.log if start <= p <= self.commit_b):
-            self._decide(pos, self.log[pos])
+                core.decide(pos, entry)
+        for pos in sorted(p for p in core.log if start <= p <= core.commit_b):
+            core.decide(pos, core.log[pos])
 
     def save_log(self, store: GroupStore, gid: str) -> None:
         """Write the sequencing log if it changed (before any datagram leaves)."""
-        if self.dirty:
+        core = self.core
+        if core.dirty:
             store.set_meta(LOG_META + gid, self.dumps())
-        if self.conf_dirty:
+        if core.conf_dirty:
             store.set_meta(LOG_META + gid + CONF_META, self.dumps_conf())
 
     def load_log(self, store: GroupStore, gid: str, start: int) -> None:

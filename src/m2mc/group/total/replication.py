@@ -10,7 +10,7 @@ Rules:
   acknowledges (ACK) how far it holds the log contiguously (``high``).
 - **Commit.** Position ``p`` is committed when a majority of the configuration in
   force at ``p`` acknowledged ``>= p`` in the ballot, position after position
-  (``_advance``). Every member hears every ACK, so followers compute commits as
+  (``advance``). Every member hears every ACK, so followers compute commits as
   the sequencer does; ORDER carries the sequencer's commit point for those that
   missed some (alone, ``COMMIT_DELAY`` later, when no new entry carries it).
 - Entries an ORDER says are committed are final anywhere, whatever the ballot; so
@@ -34,31 +34,56 @@ COMMITTED    every position before it handed out         EMITTED
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol
 
 from m2mc.group.messages import Ack, Body, Entries, LogEntry, MemberEntry, Order
 from m2mc.group.seqsets import contains, subtract
-from m2mc.group.total.configuration import Configuration, apply_record, majority
-from m2mc.group.total.core import COMMIT_DELAY, NO_BALLOT, ORDER_CHUNK, RESEND_LIMIT, Ballot
+from m2mc.group.total.configuration import apply_record, majority
+from m2mc.group.total.core import (
+    COMMIT_DELAY,
+    NO_BALLOT,
+    ORDER_CHUNK,
+    RESEND_LIMIT,
+    Ballot,
+    LogCore,
+)
 from m2mc.ordering import ROOT, MessageId
 
 
-class Replication(Configuration):
+class ConfigurationPort(Protocol):
+    """What replication asks of the configuration
+    (:class:`~m2mc.group.total.configuration.Configuration`)."""
+
+    def config_before(self, pos: int, log: Mapping[int, LogEntry]) -> set[str]: ...
+
+    def reconfigure(self, now: float, propose: Callable[[LogEntry], int | None]) -> None: ...
+
+
+class Replication:
     """ORDER, ACK and DECIDED; the commit point (module docstring)."""
+
+    __slots__ = ("_configuration", "_resend", "core")
+
+    def __init__(self, core: LogCore, configuration: ConfigurationPort) -> None:
+        self.core = core
+        self._configuration = configuration
+        self._resend: set[int] = set()  # sequencer: positions NACKed, to send again
 
     # ================================================================ queries
     def missing_positions(self, limit: int) -> list[tuple[int, int]]:
         """Positions whose entry we lack (to NACK), as intervals: committed ones we do
         not know, and ones of our ballot that others hold and we missed."""
+        core = self.core
         out: list[tuple[int, int]] = []
-        p = self.emitted + 1
-        ahead = self._ahead
-        log = self.log
-        known = self.known
-        top = max(known, self.heard_high if self.ballot == self.promised else 0)
+        p = core.emitted + 1
+        ahead = core.ahead
+        log = core.log
+        known = core.known
+        top = max(known, core.heard_high if core.ballot == core.promised else 0)
         count = 0
-        if self._lost:
-            out.extend(self._lost[:limit])
+        if core.lost:
+            out.extend(core.lost[:limit])
             count = len(out)
 
         def have(q: int) -> bool:
@@ -78,206 +103,213 @@ class Replication(Configuration):
     def on_nack_positions(self, intervals: Iterable[tuple[int, int]]) -> None:
         """Sequencer: NACKed positions of our log not committed yet are sent again
         (committed ones are any member's to repair)."""
-        if not self.is_leader:
+        core = self.core
+        if not core.is_leader:
             return
         for lo, hi in intervals:
-            for p in range(max(lo, self.commit_b + 1), min(hi, self.high) + 1):
+            for p in range(max(lo, core.commit_b + 1), min(hi, core.high) + 1):
                 if len(self._resend) >= RESEND_LIMIT:
                     return
                 self._resend.add(p)
 
     # ================================================================ commit
-    def _recompute_high(self) -> None:
-        h = max(self.base, self.commit_b)
-        log = self.log
+    def extend_high(self) -> None:
+        """``high`` after entries came: an ACK is due if it grew."""
+        core = self.core
+        h = max(core.high, core.commit_b)
+        log = core.log
         while h + 1 in log:
             h += 1
-        self.high = h
+        if h != core.high:
+            core.high = h
+            core.ack_due = True
 
-    def _extend_high(self) -> None:
-        h = max(self.high, self.commit_b)
-        log = self.log
-        while h + 1 in log:
-            h += 1
-        if h != self.high:
-            self.high = h
-            self._ack_due = True
-
-    def _commit_to(self, commit: int) -> None:
-        old = self.commit_b
+    def commit_to(self, commit: int) -> None:
+        """Our log is committed up to ``commit``: hand its entries out."""
+        core = self.core
+        old = core.commit_b
         if commit <= old:
             return
-        self.commit_b = commit
-        self.dirty = True
-        if commit > self.known:
-            self.known = commit
-        log = self.log
+        core.commit_b = commit
+        core.dirty = True
+        if commit > core.known:
+            core.known = commit
+        log = core.log
         for pos in sorted(p for p in log if old < p <= commit):
             entry = log[pos]
-            self._decide(pos, entry)
-            if type(entry) is MemberEntry and self.leading:
-                self._reconfig_due = True  # the next membership record may follow
-        self._extend_high()
+            core.decide(pos, entry)
+            if type(entry) is MemberEntry and core.leading:
+                core.reconfig_due = True  # the next membership record may follow
+        self.extend_high()
         # Committed entries handed out are not needed in the log any more.
-        floor = min(commit, self.emitted)
+        floor = min(commit, core.emitted)
         if floor > old:
             for pos in [p for p in log if p <= floor]:
                 e = log.pop(pos)
                 if type(e) is MessageId:
-                    self._mids.pop(e, None)
+                    core.mids.pop(e, None)
 
-    def _sync(self, ballot: Ballot, base: int, entries: Iterable[tuple[int, LogEntry]]) -> None:
+    def sync(self, ballot: Ballot, base: int, entries: Iterable[tuple[int, LogEntry]]) -> None:
         """Make our log that of ``ballot``: committed up to ``base``, then ``entries``."""
-        self.ballot = ballot
-        self.base = base
-        self.commit_b = base
-        self.log = {}
+        core = self.core
+        core.ballot = ballot
+        core.base = base
+        core.commit_b = base
+        core.log = {}
         for p, e in entries:
-            if p > base and len(self.log) < self.config.max_unstamped:
-                self.log[p] = e
-        self._mids = {e: p for p, e in self.log.items() if type(e) is MessageId}
-        self.acks = {}
+            if p > base and len(core.log) < core.config.max_unstamped:
+                core.log[p] = e
+        core.mids = {e: p for p, e in core.log.items() if type(e) is MessageId}
+        core.acks = {}
         self._resend = set()
-        if base > self.known:
-            self.known = base
-        self._recompute_high()
-        self.heard_high = self.high
-        self._ack_due = True
-        self.dirty = True
+        if base > core.known:
+            core.known = base
+        core.recompute_high()
+        core.heard_high = core.high
+        core.ack_due = True
+        core.dirty = True
         # Entries we hold that are committed already (the log of a re-sent START).
-        for pos in sorted(p for p in self.log if p <= self.known and p <= self.emitted):
-            self._decide(pos, self.log[pos])
+        for pos in sorted(p for p in core.log if p <= core.known and p <= core.emitted):
+            core.decide(pos, core.log[pos])
 
-    def _advance(self) -> None:
+    def advance(self) -> None:
         """Commit what a majority of each position's configuration holds."""
-        p = self.commit_b
-        if self.high <= p or self.emitted < p:
+        core = self.core
+        p = core.commit_b
+        if core.high <= p or core.emitted < p:
             return  # nothing new, or we cannot tell the configuration
-        cfg = self._config_before(p + 1, self.log)
-        acks = self.acks
-        mine = self.high
-        log = self.log
+        cfg = self._configuration.config_before(p + 1, core.log)
+        acks = core.acks
+        mine = core.high
+        log = core.log
         while p < mine:
             q = p + 1
             if cfg:
                 n = 0
                 for m in cfg:
-                    if (mine if m == self.pid else acks.get(m, 0)) >= q:
+                    if (mine if m == core.pid else acks.get(m, 0)) >= q:
                         n += 1
                 if n < majority(cfg):
                     break
-            elif not (q == 1 and self.leading):
+            elif not (q == 1 and core.leading):
                 break  # only the founder commits the first record on its own
             e = log.get(q)
             if type(e) is MemberEntry:
                 apply_record(cfg, e)
             p = q
-        if p > self.commit_b:
-            self._commit_to(p)
-            if self.leading:
-                self._retry_every = self.config.order_retry
-                self._retry_at = None
+        if p > core.commit_b:
+            self.commit_to(p)
+            if core.leading:
+                core.retry_every = core.config.order_retry
+                core.retry_at = None
 
     # ================================================================ sequencer
     def propose(self, entry: LogEntry) -> int | None:
         """Sequencer: append ``entry``; its position, or None (not leading, or the
         window of uncommitted stamps is full)."""
-        if not self.is_leader:
+        core = self.core
+        if not core.is_leader:
             return None
-        if self.high - self.commit_b >= self.config.max_uncommitted:
-            self.stats.log_full += 1
+        if core.high - core.commit_b >= core.config.max_uncommitted:
+            core.stats.log_full += 1
             return None
-        pos = self.high + 1
-        self.log[pos] = entry
-        self.high = pos
+        pos = core.high + 1
+        core.log[pos] = entry
+        core.high = pos
         if type(entry) is MessageId:
-            self._mids[entry] = pos
-        self._new.append((pos, entry))
-        self.dirty = True
-        self._advance()
+            core.mids[entry] = pos
+        core.unsent.append((pos, entry))
+        core.dirty = True
+        self.advance()
         return pos
 
-    def _arm(self, now: float) -> None:
-        if self.leading and self.high > self.commit_b and self._retry_at is None:
-            self._retry_at = now + self._retry_every
+    def arm(self, now: float) -> None:
+        """Sequencer: stamps wait for their commit: send them again after retry_every."""
+        core = self.core
+        if core.leading and core.high > core.commit_b and core.retry_at is None:
+            core.retry_at = now + core.retry_every
 
-    def _replication_timer(self, now: float) -> None:
+    def on_timer(self, now: float) -> None:
         """Sequencer: a commit point due alone, stamps a majority has not acknowledged."""
-        if self._commit_at is not None and now >= self._commit_at:
-            self._commit_at = None
-            if self.leading and self.commit_b > self._commit_sent:
-                self._outbox.append(Order(self.pid, self.ballot[0], [], self.commit_b))
-                self._commit_sent = self.commit_b
-        if self._retry_at is not None and now >= self._retry_at:
-            self._retry_at = None
-            if self.leading and self.high > self.commit_b:
-                last = min(self.high, self.commit_b + RESEND_LIMIT)
-                stamps = [(p, self.log[p]) for p in range(self.commit_b + 1, last + 1)]
+        core = self.core
+        if core.commit_at is not None and now >= core.commit_at:
+            core.commit_at = None
+            if core.leading and core.commit_b > core.commit_sent:
+                core.outbox.append(Order(core.pid, core.ballot[0], [], core.commit_b))
+                core.commit_sent = core.commit_b
+        if core.retry_at is not None and now >= core.retry_at:
+            core.retry_at = None
+            if core.leading and core.high > core.commit_b:
+                last = min(core.high, core.commit_b + RESEND_LIMIT)
+                stamps = [(p, core.log[p]) for p in range(core.commit_b + 1, last + 1)]
                 for i in range(0, len(stamps), ORDER_CHUNK):
-                    self._outbox.append(Order(self.pid, self.ballot[0],
-                                              stamps[i:i + ORDER_CHUNK], self.commit_b))
-                self._commit_sent = self.commit_b
-                self._retry_every = min(self._retry_every * 2, self.config.status_interval)
+                    core.outbox.append(Order(core.pid, core.ballot[0],
+                                             stamps[i:i + ORDER_CHUNK], core.commit_b))
+                core.commit_sent = core.commit_b
+                core.retry_every = min(core.retry_every * 2, core.config.status_interval)
 
     # ================================================================ inputs
     def on_order(self, o: Order, now: float) -> None:
-        if not self._valid(o.epoch, o.sender) or not self._plausible_pos(o.commit):
+        core = self.core
+        if not core.valid(o.epoch, o.sender) or not core.plausible_pos(o.commit):
             return
         ballot = (o.epoch, o.sender)
-        top = max(self.known, self.high, self.emitted) + self.config.max_seq_jump
+        top = max(core.known, core.high, core.emitted) + core.config.max_seq_jump
         stamps = [(p, e) for p, e in o.stamps if p <= top]
         for p, e in stamps:
             if p <= o.commit:
-                self._decide(p, e)  # the sequencer's committed entries: final anywhere
-        if o.commit > self.known:
-            self.known = o.commit
-        if ballot < self.promised:
-            self.stats.stale += 1
-            if ballot == self.ballot:  # what our log's sequencer commits still holds
-                self._commit_to(o.commit)
+                core.decide(p, e)  # the sequencer's committed entries: final anywhere
+        if o.commit > core.known:
+            core.known = o.commit
+        if ballot < core.promised:
+            core.stats.stale += 1
+            if ballot == core.ballot:  # what our log's sequencer commits still holds
+                self.commit_to(o.commit)
             return
-        self._promise(ballot)
-        if ballot != self.ballot:
-            self._want_sync(ballot, now)
+        core.promise(ballot)
+        if ballot != core.ballot:
+            core.want_sync(ballot, now)
             return
-        log = self.log
+        log = core.log
         for p, e in stamps:
-            if p > self.commit_b and p not in log and len(log) < self.config.max_unstamped:
+            if p > core.commit_b and p not in log and len(log) < core.config.max_unstamped:
                 log[p] = e
                 if type(e) is MessageId:
-                    self._mids[e] = p
-                self.dirty = True
+                    core.mids[e] = p
+                core.dirty = True
         if stamps:
-            self._ack_due = True
+            core.ack_due = True
             top_sent = max(p for p, _ in stamps)
-            if top_sent > self.acks.get(o.sender, -1):
-                self.acks[o.sender] = top_sent  # the sequencer holds what it sends
-            if top_sent > self.heard_high:
-                self.heard_high = top_sent
-        self._commit_to(o.commit)
-        self._extend_high()
-        self._advance()
+            if top_sent > core.acks.get(o.sender, -1):
+                core.acks[o.sender] = top_sent  # the sequencer holds what it sends
+            if top_sent > core.heard_high:
+                core.heard_high = top_sent
+        self.commit_to(o.commit)
+        self.extend_high()
+        self.advance()
 
     def on_ack(self, a: Ack, now: float) -> None:
-        if not self._valid(a.epoch, a.leader):
+        core = self.core
+        if not core.valid(a.epoch, a.leader):
             return
         ballot = (a.epoch, a.leader)
-        if ballot != self.ballot:
+        if ballot != core.ballot:
             return
         if not a.synced:
-            if self.leading and a.leader == self.pid and self._start_at is None:
-                self._start_at = max(now, self._last_start + self.config.order_retry)
+            if core.leading and a.leader == core.pid and core.start_at is None:
+                core.start_at = max(now, core.last_start + core.config.order_retry)
             return
-        if a.high > self.acks.get(a.sender, -1) and self.is_member(a.sender):
-            self.acks[a.sender] = a.high
-            if a.high > self.heard_high and self._plausible_pos(a.high):
-                self.heard_high = a.high
-            self._advance()
+        if a.high > core.acks.get(a.sender, -1) and core.is_member(a.sender):
+            core.acks[a.sender] = a.high
+            if a.high > core.heard_high and core.plausible_pos(a.high):
+                core.heard_high = a.high
+            self.advance()
 
     def on_decided(self, entries: Entries) -> None:
+        core = self.core
         for p, e in entries:
-            if self._plausible_pos(p):
-                self._decide(p, e)
+            if core.plausible_pos(p):
+                core.decide(p, e)
 
     def pass_over(self, intervals: Iterable[tuple[int, int]]) -> int:
         """Positions given up (their message is gone everywhere, docs/group.md section
@@ -285,26 +317,27 @@ class Replication(Configuration):
         over). A long run right after what was handed out is jumped at once: returns
         the position after the last one jumped (0: none), where the ordering core
         must go on from."""
+        core = self.core
         jumped = 0
         for lo, hi in intervals:
-            lo = max(lo, self.emitted + 1)
+            lo = max(lo, core.emitted + 1)
             if lo > hi:
                 continue
-            if lo == self.emitted + 1 and hi - lo >= 64:
-                self.emitted = hi
-                ahead = self._ahead
+            if lo == core.emitted + 1 and hi - lo >= 64:
+                core.emitted = hi
+                ahead = core.ahead
                 for pos in [p for p in ahead if p <= hi]:
                     del ahead[pos]
-                while self.emitted + 1 in ahead:
-                    self.emitted += 1
-                    del ahead[self.emitted]
-                self.known = max(self.known, hi)
-                if self._lost:
-                    self._lost = subtract(self._lost, [(1, hi)])
+                while core.emitted + 1 in ahead:
+                    core.emitted += 1
+                    del ahead[core.emitted]
+                core.known = max(core.known, hi)
+                if core.lost:
+                    core.lost = subtract(core.lost, [(1, hi)])
                 jumped = hi + 1
             else:
                 for pos in range(lo, hi + 1):
-                    self._decide(pos, ROOT)
+                    core.decide(pos, ROOT)
         return jumped
 
     def learn(self, pos: int, mid: MessageId) -> bool:
@@ -312,44 +345,46 @@ class Replication(Configuration):
         the position is taken as ``mid``'s (handed out now or later); False if the
         claim is dropped: absurd, or for a position handed out already (as another
         entry: a record that was placed there is a duplicate, never learnt again)."""
-        if not self._plausible_pos(pos):
+        core = self.core
+        if not core.plausible_pos(pos):
             return False
-        if pos <= self.emitted and not (self._lost and contains(self._lost, pos)):
+        if pos <= core.emitted and not (core.lost and contains(core.lost, pos)):
             return False
-        self._decide(pos, mid)
+        core.decide(pos, mid)
         return True
 
     # ================================================================ output
     def flush(self, now: float) -> list[Body]:
         """The messages to send now (ORDER, ACK, PREPARE, PROMISE, START, HANDOVER)."""
-        if self._reconfig_due:
-            self._reconfigure(now)
-        out = self._outbox
-        self._outbox = []
-        if self.leading:
+        core = self.core
+        if core.reconfig_due:
+            self._configuration.reconfigure(now, self.propose)
+        out = core.outbox
+        core.outbox = []
+        if core.leading:
             if self._resend:
-                again = sorted(p for p in self._resend if self.commit_b < p <= self.high)
+                again = sorted(p for p in self._resend if core.commit_b < p <= core.high)
                 self._resend = set()
                 for i in range(0, len(again), ORDER_CHUNK):
-                    out.append(Order(self.pid, self.ballot[0],
-                                     [(p, self.log[p]) for p in again[i:i + ORDER_CHUNK]],
-                                     self.commit_b))
+                    out.append(Order(core.pid, core.ballot[0],
+                                     [(p, core.log[p]) for p in again[i:i + ORDER_CHUNK]],
+                                     core.commit_b))
                 if again:
-                    self._commit_sent = self.commit_b
-            if self._new:
-                new = self._new
-                self._new = []
+                    core.commit_sent = core.commit_b
+            if core.unsent:
+                new = core.unsent
+                core.unsent = []
                 for i in range(0, len(new), ORDER_CHUNK):
-                    out.append(Order(self.pid, self.ballot[0], new[i:i + ORDER_CHUNK],
-                                     self.commit_b))
-                self._commit_sent = self.commit_b
-                self._commit_at = None
-            elif self.commit_b > self._commit_sent and self._commit_at is None:
+                    out.append(Order(core.pid, core.ballot[0], new[i:i + ORDER_CHUNK],
+                                     core.commit_b))
+                core.commit_sent = core.commit_b
+                core.commit_at = None
+            elif core.commit_b > core.commit_sent and core.commit_at is None:
                 # Members count the ACKs they overhear and see the commit themselves;
                 # this is for those that missed some. The next stamps may carry it.
-                self._commit_at = now + COMMIT_DELAY
-            self._arm(now)
-        elif self._ack_due and self.ballot != NO_BALLOT and self.ballot == self.promised:
-            self._ack_due = False
-            out.append(Ack(self.pid, self.ballot[0], self.ballot[1], self.high))
+                core.commit_at = now + COMMIT_DELAY
+            self.arm(now)
+        elif core.ack_due and core.ballot != NO_BALLOT and core.ballot == core.promised:
+            core.ack_due = False
+            out.append(Ack(core.pid, core.ballot[0], core.ballot[1], core.high))
         return out
