@@ -35,17 +35,6 @@ KNOWN_MIXIN_CLASSES: dict[str, str] = {
                                     "a chain of mixins in three modules",
     "m2mc.group.node_receive:NodeReceive": "a link of GroupNode's chain (over NodeSend and "
                                            "NodeOutput)",
-    "m2mc.group.total.seqlog:SeqLog": "the total-order sequencer log is SeqLog(Election, "
-                                      "Persistence), both over Replication(Configuration("
-                                      "LogCore)): five mixin modules",
-    "m2mc.group.total.election:Election": "a link of SeqLog's chain (over Replication, "
-                                          "Configuration, LogCore)",
-    "m2mc.group.total.persistence:Persistence": "a link of SeqLog's chain (over Replication, "
-                                                "Configuration, LogCore)",
-    "m2mc.group.total.replication:Replication": "a link of SeqLog's chain (over "
-                                                "Configuration, LogCore)",
-    "m2mc.wire.m2mp:M2MPLayer": "the M2MP layer is M2MPLayer(StreamingLayer, RunEnd, "
-                                "OwnCopies): mixins from stream_layer, run_end, loopbacks",
 }
 
 ENUMS = frozenset({"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"})
