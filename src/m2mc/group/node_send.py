@@ -17,7 +17,7 @@ docs/decisions.md ("A sender's own messages are taken in by the batch").
 The node's ``send`` counts the send room down and calls :meth:`NodeSend.send_data`,
 bound once: the send side holds its own references to what it needs per message
 (the node's groups, configuration, counters, M2MP layer and the output side's
-bound methods), so a send costs no more calls than when it was a mixin.
+bound methods), so a send makes no more calls than one class would.
 """
 
 from __future__ import annotations
