@@ -20,7 +20,7 @@ Five levels, each for payloads of 100 and 1000 bytes; the first four in one proc
   delivered messages per CPU second of both stacks. The keyed run keys the group
   in the real GroupNode (``create_group``/``join_group`` with a
   :class:`~m2mc.security.keys.GroupSecret`): every message sealed in ``send_body``,
-  opened in ``_on_message``.
+  opened in ``NodeReceive.on_message``.
 - ``e2e``: ``m2mc bench throughput`` (separate receiver and sender processes,
   loopback multicast, SQLite log, asyncio API) plainly and with
   ``--key-passphrase`` (HMAC), alternating ``--e2e-trials`` times; its

@@ -185,7 +185,7 @@ def _check_group_node(node: Any, cfg: Any, m2mp: Any) -> None:
     gjlp = node.gjlp
     check_bound(len(gjlp.giit) + len(gjlp.discovered) <= cfg.max_groups, "max_groups")
     check_bound(len(node.discovery_limiter) <= cfg.max_senders, "discovery limiter")
-    for auth in node._auths.values():
+    for auth in node.keyring.auths():
         check_bound(len(auth.replay) <= cfg.max_senders, "replay windows")
     for info in gjlp.discovered.values():
         current = {e.pid for e in info.members if e.joined}

@@ -310,11 +310,6 @@ def test_no_package_imports_from_a_layer_above_its_own() -> None:
 # here fails, and so does an entry that no longer matches a cycle (delete it, or,
 # if the cycle only lost modules, write what is left).
 KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset({
-    # issue 36 (part 1): GroupNode's mixins and the modules typed against the node
-    frozenset({"m2mc.group.instance", "m2mc.group.manager", "m2mc.group.node_output",
-               "m2mc.group.node_receive", "m2mc.group.node_send", "m2mc.group.node_stats",
-               "m2mc.group.order_strategy", "m2mc.group.port", "m2mc.group.reconnect",
-               "m2mc.group.retention", "m2mc.group.streams", "m2mc.group.total.strategy"}),
     # issue 36 (part 3): history reads a ReplicaLog, which holds a history (TYPE_CHECKING)
     frozenset({"m2mc.infra.history", "m2mc.infra.host_persist", "m2mc.infra.replog"}),
     # issue 36 (part 1): the infrastructure host and its admin mixin

@@ -30,11 +30,6 @@ PACKAGES = ("m2mc", "m2mc_chat", "m2mc_pipeline")
 
 # "module:Class" -> why, until the class is made of objects with ports instead.
 KNOWN_MIXIN_CLASSES: dict[str, str] = {
-    "m2mc.group.manager:GroupNode": "the group node is GroupNode(NodeReceive(NodeSend("
-                                    "NodeOutput))): its receive, send and output paths are "
-                                    "a chain of mixins in three modules",
-    "m2mc.group.node_receive:NodeReceive": "a link of GroupNode's chain (over NodeSend and "
-                                           "NodeOutput)",
 }
 
 ENUMS = frozenset({"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"})

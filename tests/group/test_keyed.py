@@ -42,6 +42,7 @@ from m2mc.group.manager import GroupNode
 from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.security import GroupAuth, GroupSecret, KeyRequiredError
 from m2mc.security.groupwire import seal_frame
+from m2mc.wire.m2mp import M2MPLayer
 from m2mc.wire.packet import fragments
 
 from .harness import Net
@@ -128,13 +129,14 @@ def test_every_group_message_of_a_keyed_group_is_sealed() -> None:
     net = keyed_net()
     frames: list[bytes] = []
     node = net.nodes["a"]
-    original = node.send_body
+    output = node.output
+    original = output.hand_to
 
-    def spy(tag: bytes, body: Body) -> None:
-        original(tag, body)
-        frames.append(node._out[-1])
+    def spy(m2mp: M2MPLayer, now: float) -> None:  # every group message made, as sent
+        frames.extend(output.outbox)
+        original(m2mp, now)
 
-    node.send_body = spy  # type: ignore[method-assign]
+    output.hand_to = spy  # type: ignore[method-assign]
     net.send("a", GID, b"x")
     net.run(3.0)
     group_frames = [f for f in frames if f[3:11] == TAG]
@@ -438,7 +440,7 @@ def test_any_unkeyed_or_tampered_message_changes_nothing(
             else:
                 del sealed[max(13, where % len(sealed)):]
             payload = bytes(sealed)
-        a._on_message(payload, 1.0)
+        a.receiver.on_message(payload, 1.0)
     assert snapshot(a) == before
     stats = a.node_stats()
     assert stats["auth_failed"] + stats["malformed"] + stats["sealed_refused"] \
@@ -468,13 +470,14 @@ def test_a_sealed_batch_still_fits_one_m2mp_packet(pid: str, sizes: list[int],
     node.create_group("g", 0.0, gid=GID, key=GroupSecret(KEY.key, suite))
     node.datagrams_to_send(0.0)
     frames: list[bytes] = []
-    original = node.send_body
+    output = node.output
+    original = output.hand_to
 
-    def spy(tag: bytes, body: Body) -> None:
-        original(tag, body)
-        frames.append(node._out[-1])
+    def spy(m2mp: M2MPLayer, now: float) -> None:  # every group message made, as sent
+        frames.extend(output.outbox)
+        original(m2mp, now)
 
-    node.send_body = spy  # type: ignore[method-assign]
+    output.hand_to = spy  # type: ignore[method-assign]
     for i, size in enumerate(sizes):
         node.send(GID, bytes(size), 0.0, MessageId(pid, i) if i else None)
     node.datagrams_to_send(0.0)

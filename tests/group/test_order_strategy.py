@@ -70,7 +70,7 @@ def test_sequencing_log_messages_in_another_order_are_a_wrong_kind(order: str) -
     wrong = node.stats.wrong_kind
     for body in (Ack("b", 1, "b", 3), Prepare("b", 2, 0),
                  Order("b", 1, [(1, MessageId("b", 1))], 1)):
-        node._on_message(encode(inst.tag, body), 1.0)
+        node.receiver.on_message(encode(inst.tag, body), 1.0)
     assert node.stats.wrong_kind == wrong + 3
     assert node.group_stats(gid) == before
     assert not any(isinstance(e, Delivered | DeliveredBatch) for e in node.events())

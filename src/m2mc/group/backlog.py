@@ -33,16 +33,37 @@ CPU per 100-byte message.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from m2mc.group.wire_bounds import MAX_PID
 from m2mc.kinds import Order
 from m2mc.wire.packet import HEADER_SIZE, MAX_FRAGMENT
 
 if TYPE_CHECKING:
-    from m2mc.group.manager import GroupNode
+    from collections.abc import Mapping
 
-__all__ = ["RECORD_OVERHEAD", "must_wait", "room_made", "send_room"]
+    from m2mc.group.config import GroupConfig
+    from m2mc.group.instance import GroupInstance
+    from m2mc.wire.m2mp import M2MPLayer
+
+__all__ = ["RECORD_OVERHEAD", "BacklogPort", "must_wait", "room_made", "send_room"]
+
+
+class BacklogPort(Protocol):
+    """The node as its back-pressure rule sees it (a GroupNode)."""
+
+    @property
+    def config(self) -> GroupConfig: ...
+    @property
+    def m2mp(self) -> M2MPLayer: ...
+    @property
+    def outbox(self) -> list[bytes]: ...  # group messages made since the driver last ran
+    @property
+    def groups(self) -> Mapping[str, GroupInstance]: ...
+    @property
+    def send_backlog(self) -> int: ...
+    @property
+    def send_backlog_bytes(self) -> int: ...
 
 # The most a data record of an S_b group adds to its payload (codec.record_size): the
 # payload's length prefix, the array header, two process ids and two seqnos.
@@ -52,10 +73,10 @@ RECORD_OVERHEAD = 5 + 3 + 2 * MAX_PID + 2 * 9
 _SB = Order.SB
 
 
-def must_wait(node: GroupNode, size: int) -> bool:
+def must_wait(node: BacklogPort, size: int) -> bool:
     """True while a message of ``size`` bytes must wait before ``node.send`` takes it."""
     m2mp = node.m2mp
-    out = node._out  # group messages made since the driver last ran (stream chunks)
+    out = node.outbox  # group messages made since the driver last ran (stream chunks)
     packets = m2mp.queued_packets
     held = m2mp.queued_bytes
     if out:
@@ -74,7 +95,7 @@ def must_wait(node: GroupNode, size: int) -> bool:
         -(-size // MAX_FRAGMENT) or 1) > config.send_backlog_bytes)
 
 
-def room_made(node: GroupNode) -> bool:
+def room_made(node: BacklogPort) -> bool:
     """True once the backlog is down to half of both bounds: wake blocked senders."""
     config = node.config
     for inst in node.groups.values():
@@ -84,12 +105,12 @@ def room_made(node: GroupNode) -> bool:
             and node.send_backlog_bytes <= config.send_backlog_bytes // 2)
 
 
-def send_room(node: GroupNode, size: int) -> int:
+def send_room(node: BacklogPort, size: int) -> int:
     """How many more messages of at most ``size`` payload bytes ``node.send`` takes
     without :func:`must_wait` becoming true, if nothing else changes (a lower bound;
     0: check each). Only for S_b groups, whose records have a bounded overhead."""
     m2mp = node.m2mp
-    out = node._out
+    out = node.outbox
     packets = m2mp.queued_packets + len(out)
     held = m2mp.queued_bytes + sum(map(len, out))
     config = node.config

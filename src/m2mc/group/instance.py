@@ -86,7 +86,7 @@ class GroupInstance:
                                         else NoSequencer(self))
         self.mop = self.ordering.mop
         self.msp = Msp(node.pid, row.gid, config, node.rng, node.store, self.mop.digest,
-                       self._high_waters)
+                       self.high_waters)
         self.repair = RepairState(node.pid, row.gid, config, node.rng, node.store)
         self.repair.known = lambda pid: row.membership.get(pid) is not None
         self.repair.members = row.membership.current
@@ -471,7 +471,7 @@ class GroupInstance:
     # --------------------------------------------------------------- status
     def _summary(self, sending: bool = False) -> dict[str, int]:
         """The high-waters a status carries: the ``max_status_senders`` highest."""
-        summary = self._high_waters()
+        summary = self.high_waters()
         if len(summary) > self.config.max_status_senders:
             if sending:
                 self.repair.stats.status_truncated += 1
@@ -479,7 +479,7 @@ class GroupInstance:
             summary = {p: summary[p] for p in sorted(keep)}
         return summary
 
-    def _high_waters(self) -> dict[str, int]:
+    def high_waters(self) -> dict[str, int]:
         out = dict(self.repair.hw)
         if self.mop.own_seq:
             out[self.pid] = self.mop.own_seq

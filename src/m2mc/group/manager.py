@@ -5,6 +5,14 @@ group joined, a :class:`~m2mc.group.instance.GroupInstance` (MOP, MSP, repair).
 It routes each incoming group message by its group tag and kind, and turns
 application calls (create, join, leave, send) into group messages.
 
+The node is three sides and a core, each an object with explicit references, not
+mixins of one class: the receive side (:class:`~m2mc.group.node_receive.NodeReceive`,
+``receiver``), the send side (:class:`~m2mc.group.node_send.NodeSend`, ``sender``)
+and the output side (:class:`~m2mc.group.node_output.NodeOutput`, ``output``), whose
+bound methods the node binds once as its own ``send_body``, ``trace``, ``deliver``...
+(the :class:`~m2mc.group.port.NodePort` of its group instances). The node keeps the
+lifecycle, the application's calls, the group and key tables and the SansIOStack.
+
 Drivers call :meth:`receive_datagram`, :meth:`on_timer`, the API methods, then
 take :meth:`datagrams_to_send`, carry out :meth:`take_save`
 (:func:`m2mc.core.carry_out`: the store's commit, then the trace it makes true)
@@ -15,7 +23,7 @@ can see it.
 
 Keyed groups (docs/security.md): every message of a group this node holds a
 key for (:meth:`set_key`) is sealed in ``send_body`` (:mod:`~m2mc.group.node_output`),
-afresh for each transmission, and opened in ``_on_message``
+afresh for each transmission, and opened in ``on_message``
 (:mod:`~m2mc.group.node_receive`) before anything else looks at
 it; a message that fails (no tag, bad tag, replay, a sender other than the one
 that sealed it) is counted and dropped before any state changes. Control
@@ -31,46 +39,42 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 
+from m2mc.core import Save
 from m2mc.errors import UsageError
 from m2mc.group.codec import (
     DISCOVERY_TAG,
-    HEADER_SIZE,
     GrpInfo,
     GrpsInfo,
     Join,
     Leave,
     MemberEntry,
-    decode_body,
     filter_prefix,
 )
 from m2mc.group.config import GroupConfig
-from m2mc.group.events import (
-    GroupCreated,
-    GroupEvent,
-)
+from m2mc.group.counters import group_counters, node_counters
+from m2mc.group.events import GroupCreated, GroupEvent, Reconnected
 from m2mc.group.gjlp import LEFT, MEMBER, GiitRow, Gjlp
 from m2mc.group.instance import STATUS_KEEPALIVE, GroupInstance
 from m2mc.group.membership import Membership
 from m2mc.group.names import MemberNames, check_name
-from m2mc.group.node_output import REPAIR_COPIES, TRACE_JOURNAL_META, view_detail
+from m2mc.group.node_keys import NodeKeys
+from m2mc.group.node_output import TRACE_JOURNAL_META, NodeOutput, view_detail
 from m2mc.group.node_receive import NodeReceive
-from m2mc.group.node_send import settles
+from m2mc.group.node_send import NodeSend, settles
 from m2mc.group.node_stats import NodeStats
-from m2mc.group.node_stats import group_stats as _group_stats
-from m2mc.group.node_stats import node_stats as _node_stats
+from m2mc.group.port import InstancePort
 from m2mc.group.reconnect import INTERFACE, MADE_META, Reconnect
+from m2mc.group.stream_codec import STREAM_MAGIC
 from m2mc.group.streams import GroupStreams
-from m2mc.kinds import Order, group_order
+from m2mc.kinds import Order, ReconnectReason, group_order
 from m2mc.ordering import MessageId
-from m2mc.security.auth import AuthConfig, GroupAuth, overhead
 from m2mc.security.errors import KeyRequiredError
 from m2mc.security.keys import GroupSecret
 from m2mc.security.ratelimit import RateLimitConfig, RateLimiter, RateLimitStats
 from m2mc.store import GroupStore, MemoryStore
 from m2mc.store.bodies import BodyStore, MemoryBodyStore
-from m2mc.trace.schema import NullSink, TraceEvent, TraceJournal, TraceSink
+from m2mc.trace.schema import NullSink, TraceJournal, TraceSink
 from m2mc.wire.m2mp import M2MPConfig, M2MPLayer, MessageAbandoned, MessageReceived
-from m2mc.wire.packet import MAX_FRAGMENT
 
 __all__ = ["TRACE_JOURNAL_META", "GroupNode", "NodeStats"]
 
@@ -79,7 +83,7 @@ _VERSION_META = "ver/"  # store meta key prefix: "ver/<gid>" = our last join/lea
 _AUTH_META = "auth/"  # store meta key prefix: "auth/<gid>" = suite of a keyed group, or ""
 
 
-class GroupNode(NodeReceive):
+class GroupNode:
     """A process's whole M2MC stack over one M2MP layer (a SansIOStack)."""
 
     takes_blocks = True  # receive_datagrams hands wire.segments.Segments to M2MP (m2mc.core)
@@ -105,10 +109,6 @@ class GroupNode(NodeReceive):
         self.store.set_retention(self.config.retention())  # docs/group.md section 8
         self.trace_sink: TraceSink = trace_journal or trace or NullSink()
         self.tracing = self.trace_sink.enabled
-        # Trace events wait for the store commit (take_save, carried out by the driver):
-        # a process killed before it leaves no event about a message its log does not have.
-        self._trace_out: list[TraceEvent] = []
-        self._journal = trace_journal if self.tracing else None
         self.run_id = run_id
         self.gjlp = Gjlp(pid, self.config, rng)
         # Coming back into range (reconnect.py): the silence that counts as "away" is
@@ -117,27 +117,13 @@ class GroupNode(NodeReceive):
                                    STATUS_KEEPALIVE * self.config.status_interval)
         self.groups: dict[str, GroupInstance] = {}
         self._by_tag: dict[bytes, GroupInstance] = {}
-        self._events: list[GroupEvent] = []
-        self._unsent = []
         self.send_room = self.send_room_size = 0
-        self._out: list[bytes] = []
-        self._out_copies: list[bytes] = []
-        self._now = 0.0
-        self.decode_body = decode_body  # (NodeReceive.decode_body)
+        self.now = 0.0  # the time of the current step (the last entry point's ``now``)
         self.stats = NodeStats()
         self.started = False
-        self.record_delivered = False  # keep delivered ids per group (simulator checks)
-        # Deliveries as DeliveredBatch events (consecutive ones of a group coalesced)
-        # instead of one Delivered each: for an owner that takes them by the batch.
-        self.batch_deliveries = False
-        self.delivered_ids: dict[str, list[MessageId]] = {}
-        # Keyed groups: the keys the application gave (by group id), one GroupAuth per
-        # keyed group (kept across leave and rejoin: its counter must not go back),
-        # and the GroupAuth of every group instance that is keyed, by group tag.
+        # Keyed groups (node_keys.py); a key's first seal counter, unless given with it.
         self.counter_start = counter_start
-        self._secrets: dict[str, GroupSecret] = dict(keys or {})
-        self._auths: dict[str, GroupAuth] = {}
-        self._auth_by_tag: dict[bytes, GroupAuth] = {}
+        self.keyring = NodeKeys(pid, self.config, keys)
         self.locked: set[str] = set()  # keyed groups in the log whose key was not given
         cfg = self.config
         # Rate limits (docs/security.md): discovery (ADV, GRPS_INFO; unauthenticated, so
@@ -153,13 +139,49 @@ class GroupNode(NodeReceive):
         # Streamed messages' bodies (docs/group.md section 12), kept beside the log.
         self.streams = GroupStreams(self, bodies if bodies is not None else MemoryBodyStore(
             min(cfg.stream_store_bytes, cfg.memory_log_bytes)))
+        # The three sides, each given what it uses (the tables above are shared, not
+        # copied: the node adds and drops groups and keys in them).
+        self.output = output = NodeOutput(
+            self, pid=pid, run_id=run_id, store=self.store, gjlp=self.gjlp,
+            streams=self.streams, auth_by_tag=self.keyring.by_tag,
+            journal=trace_journal if self.tracing else None, tracing=self.tracing)
+        # The NodePort of the group instances, and the node's own way out: the output
+        # side's methods, bound once (no call in between, on any path).
+        self.send_body = output.send_body
+        self.send_repairs = output.send_repairs
+        self.trace = output.trace
+        self.record_traces = output.record_traces
+        self.deliver = output.deliver
+        self.deliver_many = output.deliver_many
+        self.emit = output.emit
+        self.save_row = output.save_row
+        self.outbox = output.outbox  # (m2mc.group.backlog counts it)
+        self.sender = NodeSend(pid=pid, groups=self.groups, config=cfg, m2mp=self.m2mp,
+                               stats=self.stats, output=output)
+        self._send_data = self.sender.send_data
+        self.receiver = NodeReceive(
+            pid=pid, config=cfg, stats=self.stats, groups=self.groups, by_tag=self._by_tag,
+            auth_by_tag=self.keyring.by_tag, gjlp=self.gjlp, reconnect=self.reconnect,
+            discovery_limiter=self.discovery_limiter, streams=self.streams, output=output,
+            back=self._back)
+        self._on_message = self.receiver.on_message
+
+    @property
+    def batch_deliveries(self) -> bool:
+        """Deliveries as DeliveredBatch events (consecutive ones of a group coalesced)
+        instead of one Delivered each: for an owner that takes them by the batch."""
+        return self.output.batch_deliveries
+
+    @batch_deliveries.setter
+    def batch_deliveries(self, value: bool) -> None:
+        self.output.batch_deliveries = value
 
     # ================================================================ lifecycle
     @settles
     def start(self, now: float) -> None:
         """Boot or reboot: reload the GIIT and every joined group from the store,
         ask the groups for what we missed (MSP) and advertise (GJLP)."""
-        self._now = now
+        self.now = now
         self.started = True
         self.reconnect.started(now)
         for row in self.store.load_groups():
@@ -168,11 +190,11 @@ class GroupNode(NodeReceive):
                                row.my_version, names=MemberNames(self.config.max_members))
             if giit_row.state == MEMBER:  # names are not kept: ours now, others' as heard
                 giit_row.names.said(self.pid, self.name)
-            giit_row.keyed = row.gid in self._secrets or bool(
+            giit_row.keyed = self.keyring.has(row.gid) or bool(
                 self.store.get_meta(_AUTH_META + row.gid))
             self.gjlp.giit[row.gid] = giit_row
             if giit_row.state == MEMBER:
-                if giit_row.keyed and row.gid not in self._secrets:
+                if giit_row.keyed and not self.keyring.has(row.gid):
                     # Keyed when we were last up, and no key now: running it open would
                     # accept outsiders' messages. It waits for join_group(gid, key=...).
                     self.locked.add(row.gid)
@@ -188,14 +210,20 @@ class GroupNode(NodeReceive):
         came (back) up or got its address again, or (simulator) the node regained
         coverage. The node is taken to be back in range (docs/group.md section 4): it
         advertises, re-announces the groups it created and runs MSP for every group."""
-        self._now = now
+        self.now = now
         self._back(now, INTERFACE, None)
+
+    def _back(self, now: float, reason: ReconnectReason, silent_for: float | None) -> None:
+        """A sign that we are back in range (the driver's, or the receive side's after a
+        silence): once started, a reaction (reconnect.py) and a Reconnected event."""
+        if self.started and self.reconnect.back(now, reason):
+            self.emit(Reconnected(reason, silent_for))
 
     # ================================================================ app API
     @settles
     def advertise(self, now: float) -> None:
         """sendAdvMsg: announce ourselves; every group we may join gets offered."""
-        self._now = now
+        self.now = now
         self.send_body(DISCOVERY_TAG, self.gjlp.advertise())
 
     def new_group_id(self) -> str:
@@ -215,22 +243,14 @@ class GroupNode(NodeReceive):
         of the wall-clock seconds it read; default the node's ``counter_start``).
         A key cannot change while the node is a member (UsageError): leave first.
         """
-        current = self._secrets.get(gid)
-        if current == secret:
+        if self.keyring.secret(gid) == secret:
             return
         if self.is_member(gid):
             raise UsageError(f"cannot change the key of group {gid!r} while a member")
         if gid in self.groups:  # lingering after a leave: stop sealing with the old key
             self._drop_instance(gid)
-        old = self._auths.pop(gid, None)
-        if secret is None:
-            self._secrets.pop(gid, None)
-            return
-        self._secrets[gid] = secret
-        start = self.counter_start if counter_start is None else counter_start
-        if old is not None:  # the same sender id must never reuse a counter under a key
-            start = max(start, old.next_counter)
-        self._auths[gid] = self._new_auth(gid, secret, start)
+        self.keyring.set(gid, secret, self.counter_start if counter_start is None
+                         else counter_start)
 
     @settles
     def set_name(self, name: str, now: float) -> None:
@@ -239,7 +259,7 @@ class GroupNode(NodeReceive):
         name = check_name(name)
         if name == self.name:
             return
-        self._now = now
+        self.now = now
         self.name = name
         for inst in self.groups.values():
             if not inst.lingering:
@@ -248,7 +268,7 @@ class GroupNode(NodeReceive):
     def is_keyed(self, gid: str) -> bool:
         """True if this node holds group ``gid`` keyed (its messages are authenticated)."""
         row = self.gjlp.giit.get(gid)
-        return row.keyed if row is not None else gid in self._secrets
+        return row.keyed if row is not None else self.keyring.has(gid)
 
     @settles
     def create_group(self, desc: str, now: float, order: Order = Order.SB,
@@ -256,7 +276,7 @@ class GroupNode(NodeReceive):
                      counter_start: int | None = None) -> str:
         """CreateGroup: a new group with a unique id ``<pid>/<n>`` (or the given id),
         keyed if ``key`` is given (or was given with :meth:`set_key`)."""
-        self._now = now
+        self.now = now
         order = group_order(order)  # checked: a caller not type-checked may pass any string
         if gid is None:
             gid = self.new_group_id()
@@ -264,7 +284,7 @@ class GroupNode(NodeReceive):
             raise UsageError(f"already a member of group {gid!r}")
         if key is not None:
             self.set_key(gid, key, counter_start)
-        row = self.gjlp.row(gid, desc, order, keyed=gid in self._secrets)
+        row = self.gjlp.row(gid, desc, order, keyed=self.keyring.has(gid))
         row.desc, row.order = desc, order
         self.store.set_meta(MADE_META + gid, "1")  # re-announced when we are back in range
         self._join(row, now, creating=True)
@@ -281,7 +301,7 @@ class GroupNode(NodeReceive):
         if the group was never heard of; it defaults to S_b). ``key``: the group's
         key (as :meth:`set_key`); a group known to be keyed cannot be joined without
         one (:class:`~m2mc.security.errors.KeyRequiredError`)."""
-        self._now = now
+        self.now = now
         if order is not None:
             order = group_order(order)
         if order is None and gid not in self.gjlp.giit and gid not in self.gjlp.discovered:
@@ -289,7 +309,7 @@ class GroupNode(NodeReceive):
                              "or give its order to join it by name")
         if key is not None:
             self.set_key(gid, key, counter_start)
-        keyed = gid in self._secrets
+        keyed = self.keyring.has(gid)
         known = self.gjlp.giit.get(gid) or self.gjlp.discovered.get(gid)
         if not keyed and (gid in self.locked or (known is not None and known.keyed)):
             raise KeyRequiredError(f"group {gid!r} is keyed: joining it takes its key "
@@ -301,6 +321,40 @@ class GroupNode(NodeReceive):
             row.order = order
         self._join(row, now, creating=False)
 
+    def send(self, gid: str, payload: bytes, now: float,
+             reply_to: MessageId | str | None = None) -> MessageId:
+        """receiveMsgfrmAppl: send ``payload`` to the group, in reply to ``reply_to``
+        (the S_b parent; None or ROOT for a message that answers nothing). A message of
+        any size goes as a stream instead (``streams``, docs/group.md section 12).
+        Not settled: an S_b group's send is taken in with the next ones
+        (:mod:`~m2mc.group.node_send`)."""
+        if payload.startswith(STREAM_MAGIC):
+            raise UsageError("a payload may not start with the stream head's marker")
+        self.now = now
+        self.send_room -= 1
+        return self._send_data(gid, payload, now, reply_to, True)
+
+    def send_head(self, gid: str, payload: bytes, now: float,
+                  reply_to: MessageId | str | None) -> MessageId:
+        """A stream's head (``streams``): taken in at once, and its batch sent, so that
+        it leaves before the stream's first chunk."""
+        self.now = now
+        self.send_room = 0  # (what follows a head is not counted: backlog.send_room)
+        mid = self._send_data(gid, payload, now, reply_to)
+        self.output.flush_group(self.groups[gid])
+        return mid
+
+    def settle_sends(self) -> None:
+        """Take in the messages sent since the last time (:mod:`~m2mc.group.node_send`)."""
+        self.sender.settle_sends()
+
+    @settles
+    def take_save(self, now: float) -> Save[float]:
+        """What the driver must make durable before the datagrams it took leave: the
+        store's writes so far (committed at ``now``, which also runs its age eviction)
+        and the trace events they make true, written after the commit."""
+        return self.output.take_save(now)
+
     @settles
     def reject_group(self, gid: str) -> None:
         """rejectGrp: do not offer this group again (until we advertise)."""
@@ -309,13 +363,13 @@ class GroupNode(NodeReceive):
     @settles
     def leave_group(self, gid: str, now: float) -> None:
         """leaveThisGroup: leaveMsg, then keep answering repairs for ``leave_linger``."""
-        self._now = now
+        self.now = now
         inst = self.groups.get(gid)
         if inst is None or inst.lingering:
             raise UsageError(f"not a member of group {gid!r}")
         row = inst.row
         inst.ordering.hand_over_for_leave(now)
-        self._flush_group(inst)
+        self.output.flush_group(inst)
         self._next_version(row)
         row.state = LEFT
         row.membership.apply(MemberEntry(self.pid, row.my_version, False))
@@ -326,8 +380,7 @@ class GroupNode(NodeReceive):
 
     @settles
     def events(self) -> list[GroupEvent]:
-        events, self._events = self._events, []
-        return events
+        return self.output.take_events()
 
     # ---------------------------------------------------------------- queries
     def is_member(self, gid: str) -> bool:
@@ -359,11 +412,12 @@ class GroupNode(NodeReceive):
     @settles
     def group_stats(self, gid: str) -> dict[str, int]:
         """Counters of one group's repair, MSP and ordering core (for tests and benches)."""
-        return _group_stats(self, gid)
+        inst = self.groups.get(gid)
+        return {} if inst is None else group_counters(inst, self.keyring.by_tag.get(inst.tag))
 
     @settles
     def node_stats(self) -> dict[str, int]:
-        return _node_stats(self)
+        return node_counters(self)
 
     def fit_window(self, receive_buffer: int) -> None:
         """The channel's socket buffer holds ``receive_buffer`` bytes, in the kernel's
@@ -401,7 +455,7 @@ class GroupNode(NodeReceive):
         """Datagrams that arrived together, in order: the same as
         :meth:`receive_datagram` for each (what the group layer does with a message
         changes nothing in M2MP), with M2MP's per-call work done once."""
-        self._now = now
+        self.now = now
         m2mp = self.m2mp
         m2mp.receive_datagrams(datagrams, now)
         on_message = self._on_message
@@ -415,7 +469,7 @@ class GroupNode(NodeReceive):
 
     @settles
     def on_timer(self, now: float) -> None:
-        self._now = now
+        self.now = now
         self.m2mp.on_timer(now)
         for event in self.m2mp.events():
             if isinstance(event, MessageAbandoned):
@@ -456,34 +510,26 @@ class GroupNode(NodeReceive):
     def datagrams_to_send(self, now: float) -> list[bytes]:
         """The datagrams to transmit now. Before any of them leaves the process the
         driver carries out :meth:`take_save` (commit, then trace)."""
-        self._now = now
+        self.now = now
         # Adaptive batching: while M2MP holds packets back (flow control), records
         # pile up into fuller batches instead of one packet each; and a sender that
         # sends batches less than batch_hold apart holds the next one until it is
         # full or that time is up (GroupInstance.sending and held).
         idle = self.m2mp.queued_packets == 0 and not self.m2mp.flow_blocked
+        flush = self.output.flush_group
         for inst in self.groups.values():
             if inst.pending_records and not inst.held(now):
                 if idle:
                     inst.sending(now)
-                self._flush_group(inst, force=idle)
+                flush(inst, force=idle)
             inst.ordering.flush(now)
         m2mp = self.m2mp
-        out = self._out
-        if out:
-            for message in out:
-                m2mp.send(message, now)
-            out.clear()
-        twice = self._out_copies
-        if twice:
-            for message in twice:
-                m2mp.send(message, now, REPAIR_COPIES)
-            twice.clear()
+        self.output.hand_to(m2mp, now)
         return m2mp.datagrams_to_send(now)
 
     # ================================================================ internals
     def _join(self, row: GiitRow, now: float, creating: bool) -> None:
-        secret = self._secrets.get(row.gid)
+        secret = self.keyring.secret(row.gid)
         row.keyed = secret is not None
         self.locked.discard(row.gid)
         # Remembered (the suite, never the key) so that a restart without the key
@@ -515,7 +561,7 @@ class GroupNode(NodeReceive):
                              int(stored) if stored and stored.isdigit() else 0, above) + 1
         self.store.set_meta(_VERSION_META + row.gid, str(row.my_version))
 
-    def refute(self, inst: GroupInstance, version: int, now: float) -> None:
+    def refute(self, inst: InstancePort, version: int, now: float) -> None:
         """News of us at ``version`` or later (a leave or join of an incarnation whose
         version we lost) while we are a member: join again above it, so the others'
         views, MSP and total order's configuration count us in."""
@@ -530,37 +576,14 @@ class GroupNode(NodeReceive):
         inst = GroupInstance(self, row)
         self.groups[row.gid] = inst
         self._by_tag[inst.tag] = inst
-        secret = self._secrets.get(row.gid)
-        if secret is not None:
-            auth = self._auths.get(row.gid)
-            if auth is None:
-                auth = self._auths[row.gid] = self._new_auth(row.gid, secret, self.counter_start)
-            self._auth_by_tag[inst.tag] = auth
-            # Sealing adds overhead(pid) bytes, and a batch must still fit one M2MP packet.
-            # The room is counted exactly here (the plain budget keeps a byte or two of
-            # slack that, at small payloads, would cost a keyed batch one record).
-            inst.batch_budget = max(64, min(self.config.batch_bytes,
-                                            _batch_room(self.pid) - overhead(self.pid)))
+        if self.keyring.bind(row.gid, inst.tag, self.counter_start) is not None:
+            inst.batch_budget = self.keyring.batch_budget()  # (sealed: a little less room)
         self.m2mp.add_filter(filter_prefix(inst.tag))
         inst.restore(now)
         return inst
 
-    def _new_auth(self, gid: str, secret: GroupSecret, counter_start: int) -> GroupAuth:
-        cfg = self.config
-        return GroupAuth(gid, {secret.key_id: secret.key}, self.pid,
-                         config=AuthConfig(secret.suite, cfg.replay_window, cfg.max_senders),
-                         send_key_id=secret.key_id, counter_start=counter_start)
-
     def _drop_instance(self, gid: str) -> None:
         inst = self.groups.pop(gid)
         self._by_tag.pop(inst.tag, None)
-        self._auth_by_tag.pop(inst.tag, None)
+        self.keyring.unbind(inst.tag)
         self.m2mp.remove_filter(filter_prefix(inst.tag))
-
-def _batch_room(pid: str) -> int:
-    """Bytes of data records that fit one M2MP packet in a DATA message of ``pid``:
-    the fragment less the group header, the body's 2-array, the sender string and
-    the records array's header (3 bytes: up to 65535 records)."""
-    size = len(pid.encode())
-    return MAX_FRAGMENT - HEADER_SIZE - 1 - (1 if size < 32 else 2) - size - 3
-

@@ -1,5 +1,6 @@
-"""What a group node receives: :class:`NodeReceive`, a part of
-:class:`~m2mc.group.manager.GroupNode`.
+"""What a group node receives: :class:`NodeReceive`, the receive side of
+:class:`~m2mc.group.manager.GroupNode`, an object of its own whose
+:meth:`~NodeReceive.on_message` the node binds once and calls per M2MP message.
 
 Each M2MP message is routed by its group tag and kind, after the checks that
 keep bad input from changing any state (each counted in ``NodeStats``): its
@@ -10,6 +11,10 @@ rate limiter of control messages -- the node's discovery limiter for ADV and
 GRPS_INFO, the group's own for SYNC_REQ, NACK and GONE. Discovery goes to GJLP;
 a group's message to its :class:`~m2mc.group.instance.GroupInstance`. Hearing
 anyone after a silence may mean we are back in range (:mod:`m2mc.group.reconnect`).
+
+It holds its own references to what it reads per message (the node's counters,
+configuration, group tables and keys, which the node shares, not copies) and
+the output side's bound methods for what it hands on.
 """
 
 from __future__ import annotations
@@ -27,21 +32,26 @@ from m2mc.group.codec import (
     Body,
     GrpsInfo,
     Kind,
+    decode_body,
     split_frame,
 )
-from m2mc.group.config import GroupConfig
-from m2mc.group.events import GroupDiscovered, MemberJoined, MemberLeft, MemberNamed, Reconnected
+from m2mc.group.events import GroupDiscovered, MemberJoined, MemberLeft, MemberNamed
 from m2mc.group.node_output import view_detail
-from m2mc.group.node_send import NodeSend
-from m2mc.group.node_stats import NodeStats
-from m2mc.group.reconnect import SILENCE, Reconnect
+from m2mc.group.reconnect import SILENCE
 from m2mc.kinds import ReconnectReason
 from m2mc.security import groupwire  # a module: groupwire imports the group codec
 from m2mc.security.errors import AuthError
-from m2mc.security.ratelimit import RateLimiter
 
 if TYPE_CHECKING:
+    from m2mc.group.config import GroupConfig
+    from m2mc.group.gjlp import Gjlp
     from m2mc.group.instance import GroupInstance
+    from m2mc.group.node_output import NodeOutput
+    from m2mc.group.node_stats import NodeStats
+    from m2mc.group.reconnect import Reconnect
+    from m2mc.group.streams import GroupStreams
+    from m2mc.security.auth import GroupAuth
+    from m2mc.security.ratelimit import RateLimiter
 
 _FLAGS_AT = HEADER_SIZE - 1  # offset of the flags byte in a group message
 _TAG_AT = slice(3, 11)  # the group tag, after magic and version
@@ -51,24 +61,33 @@ _STREAM, _STREAM_NACK = int(Kind.STREAM), int(Kind.STREAM_NACK)
 _DISCOVERY_KINDS = frozenset((int(Kind.ADV), int(Kind.GRPS_INFO)))
 
 
-class NodeReceive(NodeSend):
-    """The node's input side (module docstring); its state is the node's."""
+class NodeReceive:
+    """The node's receive side (module docstring)."""
 
-    config: GroupConfig
-    stats: NodeStats
-    started: bool
-    reconnect: Reconnect
-    discovery_limiter: RateLimiter
-    groups: dict[str, GroupInstance]
-    _by_tag: dict[bytes, GroupInstance]
-    # Where a frame's body becomes a message: m2mc.group.codec.decode_body, or what the
-    # driver puts in its place with the same result (the simulator decodes a datagram
-    # once for all its receivers: m2mc.sim.decode_memo).
-    decode_body: Callable[..., Body]
-
-    def _back(self, now: float, reason: ReconnectReason, silent_for: float | None) -> None:
-        if self.started and self.reconnect.back(now, reason):
-            self.emit(Reconnected(reason, silent_for))
+    def __init__(self, *, pid: str, config: GroupConfig, stats: NodeStats,
+                 groups: dict[str, GroupInstance], by_tag: dict[bytes, GroupInstance],
+                 auth_by_tag: dict[bytes, GroupAuth], gjlp: Gjlp, reconnect: Reconnect,
+                 discovery_limiter: RateLimiter, streams: GroupStreams, output: NodeOutput,
+                 back: Callable[[float, ReconnectReason, float | None], None]) -> None:
+        self.pid = pid
+        self.config = config
+        self.stats = stats
+        # The node's tables (shared, not copied: the node adds and drops groups).
+        self.groups = groups
+        self._by_tag = by_tag
+        self._auth_by_tag = auth_by_tag
+        self.gjlp = gjlp
+        self.reconnect = reconnect
+        self.discovery_limiter = discovery_limiter
+        self.streams = streams
+        self._emit = output.emit
+        self._save_row = output.save_row
+        self._trace = output.trace
+        self._back = back  # the node: we are back in range (if it has started)
+        # Where a frame's body becomes a message: m2mc.group.codec.decode_body, or what the
+        # driver puts in its place with the same result (the simulator decodes a datagram
+        # once for all its receivers: m2mc.sim.decode_memo).
+        self.decode_body: Callable[..., Body] = decode_body
 
     def _heard_again(self, now: float) -> None:
         """A message of another process after ``reconnect.silence`` or more of hearing
@@ -79,7 +98,8 @@ class NodeReceive(NodeSend):
                 if not inst.lingering):
             self._back(now, SILENCE, silent_for)
 
-    def _on_message(self, payload: bytes, now: float) -> None:
+    def on_message(self, payload: bytes, now: float) -> None:
+        """One M2MP message: checked, then routed (module docstring)."""
         stats = self.stats
         if len(payload) > self.config.max_message_bytes:
             stats.oversized += 1
@@ -176,22 +196,22 @@ class NodeReceive(NodeSend):
             self.reconnect.overheard_reply()
             new, changed, renamed = self.gjlp.on_grps_info(body)
             for info in new:
-                self.emit(GroupDiscovered(info))
+                self._emit(GroupDiscovered(info))
             announced: set[tuple[str, str]] = set()
             for gid, entries in changed:
                 inst = self.groups.get(gid)
                 if inst is not None:  # GJLP merged the entries into the row already
-                    self.save_row(inst.row)
+                    self._save_row(inst.row)
                     for e in entries:
                         if e.pid == self.pid:
                             continue
                         if e.joined:
                             announced.add((gid, e.pid))
-                            self.emit(MemberJoined(gid, e.pid, inst.row.names.get(e.pid)))
+                            self._emit(MemberJoined(gid, e.pid, inst.row.names.get(e.pid)))
                         else:
-                            self.emit(MemberLeft(gid, e.pid))
-                    self.trace("view", gid, detail=view_detail(inst.row))
+                            self._emit(MemberLeft(gid, e.pid))
+                    self._trace("view", gid, detail=view_detail(inst.row))
             for gid, pid in renamed:
                 inst = self.groups.get(gid)
                 if inst is not None and (gid, pid) not in announced:
-                    self.emit(MemberNamed(gid, pid, inst.row.names.get(pid)))
+                    self._emit(MemberNamed(gid, pid, inst.row.names.get(pid)))

@@ -1,5 +1,5 @@
-"""What a group node does with the application's messages: :class:`NodeSend`, a part
-of :class:`~m2mc.group.manager.GroupNode`.
+"""What a group node does with the application's messages: :class:`NodeSend`, the
+send side of :class:`~m2mc.group.manager.GroupNode`, an object of its own.
 
 ``send`` gives a message its identity and its place in the open batch at once, and
 the rest -- the ordering core's accept, the row in the log, the delivery to the
@@ -13,18 +13,20 @@ an S_b group's messages wait, and only while the node is not tracing (the trace
 interleaves each ``send`` with its ``recv`` and ``deliver``); the other orders'
 (vector clocks, the total order's positions) are taken in whole. Decision:
 docs/decisions.md ("A sender's own messages are taken in by the batch").
+
+The node's ``send`` counts the send room down and calls :meth:`NodeSend.send_data`,
+bound once: the send side holds its own references to what it needs per message
+(the node's groups, configuration, counters, M2MP layer and the output side's
+bound methods), so a send makes no more calls than one class would.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, Protocol, TypeVar
 
 from m2mc.errors import DecodeError, UsageError
-from m2mc.group.node_output import NodeOutput
-from m2mc.group.node_stats import NodeStats
-from m2mc.group.stream_codec import STREAM_MAGIC
 from m2mc.group.wire_bounds import MAX_PID
 from m2mc.kinds import Order
 from m2mc.ordering import ROOT, Message, MessageId
@@ -32,16 +34,32 @@ from m2mc.ordering import ROOT, Message, MessageId
 if TYPE_CHECKING:
     from m2mc.group.config import GroupConfig
     from m2mc.group.instance import GroupInstance
+    from m2mc.group.node_output import NodeOutput
+    from m2mc.group.node_stats import NodeStats
     from m2mc.wire.m2mp import M2MPLayer
 
 __all__ = ["NodeSend", "settles"]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
-_N = TypeVar("_N", bound="NodeSend")
 # Read once per message: a module global is faster than Order.SB, an enum's
 # attribute lookup.
 _SB = Order.SB
+
+
+class Settling(Protocol):
+    """A node whose entry points settle its sends (:func:`settles`)."""
+
+    # Sends of at most send_room_size payload bytes sure to pass the back-pressure check
+    # (m2mc.group.backlog.send_room), set by the API; each send counts it down, every
+    # other step of the node sets it to 0.
+    send_room: int
+
+    @property
+    def sender(self) -> NodeSend: ...
+
+
+_N = TypeVar("_N", bound=Settling)
 
 
 def settles(method: Callable[Concatenate[_N, _P], _R]) -> Callable[Concatenate[_N, _P], _R]:
@@ -50,80 +68,70 @@ def settles(method: Callable[Concatenate[_N, _P], _R]) -> Callable[Concatenate[_
     @functools.wraps(method)
     def settled(self: _N, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         self.send_room = 0  # (m2mc.group.backlog.send_room: counted from the last check)
-        if self._unsent:
-            self.settle_sends()
+        sender = self.sender
+        if sender.unsent:
+            sender.settle_sends()
         return method(self, *args, **kwargs)
 
     return settled
 
 
-class NodeSend(NodeOutput):
-    """Mixed into :class:`~m2mc.group.manager.GroupNode`, whose state it uses."""
+class NodeSend:
+    """The node's send side (module docstring)."""
 
-    groups: dict[str, GroupInstance]
-    config: GroupConfig
-    m2mp: M2MPLayer
-    stats: NodeStats
-    tracing: bool
-    # Our messages sent and not yet taken in (module docstring), in the order sent.
-    _unsent: list[tuple[GroupInstance, Message]]
-    # Sends of at most send_room_size payload bytes sure to pass the back-pressure check
-    # (m2mc.group.backlog.send_room), set by the API; each send counts it down, every
-    # other step of the node sets it to 0.
-    send_room: int
-    send_room_size: int
+    def __init__(self, *, pid: str, groups: dict[str, GroupInstance], config: GroupConfig,
+                 m2mp: M2MPLayer, stats: NodeStats, output: NodeOutput) -> None:
+        self.pid = pid
+        self._groups = groups  # the node's (shared: it adds and drops groups)
+        self._config = config
+        self._m2mp = m2mp
+        self._stats = stats
+        self._tracing = output.tracing
+        self._trace = output.trace
+        self._deliver = output.deliver
+        self._deliver_many = output.deliver_many
+        # Our messages sent and not yet taken in (module docstring), in the order sent.
+        self.unsent: list[tuple[GroupInstance, Message]] = []
 
-    def send(self, gid: str, payload: bytes, now: float,
-             reply_to: MessageId | str | None = None) -> MessageId:
-        """receiveMsgfrmAppl: send ``payload`` to the group, in reply to ``reply_to``
-        (the S_b parent; None or ROOT for a message that answers nothing). A message of
-        any size goes as a stream instead (``streams``, docs/group.md section 12)."""
-        if payload.startswith(STREAM_MAGIC):
-            raise UsageError("a payload may not start with the stream head's marker")
-        return self._send_data(gid, payload, now, reply_to, later=True)
-
-    def _send_data(self, gid: str, payload: bytes, now: float,
-                   reply_to: MessageId | str | None, later: bool = False) -> MessageId:
+    def send_data(self, gid: str, payload: bytes, now: float,
+                  reply_to: MessageId | str | None, later: bool = False) -> MessageId:
         """Send one data record; ``later``: an S_b group's is taken in with the next
         ones (module docstring), else at once."""
-        self._now = now
-        self.send_room -= 1
-        inst = self.groups.get(gid)
+        inst = self._groups.get(gid)
         if inst is None or inst.lingering_until is not None:
             raise UsageError(f"not a member of group {gid!r}")
-        if len(payload) > self.config.max_payload:
-            raise UsageError(f"payload of {len(payload)} bytes exceeds {self.config.max_payload}")
+        config = self._config
+        if len(payload) > config.max_payload:
+            raise UsageError(f"payload of {len(payload)} bytes exceeds {config.max_payload}")
         if type(payload) is not bytes:
             payload = bytes(payload)
         inst.ordering.check_send(gid)  # (total order: no room while no majority is reachable)
         parent = ROOT if reply_to is None or reply_to is ROOT else self._parent_of(reply_to)
         message = inst.mop.next_message(payload, parent)
         inst.window.sent(message.mid.seq, len(payload), now)
-        self.stats.sent += 1
+        self._stats.sent += 1
         # Bulk batches while backlogged, or while held (batch_hold): full packets.
         inst.bulk = (now < inst.hold_until
-                     or self.m2mp.queued_packets + inst.pending_records >= self.config.bulk_backlog)
-        tracing = self.tracing
+                     or self._m2mp.queued_packets + inst.pending_records >= config.bulk_backlog)
+        tracing = self._tracing
         if later and not tracing and inst.mop.order == _SB:
-            self._unsent.append((inst, message))
+            self.unsent.append((inst, message))
             inst.queue_data(message, now)
             return message.mid
-        if not later:
-            self.send_room = 0  # (a stream's head: what follows it is not counted)
-        if self._unsent:
+        if self.unsent:
             self.settle_sends()
         if tracing:
-            self.trace("send", gid, message)
+            self._trace("send", gid, message)
         _, out = inst.mop.accept(message)
         if tracing:
-            self.trace("recv", gid, message, peer=self.pid)
+            self._trace("recv", gid, message, peer=self.pid)
         if out:
             inst.delivered_count += len(out)
             if tracing:
                 for m in out:
-                    self.deliver(gid, m)
+                    self._deliver(gid, m)
             else:
-                self.deliver_many(gid, out)
+                self._deliver_many(gid, out)
         inst.queue_data(message, now)
         return message.mid
 
@@ -141,16 +149,16 @@ class NodeSend(NodeOutput):
         if pid == "" and seq == 0:
             return ROOT
         if (type(pid) is not str or type(seq) is not int or not 0 < len(pid) <= MAX_PID
-                or not 1 <= seq < self.config.max_seq):
+                or not 1 <= seq < self._config.max_seq):
             raise UsageError(f"bad reply_to {parent!r}: a pid of 1 to {MAX_PID} characters "
-                             f"and a seqno from 1 to {self.config.max_seq - 1}")
+                             f"and a seqno from 1 to {self._config.max_seq - 1}")
         return parent
 
     def settle_sends(self) -> None:
         """Take in the messages sent since the last time, in the order sent: each
         group's run at once where its ordering core delivers it whole (its usual
         case), else one by one; then hand what was delivered to the node's owner."""
-        unsent, self._unsent = self._unsent, []
+        unsent, self.unsent = self.unsent, []
         start, end = 0, len(unsent)
         while start < end:
             inst = unsent[start][0]
@@ -165,8 +173,6 @@ class NodeSend(NodeOutput):
                 out.extend(mop.accept(message)[1])
             if out:
                 inst.delivered_count += len(out)
-                self.deliver_many(inst.gid, out)
+                self._deliver_many(inst.gid, out)
             start = stop
 
-    # The save (NodeOutput's) is of the sends taken in, like every other step.
-    take_save = settles(NodeOutput.take_save)

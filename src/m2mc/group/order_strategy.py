@@ -29,7 +29,7 @@ from m2mc.group.seqsets import Intervals
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-    from m2mc.group.instance import GroupInstance
+    from m2mc.group.port import InstancePort
 
 
 class OrderStrategy(Protocol):
@@ -104,7 +104,7 @@ class NoSequencer:
     draining = False
     heartbeat = float("inf")
 
-    def __init__(self, inst: GroupInstance) -> None:
+    def __init__(self, inst: InstancePort) -> None:
         self.inst = inst
         self.mop = Mop(inst.pid, inst.gid, inst.order, inst.config, inst.node.store)
 

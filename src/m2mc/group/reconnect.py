@@ -31,14 +31,18 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from m2mc.group.config import GroupConfig
 from m2mc.group.gjlp import MEMBER
 from m2mc.kinds import ReconnectReason
 
 if TYPE_CHECKING:
-    from m2mc.group.manager import GroupNode
+    from collections.abc import Mapping
+
+    from m2mc.group.gjlp import Gjlp
+    from m2mc.group.instance import GroupInstance
+    from m2mc.store import GroupStore
 
 INTERFACE = ReconnectReason.INTERFACE
 SILENCE = ReconnectReason.SILENCE
@@ -70,6 +74,20 @@ like the first: a crowd still costs one ADV per round)."""
 ADV_ATTEMPTS = 3
 """At most this many rounds: one more while no GJLP reply at all was heard (our ADV, or
 every reply, was lost)."""
+
+
+class ReconnectPort(Protocol):
+    """The node as a reaction's steps see it (:meth:`Reconnect.run_due`)."""
+
+    @property
+    def gjlp(self) -> Gjlp: ...
+    @property
+    def store(self) -> GroupStore: ...
+    @property
+    def groups(self) -> Mapping[str, GroupInstance]: ...
+
+    def advertise(self, now: float) -> None:
+        """Announce ourselves (GJLP)."""
 
 
 class Reconnect:
@@ -139,7 +157,7 @@ class Reconnect:
     def overheard_reply(self) -> None:
         self.replied = True
 
-    def run_due(self, node: GroupNode, now: float) -> None:
+    def run_due(self, node: ReconnectPort, now: float) -> None:
         """The reaction's step whose time came."""
         if self.due is None or now < self.due:
             return

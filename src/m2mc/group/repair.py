@@ -320,7 +320,7 @@ class Repair:
                 self._nack_at = at
         return lacking
 
-    def _bounded_nack(self, nack: Nack,
+    def bounded_nack(self, nack: Nack,
                       count: bool = True) -> tuple[list[tuple[str, Intervals]], Intervals]:
         """The part of ``nack`` we look at: ``max_nack_intervals`` intervals over all its
         senders, in order, and as many gseq intervals as are left (at least one, as
@@ -344,7 +344,7 @@ class Repair:
         """Another node asked for these: hold our own request for them off."""
         until = now + self.config.nack_holdoff
         cap = 4 * self.config.max_nack_intervals
-        ranges, gseqs = self._bounded_nack(nack, count=False)  # on_nack counts them
+        ranges, gseqs = self.bounded_nack(nack, count=False)  # on_nack counts them
         holdoff = self._holdoff
         for pid, ivs in ranges:
             if pid == self.pid:
@@ -382,7 +382,7 @@ class Repair:
         (``counted`` False: not a NACK, a GONE naming messages we may hold)."""
         if counted:
             self.stats.nacks_received += 1
-        ranges, gseqs = self._bounded_nack(nack, count=counted)
+        ranges, gseqs = self.bounded_nack(nack, count=counted)
         room = self.config.max_pending_repairs - len(self.pending)
         found: list[Message] = []
         full = False

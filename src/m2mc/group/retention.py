@@ -46,7 +46,7 @@ from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.trace.schema import TraceEvent, detail_json
 
 if TYPE_CHECKING:
-    from m2mc.group.instance import GroupInstance
+    from m2mc.group.port import InstancePort
 
 _Report = list[tuple[int, int, float]]  # (lo, hi, when heard)
 MAX_STUBS_PER_ANSWER = 4096  # ids mode: stubs one GONE answer carries (a few messages)
@@ -69,7 +69,7 @@ class RetentionStats:
 class GroupRetention:
     """One group's GONE answers and skips (see the module docstring)."""
 
-    def __init__(self, inst: GroupInstance) -> None:
+    def __init__(self, inst: InstancePort) -> None:
         self.inst = inst
         self.gid = inst.gid
         self.pid = inst.pid
@@ -107,7 +107,7 @@ class GroupRetention:
     def on_nack(self, nack: Nack, now: float) -> None:
         """A NACK: answer for what we cannot serve because our log evicted it."""
         inst = self.inst
-        ranges, gseqs = inst.repair._bounded_nack(nack, count=False)  # on_nack counts them
+        ranges, gseqs = inst.repair.bounded_nack(nack, count=False)  # on_nack counts them
         answer = inst.node.store.gone_answer(self.gid, dict(ranges), gseqs,
                                              MAX_STUBS_PER_ANSWER)
         self._queue(answer.ids, self._not_records(answer.gseqs), answer.stubs, now)
@@ -118,7 +118,7 @@ class GroupRetention:
         inst = self.inst
         if not inst.msp.is_member(req.sender):
             return
-        tops = inst._high_waters()
+        tops = inst.high_waters()
         wanted = {pid: subtract([(1, top)], normalize(req.digest.get(pid, [])))
                   for pid, top in tops.items() if top > 0}
         wanted = {pid: ivs for pid, ivs in wanted.items() if ivs}

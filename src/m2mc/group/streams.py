@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from m2mc.errors import BufferFullError, DecodeError, UsageError
 from m2mc.group.events import StreamUpdate
@@ -51,8 +51,13 @@ from m2mc.ordering import Message, MessageId
 from m2mc.store.bodies import BodyInfo, BodyStore, Key
 
 if TYPE_CHECKING:
+    import random
+    from collections.abc import Mapping
+
+    from m2mc.group.config import GroupConfig
+    from m2mc.group.events import GroupEvent
     from m2mc.group.instance import GroupInstance
-    from m2mc.group.manager import GroupNode
+    from m2mc.group.messages import Body
 
 __all__ = ["GroupStreams", "StreamStatus", "StreamUpdate"]
 
@@ -112,10 +117,35 @@ class _In:
     holdoff: float = 0.0
 
 
+class StreamsPort(Protocol):
+    """The node as its streams see it."""
+
+    @property
+    def pid(self) -> str: ...
+    @property
+    def config(self) -> GroupConfig: ...
+    @property
+    def rng(self) -> random.Random: ...
+    @property
+    def groups(self) -> Mapping[str, GroupInstance]: ...
+
+    def send_head(self, gid: str, payload: bytes, now: float,
+                  reply_to: MessageId | str | None) -> MessageId:
+        """Send a stream's head now (taken in at once, its batch flushed: it leaves
+        before the first chunk)."""
+
+    def send_body(self, tag: bytes, body: Body, *, repair: bool = False) -> None:
+        """Send ``body`` to the group of ``tag`` (sealed if the group is keyed; a
+        ``repair`` of more than one packet: each packet twice)."""
+
+    def emit(self, event: GroupEvent) -> None:
+        """Hand an event to the application."""
+
+
 class GroupStreams:
     """The streams of one node, sent and received, over all its groups (sans-IO)."""
 
-    def __init__(self, node: GroupNode, store: BodyStore) -> None:
+    def __init__(self, node: StreamsPort, store: BodyStore) -> None:
         self.node = node
         self.config = node.config
         self.store = store
@@ -135,9 +165,8 @@ class GroupStreams:
         cfg = self.config
         payload = encode_descriptor(Descriptor(cfg.stream_chunk_bytes, size))
         node = self.node
-        mid = node._send_data(gid, payload, now, reply_to)
+        mid = node.send_head(gid, payload, now, reply_to)  # it leaves before its first chunk
         inst = node.groups[gid]
-        node._flush_group(inst)  # the head leaves before its first chunk
         self.outgoing[(gid, mid.pid, mid.seq)] = _Out(inst.tag, cfg.stream_chunk_bytes)
         self.stats.stream_sent += 1
         return mid

@@ -91,7 +91,7 @@ def _group(s: Samples, view: AdhocView, stack: GroupNode, inst: GroupInstance, g
     s.stats(cat.RETENTION, inst.retention.stats, group=group)
     if isinstance(mop, TotalMop):
         s.stats(cat.SEQLOG, mop.log.stats, group=group)
-    auth = stack._auth_by_tag.get(inst.tag)
+    auth = stack.keyring.by_tag.get(inst.tag)
     if auth is not None:
         s.stats(cat.AUTH, auth.stats, group=group)
     s.queue("app_messages", view.unread.get(inst.gid, 0), view.max_queued_messages, group)

@@ -4,11 +4,12 @@ A datagram broadcast on a domain of n nodes reaches n - 1 of them, and each woul
 parse the same bytes into the same frozen message objects. Decoding is a pure
 function of the bytes (and of the receiver's ``max_seq`` bound), so the simulator's
 ``group`` stack gives every node one shared :class:`DecodeMemo` in place of
-:func:`m2mc.group.codec.decode_body` (``GroupNode.decode_body``): the first receiver
-decodes, the others get the same objects. Nothing a receiver does changes a decoded
-body (tests/sim/test_decode_memo.py decodes every memoized body again at the end of
-a run and compares), and a body that fails to decode fails again, with the same
-message, at every receiver, so each still counts it (``malformed``) itself.
+:func:`m2mc.group.codec.decode_body` (``NodeReceive.decode_body``, on a node's
+``receiver``): the first receiver decodes, the others get the same objects. Nothing
+a receiver does changes a decoded body (tests/sim/test_decode_memo.py decodes every
+memoized body again at the end of a run and compares), and a body that fails to
+decode fails again, with the same message, at every receiver, so each still counts
+it (``malformed``) itself.
 
 The memo keeps the last ``limit`` bodies: the copies of one datagram arrive within
 its delays of one another, and memory stays bounded whatever the run's length. A hit

@@ -98,7 +98,7 @@ class GroupSimStack:
                 message_timeout=float(p.get("message_timeout", 5.0)),
                 flow_timeout=float(p.get("flow_timeout", 0.1))))
         # A datagram is decoded once for all the nodes that receive it (m2mc.sim.decode_memo).
-        self.node.decode_body = decode_memo.SHARED.decode
+        self.node.receiver.decode_body = decode_memo.SHARED.decode
         self._delivered: dict[str, list[str]] = {}
         self._discover = {g.name for g in ctx.discover}  # joined once discovered
         self._now = 0.0

@@ -38,7 +38,7 @@ from m2mc.trace.schema import detail_json
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-    from m2mc.group.instance import GroupInstance
+    from m2mc.group.port import InstancePort
 
 
 class TotalOrderStrategy:
@@ -46,7 +46,7 @@ class TotalOrderStrategy:
 
     __slots__ = ("draining", "heartbeat", "inst", "linger_limit", "log", "mop")
 
-    def __init__(self, inst: GroupInstance) -> None:
+    def __init__(self, inst: InstancePort) -> None:
         self.inst = inst
         config = inst.config
         self.mop = TotalMop(inst.pid, inst.gid, inst.order, config, inst.node.store)
