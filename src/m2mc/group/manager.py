@@ -185,7 +185,7 @@ class GroupNode:
         self.started = True
         self.reconnect.started(now)
         for row in self.store.load_groups():
-            giit_row = GiitRow(row.gid, row.desc, Order(row.order), MEMBER if row.state == MEMBER
+            giit_row = GiitRow(row.gid, row.desc, row.order, MEMBER if row.state == MEMBER
                                else LEFT, Membership(self.config.max_members, row.members),
                                row.my_version, names=MemberNames(self.config.max_members))
             if giit_row.state == MEMBER:  # names are not kept: ours now, others' as heard

@@ -228,11 +228,12 @@ class TotalMop(Mop):
             self._waiting_parent.clear()
             return
         log = self.log
-        for mid, message in list(self.unstamped.items()):
-            if mid in self.unstamped and log.position_of(mid) is None:
-                self._stamp(message)
-                if self._backlog:
-                    return
+        with log.proposals():  # the commit point moves once, after them all
+            for mid, message in list(self.unstamped.items()):
+                if mid in self.unstamped and log.position_of(mid) is None:
+                    self._stamp(message)
+                    if self._backlog:
+                        return
 
     def decided_entries(self, lo: int, hi: int) -> Entries:
         """Decided entries in ``lo..hi`` a NACK may need beyond the stored records:

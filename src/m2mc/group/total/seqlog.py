@@ -43,7 +43,8 @@ class SeqLog:
         "election", "flush", "forget", "found", "hand_over", "learn", "load_log",
         "missing_positions", "next_deadline", "on_ack", "on_decided", "on_handover",
         "on_nack_positions", "on_order", "on_prepare", "on_promise", "on_start",
-        "on_status", "on_timer", "pass_over", "persistence", "position_of", "propose",
+        "on_status", "on_timer", "pass_over", "persistence", "position_of", "proposals",
+        "propose",
         "records_before", "replication", "restore", "room", "save_log", "state",
         "take_decided", "tick",
     )
@@ -68,6 +69,7 @@ class SeqLog:
         self.missing_positions = replication.missing_positions
         self.on_nack_positions = replication.on_nack_positions
         self.propose = replication.propose
+        self.proposals = replication.proposals
         self.on_order = replication.on_order
         self.on_ack = replication.on_ack
         self.on_decided = replication.on_decided
