@@ -332,8 +332,6 @@ KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset({
                "m2mc.group.node_receive", "m2mc.group.node_send", "m2mc.group.node_stats",
                "m2mc.group.order_strategy", "m2mc.group.port", "m2mc.group.reconnect",
                "m2mc.group.retention", "m2mc.group.streams", "m2mc.group.total.strategy"}),
-    # issue 36 (part 1): the infrastructure host and its admin mixin
-    frozenset({"m2mc.infra.host", "m2mc.infra.host_admin"}),
     # issue 36 (part 1): the infrastructure member and its mixins
     frozenset({"m2mc.infra.member", "m2mc.infra.member_durable", "m2mc.infra.member_groups",
                "m2mc.infra.member_history", "m2mc.infra.member_lost",
