@@ -332,10 +332,6 @@ KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset({
                "m2mc.group.node_receive", "m2mc.group.node_send", "m2mc.group.node_stats",
                "m2mc.group.order_strategy", "m2mc.group.port", "m2mc.group.reconnect",
                "m2mc.group.retention", "m2mc.group.streams", "m2mc.group.total.strategy"}),
-    # issue 36 (part 1): the infrastructure member and its mixins
-    frozenset({"m2mc.infra.member", "m2mc.infra.member_durable", "m2mc.infra.member_groups",
-               "m2mc.infra.member_history", "m2mc.infra.member_lost",
-               "m2mc.infra.member_moves", "m2mc.infra.member_nack"}),
     # issue 36 (part 3): the endpoint opens its streams' I/O, which takes the endpoint
     frozenset({"m2mc.runtime.endpoint", "m2mc.runtime.stream_io"}),
     # issue 36 (part 3): keys checks a suite name against auth's SUITE_NAMES
