@@ -1,7 +1,8 @@
 """A group member on a mobile computer (seeds/001 3.3, figure 6; 2.3 A1-A3; 4.2; 4.3).
 
 State: ``mystable``, ``mynew``, ``mybuf``, ``mylow``, ``mynack`` and the NACK
-timer of figure 6, a reliable uplink (A1-A3), and the joining/leaving steps of 3.3.
+timer of figure 6 (the last two in :attr:`MemberCore.nacks`), a reliable uplink
+(A1-A3), and the joining/leaving steps of 3.3.
 The application sees :class:`Delivered`, :class:`ViewChange`, :class:`Joined` and
 :class:`Left` events in the total order.
 
@@ -24,6 +25,13 @@ Where this goes beyond the pseudo-code (docs/decisions.md):
   and leaves others by NEW items, in order with its messages.
 * History and catch-up after a return (:mod:`.member_history`): what the hosts'
   log still holds, read by HistoryReq.
+
+The member is made of objects with explicit references: this core (the receive
+path of figure 6, delivery, the uplink, timers) holds its :class:`~.member_groups.Groups`,
+:class:`~.member_history.Reads`, :class:`~.member_nack.Nacks` (``mynack`` and the NACK
+timer) and :class:`~.member_moves.Moves`; each sees the core only through its narrow
+port in :mod:`.member_ports`, as do the functions of :mod:`.member_lost` and
+:mod:`.member_durable`, and none of them imports this module.
 """
 
 from __future__ import annotations
@@ -149,15 +157,16 @@ class MemberCore:
     # ================================================================ application
     def join(self, now: float, groups: tuple[str, ...] | list[str] | None = None) -> MemberId:
         """Ask to join the deployment, and ``groups`` with it (default: ``self.group``),
-        with a fresh join-id (seeds/001 2.3, 3.3 steps i-iv; :func:`.member_groups.join`)."""
+        with a fresh join-id (seeds/001 2.3, 3.3 steps i-iv;
+        :meth:`.member_groups.Groups.join`)."""
         return self.grouping.join(now, groups)
 
     def join_group(self, group: str, now: float) -> None:
-        """Join ``group`` too (:func:`.member_groups.join_group`)."""
+        """Join ``group`` too (:meth:`.member_groups.Groups.join_group`)."""
         self.grouping.join_group(group, now)
 
     def leave_group(self, group: str, now: float) -> None:
-        """Leave ``group`` (:func:`.member_groups.leave_group`)."""
+        """Leave ``group`` (:meth:`.member_groups.Groups.leave_group`)."""
         self.grouping.leave_group(group, now)
 
     def request_history(self, group: str, upto: int, now: float) -> None:
@@ -278,12 +287,9 @@ class MemberCore:
         if b.sequence and b.sequence != self.sequence:
             new_sequence(self, b, now)
         changed = b.host != self.gateway
-        self.moves.unheard.discard(b.host)
-        if b.host == self.moves.expect:
-            self.moves.expect = None
+        self.moves.heard(b.host, now)
         self.gateway = b.host
         self.gateway_addr = b.uplink
-        self.moves.heard_at = now
         self.directory = b.directory
         self.last_high = b.high
         if changed:
@@ -331,7 +337,7 @@ class MemberCore:
                 self.stats.duplicates += 1
                 if tracing and ours:
                     self.emit("dup", now, mid=f"{r.mid.node}:{r.app_seq}", gseq=s,
-                               group=r.group)
+                              group=r.group)
                 continue
             # 4.3 applies to a computer "neither joining nor leaving": a joining one
             # must not step over its own "has joined" on a dummy.
@@ -344,7 +350,7 @@ class MemberCore:
             self._insert(s, r, forced)  # lines 4-7
             if tracing and ours:
                 self.emit("recv", now, mid=f"{r.mid.node}:{r.app_seq}", gseq=s,
-                           bytes=len(r.body), group=r.group)
+                          bytes=len(r.body), group=r.group)
             if bridge:  # 4.3 (i): dummy elements
                 for d in range(max(s - bridge, self.mystable + 1), s):
                     if d not in buf:
@@ -510,7 +516,7 @@ class MemberCore:
             items: list[msg.NewItem] = []
             size = 0
             while self.news and (not items or size + len(self.news[0].body) + 16
-                                  <= self.cfg.max_datagram):
+                                 <= self.cfg.max_datagram):
                 item = self.news.popleft()
                 items.append(item)
                 size += len(item.body) + 16
