@@ -20,6 +20,11 @@ for good when it learns it was retired itself (:mod:`m2mc.infra.host_admin`).
 A durable host keeps its promise and log across restarts (:mod:`.host_durable`): its
 driver commits :meth:`HostCore.take_save` after each :meth:`HostCore.drain`, before
 sending, and gives a restarted core its saved state (:meth:`HostCore.restore`).
+
+The host is made of objects with explicit references: this core holds its
+:class:`~m2mc.infra.host_succession.Succession` and its
+:class:`~m2mc.infra.host_admin.Operators`, which see it only through their narrow
+ports in :mod:`m2mc.infra.host_ports` and never import this module.
 """
 
 from __future__ import annotations
