@@ -309,16 +309,7 @@ def test_no_package_imports_from_a_layer_above_its_own() -> None:
 # more than one module, until it is broken. The list may only shrink: a cycle not
 # here fails, and so does an entry that no longer matches a cycle (delete it, or,
 # if the cycle only lost modules, write what is left).
-KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset({
-    # issue 36 (part 3): history reads a ReplicaLog, which holds a history (TYPE_CHECKING)
-    frozenset({"m2mc.infra.history", "m2mc.infra.host_persist", "m2mc.infra.replog"}),
-    # issue 36 (part 1): the infrastructure host and its admin mixin
-    frozenset({"m2mc.infra.host", "m2mc.infra.host_admin"}),
-    # issue 36 (part 1): the infrastructure member and its mixins
-    frozenset({"m2mc.infra.member", "m2mc.infra.member_durable", "m2mc.infra.member_groups",
-               "m2mc.infra.member_history", "m2mc.infra.member_lost",
-               "m2mc.infra.member_moves", "m2mc.infra.member_nack"}),
-})
+KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset()  # none left (issue 36): keep it so
 
 
 def edges(statement: Statement, known: Container[str]) -> set[str]:

@@ -45,7 +45,7 @@ async def main(args: argparse.Namespace) -> None:
                 print(json.dumps({"dump": {
                     "phase": c.phase.value, "mystable": c.mystable, "seen_high": c.seen_high,
                     "mybuf": sorted(c.mybuf)[:10], "gateway": c.gateway, "cell": c.cell,
-                    "pending": c.pending_sends, "nack": str(c.mynack),
+                    "pending": c.pending_sends, "nack": str(c.nacks.mynack),
                     "stats": str(c.stats)}}), flush=True)
 
     async def sender() -> None:

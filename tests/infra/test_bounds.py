@@ -225,7 +225,7 @@ def test_requests_held_during_a_takeover_are_bounded() -> None:
     for i in range(10):
         req = m.JoinReq(f"X{i}", "H2", 1, MemberId(f"X{i}", 1))
         core.receive_backbone("H2", encode(m.Forward("H2", i + 1, req)), 0.2)
-    assert len(core._queued) == 3 and core.stats.queued_dropped == 7
+    assert core.queued_requests == 3 and core.stats.queued_dropped == 7
 
 
 # ------------------------------------------------------------------ member

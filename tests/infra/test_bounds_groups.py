@@ -62,7 +62,7 @@ def test_a_member_runs_at_most_max_member_groups_history_reads() -> None:
     core.groups["c"] = 0  # (as if joined: the bound is on reads running at once)
     for g in ("a", "b", "c"):
         core.request_history(g, 1, 0.0)
-    assert list(core.fetches.running) == ["b", "c"]  # the oldest read gave way
+    assert list(core.reads.fetches.running) == ["b", "c"]  # the oldest read gave way
 
 
 def test_a_nodes_history_of_a_group_keeps_its_newest_bytes() -> None:

@@ -164,13 +164,13 @@ def test_the_member_api_checks_its_groups() -> None:
     core.leave_group("green", 0.0)
     with pytest.raises(UsageError, match="not in group"):
         core.leave_group("green", 0.0)
-    kinds = [(i.kind, i.group) for i in core._news]
+    kinds = [(i.kind, i.group) for i in core.news]
     assert kinds == [(m.APP, "red"), (m.GJOINED, "blue"), (m.APP, "blue"),
                      (m.GJOINED, "green"), (m.GLEFT, "green")]
 
 
 def ack(core: MemberCore) -> None:
-    out = core._sender.outstanding
+    out = core.sender.outstanding
     assert out is not None
     core.receive(m.Ack("G", "A", out.rseq), 0.0)
 
@@ -186,7 +186,7 @@ def test_a_refused_join_is_told() -> None:
     ack(core)  # the JOIN
     core.join_group("x", 0.0)
     ack(core)  # the NEW item that asks for x
-    (item,) = [i for i, _ in core._unconfirmed.values()]
+    (item,) = [i for i, _ in core.unconfirmed.values()]
     noop = m.Record(2, 2, m.NOOP, mid, item.nseq, item.app_seq, 0, b"", "x")
     core.receive(m.Normals("G", (noop,)), 0.0)
     assert GroupRefused("x", 2) in core.events() and core.stats.groups_refused == 2

@@ -30,7 +30,7 @@ def frames(core: MemberCore) -> list[m.UplinkMessage]:
 
 
 def ack_last(core: MemberCore, now: float = 0.0) -> None:
-    out = core._sender.outstanding
+    out = core.sender.outstanding
     assert out is not None
     core.receive(m.Ack("G", "A", out.rseq), now)
 
@@ -115,7 +115,7 @@ def test_nack_timer_suppresses_then_repeats_while_still_missing() -> None:
     ack_last(core, 1.0)
     core.receive(m.Transfer("G", core.mid, tuple(rec(g) for g in (2, 3, 5))), 1.1)  # type: ignore[arg-type]
     core.on_timer(2.0)  # line 23: nothing missing -> mynack := null
-    assert core.mynack is None
+    assert core.nacks.mynack is None
 
 
 def test_one_frame_outstanding_resent_until_acked_duplicate_acks_ignored() -> None:
@@ -133,7 +133,7 @@ def test_one_frame_outstanding_resent_until_acked_duplicate_acks_ignored() -> No
     (f2,) = frames(core)
     assert isinstance(f2, m.NewReq) and [i.body for i in f2.items] == [b"y", b"z"]  # batched
     core.receive(m.Ack("G", "A", f1.rseq), 0.7)  # type: ignore[union-attr]  # A3
-    assert core._sender.outstanding is not None
+    assert core.sender.outstanding is not None
 
 
 def test_no_retransmission_out_of_coverage() -> None:
@@ -216,7 +216,7 @@ def test_skip_membership_fills_holes_with_dummies() -> None:
     core.events()
     core.receive(m.Normals("G", (rec(2), rec(5, prememb=2))), 0.0)  # 3, 4 are others' joins
     assert delivered(core) == [2, 5]
-    assert core.mynack is None or core.seen_high <= core.mystable
+    assert core.nacks.mynack is None or core.seen_high <= core.mystable
 
 
 def test_membership_changes_are_view_events_without_skipping() -> None:
@@ -278,7 +278,7 @@ def test_a_member_never_moves_back_to_a_host_it_did_not_hear() -> None:
     core.on_timer(4.5)  # all silent: start over with the others than the last one
     assert core.events() == [MoveRequest(cells[1])]
     core.receive(m.Beacon("G", 0, "up", "H1", cells), 4.6)  # G is back (we moved home)
-    assert core.gateway == "G" and "G" not in core._unheard
+    assert core.gateway == "G" and "G" not in core.moves.unheard
 
 
 def test_send_limits() -> None:

@@ -41,7 +41,7 @@ def _member(**cfg: object) -> MemberCore:
     core.on_attach("cell", 0.0)
     core.receive(m.Beacon("G", 0, "up", "H1"), 0.0)
     mid = core.join(0.0)
-    out = core._sender.outstanding
+    out = core.sender.outstanding
     assert out is not None
     core.receive(m.Ack("G", "A", out.rseq), 0.0)
     core.receive(m.Normals("G", (m.Record(1, 1, m.JOINED, mid, body=pack_groups(["infra"])),)),

@@ -56,7 +56,7 @@ def output(core: MemberCore, store: MemoryMemberStore) -> list[Uplink]:
 
 
 def ack(core: MemberCore, now: float = 0.0) -> None:
-    out = core._sender.outstanding
+    out = core.sender.outstanding
     assert out is not None
     core.receive(m.Ack("G", "A", out.rseq), now)
 

@@ -222,7 +222,7 @@ def test_a_catch_up_waits_for_the_application_to_read() -> None:
     asked = b.stats.history_requests
     net.run_until(net.now + 5)  # history_retry passes many times: nothing is asked
     assert b.stats.history_requests == asked and b.stats.delivered == at
-    assert b.fetches.deadline(cfg.history_retry, b.paused) is None  # no timer for it
+    assert b.reads.fetches.deadline(cfg.history_retry, b.paused) is None  # no timer for it
     b.make_room(b.stats.delivered + 10_000, net.now)
     assert net.run_while(lambda: b.catchup is not None, net.now + 30)
     drain(net)

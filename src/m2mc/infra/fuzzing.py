@@ -102,7 +102,7 @@ def _host(data: bytes) -> None:
         _bound(len(core.directory.known) <= cfg.max_hosts, "directory")
         _bound(len(g.outbox) <= cfg.max_forward_queue, "forward queue")
         _bound(len(g.limiter) <= cfg.control_max_senders, "rate limiter")
-        _bound(len(core._queued) <= cfg.max_queued_requests, "queued requests")
+        _bound(core.queued_requests <= cfg.max_queued_requests, "queued requests")
         c = core.coordinator
         if c is not None:
             _bound(c.early_total <= cfg.max_early_total, "early NEWs")

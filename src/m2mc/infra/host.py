@@ -20,6 +20,11 @@ for good when it learns it was retired itself (:mod:`m2mc.infra.host_admin`).
 A durable host keeps its promise and log across restarts (:mod:`.host_durable`): its
 driver commits :meth:`HostCore.take_save` after each :meth:`HostCore.drain`, before
 sending, and gives a restarted core its saved state (:meth:`HostCore.restore`).
+
+The host is made of objects with explicit references: this core holds its
+:class:`~m2mc.infra.host_succession.Succession` and its
+:class:`~m2mc.infra.host_admin.Operators`, which see it only through their narrow
+ports in :mod:`m2mc.infra.host_ports` and never import this module.
 """
 
 from __future__ import annotations
@@ -106,10 +111,15 @@ class HostCore:
         self.retired: frozenset[str] = frozenset()  # committed configuration (never freed)
         self.config_lsn = 0
         self.retired_self = ""  # why this host stopped for good ("" while it serves)
-        self.ops = Operators(self)
+        self.ops = Operators(self, cfg)
         self.saver = HostSaver(self.log, cfg.checkpoint_every) if durable else None
         self.succession = Succession(self, rng)
         self.notices: list[str] = []  # for the operator's log (the driver takes them)
+
+    @property
+    def queued_requests(self) -> int:
+        """Requests for the coordinator held while it is being installed."""
+        return len(self._queued)
 
     @property
     def election(self) -> Election:
@@ -531,6 +541,30 @@ class HostCore:
 
     def check_configuration(self, now: float) -> None:
         self.ops.check_configuration(now)
+
+    # ================================================================ the operators' port
+    def configure(self, lsn: int, retired: frozenset[str]) -> None:
+        """Take the committed configuration of log position ``lsn`` (the operators' desk
+        found it in the log): quorums count without the retired hosts from now on."""
+        self.config_lsn = lsn
+        self.retired = retired
+        self.directory.retired = retired
+        c = self.coordinator
+        if c is not None:
+            for h in retired:
+                c.peers.pop(h, None)
+        self.refresh_directory()
+
+    def stop_serving(self, why: str, now: float) -> None:
+        """Retired for good: a master first sends the commit point (so the others learn
+        of the change from it), then this host stops serving."""
+        c = self.coordinator
+        if c is not None:
+            c.flush(self.directory.live(), self.directory.quorum(), now)
+            self.route_coordinator()
+        self.retired_self = why
+        self.coordinator = None
+        self.succession.stop()
 
     def notice(self, text: str) -> None:
         self.notices.append(text)

@@ -7,78 +7,80 @@ host's own view. ``retire`` and ``readmit`` go to the master (a
 :class:`~m2mc.infra.messages.Reconfig`), which checks them
 (:func:`~m2mc.infra.reconfig.check_change`), appends the RETIRED or ADMITTED record
 and answers once it is committed; the host that took the request passes the answer
-back to the command line. Sans-IO, part of :class:`~m2mc.infra.host.HostCore`.
+back to the command line. Sans-IO: :class:`Operators` is one object of a
+:class:`~m2mc.infra.host.HostCore`, which it sees only through the narrow port
+:class:`~m2mc.infra.host_ports.AdminSeat` (what it reads of the host, what it sends,
+and the two calls that change the host's configuration or stop it).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from m2mc.infra import messages as msg
 from m2mc.infra import reconfig
+from m2mc.infra.config import InfraConfig
+from m2mc.infra.host_ports import AdminSeat
 from m2mc.infra.ids import MemberId
 from m2mc.infra.wire import claimed_sender
 from m2mc.trace.schema import detail_json
-
-if TYPE_CHECKING:
-    from m2mc.infra.host import HostCore
 
 _OP_NAMES = {msg.OP_SHOW: "show", msg.OP_RETIRE: "retire", msg.OP_READMIT: "readmit"}
 
 
 class Operators:
-    """Operators' requests and the configuration of one host core."""
+    """Operators' requests and the configuration of one host (seen through its
+    :class:`~m2mc.infra.host_ports.AdminSeat`)."""
 
-    def __init__(self, core: HostCore) -> None:
-        self.core = core
-        self.desk = reconfig.AdminDesk(core.cfg.max_admin_requests, core.cfg.admin_timeout)
+    def __init__(self, seat: AdminSeat, cfg: InfraConfig) -> None:
+        self.seat = seat
+        self.desk = reconfig.AdminDesk(cfg.max_admin_requests, cfg.admin_timeout)
         self.out: list[tuple[str, msg.AdminResult]] = []  # answers for command lines
         self.notices = 0  # RetiredNotices sent
 
     # ------------------------------------------------------------ command lines
     def request(self, client: str, request: int, op: int, target: str, now: float) -> None:
         """An operator's request (from the network, or the simulator's schedule)."""
-        core = self.core
+        host = self.seat
         if op == msg.OP_SHOW:
-            self.out.append((client, msg.AdminResult(core.me, client, request, reconfig.OK,
+            self.out.append((client, msg.AdminResult(host.me, client, request, reconfig.OK,
                                                      self.view())))
             return
         if op not in msg.ADMIN_OPS:
-            self.out.append((client, msg.AdminResult(core.me, client, request, reconfig.BAD_OP,
+            self.out.append((client, msg.AdminResult(host.me, client, request, reconfig.BAD_OP,
                                                      f"unknown operation {op}")))
             return
         if not self.desk.take(client, request, op, target, now):
             self.out.append((client, msg.AdminResult(
-                core.me, client, request, reconfig.BUSY,
-                f"{core.me} holds {self.desk.limit} requests already; try again")))
+                host.me, client, request, reconfig.BUSY,
+                f"{host.me} holds {self.desk.limit} requests already; try again")))
             return
         self._route(client, request, now)
 
     def _route(self, client: str, request: int, now: float) -> None:
         """Do a held request here (master), or pass it to the master."""
-        core = self.core
+        host = self.seat
         p = self.desk.clients.get((client, request))
         if p is None:
             return
-        if core.coordinator is not None:
-            p.resent = p.resent or bool(p.sent_to and p.sent_to != core.me)
-            p.sent_to = core.me
-            self.reconfigure(core.me, client, request, p.op, p.target, now)
-        elif core.master and core.master != core.me and core.directory.is_live(core.master):
-            p.resent = p.resent or bool(p.sent_to and p.sent_to != core.master)
-            p.sent_to = core.master
-            core.send_to(core.master, msg.Reconfig(core.me, client, request, p.op, p.target))
+        if host.coordinator is not None:
+            p.resent = p.resent or bool(p.sent_to and p.sent_to != host.me)
+            p.sent_to = host.me
+            self.reconfigure(host.me, client, request, p.op, p.target, now)
+        elif host.master and host.master != host.me and host.directory.is_live(host.master):
+            p.resent = p.resent or bool(p.sent_to and p.sent_to != host.master)
+            p.sent_to = host.master
+            host.send_to(host.master, msg.Reconfig(host.me, client, request, p.op, p.target))
         elif not p.sent_to:
-            self.answer(core.me, client, request, reconfig.NO_MASTER,
+            self.answer(host.me, client, request, reconfig.NO_MASTER,
                         "no master right now (an election is under way, or no quorum of "
                         "hosts is up); try again")
 
     def on_new_master(self, now: float) -> None:
         """A new master: pass it the requests the old one may have lost."""
-        core = self.core
-        here = core.me if core.coordinator is not None else core.master
+        host = self.seat
+        here = host.me if host.coordinator is not None else host.master
         for client, request in [k for k, p in self.desk.clients.items() if p.sent_to != here]:
             self._route(client, request, now)
 
@@ -88,16 +90,16 @@ class Operators:
     def reconfigure(self, origin: str, client: str, request: int, op: int, target: str,
                     now: float) -> None:
         """On the master: check the change, append its record, answer once committed."""
-        core = self.core
-        c = core.coordinator
+        host = self.seat
+        c = host.coordinator
         if c is None:
             self.answer(origin, client, request, reconfig.NO_MASTER,
-                        f"{core.me} is no longer the master; try again")
+                        f"{host.me} is no longer the master; try again")
             return
         try:
-            kind = reconfig.check_change(op, target, known=core.directory.known,
-                                         committed=core.retired, working=c.work.retired,
-                                         universe=core.directory.universe())
+            kind = reconfig.check_change(op, target, known=host.directory.known,
+                                         committed=host.retired, working=c.work.retired,
+                                         universe=host.directory.universe())
         except reconfig.ReconfigError as exc:
             self.answer(origin, client, request, exc.code, str(exc))
             return
@@ -105,13 +107,13 @@ class Operators:
             self.answer(origin, client, request, reconfig.BUSY, "too many changes waiting")
             return
         record = c.append_config(kind, MemberId(target, 0), now)
-        core.emit("elect", now, detail_json(phase=_OP_NAMES[op], target=target,
+        host.emit("elect", now, detail_json(phase=_OP_NAMES[op], target=target,
                                              lsn=record.lsn, client=client))
 
     def on_committed(self, commit: int, now: float) -> None:
         """On the master: answer the changes the commit point just passed."""
         for lsn, origin, client, request in self.desk.committed(commit):
-            q = self.core.directory
+            q = self.seat.directory
             self.answer(origin, client, request, reconfig.OK,
                         f"committed at log position {lsn}; hosts now "
                         f"{', '.join(q.live() + q.dead()) or 'none'} "
@@ -119,10 +121,10 @@ class Operators:
 
     def answer(self, origin: str, client: str, request: int, code: str, text: str,
                lsn: int = 0) -> None:
-        core = self.core
-        result = msg.AdminResult(core.me, client, request, code, text, lsn)
-        if origin != core.me:
-            core.send_to(origin, result)
+        host = self.seat
+        result = msg.AdminResult(host.me, client, request, code, text, lsn)
+        if origin != host.me:
+            host.send_to(origin, result)
         else:
             self.on_result(result)
 
@@ -135,80 +137,67 @@ class Operators:
             # Passed to two masters: the first one did it before it went away.
             m = replace(m, code=reconfig.OK, text=f"done ({m.text}: committed before the "
                                                   "master changed)")
-        self.out.append((m.client, replace(m, host=self.core.me)))
+        self.out.append((m.client, replace(m, host=self.seat.me)))
 
     def view(self) -> str:
         """This host's view of the deployment, as one line of JSON (``m2mc host show``)."""
-        core = self.core
-        d = core.directory
-        master = core.master if core.master and (core.master_alive()) else ""
+        host = self.seat
+        d = host.directory
+        master = host.master if host.master and (host.master_alive()) else ""
         return json.dumps({
-            "host": core.me, "master": master, "epoch": str(core.epoch),
-            "commit": core.commit, "hosts": d.live(), "dead": d.dead(),
-            "retired": sorted(core.retired), "quorum": d.quorum(), "of": d.universe(),
-            "config_lsn": core.config_lsn}, sort_keys=True)
+            "host": host.me, "master": master, "epoch": str(host.epoch),
+            "commit": host.commit, "hosts": d.live(), "dead": d.dead(),
+            "retired": sorted(host.retired), "quorum": d.quorum(), "of": d.universe(),
+            "config_lsn": host.config_lsn}, sort_keys=True)
 
     # ------------------------------------------------------------ retired hosts
     def refuse(self, src: str, m: msg.BackboneMessage) -> bool:
         """Whether ``m`` comes from a retired host (then it is ignored, and counted);
         a retired host's status is answered by the master with a RetiredNotice."""
-        core = self.core
-        retired = core.retired
-        if not retired or src == core.me or isinstance(m, msg.AdminResult):
+        host = self.seat
+        retired = host.retired
+        if not retired or src == host.me or isinstance(m, msg.AdminResult):
             return False  # (a master that retired itself answers the request last)
         who = claimed_sender(m)
         if src not in retired and who not in retired:
             return False
-        core.stats.retired_refused += 1
-        c = core.coordinator
+        host.stats.retired_refused += 1
+        c = host.coordinator
         if isinstance(m, msg.Status) and c is not None and m.host in c.work.retired:
             self.notices += 1
-            core.send_to(m.host, msg.RetiredNotice(core.me, m.host, core.config_lsn))
+            host.send_to(m.host, msg.RetiredNotice(host.me, m.host, host.config_lsn))
         return True
 
     def on_notice(self, m: msg.RetiredNotice, now: float) -> None:
         """Believed only from the master (the one we follow, or a host whose status
         says it is master): it alone holds the latest configuration."""
-        core = self.core
-        if m.target != core.me:
+        host = self.seat
+        if m.target != host.me:
             return
-        st = core.directory.status(m.host)
-        if m.host == core.master or (st is not None and st.master == m.host):
+        st = host.directory.status(m.host)
+        if m.host == host.master or (st is not None and st.master == m.host):
             self.retire_self(now, f"retired at log position {m.lsn} (told by {m.host})")
 
     # ------------------------------------------------------------ configuration
     def check_configuration(self, now: float) -> None:
         """Take a newer committed configuration (from records applied or a snapshot)."""
-        core = self.core
-        state = core.log.state
-        if state.config_lsn <= core.config_lsn:
+        host = self.seat
+        state = host.log.state
+        if state.config_lsn <= host.config_lsn:
             return
-        core.config_lsn = state.config_lsn
-        core.retired = state.retired
-        core.directory.retired = state.retired
-        c = core.coordinator
-        if c is not None:
-            for h in state.retired:
-                c.peers.pop(h, None)
-        core.refresh_directory()
-        core.emit("elect", now, detail_json(phase="configuration", lsn=core.config_lsn,
-                                             retired=sorted(core.retired),
-                                             quorum=core.directory.quorum(),
-                                             hosts=core.directory.universe()))
-        if core.me in core.retired:
-            self.retire_self(now, f"retired at log position {core.config_lsn}")
+        host.configure(state.config_lsn, state.retired)
+        host.emit("elect", now, detail_json(phase="configuration", lsn=host.config_lsn,
+                                             retired=sorted(host.retired),
+                                             quorum=host.directory.quorum(),
+                                             hosts=host.directory.universe()))
+        if host.me in host.retired:
+            self.retire_self(now, f"retired at log position {host.config_lsn}")
 
     def retire_self(self, now: float, why: str) -> None:
         """This host was retired for good: it stops serving (a master first sends the
         commit point, so the others learn of the change from it)."""
-        core = self.core
-        if core.retired_self:
+        host = self.seat
+        if host.retired_self:
             return
-        c = core.coordinator
-        if c is not None:
-            c.flush(core.directory.live(), core.directory.quorum(), now)
-            core.route_coordinator()
-        core.retired_self = why
-        core.coordinator = None
-        core.succession.stop()
-        core.emit("elect", now, detail_json(phase="retired", why=why))
+        host.stop_serving(why, now)
+        host.emit("elect", now, detail_json(phase="retired", why=why))

@@ -27,7 +27,7 @@ A store keeps the records the log no longer needs (below ``live_low``) as the ho
 history (docs/infra.md, "History"), dropping them by its retention only (oldest
 first: none older than ``retention_age`` seconds, at most ``retention_bytes`` in all;
 0 is no bound), and serves reads of them: it is the log's
-:class:`~m2mc.infra.history.HistoryPort`. :meth:`HostStore.load` gives back only the
+:class:`~m2mc.infra.history_port.HistoryPort`. :meth:`HostStore.load` gives back only the
 live part.
 """
 
@@ -44,7 +44,7 @@ from m2mc.infra.codec import record_size
 from m2mc.infra.ids import NO_EPOCH, Epoch
 
 if TYPE_CHECKING:
-    from m2mc.infra.history import HistoryPort, Query
+    from m2mc.infra.history_port import HistoryPort, Query
 
 
 @dataclass(frozen=True, slots=True)

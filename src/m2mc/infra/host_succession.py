@@ -5,8 +5,8 @@ coordinator, and the recovery of a host that starts without state
 
 :class:`Succession` owns the :class:`~m2mc.infra.election.Election`, the running
 :class:`~m2mc.infra.takeover.TakeoverRound` and the :class:`~m2mc.infra.recovery.Recovery`;
-it sees its host only through :class:`HostSeat`, the narrow port
-:class:`~m2mc.infra.host.HostCore` implements (what it sends, whom it follows, the
+it sees its host only through :class:`~m2mc.infra.host_ports.HostSeat`, the narrow
+port :class:`~m2mc.infra.host.HostCore` implements (what it sends, whom it follows, the
 coordinator it installs). Sans-IO like the rest of the host.
 """
 
@@ -14,54 +14,17 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import Protocol
 
 from m2mc.infra import messages as msg
-from m2mc.infra.config import InfraConfig
 from m2mc.infra.coordinator import Coordinator
-from m2mc.infra.directory import Directory
 from m2mc.infra.election import Election
-from m2mc.infra.host_stats import HostStats
+from m2mc.infra.host_ports import HostSeat
 from m2mc.infra.ids import NO_EPOCH, Epoch, MemberId
 from m2mc.infra.recovery import BOOTSTRAP, Recovery
 from m2mc.infra.replog import ReplicaLog
 from m2mc.infra.state import StateError
 from m2mc.infra.takeover import TakeoverRound, state_reply
 from m2mc.trace.schema import detail_json
-
-
-class HostSeat(Protocol):
-    """What the succession reads and asks of its host."""
-
-    me: str
-    cfg: InfraConfig
-    log: ReplicaLog
-    directory: Directory
-    stats: HostStats
-    master: str
-    epoch: Epoch
-    retired: frozenset[str]
-    config_lsn: int
-
-    def broadcast(self, m: msg.BackboneMessage) -> None: ...
-
-    def send_to(self, dest: str, m: msg.BackboneMessage) -> None: ...
-
-    def send_status(self, now: float) -> None: ...
-
-    def follow(self, master: str, epoch: Epoch, now: float) -> None: ...
-
-    def lead(self, epoch: Epoch, now: float) -> None: ...
-
-    def install(self, coordinator: Coordinator, now: float) -> None: ...
-
-    def master_alive(self) -> bool: ...
-
-    def check_configuration(self, now: float) -> None: ...
-
-    def emit(self, event: str, now: float, detail: str) -> None: ...
-
-    def notice(self, text: str) -> None: ...
 
 
 def pristine(log: ReplicaLog) -> bool:

@@ -1,7 +1,8 @@
 """A group member on a mobile computer (seeds/001 3.3, figure 6; 2.3 A1-A3; 4.2; 4.3).
 
 State: ``mystable``, ``mynew``, ``mybuf``, ``mylow``, ``mynack`` and the NACK
-timer of figure 6, a reliable uplink (A1-A3), and the joining/leaving steps of 3.3.
+timer of figure 6 (the last two in :attr:`MemberCore.nacks`), a reliable uplink
+(A1-A3), and the joining/leaving steps of 3.3.
 The application sees :class:`Delivered`, :class:`ViewChange`, :class:`Joined` and
 :class:`Left` events in the total order.
 
@@ -24,6 +25,13 @@ Where this goes beyond the pseudo-code (docs/decisions.md):
   and leaves others by NEW items, in order with its messages.
 * History and catch-up after a return (:mod:`.member_history`): what the hosts'
   log still holds, read by HistoryReq.
+
+The member is made of objects with explicit references: this core (the receive
+path of figure 6, delivery, the uplink, timers) holds its :class:`~.member_groups.Groups`,
+:class:`~.member_history.Reads`, :class:`~.member_nack.Nacks` (``mynack`` and the NACK
+timer) and :class:`~.member_moves.Moves`; each sees the core only through its narrow
+port in :mod:`.member_ports`, as do the functions of :mod:`.member_lost` and
+:mod:`.member_durable`, and none of them imports this module.
 """
 
 from __future__ import annotations
@@ -33,8 +41,6 @@ from collections import OrderedDict, deque
 
 from m2mc.core import Save
 from m2mc.errors import BufferFullError, DecodeError, UsageError
-from m2mc.infra import member_groups as mg
-from m2mc.infra import member_history as mh
 from m2mc.infra import messages as msg
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.ids import MemberId
@@ -55,9 +61,11 @@ from m2mc.infra.member_events import (
     Uplink,
     ViewChange,
 )
+from m2mc.infra.member_groups import Groups, intended
+from m2mc.infra.member_history import Reads
 from m2mc.infra.member_lost import new_sequence, not_member
-from m2mc.infra.member_moves import check_host, readdress
-from m2mc.infra.member_nack import maybe_nack, nack_expired
+from m2mc.infra.member_moves import Moves, readdress
+from m2mc.infra.member_nack import Nacks
 from m2mc.infra.persist import MemberCommit, MemberStore, SavedMember
 from m2mc.infra.reliable import ReliableSender
 from m2mc.infra.wire import InfraWire
@@ -89,135 +97,128 @@ class MemberCore:
         self.phase = Phase.IDLE
         self.mid: MemberId | None = None
         self.stats = MemberStats()
-        self._app_seq = first_app_seq - 1
-        self._sender = ReliableSender(cfg.retransmit)
-        self._out: list[Uplink] = []
-        self._events: list[MemberEvent] = []
+        self.app_seq = first_app_seq - 1  # the last used (message ids are "node:app_seq")
+        self.sender = ReliableSender(cfg.retransmit)
+        self.uplinks: list[Uplink] = []
+        self.event_queue: list[MemberEvent] = []
         self.cell: str | None = None  # where we are
         self.gateway: str | None = None
         self.gateway_addr = ""
-        self._gateway_heard = 0.0
-        self._attached_at = 0.0
-        self._move_asked = 0.0
+        self.moves = Moves(self)  # when the gateway was heard; a move when it falls silent
         self.directory: tuple[msg.CellInfo, ...] = ()
         self.configured: tuple[str, ...] = ()  # the configuration's cells (driver's form)
-        self._expect: str | None = None  # host of the cell we asked to move to
-        self._unheard: set[str] = set()  # hosts we went to (or had) and did not hear
-        self._last_high = 0
+        self.last_high = 0
         self.sequence = 0  # the hosts' sequence we belong to (beacons; 0: none heard yet)
         # Switch-off and power-on (persist.py): with a store (the driver's, never called
         # here) every change goes into a save the driver commits before output leaves.
         self.durable = None if store is None else Durable(self.trace, trace_journal)
-        self._power_on = False  # resumed a saved membership, not yet confirmed by a host
+        self.power_on = False  # resumed a saved membership, not yet confirmed by a host
         self._lost_told = 0  # sequence losses written in the trace
         self.restore_problem = ""  # why the saved membership could not be taken up
-        self._old_join_id: int | None = None  # the saved membership's (not to be reused)
+        self.old_join_id: int | None = None  # the saved membership's (not to be reused)
         # Back-pressure (the API's max_queued_messages, :meth:`make_room`): messages are
         # delivered while stats.delivered < deliver_until (None: no bound); at it the
         # core pauses, records wait in mybuf (bounded) and the rest is NACKed later.
         self.deliver_until: int | None = None
         self.paused = False
-        # Groups (member_groups.py): ours (-> gpos of the last one delivered, -1: unknown),
-        # our views of them, our join/leave items not yet in the order (app_seq -> (kind,
-        # group)), the groups our JOIN names; history and catch-up (member_history.py).
+        # Groups (member_groups.py, the object self.grouping): ours (-> gpos of the last
+        # one delivered, -1: unknown), our views of them, our join/leave items not yet in
+        # the order (app_seq -> (kind, group)), the groups our JOIN names; history and
+        # catch-up (member_history.py, the object self.reads).
         self.groups: dict[str, int] = {}
         self.views: dict[str, set[str]] = {}
         self.group_ops: dict[int, tuple[int, str]] = {}
         self.join_groups: tuple[str, ...] = ()
         self.known_groups: dict[str, None] = {}  # groups seen in the order (max_groups)
-        self._last_group_gseq: dict[str, int] = {}
-        self.fetches = mh.Fetches()
         self.catchup: tuple[int, int] | None = None  # positions still to read after a return
         self.catchup_gap: tuple[int, int] | None = None  # ... that retention had dropped
         self.resume_from: int | None = None  # delivered up to here before the expulsion
         self.resume_sequenced: set[int] = set()  # app_seqs sequenced under the old join-id
         self.resume_upto = 0  # ... all up to this one (its EXPELLED record said)
-        self._reset_membership()
+        self.grouping = Groups(self)
+        self.reads = Reads(self, self.grouping)
+        self._on_item = self.grouping.on_item  # (bound once: per delivered record)
+        self.nacks = Nacks(self)  # mynack, the NACK timer (figure 6)
+        self.reset_membership()
 
-    def _reset_membership(self) -> None:
+    def reset_membership(self) -> None:
         self.mystable = 0
         self.mynew = 0
         self.mybuf: dict[int, msg.Record | None] = {}
         self.seen_high = 0  # highest gseq known to exist (mylow != 0 iff > mystable)
-        self.mynack: msg.NackReq | None = None
-        self._nack_timer: float | None = None
-        self._nack_pending: msg.NackReq | None = None
-        self._control: deque[str] = deque()  # "join" | "leave" | "leaveok"
-        self._news: deque[msg.NewItem] = deque()
-        self._unconfirmed: OrderedDict[int, tuple[msg.NewItem, float]] = OrderedDict()
-        self._confirmed = 0  # own NEWs up to this nseq were delivered (sequenced in order)
+        self.nacks.reset()
+        self.control: deque[str] = deque()  # "join" | "leave" | "leaveok"
+        self.news: deque[msg.NewItem] = deque()
+        self.unconfirmed: OrderedDict[int, tuple[msg.NewItem, float]] = OrderedDict()
+        self.confirmed = 0  # own NEWs up to this nseq were delivered (sequenced in order)
         self._control_acked: dict[str, float] = {}
-        self._leave_requested = False
+        self.leave_requested = False
 
     # ================================================================ application
     def join(self, now: float, groups: tuple[str, ...] | list[str] | None = None) -> MemberId:
         """Ask to join the deployment, and ``groups`` with it (default: ``self.group``),
-        with a fresh join-id (seeds/001 2.3, 3.3 steps i-iv; :func:`.member_groups.join`)."""
-        return mg.join(self, now, groups)
+        with a fresh join-id (seeds/001 2.3, 3.3 steps i-iv;
+        :meth:`.member_groups.Groups.join`)."""
+        return self.grouping.join(now, groups)
 
     def join_group(self, group: str, now: float) -> None:
-        """Join ``group`` too (:func:`.member_groups.join_group`)."""
-        mg.join_group(self, group, now)
+        """Join ``group`` too (:meth:`.member_groups.Groups.join_group`)."""
+        self.grouping.join_group(group, now)
 
     def leave_group(self, group: str, now: float) -> None:
-        """Leave ``group`` (:func:`.member_groups.leave_group`)."""
-        mg.leave_group(self, group, now)
+        """Leave ``group`` (:meth:`.member_groups.Groups.leave_group`)."""
+        self.grouping.leave_group(group, now)
 
     def request_history(self, group: str, upto: int, now: float) -> None:
         """Read ``group``'s history from the hosts' log, up to position ``upto``: a
         :class:`HistoryLoaded` event when done (member_history.py)."""
         if group not in self.groups:
             raise UsageError(f"history: not in group {group!r}")
-        mh.request_history(self, group, upto, now)
+        self.reads.request_history(group, upto, now)
 
     def leave(self, now: float) -> None:
         """Send LEAVE once every own NEW is sequenced (3.3 leaving steps i-iii)."""
         if self.phase not in (Phase.JOINING, Phase.MEMBER):
             raise UsageError(f"leave: not a member ({self.phase.value})")
-        self._leave_requested = True
-        self._pump(now)
+        self.leave_requested = True
+        self.pump(now)
 
     def send(self, body: bytes, now: float, group: str | None = None) -> str:
         """Multicast ``body`` to ``group`` (default ``self.group``; 3.3: increment mynew,
         NEW, send reliably); its message id."""
-        if self.phase not in (Phase.JOINING, Phase.MEMBER) or self._leave_requested:
+        if self.phase not in (Phase.JOINING, Phase.MEMBER) or self.leave_requested:
             raise UsageError(f"send: not a member ({self.phase.value})")
         group = self.group if group is None else group
-        if mg.intended(self).get(group) is not False:
+        if intended(self).get(group) is not False:
             raise UsageError(f"send: not in group {group!r}")
         if len(body) > self.cfg.max_payload:
             raise UsageError(f"send: {len(body)} bytes exceed max_payload {self.cfg.max_payload}")
         if self.pending_sends >= self.cfg.max_pending_sends:
             raise BufferFullError(f"send: {self.cfg.max_pending_sends} messages already pending")
         self.mynew += 1
-        self._app_seq += 1
-        self._queue_new(msg.NewItem(self.mynew, self._app_seq, body, group))
-        mid = f"{self.node}:{self._app_seq}"
+        self.app_seq += 1
+        self.queue_new(msg.NewItem(self.mynew, self.app_seq, body, group))
+        mid = f"{self.node}:{self.app_seq}"
         if self.trace.enabled:
-            self._emit("send", now, mid=mid, bytes=len(body), group=group)
-        self._pump(now)
+            self.emit("send", now, mid=mid, bytes=len(body), group=group)
+        self.pump(now)
         return mid
 
-    def _queue_new(self, item: msg.NewItem) -> None:
-        self._news.append(item)
+    def queue_new(self, item: msg.NewItem) -> None:
+        self.news.append(item)
         if item.kind != msg.APP:
             self.group_ops[item.app_seq] = (item.kind, item.group)
         if self.durable is not None:
             self.durable.own(item)
 
-    def _in_flight(self) -> tuple[msg.NewItem, ...]:
-        out = self._sender.outstanding
+    def in_flight(self) -> tuple[msg.NewItem, ...]:
+        out = self.sender.outstanding
         return out.frame.items if out is not None and isinstance(out.frame, msg.NewReq) else ()
 
     @property
     def pending_sends(self) -> int:
         """Messages sent by the application and not yet seen in the total order."""
-        return len(self._news) + len(self._unconfirmed) + len(self._in_flight())
-
-    @property
-    def app_seq(self) -> int:
-        """The last application sequence number used (message ids are "node:app_seq")."""
-        return self._app_seq
+        return len(self.news) + len(self.unconfirmed) + len(self.in_flight())
 
     @property
     def is_member(self) -> bool:
@@ -229,7 +230,7 @@ class MemberCore:
             return
         self.cell = cell
         self.gateway = None
-        self._attached_at = now
+        self.moves.attached_at = now
 
     # ================================================================ receiving
     def receive_frame(self, data: bytes, now: float, origin: str | None = None) -> bool:
@@ -261,7 +262,7 @@ class MemberCore:
                 self._on_records(m.records, now)
         elif isinstance(m, msg.Transfer):
             if m.dest == self.mid:
-                self._power_on = False  # a gateway transfers only to members it holds
+                self.power_on = False  # a gateway transfers only to members it holds
                 self._on_records(m.records, now)
         elif isinstance(m, msg.Beacon):
             self._on_beacon(m, now)
@@ -273,55 +274,52 @@ class MemberCore:
                 not_member(self, now)
         elif isinstance(m, msg.HistoryReply):
             if m.dest == self.mid and m.host == self.gateway:
-                mh.on_reply(self, m, now)
+                self.reads.on_reply(m, now)
         elif m.node == self.node:  # Move
-            self._events.append(MoveRequest(m.target))
+            self.event_queue.append(MoveRequest(m.target))
 
     def _on_beacon(self, b: msg.Beacon, now: float) -> None:
         if self.cell is None:
             return
         if self.gateway is not None and b.host != self.gateway \
-                and now - self._gateway_heard < self.cfg.host_silence:
+                and now - self.moves.heard_at < self.cfg.host_silence:
             return  # B3: we stay with one gateway while it is heard
         if b.sequence and b.sequence != self.sequence:
             new_sequence(self, b, now)
         changed = b.host != self.gateway
-        self._unheard.discard(b.host)
-        if b.host == self._expect:
-            self._expect = None
+        self.moves.heard(b.host, now)
         self.gateway = b.host
         self.gateway_addr = b.uplink
-        self._gateway_heard = now
         self.directory = b.directory
-        self._last_high = b.high
+        self.last_high = b.high
         if changed:
             self._requeue_unconfirmed()
-            frame = self._sender.resend_now(now, self._readdress)
+            frame = self.sender.resend_now(now, self._readdress)
             if frame is not None:
-                self._out.append(Uplink(b.host, b.uplink, frame))
-        self._out.append(Uplink(b.host, b.uplink, msg.Hello(
+                self.uplinks.append(Uplink(b.host, b.uplink, frame))
+        self.uplinks.append(Uplink(b.host, b.uplink, msg.Hello(
             self.node, b.host, self.mid if self.phase != Phase.LEFT else None,
             self.mystable if self.is_member else 0, self.is_member)))
         if self.phase in (Phase.JOINING, Phase.MEMBER, Phase.LEAVING) and b.high > self.seen_high:
             self.seen_high = b.high  # tail losses show up here (footnote 4)
-            self._maybe_nack(now)
-        self._pump(now)
+            self.maybe_nack(now)
+        self.pump(now)
 
     def _on_ack(self, rseq: int, now: float) -> None:
-        frame = self._sender.on_ack(rseq)
+        frame = self.sender.on_ack(rseq)
         if frame is None:
             return  # A3: duplicate acknowledgment
         if isinstance(frame, msg.NewReq):
             for item in frame.items:
-                if item.nseq > self._confirmed:  # the ack may come after the delivery
-                    self._unconfirmed[item.nseq] = (item, now)
+                if item.nseq > self.confirmed:  # the ack may come after the delivery
+                    self.unconfirmed[item.nseq] = (item, now)
         elif isinstance(frame, msg.JoinReq) and self.phase == Phase.JOINING:
             self._control_acked["join"] = now  # (the ack may come after "has joined")
         elif isinstance(frame, msg.LeaveReq) and self.phase == Phase.LEAVING:
             self._control_acked["leave"] = now
         elif isinstance(frame, msg.LeaveOkReq):
             self.phase = Phase.LEFT  # step (iii) done: nothing more to do for this mid
-        self._pump(now)
+        self.pump(now)
 
     def _on_records(self, records: tuple[msg.Record, ...], now: float) -> None:
         """Figure 6 lines 1-17 for a batch of NORMAL or TRANSFER messages."""
@@ -338,8 +336,8 @@ class MemberCore:
             if s < self.mystable + 1 or (s in buf and buf[s] is not None):  # lines 2-3
                 self.stats.duplicates += 1
                 if tracing and ours:
-                    self._emit("dup", now, mid=f"{r.mid.node}:{r.app_seq}", gseq=s,
-                               group=r.group)
+                    self.emit("dup", now, mid=f"{r.mid.node}:{r.app_seq}", gseq=s,
+                              group=r.group)
                 continue
             # 4.3 applies to a computer "neither joining nor leaving": a joining one
             # must not step over its own "has joined" on a dummy.
@@ -351,8 +349,8 @@ class MemberCore:
             forced = s - bridge <= self.mystable + 1
             self._insert(s, r, forced)  # lines 4-7
             if tracing and ours:
-                self._emit("recv", now, mid=f"{r.mid.node}:{r.app_seq}", gseq=s,
-                           bytes=len(r.body), group=r.group)
+                self.emit("recv", now, mid=f"{r.mid.node}:{r.app_seq}", gseq=s,
+                          bytes=len(r.body), group=r.group)
             if bridge:  # 4.3 (i): dummy elements
                 for d in range(max(s - bridge, self.mystable + 1), s):
                     if d not in buf:
@@ -360,11 +358,11 @@ class MemberCore:
             if s > self.seen_high:
                 self.seen_high = s
             if (self.mystable + 1) in buf:
-                self._deliver_ready(now)  # lines 8-13, at once: frees room in mybuf
+                self.deliver_ready(now)  # lines 8-13, at once: frees room in mybuf
                 if self.phase in (Phase.IDLE, Phase.LEFT, Phase.CLOSING):
                     break
-        self._maybe_nack(now)  # lines 14-17
-        self._pump(now)  # a LEAVE may wait for our last NEW to come back
+        self.maybe_nack(now)  # lines 14-17
+        self.pump(now)  # a LEAVE may wait for our last NEW to come back
 
     def _insert(self, s: int, r: msg.Record | None, forced: bool = False) -> None:
         """Insert into mybuf, bounded as in 4.2 (ii)-(iii)."""
@@ -388,7 +386,7 @@ class MemberCore:
         self.phase = Phase.MEMBER
         self._control_acked.pop("join", None)
 
-    def _deliver_ready(self, now: float) -> None:
+    def deliver_ready(self, now: float) -> None:
         buf = self.mybuf
         while (self.mystable + 1) in buf and self.catchup is None:
             if self.deliver_until is not None and self.stats.delivered >= self.deliver_until \
@@ -398,7 +396,7 @@ class MemberCore:
             self.mystable += 1
             if r is None or self.phase == Phase.JOINING:
                 continue  # dummy, or footnote 6: discard instead of deliver
-            self._deliver(r, now)
+            self.deliver(r, now)
             if self.phase in (Phase.IDLE, Phase.LEFT, Phase.JOINING, Phase.CLOSING):
                 return  # left (or expelled and rejoining): the rest is not ours
 
@@ -418,49 +416,49 @@ class MemberCore:
         self.deliver_until = until
         if self.paused and self.stats.delivered < until:
             self.paused = False
-            self._deliver_ready(now)
-            self._maybe_nack(now)
-            mh.send_due(self, now)  # (a catch-up that waited for room)
-            self._pump(now)
+            self.deliver_ready(now)
+            self.maybe_nack(now)
+            self.reads.send_due(now)  # (a catch-up that waited for room)
+            self.pump(now)
 
-    def _deliver(self, r: msg.Record, now: float) -> None:
+    def deliver(self, r: msg.Record, now: float) -> None:
         kind = r.kind
         if kind not in msg.MEMBERSHIP_KINDS:  # a message, a group change, a NOOP
-            mg.on_item(self, r, now)
+            self._on_item(r, now)
             return
         if r.mid != self.mid:
             if r.mid.node != self.node:  # (not our own old membership's end)
-                mg.others_membership(self, r)
+                self.grouping.others_membership(r)
             return
         if kind == msg.JOINED:
-            self._events.append(Joined(r.mid, r.gseq))
-            mg.own_joined(self, r, now)
+            self.event_queue.append(Joined(r.mid, r.gseq))
+            self.grouping.own_joined(r, now)
             if self.resume_from is not None:  # back after an expulsion: what we missed
                 lo, self.resume_from = self.resume_from + 1, None
-                mh.start_catchup(self, lo, r.gseq - 1, now)
+                self.reads.start_catchup(lo, r.gseq - 1, now)
             return
         expelled = kind == msg.EXPELLED
-        self._events.append(Left(r.mid, r.gseq, expelled))
-        wanted_out = self._leave_requested or self.phase == Phase.LEAVING
+        self.event_queue.append(Left(r.mid, r.gseq, expelled))
+        wanted_out = self.leave_requested or self.phase == Phase.LEAVING
         # Expelled while away: we join again with our groups and catch up on what the
         # hosts still hold (member_history.py), so we never left them.
         # A sequence every host lost (member_lost.py) has no log to catch up from: we
         # leave our groups with it, and join them again in the new one.
         rejoin = expelled and self.auto_rejoin and not wanted_out
-        extra = {"power_on_refused": True} if r.lsn == 0 and self._power_on else {}
+        extra = {"power_on_refused": True} if r.lsn == 0 and self.power_on else {}
         lost = r.lsn == 0 and self.stats.sequence_lost > self._lost_told
         if lost:
             self._lost_told = self.stats.sequence_lost
             extra["sequence_lost"] = True
-        self._power_on = False
+        self.power_on = False
         groups = tuple(self.groups)
         if not rejoin or lost:
-            mh.cancel_catchup(self)
+            self.reads.cancel_catchup()
             for group in groups:
-                mg.leave(self, group, r.gseq, now, expelled, **extra)
+                self.grouping.leave(group, r.gseq, now, expelled, **extra)
         if kind == msg.LEFT:
             self.phase = Phase.CLOSING
-            self._control.append("leaveok")  # step (iii)
+            self.control.append("leaveok")  # step (iii)
             self._control_acked.pop("leave", None)
             return
         self.phase = Phase.LEFT
@@ -468,108 +466,107 @@ class MemberCore:
             self.resume_from = None if lost else self.mystable
             self.join(now, groups)
             return
-        flying = self._in_flight()
-        self._sender.abandon()
-        self._news = deque(sorted([*flying, *self._news], key=lambda i: i.nseq))
+        flying = self.in_flight()
+        self.sender.abandon()
+        self.news = deque(sorted([*flying, *self.news], key=lambda i: i.nseq))
 
     # ================================================================ NACK (figure 6)
-    def _maybe_nack(self, now: float) -> None:
-        maybe_nack(self, now)
+    def maybe_nack(self, now: float) -> None:
+        self.nacks.maybe_nack(now)
 
     # ================================================================ uplink
     def _requeue_unconfirmed(self) -> None:
-        if not self._unconfirmed:
+        if not self.unconfirmed:
             return
-        queued = {i.nseq for i in self._news}
-        again = [item for item, _ in self._unconfirmed.values()
-                 if item.nseq not in queued and item.nseq > self._confirmed]
+        queued = {i.nseq for i in self.news}
+        again = [item for item, _ in self.unconfirmed.values()
+                 if item.nseq not in queued and item.nseq > self.confirmed]
         self.stats.resent_news += len(again)
-        self._news = deque(sorted([*again, *self._news], key=lambda i: i.nseq))
-        self._unconfirmed.clear()
+        self.news = deque(sorted([*again, *self.news], key=lambda i: i.nseq))
+        self.unconfirmed.clear()
 
-    def _can_send(self) -> bool:
+    def can_send(self) -> bool:
         return self.cell is not None and self.gateway is not None and self.mid is not None
 
-    def _pump(self, now: float) -> None:
+    def pump(self, now: float) -> None:
         """Start the next frame if none is outstanding (A1)."""
-        if self._leave_requested and self.phase == Phase.MEMBER and not self._news \
-                and not self._unconfirmed:
-            self._leave_requested = False
+        if self.leave_requested and self.phase == Phase.MEMBER and not self.news \
+                and not self.unconfirmed:
+            self.leave_requested = False
             self.phase = Phase.LEAVING
-            self._control.append("leave")
-        if self._sender.busy or not self._can_send():
+            self.control.append("leave")
+        if self.sender.busy or not self.can_send():
             return
         assert self.mid is not None and self.gateway is not None
-        rseq = self._sender.next_rseq()
+        rseq = self.sender.next_rseq()
         frame: msg.UplinkMessage | None = None
-        if self._control:
-            kind = self._control.popleft()
+        if self.control:
+            kind = self.control.popleft()
             if kind == "join":
                 frame = msg.JoinReq(self.node, self.gateway, rseq, self.mid, self.join_groups)
             elif kind == "leave":
                 frame = msg.LeaveReq(self.node, self.gateway, rseq, self.mid)
             else:
                 frame = msg.LeaveOkReq(self.node, self.gateway, rseq, self.mid)
-        elif self._nack_pending is not None:
-            n = self._nack_pending
-            self._nack_pending = None
+        elif self.nacks.pending is not None:
+            n = self.nacks.take_pending()
+            assert n is not None
             frame = msg.NackReq(self.node, self.gateway, rseq, n.mid, n.s1, n.s2)
-        elif self._news and self.phase == Phase.MEMBER and self.catchup is None:
+        elif self.news and self.phase == Phase.MEMBER and self.catchup is None:
             items: list[msg.NewItem] = []
             size = 0
-            while self._news and (not items or size + len(self._news[0].body) + 16
-                                  <= self.cfg.max_datagram):
-                item = self._news.popleft()
+            while self.news and (not items or size + len(self.news[0].body) + 16
+                                 <= self.cfg.max_datagram):
+                item = self.news.popleft()
                 items.append(item)
                 size += len(item.body) + 16
             frame = msg.NewReq(self.node, self.gateway, rseq, self.mid, tuple(items))
         if frame is not None:
-            self._sender.start(rseq, frame, now)
-            self._out.append(Uplink(self.gateway, self.gateway_addr, frame))
+            self.sender.start(rseq, frame, now)
+            self.uplinks.append(Uplink(self.gateway, self.gateway_addr, frame))
 
     def _readdress(self, frame: msg.UplinkMessage) -> msg.UplinkMessage:
         return readdress(frame, self.gateway or "")
 
     # ================================================================ timers
     def on_timer(self, now: float) -> None:
-        if self._nack_timer is not None and now >= self._nack_timer:
-            nack_expired(self, now)
-        if self._can_send():
-            frame = self._sender.due(now, self._readdress)
+        nacks = self.nacks
+        if nacks.timer is not None and now >= nacks.timer:
+            nacks.expired(now)
+        if self.can_send():
+            frame = self.sender.due(now, self._readdress)
             if frame is not None:
-                self._out.append(Uplink(self.gateway or "", self.gateway_addr, frame))
-        if self._unconfirmed:
-            _, sent = next(iter(self._unconfirmed.values()))
+                self.uplinks.append(Uplink(self.gateway or "", self.gateway_addr, frame))
+        if self.unconfirmed:
+            _, sent = next(iter(self.unconfirmed.values()))
             if now >= sent + self.cfg.confirm_timeout:
                 self._requeue_unconfirmed()
         for kind, acked in list(self._control_acked.items()):
             if now >= acked + self.cfg.confirm_timeout:  # its effect never showed up
                 del self._control_acked[kind]
-                if kind not in self._control:
-                    self._control.append(kind)
-        check_host(self, now)  # seeds/004 4.5: a silent host
-        if self.fetches.running:
-            mh.send_due(self, now)
-        self._pump(now)
+                if kind not in self.control:
+                    self.control.append(kind)
+        self.moves.check(now)  # seeds/004 4.5: a silent host
+        self.reads.tick(now)
+        self.pump(now)
 
     def next_deadline(self) -> float | None:
-        ds = [d for d in (self._nack_timer,
-                          self._sender.deadline() if self._can_send() else None) if d is not None]
-        if self._unconfirmed:
-            ds.append(next(iter(self._unconfirmed.values()))[1] + self.cfg.confirm_timeout)
+        ds = [d for d in (self.nacks.timer,
+                          self.sender.deadline() if self.can_send() else None) if d is not None]
+        if self.unconfirmed:
+            ds.append(next(iter(self.unconfirmed.values()))[1] + self.cfg.confirm_timeout)
         ds.extend(t + self.cfg.confirm_timeout for t in self._control_acked.values())
-        if self.cell is not None:
-            ds.append(max(self._gateway_heard, self._attached_at, self._move_asked)
-                      + self.cfg.host_silence)
-        fetch = self.fetches.deadline(self.cfg.history_retry, self.paused) \
-            if self._can_send() else None
+        silent = self.moves.deadline()
+        if silent is not None:
+            ds.append(silent)
+        fetch = self.reads.deadline(self.paused) if self.can_send() else None
         if fetch is not None:
             ds.append(fetch)
         return min(ds) if ds else None
 
     # ================================================================ outputs
     def drain(self) -> list[Uplink]:
-        out, self._out = self._out, []
+        out, self.uplinks = self.uplinks, []
         return out
 
     def drain_frames(self) -> list[tuple[Uplink, bytes]]:
@@ -577,7 +574,7 @@ class MemberCore:
         return [(u, self.wire.encode(u.message)) for u in self.drain()]
 
     def events(self) -> list[MemberEvent]:
-        ev, self._events = self._events, []
+        ev, self.event_queue = self.event_queue, []
         return ev
 
     def take_save(self, now: float | None = None) -> Save[MemberCommit] | None:
@@ -585,9 +582,9 @@ class MemberCore:
         commits it, then writes its trace, before the frames and events it took leave."""
         return None if self.durable is None else self.durable.take(self)
 
-    def _emit(self, event: str, now: float, *, mid: str | None = None, gseq: int | None = None,
-              bytes: int | None = None, detail: str | None = None,
-              group: str | None = None) -> None:
+    def emit(self, event: str, now: float, *, mid: str | None = None, gseq: int | None = None,
+             bytes: int | None = None, detail: str | None = None,
+             group: str | None = None) -> None:
         ev = TraceEvent(self.run_id, self.node, now, event, self.group if group is None else group,
                         mid, None, "total", gseq, bytes, None, detail)
         if self.durable is not None and self.durable.trace_out is not None:
@@ -597,4 +594,4 @@ class MemberCore:
 
     def restore(self, saved: SavedMember) -> None:
         """Power-on (seeds/001 4.2): take up the saved state (:func:`.member_durable.restore`)."""
-        restore(self, saved)
+        restore(self, saved, self.reads, self.durable)

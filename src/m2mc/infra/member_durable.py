@@ -1,5 +1,6 @@
 """The durable side of a :class:`~m2mc.infra.member.MemberCore` (switch-off and
-power-on, seeds/001 4.2; what is saved and why: :mod:`m2mc.infra.persist`).
+power-on, seeds/001 4.2; what is saved and why: :mod:`m2mc.infra.persist`), which it
+sees only through the narrow port :class:`~m2mc.infra.member_ports.DurableSeat`.
 
 :class:`Durable` tracks what changed since the last save (the membership's scalars,
 the message numbering, own messages added or seen in the total order) and holds the
@@ -16,20 +17,16 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from m2mc.core import Save
 from m2mc.errors import SavedStateError, UsageError
 from m2mc.infra import messages as msg
 from m2mc.infra.ids import MemberId
 from m2mc.infra.member_events import Phase
-from m2mc.infra.member_groups import join as mg_join
-from m2mc.infra.member_history import resume_catchup
+from m2mc.infra.member_history import Reads
+from m2mc.infra.member_ports import DurableSeat
 from m2mc.infra.persist import MemberCommit, SavedMember, encode_membership
 from m2mc.trace.schema import TraceEvent, TraceJournal, TraceSink
-
-if TYPE_CHECKING:
-    from m2mc.infra.member import MemberCore
 
 
 class Durable:
@@ -68,13 +65,13 @@ class Durable:
             self.drop.add(app_seq)
 
     @staticmethod
-    def scalars(core: MemberCore) -> tuple[object, ...]:
+    def scalars(core: DurableSeat) -> tuple[object, ...]:
         return (core.group, core.phase.value, None if core.mid is None else core.mid.join_id,
-                core.mystable, core.mynew, core._confirmed, core._leave_requested,
+                core.mystable, core.mynew, core.confirmed, core.leave_requested,
                 core.app_seq, core.sequence, tuple(core.groups.items()), core.catchup,
                 len(core.resume_sequenced), core.resume_upto, core.resume_from)
 
-    def take(self, core: MemberCore) -> Save[MemberCommit] | None:
+    def take(self, core: DurableSeat) -> Save[MemberCommit] | None:
         """What changed since the last save, as a save for the driver to carry out
         (and the trace events it makes true); None if nothing had."""
         state, out = self.scalars(core), self.trace_out
@@ -85,7 +82,7 @@ class Durable:
         join_id = None if core.mid is None else core.mid.join_id
         membership = encode_membership(
             group=core.group, phase=core.phase.value, join_id=join_id, mystable=core.mystable,
-            mynew=core.mynew, confirmed=core._confirmed, leave_requested=core._leave_requested,
+            mynew=core.mynew, confirmed=core.confirmed, leave_requested=core.leave_requested,
             sequence=core.sequence, groups=core.groups, catchup=core.catchup,
             resume_sequenced=tuple(sorted(core.resume_sequenced)), resume_upto=core.resume_upto,
             resume_from=core.resume_from)
@@ -103,8 +100,10 @@ class Durable:
         return Save(record, trace_events=out)
 
 
-def restore(core: MemberCore, saved: SavedMember) -> None:
-    """Power-on: take up ``saved`` in a core that has done nothing yet.
+def restore(core: DurableSeat, saved: SavedMember, reads: Reads,
+            durable: Durable | None) -> None:
+    """Power-on: take up ``saved`` in a core that has done nothing yet (its history
+    reads ``reads``, its durable side ``durable``: None without a store).
 
     A saved membership (member, leaving, closing) resumes with its join-id,
     ``mystable`` and ``mynew``: the first beacon's ``high`` starts a NACK for what
@@ -117,20 +116,19 @@ def restore(core: MemberCore, saved: SavedMember) -> None:
     (``saved.problem``) is counted in ``stats.restore_discarded`` and left behind;
     its own messages go with the next join.
     """
-    if core.phase != Phase.IDLE or core.mid is not None or core.app_seq or core._news:
+    if core.phase != Phase.IDLE or core.mid is not None or core.app_seq or core.news:
         raise UsageError("restore: only a core that has done nothing yet")
     if saved.node != core.node:
         raise SavedStateError(f"saved state of {saved.node!r}, not of {core.node!r}")
-    core._app_seq = saved.app_seq
+    core.app_seq = saved.app_seq
     core.group = saved.group
-    core.mynew, core._confirmed = saved.mynew, saved.confirmed
-    core._news = deque(saved.pending)
+    core.mynew, core.confirmed = saved.mynew, saved.confirmed
+    core.news = deque(saved.pending)
     core.group_ops = {i.app_seq: (i.kind, i.group) for i in saved.pending if i.kind != msg.APP}
-    durable = core.durable
     if durable is not None:
         durable.owned = {i.app_seq: i for i in saved.pending}
     core.restore_problem = saved.problem
-    core._old_join_id = saved.join_id
+    core.old_join_id = saved.join_id
     core.sequence = saved.sequence
     if saved.problem:
         core.stats.restore_discarded += 1
@@ -138,11 +136,11 @@ def restore(core: MemberCore, saved: SavedMember) -> None:
         assert saved.join_id is not None
         core.mid = MemberId(core.node, saved.join_id)
         core.phase = Phase(saved.phase)
-        core.mystable = core.seen_high = core._last_high = saved.mystable
-        core._leave_requested = saved.leave_requested
+        core.mystable = core.seen_high = core.last_high = saved.mystable
+        core.leave_requested = saved.leave_requested
         if core.phase != Phase.MEMBER:
-            core._control.append("leave" if core.phase == Phase.LEAVING else "leaveok")
-        core._power_on = True
+            core.control.append("leave" if core.phase == Phase.LEAVING else "leaveok")
+        core.power_on = True
         core.stats.resumed += 1
         core.groups = dict(saved.groups)
         core.views = {g: {core.node} for g in core.groups}
@@ -150,13 +148,13 @@ def restore(core: MemberCore, saved: SavedMember) -> None:
             core.resume_sequenced = set(saved.resume_sequenced)
             core.resume_upto = saved.resume_upto
             core.catchup = saved.catchup
-            resume_catchup(core, 0.0)
+            reads.resume_catchup(0.0)
     elif saved.phase == Phase.JOINING.value and saved.resume_from is not None:
         # Switched off while joining again after an expulsion: join again (a fresh
         # join-id), with its groups, and catch up from where it had delivered.
         core.groups = dict(saved.groups)
         core.resume_from = saved.resume_from
-        mg_join(core, 0.0, tuple(core.groups))
+        core.join(0.0, tuple(core.groups))
     elif saved.phase == Phase.LEFT.value:
         core.phase = Phase.LEFT
     if durable is not None and not saved.problem and saved.phase != Phase.JOINING.value:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from m2mc.errors import SavedStateError
 from m2mc.infra import messages as msg
-from m2mc.infra.history import HistoryPort, MemoryHistory
+from m2mc.infra.history_port import HistoryPort, MemoryHistory
 from m2mc.infra.host_persist import LogJournal, StoredHost, check_stored
 from m2mc.infra.ids import NO_EPOCH, Epoch
 from m2mc.infra.state import CoordState, StateError

@@ -85,7 +85,7 @@ def host_snapshot(view: HostView) -> Samples:
     s.queue("hosts", len(directory.hosts), cfg.max_hosts)
     s.queue("local", len(core.gateway.local), cfg.max_local)
     s.queue("forward", len(core.gateway.outbox), cfg.max_forward_queue)
-    s.queue("queued_requests", len(core._queued), cfg.max_queued_requests)
+    s.queue("queued_requests", core.queued_requests, cfg.max_queued_requests)
     s.queue("admin_requests", len(ops.desk.clients), ops.desk.limit)
     return samples
 
