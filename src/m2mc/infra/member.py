@@ -46,6 +46,7 @@ from m2mc.infra.config import InfraConfig
 from m2mc.infra.ids import MemberId
 from m2mc.infra.member_durable import Durable, restore
 from m2mc.infra.member_events import (
+    Control,
     Delivered,
     GroupJoined,
     GroupLeft,
@@ -69,6 +70,7 @@ from m2mc.infra.member_nack import Nacks
 from m2mc.infra.persist import MemberCommit, MemberStore, SavedMember
 from m2mc.infra.reliable import ReliableSender
 from m2mc.infra.wire import InfraWire
+from m2mc.kinds import Order
 from m2mc.trace.schema import NullSink, TraceEvent, TraceJournal, TraceSink
 
 __all__ = ["Delivered", "GroupJoined", "GroupLeft", "GroupRefused", "HistoryLoaded", "Joined",
@@ -147,11 +149,11 @@ class MemberCore:
         self.mybuf: dict[int, msg.Record | None] = {}
         self.seen_high = 0  # highest gseq known to exist (mylow != 0 iff > mystable)
         self.nacks.reset()
-        self.control: deque[str] = deque()  # "join" | "leave" | "leaveok"
+        self.control: deque[Control] = deque()
         self.news: deque[msg.NewItem] = deque()
         self.unconfirmed: OrderedDict[int, tuple[msg.NewItem, float]] = OrderedDict()
         self.confirmed = 0  # own NEWs up to this nseq were delivered (sequenced in order)
-        self._control_acked: dict[str, float] = {}
+        self._control_acked: dict[Control, float] = {}
         self.leave_requested = False
 
     # ================================================================ application
@@ -314,9 +316,9 @@ class MemberCore:
                 if item.nseq > self.confirmed:  # the ack may come after the delivery
                     self.unconfirmed[item.nseq] = (item, now)
         elif isinstance(frame, msg.JoinReq) and self.phase == Phase.JOINING:
-            self._control_acked["join"] = now  # (the ack may come after "has joined")
+            self._control_acked[Control.JOIN] = now  # (the ack may come after "has joined")
         elif isinstance(frame, msg.LeaveReq) and self.phase == Phase.LEAVING:
-            self._control_acked["leave"] = now
+            self._control_acked[Control.LEAVE] = now
         elif isinstance(frame, msg.LeaveOkReq):
             self.phase = Phase.LEFT  # step (iii) done: nothing more to do for this mid
         self.pump(now)
@@ -384,7 +386,7 @@ class MemberCore:
         for s in [s for s in self.mybuf if s < s0]:
             del self.mybuf[s]
         self.phase = Phase.MEMBER
-        self._control_acked.pop("join", None)
+        self._control_acked.pop(Control.JOIN, None)
 
     def deliver_ready(self, now: float) -> None:
         buf = self.mybuf
@@ -458,8 +460,8 @@ class MemberCore:
                 self.grouping.leave(group, r.gseq, now, expelled, **extra)
         if kind == msg.LEFT:
             self.phase = Phase.CLOSING
-            self.control.append("leaveok")  # step (iii)
-            self._control_acked.pop("leave", None)
+            self.control.append(Control.LEAVE_OK)  # step (iii)
+            self._control_acked.pop(Control.LEAVE, None)
             return
         self.phase = Phase.LEFT
         if rejoin:  # (join takes our NEWs in flight along: it abandons the frame itself)
@@ -494,7 +496,7 @@ class MemberCore:
                 and not self.unconfirmed:
             self.leave_requested = False
             self.phase = Phase.LEAVING
-            self.control.append("leave")
+            self.control.append(Control.LEAVE)
         if self.sender.busy or not self.can_send():
             return
         assert self.mid is not None and self.gateway is not None
@@ -502,9 +504,9 @@ class MemberCore:
         frame: msg.UplinkMessage | None = None
         if self.control:
             kind = self.control.popleft()
-            if kind == "join":
+            if kind is Control.JOIN:
                 frame = msg.JoinReq(self.node, self.gateway, rseq, self.mid, self.join_groups)
-            elif kind == "leave":
+            elif kind is Control.LEAVE:
                 frame = msg.LeaveReq(self.node, self.gateway, rseq, self.mid)
             else:
                 frame = msg.LeaveOkReq(self.node, self.gateway, rseq, self.mid)
@@ -586,7 +588,7 @@ class MemberCore:
              bytes: int | None = None, detail: str | None = None,
              group: str | None = None) -> None:
         ev = TraceEvent(self.run_id, self.node, now, event, self.group if group is None else group,
-                        mid, None, "total", gseq, bytes, None, detail)
+                        mid, None, Order.TOTAL, gseq, bytes, None, detail)
         if self.durable is not None and self.durable.trace_out is not None:
             self.durable.trace_out.append(ev)  # written once the commit makes it true
         else:

@@ -22,7 +22,7 @@ from m2mc.core import Save
 from m2mc.errors import SavedStateError, UsageError
 from m2mc.infra import messages as msg
 from m2mc.infra.ids import MemberId
-from m2mc.infra.member_events import Phase
+from m2mc.infra.member_events import Control, Phase
 from m2mc.infra.member_history import Reads
 from m2mc.infra.member_ports import DurableSeat
 from m2mc.infra.persist import MemberCommit, SavedMember, encode_membership
@@ -139,7 +139,8 @@ def restore(core: DurableSeat, saved: SavedMember, reads: Reads,
         core.mystable = core.seen_high = core.last_high = saved.mystable
         core.leave_requested = saved.leave_requested
         if core.phase != Phase.MEMBER:
-            core.control.append("leave" if core.phase == Phase.LEAVING else "leaveok")
+            core.control.append(Control.LEAVE if core.phase == Phase.LEAVING
+                                else Control.LEAVE_OK)
         core.power_on = True
         core.stats.resumed += 1
         core.groups = dict(saved.groups)

@@ -20,6 +20,14 @@ class Phase(Enum):
     LEFT = "left"
 
 
+class Control(Enum):
+    """A membership request waiting for the member's next uplink frame."""
+
+    JOIN = "join"
+    LEAVE = "leave"
+    LEAVE_OK = "leaveok"  # the last step of a leave (seeds/001 2.4 (iii))
+
+
 @dataclass(frozen=True, slots=True)
 class Delivered:
     """A message of ``group``, at ``gseq`` in the deployment's order; ``gpos``: its

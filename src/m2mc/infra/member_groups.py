@@ -21,6 +21,7 @@ from m2mc.errors import BufferFullError, UsageError
 from m2mc.infra import messages as msg
 from m2mc.infra.ids import MemberId
 from m2mc.infra.member_events import (
+    Control,
     Delivered,
     GroupJoined,
     GroupLeft,
@@ -100,7 +101,7 @@ class Groups:
         core.mid = MemberId(core.node, join_id)
         core.mystable = core.last_high
         core.phase = Phase.JOINING
-        core.control.append("join")
+        core.control.append(Control.JOIN)
         if core.durable is not None:
             kept = {i.app_seq for i in pending}
             core.durable.release(lambda i: i.app_seq not in kept)

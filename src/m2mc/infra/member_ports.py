@@ -17,7 +17,7 @@ from typing import Protocol
 from m2mc.infra import messages as msg
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.ids import MemberId
-from m2mc.infra.member_events import MemberEvent, MemberStats, Phase, Uplink
+from m2mc.infra.member_events import Control, MemberEvent, MemberStats, Phase, Uplink
 from m2mc.infra.reliable import ReliableSender
 from m2mc.trace.schema import TraceSink
 
@@ -113,7 +113,7 @@ class GroupsSeat(MemberBase, Protocol):
     sender: ReliableSender
     news: deque[msg.NewItem]
     unconfirmed: OrderedDict[int, tuple[msg.NewItem, float]]
-    control: deque[str]
+    control: deque[Control]
     event_queue: list[MemberEvent]
 
     @property
@@ -194,7 +194,7 @@ class DurableSeat(Protocol):
     old_join_id: int | None
     power_on: bool
     news: deque[msg.NewItem]
-    control: deque[str]
+    control: deque[Control]
 
     def join(self, now: float, groups: tuple[str, ...] | list[str] | None = None
              ) -> MemberId: ...
