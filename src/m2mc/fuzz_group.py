@@ -197,9 +197,7 @@ def _check_group_node(node: Any, cfg: Any, m2mp: Any) -> None:
         check_bound(len(repair.hw) <= cfg.max_senders + cfg.max_members, "max_senders (repair)")
         check_bound(repair.pending_repairs <= cfg.max_pending_repairs, "max_pending_repairs")
         check_bound(repair.holdoff_senders <= cfg.max_senders, "hold-offs")
-        check_bound(all(len(e) <= 4 * cfg.max_nack_intervals for e in repair._holdoff.values()),
-               "hold-off ranges")
-        check_bound(len(repair._gseq_holdoff) <= 4 * cfg.max_nack_intervals, "gseq hold-offs")
+        check_bound(repair.holdoff_ranges <= 4 * cfg.max_nack_intervals, "hold-off ranges")
         check_bound(len(msp.mirs) <= cfg.max_mirs, "max_mirs")
         check_bound(len(msp.pssit) <= cfg.max_pssit, "max_pssit")
         check_bound(len(msp.marks) <= cfg.max_pssit, "MSP marks")

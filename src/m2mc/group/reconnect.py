@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from enum import Enum
 from typing import TYPE_CHECKING, Protocol
 
 from m2mc.group.config import GroupConfig
@@ -53,6 +54,14 @@ suppression a quiet pair may hear one member only that often: three of its keepa
 row must be lost before the other takes the gap for a return of its own (a false one costs
 an ADV, a SyncReq per group and their answers, and a ``Reconnected`` event)."""
 MADE_META = "made/"  # store meta key prefix: "made/<gid>" = "1" for a group this node created
+
+
+class Step(Enum):
+    """The steps of a reaction (module docstring)."""
+
+    ACT = "act"  # advertise and ask to sync
+    CHECK = "check"  # see whether anyone answered
+    READV = "readv"  # our ADV or its replies were lost: advertise again
 
 
 @dataclass(slots=True)
@@ -105,7 +114,7 @@ class Reconnect:
         self.heard_at = float("inf")  # last message of another process (inf: not started)
         self.last = float("-inf")  # when the last reaction began
         self.due: float | None = None  # when the next step of the reaction runs
-        self.step = ""  # "act", "check", "readv" ("": no reaction under way)
+        self.step: Step | None = None  # the reaction's next step (None: none under way)
         self.reason: ReconnectReason | None = None  # of the last reaction
         self.adv_heard_at = float("-inf")  # another node's last ADV
         self.fresh_after = float("inf")  # an ADV heard after this makes our next one moot
@@ -142,10 +151,10 @@ class Reconnect:
         self.replied = False
         self.attempts = 0
         self.fresh_after = now
-        self._advertise_soon("act", now)
+        self._advertise_soon(Step.ACT, now)
         return True
 
-    def _advertise_soon(self, step: str, now: float) -> None:
+    def _advertise_soon(self, step: Step, now: float) -> None:
         self.step = step
         self.due = now + self.rng.uniform(0.0, self.backoff)
 
@@ -162,20 +171,20 @@ class Reconnect:
         if self.due is None or now < self.due:
             return
         self.due = None
-        step, self.step = self.step, ""
-        if step == "check":
+        step, self.step = self.step, None
+        if step is Step.CHECK:
             if self.attempts < ADV_ROUNDS or (not self.replied
                                               and self.attempts < ADV_ATTEMPTS):
-                self._advertise_soon("readv", now)  # our ADV or its replies were lost
+                self._advertise_soon(Step.READV, now)  # our ADV or its replies were lost
             return
         self.attempts += 1
         if self.adv_heard_at >= self.fresh_after:
             self.stats.reconnect_advs_suppressed += 1
         else:
-            if step == "readv":
+            if step is Step.READV:
                 self.stats.reconnect_advs_repeated += 1
             node.advertise(now)
-        if step == "act":
+        if step is Step.ACT:
             created = [gid for gid, row in node.gjlp.giit.items()
                        if row.state == MEMBER and gid in node.groups
                        and node.store.get_meta(MADE_META + gid)]
@@ -185,4 +194,4 @@ class Reconnect:
                 if not inst.lingering and inst.msp.requested_at < self.last:
                     inst.start_sync(now, why=self.reason)
         self.fresh_after = now + self.backoff  # replies to this round come until then
-        self.step, self.due = "check", now + self.retry
+        self.step, self.due = Step.CHECK, now + self.retry

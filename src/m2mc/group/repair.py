@@ -376,6 +376,12 @@ class Repair:
     def holdoff_senders(self) -> int:
         return len(self._holdoff)
 
+    @property
+    def holdoff_ranges(self) -> int:
+        """The most ranges held off for one sender, or for total-order positions
+        (each bounded by 4 x ``max_nack_intervals``; the fuzzer checks it)."""
+        return max([len(self._gseq_holdoff), *map(len, self._holdoff.values())])
+
     # ------------------------------------------------------------ responder
     def on_nack(self, nack: Nack, now: float, counted: bool = True) -> None:
         """Schedule retransmission of what we hold among the requested messages

@@ -33,6 +33,7 @@ import struct
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from m2mc.transport.iface import ipv4_address
@@ -56,12 +57,20 @@ _RTATTR = struct.Struct("=HH")  # length, type
 POLL_INTERVAL = 1.0  # seconds between looks at /sys when rtnetlink is not available
 
 
+class LinkChange(StrEnum):
+    """What an rtnetlink message says happened."""
+
+    LINK = "link"  # a link's flags changed
+    DELLINK = "dellink"  # a link was deleted
+    ADDR = "addr"  # an IPv4 address was added
+    DELADDR = "deladdr"  # an IPv4 address was removed
+
+
 @dataclass(frozen=True, slots=True)
 class LinkMessage:
-    """A link's flags changed (``kind`` "link"), it was deleted ("dellink"), or an IPv4
-    address was added ("addr") or removed ("deladdr")."""
+    """One change of a link (``kind``, :class:`LinkChange`)."""
 
-    kind: str
+    kind: LinkChange
     index: int
     flags: int = 0
     name: str = ""
@@ -98,15 +107,15 @@ def parse_messages(data: bytes) -> list[LinkMessage]:
             _, _, index, flags, _ = _IFINFOMSG.unpack_from(data, body)
             attrs = _attributes(data, body + _IFINFOMSG.size, end)
             name = attrs.get(IFLA_IFNAME, b"").split(b"\0", 1)[0].decode(errors="replace")
-            out.append(LinkMessage("link" if kind == RTM_NEWLINK else "dellink", index, flags,
-                                   name))
+            change = LinkChange.LINK if kind == RTM_NEWLINK else LinkChange.DELLINK
+            out.append(LinkMessage(change, index, flags, name))
         elif kind in (RTM_NEWADDR, RTM_DELADDR) and body + _IFADDRMSG.size <= end:
             family, _, _, _, index = _IFADDRMSG.unpack_from(data, body)
             attrs = _attributes(data, body + _IFADDRMSG.size, end)
             raw = attrs.get(IFA_LOCAL) or attrs.get(IFA_ADDRESS) or b""
             if family == socket.AF_INET and len(raw) == 4:
-                out.append(LinkMessage("addr" if kind == RTM_NEWADDR else "deladdr", index,
-                                       address=socket.inet_ntoa(raw)))
+                change = LinkChange.ADDR if kind == RTM_NEWADDR else LinkChange.DELADDR
+                out.append(LinkMessage(change, index, address=socket.inet_ntoa(raw)))
         offset += _align(length)
     return out
 
@@ -130,16 +139,17 @@ class LinkState:
 
     def feed(self, message: LinkMessage) -> bool:
         before = self.usable
-        if message.kind == "link" and message.name == self.name and message.index != self.index:
+        if (message.kind is LinkChange.LINK and message.name == self.name
+                and message.index != self.index):
             self.index = message.index  # the interface was made again (a USB dongle)
         if message.index != self.index:
             return False
-        if message.kind == "link":
+        if message.kind is LinkChange.LINK:
             self.link_up = bool(message.flags & IFF_UP) and bool(message.flags & IFF_RUNNING)
-        elif message.kind == "dellink":
+        elif message.kind is LinkChange.DELLINK:
             self.link_up = False
         elif self.address is None or message.address == self.address:
-            self.has_address = message.kind == "addr"
+            self.has_address = message.kind is LinkChange.ADDR
         if self.usable and not before:
             self.returns += 1
             return True
@@ -171,17 +181,18 @@ class AddressState:
 
     def feed(self, message: LinkMessage) -> bool:
         before = self.current, self.usable
-        if message.kind == "link" and message.name == self.name and message.index != self.index:
+        if (message.kind is LinkChange.LINK and message.name == self.name
+                and message.index != self.index):
             self.index = message.index  # the interface was made again: its addresses went
             self.addresses = []
         if message.index != self.index:
             return False
-        if message.kind == "link":
+        if message.kind is LinkChange.LINK:
             self.link_up = bool(message.flags & IFF_UP) and bool(message.flags & IFF_RUNNING)
-        elif message.kind == "dellink":
+        elif message.kind is LinkChange.DELLINK:
             self.link_up = False
             self.addresses = []
-        elif message.kind == "addr":
+        elif message.kind is LinkChange.ADDR:
             if message.address not in self.addresses:
                 self.addresses.append(message.address)
         elif message.address in self.addresses:
@@ -350,7 +361,7 @@ class LinkWatcher:
             flags |= IFF_RUNNING
         else:
             flags &= ~IFF_RUNNING
-        changed = state.feed(LinkMessage("link", state.index, flags, state.name))
+        changed = state.feed(LinkMessage(LinkChange.LINK, state.index, flags, state.name))
         if isinstance(state, AddressState):  # what was missed of its addresses, too
             changed = state.reset(addresses_of(state.index, state.name)) or changed
         if changed:
