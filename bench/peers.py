@@ -18,11 +18,15 @@ One sender process and ``--receivers`` receiver processes of each system move
   loopback multicast 239.255.x.y, iface 127.0.0.1, TTL 1;
 * ``m2mc-total``: the same with the group joined in ad hoc total order
   (``order="total"``, docs/group.md section 5: a sequencer whose log a majority of
-  the members commits);
+  the members commits); before the clock starts the sender sends one message and
+  reads it back, as an application waits for the group to order (a group joined by
+  name founds its log after ``sequencer_timeout``, 4 s, without one: measured from
+  the first send, that wait cut the rate to a third and put 1.6 s on the p50);
 * ``m2mc-infra``: infrastructure mode (docs/infra.md): 3 ``m2mc host`` processes on
   loopback, each with its log on disk (``--data-dir``, ``--sync full``) and one cell
   (239.255.x.y), and the sender and receivers as ``Node(NodeConfig(mode="infra",
-  ...))`` members spread over the cells, with ``data_dir``, in total order (messages
+  ...))`` members spread over the cells, with ``data_dir``, in total order (the same
+  first message read back; messages
   of at most 65,000 bytes, each travels whole in a datagram: run ``--sizes 65000``
   to set it against the others near 64 KiB);
 * ``jgroups``: JGroups 2.12 from jgroups.jar with its default stack (``udp.xml``
