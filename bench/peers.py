@@ -26,9 +26,9 @@ One sender process and ``--receivers`` receiver processes of each system move
   loopback, each with its log on disk (``--data-dir``, ``--sync full``) and one cell
   (239.255.x.y), and the sender and receivers as ``Node(NodeConfig(mode="infra",
   ...))`` members spread over the cells, with ``data_dir``, in total order (the same
-  first message read back; messages
-  of at most 65,000 bytes, each travels whole in a datagram: run ``--sizes 65000``
-  to set it against the others near 64 KiB);
+  first message read back; messages of less than 65,000 bytes, each travels whole
+  in a datagram with the API's 1-byte prefix: run ``--sizes 64000`` to set it
+  against the others near 64 KiB);
 * ``jgroups``: JGroups 2.12 from jgroups.jar with its default stack (``udp.xml``
   inside the jar: UDP multicast, NAKACK, UNICAST, STABLE, GMS, UFC/MFC, FRAG2,
   bundling), driven by bench/jgroups/PeersJGroups.java, compiled with ``javac``
@@ -269,7 +269,7 @@ def infra_hosts(size: int, group: str, port: int,
              "?iface=127.0.0.1&ttl=1" for i in range(INFRA_HOSTS)]
     backbone = [f"127.0.0.1:{port + 100 + i}" for i in range(INFRA_HOSTS)]
     config = Path(tmp) / "hosts.toml"
-    config.write_text(f"[infra]\nmax_payload = {max(60_000, size)}\n")
+    config.write_text(f"[infra]\nmax_payload = {min(INFRA_MAX_PAYLOAD, max(60_000, size + 1))}\n")
     hosts = []
     for i in range(INFRA_HOSTS):
         peers = [x for j, p in enumerate(backbone) if j != i for x in ("--peer", p)]
@@ -322,9 +322,10 @@ def commands(system: str, size: int, count: int, rate: float, receivers: int,
 
 def run_trial(system: str, size: int, count: int, rate: float, receivers: int,
               ctx: dict[str, Any]) -> dict[str, Any]:
-    if system == "m2mc-infra" and size > INFRA_MAX_PAYLOAD:
-        return {"error": f"infrastructure mode carries messages of at most "
-                         f"{INFRA_MAX_PAYLOAD} bytes (one datagram each): --sizes 65000"}
+    if system == "m2mc-infra" and size >= INFRA_MAX_PAYLOAD:
+        return {"error": f"infrastructure mode carries messages of less than "
+                         f"{INFRA_MAX_PAYLOAD} bytes (one datagram each, with the API's "
+                         "1-byte prefix): --sizes 64000"}
     timeout = ctx["trial_seconds"] + 2 * IDLE + 60.0  # the receivers give up before
     # What earlier trials wrote (an m2mc trial at 64 KiB leaves about 800 MB of logs in
     # the page cache, deleted with its directory) goes to the disk now, not during this

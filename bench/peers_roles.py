@@ -80,12 +80,14 @@ def options(words: list[str]) -> dict[str, str]:
 def _node_config(url: str, data_dir: str, max_payload: int, hosts: str = "") -> Any:
     from m2mc.api import NodeConfig
     from m2mc.group.config import GroupConfig
-    from m2mc.infra.config import InfraConfig
+    from m2mc.infra.config import MAX_PAYLOAD_LIMIT, InfraConfig
 
     if hosts:  # infrastructure mode: URL is this member's cell
         return NodeConfig(mode="infra", hosts=tuple(hosts.split(",")), infra_cell=url,
                           data_dir=data_dir,
-                          infra=InfraConfig(max_payload=max(60_000, max_payload)))
+                          # the API's body is the payload and a 1-byte prefix
+                          infra=InfraConfig(max_payload=min(MAX_PAYLOAD_LIMIT,
+                                                            max(60_000, max_payload + 1))))
     # Settings an application sending such messages would choose: payloads up to
     # the size it sends, and a durable log bounded at 1 GiB (64 KiB messages would
     # otherwise fill the disk: 400,000 of them are 26 GB per process).
