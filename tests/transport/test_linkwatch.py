@@ -19,6 +19,7 @@ from m2mc.transport.linkwatch import (
     RTM_NEWADDR,
     RTM_NEWLINK,
     AddressState,
+    LinkChange,
     LinkMessage,
     LinkState,
     parse_messages,
@@ -53,6 +54,17 @@ def test_link_and_address_messages_are_decoded() -> None:
     assert parse_messages(data) == [
         LinkMessage("link", 3, UP, "eth0"), LinkMessage("addr", 3, address="10.77.0.4"),
         LinkMessage("deladdr", 3, address="10.77.0.4")]
+
+
+def test_a_change_named_by_its_string_is_the_same_change() -> None:
+    """``LinkChange`` is a StrEnum: a message built with the plain string (a test, a
+    caller of its own) is read as the member, not silently ignored."""
+    state = LinkState(3, "eth0", None)
+    state.feed(LinkMessage("dellink", 3))
+    assert not state.usable  # gone
+    state.feed(LinkMessage("link", 3, UP, "eth0"))
+    assert state.usable  # up and running again
+    assert LinkMessage("addr", 3).kind == LinkChange.ADDR
 
 
 @given(st.binary(max_size=300))

@@ -139,17 +139,17 @@ class LinkState:
 
     def feed(self, message: LinkMessage) -> bool:
         before = self.usable
-        if (message.kind is LinkChange.LINK and message.name == self.name
+        if (message.kind == LinkChange.LINK and message.name == self.name
                 and message.index != self.index):
             self.index = message.index  # the interface was made again (a USB dongle)
         if message.index != self.index:
             return False
-        if message.kind is LinkChange.LINK:
+        if message.kind == LinkChange.LINK:
             self.link_up = bool(message.flags & IFF_UP) and bool(message.flags & IFF_RUNNING)
-        elif message.kind is LinkChange.DELLINK:
+        elif message.kind == LinkChange.DELLINK:
             self.link_up = False
         elif self.address is None or message.address == self.address:
-            self.has_address = message.kind is LinkChange.ADDR
+            self.has_address = message.kind == LinkChange.ADDR
         if self.usable and not before:
             self.returns += 1
             return True
@@ -181,18 +181,18 @@ class AddressState:
 
     def feed(self, message: LinkMessage) -> bool:
         before = self.current, self.usable
-        if (message.kind is LinkChange.LINK and message.name == self.name
+        if (message.kind == LinkChange.LINK and message.name == self.name
                 and message.index != self.index):
             self.index = message.index  # the interface was made again: its addresses went
             self.addresses = []
         if message.index != self.index:
             return False
-        if message.kind is LinkChange.LINK:
+        if message.kind == LinkChange.LINK:
             self.link_up = bool(message.flags & IFF_UP) and bool(message.flags & IFF_RUNNING)
-        elif message.kind is LinkChange.DELLINK:
+        elif message.kind == LinkChange.DELLINK:
             self.link_up = False
             self.addresses = []
-        elif message.kind is LinkChange.ADDR:
+        elif message.kind == LinkChange.ADDR:
             if message.address not in self.addresses:
                 self.addresses.append(message.address)
         elif message.address in self.addresses:
