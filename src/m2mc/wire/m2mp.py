@@ -15,8 +15,8 @@ run a few packets ahead of its own receive path (docs/decisions.md). Channels
 that do not loop packets back (unicast ``udp://``) run with
 ``flow_control=False``.
 
-Our own packets are recognised by message ID (kept for a while after sending)
-and never delivered to ourselves (seeds/002 2.3).
+Our own packets are recognised by message ID (kept a message timeout after
+sending: wire/own_ids.py) and never delivered to ourselves (seeds/002 2.3).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from m2mc.wire.m2mp_types import (
     MessageAbandoned,
     MessageReceived,
 )
+from m2mc.wire.own_ids import OwnIds
 from m2mc.wire.packet import (
     HEADER_SIZE,
     LAST_FLAG,
@@ -90,9 +91,13 @@ class M2MPLayer:
             completed_cache=cfg.completed_cache,
         ))
         self._filters = filters = MessageFilters(cfg.own_id_cache)
-        # Our message IDs, to spot looped-back copies; the FIFO forgets the oldest first.
-        self._own: set[int] = set()
-        self._own_order: deque[int] = deque()
+        # Our message IDs, to spot looped-back copies (wire/own_ids.py: forgotten oldest
+        # first, past own_id_cache or a message timeout after they were sent).
+        self._outgoing: dict[int, OutgoingFragments] = {}
+        self._own_ids = own_ids = OwnIds(cfg.own_id_cache, cfg.message_timeout, self._outgoing)
+        self._own = own_ids.ids
+        self._own_order = own_ids.order
+        self._own_cap = own_ids.cap
         self._queue: deque[bytes] = deque()  # encoded packets waiting for flow control
         self._queued_bytes = 0  # their bytes (headers included): the sender's byte backlog
         self._events: list[M2MPEvent] = []  # emptied in place (events): its parts hold it
@@ -105,7 +110,6 @@ class M2MPLayer:
         self._take_loopbacks = own_copies.take_loopbacks
         self._release = own_copies.release
         self._flow_window = cfg.flow_window or 1
-        self._own_cache = cfg.own_id_cache
         # Live views of the reassembler's tables, for the one-packet fast path.
         self._done_ids = self._reassembler.done_ids
         self._partial_ids = self._reassembler.partial_ids
@@ -119,7 +123,6 @@ class M2MPLayer:
         self._stream_reader = reader = StreamReader(stats, self._events, self._reassembler,
                                                     streams, filters)
         self._collect_streams = reader.collect
-        self._outgoing: dict[int, OutgoingFragments] = {}
         run_end = RunEnd(cfg, stats, self._events, self._reassembler, streams, filters,
                          self._receive_fragment, reader.start)
         self._end_run = run_end.end_run
@@ -151,8 +154,8 @@ class M2MPLayer:
         ``copies`` > 1 queues each of its packets that many times (on top of the
         layer's redundancy): a group node's repair of a many-packet record, which is
         lost whole if any packet is (docs/decisions.md)."""
-        # A fresh random ID, remembered to recognise our looped-back packets (inline:
-        # this runs once per message).
+        # A fresh random ID, remembered to recognise our looped-back packets (inline,
+        # as OwnIds.new does: this runs once per message).
         own = self._own
         getrandbits = self._rng.getrandbits
         message_id = getrandbits(32)
@@ -161,8 +164,8 @@ class M2MPLayer:
         own.add(message_id)
         own_order = self._own_order
         own_order.append(message_id)
-        if len(own_order) > self._own_cache:
-            self._forget_own()
+        if len(own_order) > self._own_cap:
+            self._own_ids.forget_oldest()
         size = len(payload)
         if copies > 1:  # (rare: repairs only) each copy is a queued packet of its own
             packets = fragment_list(message_id, payload)
@@ -210,6 +213,8 @@ class M2MPLayer:
             self._queued_bytes = 0
         self.stats.packets_out += len(out)
         self.stats.bytes_out += sum(map(len, out))
+        if not queue and now >= self._own_ids.next_check:
+            self._own_ids.queue_empty(now)  # (every message_timeout / 4 at most)
         return out
 
     @property
@@ -250,25 +255,13 @@ class M2MPLayer:
         copy): what a sender's byte bound counts."""
         return self._queued_bytes
 
-    def _forget_own(self) -> None:
-        own, order = self._own, self._own_order
-        while len(order) > self._own_cache:
-            own.discard(order.popleft())
-
     # ------------------------------------------------- sending in pieces (streams)
     def open_message(self, now: float) -> int:
         """Start a message written in pieces (:meth:`write_message`, then
         :meth:`close_message`); return its random message ID. Its packets are those of
         the whole message (interfaces.md section 1); receivers abandon it if a piece comes
         later than their message timeout after the previous one (seeds/002 2.2)."""
-        own, getrandbits = self._own, self._rng.getrandbits
-        message_id = getrandbits(32)
-        while message_id in own or message_id in self._outgoing:
-            message_id = getrandbits(32)
-        own.add(message_id)
-        self._own_order.append(message_id)
-        if len(self._own_order) > self._own_cache:
-            self._forget_own()
+        message_id = self._own_ids.new(self._rng, self._outgoing)
         self._outgoing[message_id] = OutgoingFragments(message_id)
         return message_id
 
@@ -514,6 +507,8 @@ class M2MPLayer:
     # ------------------------------------------------------------------ timers
     def on_timer(self, now: float) -> None:
         self._reassembler.on_timer(now)
+        if not self._queue and now >= self._own_ids.next_check:
+            self._own_ids.queue_empty(now)
         self._collect_abandoned()
         if self._streams is not None:
             self._streams.on_timer(now)

@@ -11,7 +11,8 @@ Every table here can be filled by an outsider, so each is bounded:
 message idle the longest is abandoned with reason ``"bound"``),
 ``max_message_bytes`` (a fragment beyond it abandons its message, reason
 ``"too_large"``) and the completed-ID cache that discards redundant copies
-(oldest entries forgotten first; entries also expire after the message timeout).
+(oldest entries forgotten first; entries are also forgotten once they expire, a
+message timeout after the last copy, so a long-lived receiver keeps a timeout's worth).
 """
 
 from __future__ import annotations
@@ -113,16 +114,22 @@ class Reassembler:
         self._done[message_id] = expiry
         ids = self._done_ids
         ids.append(message_id)
-        self._done_expiries.append(expiry)
-        if len(ids) > self.limits.completed_cache:
-            self._trim_done()
+        expiries = self._done_expiries
+        expiries.append(expiry)
+        # Expiries are in FIFO order (now + one timeout, now never going back): the
+        # oldest entry has expired once its expiry is a timeout before this one's.
+        if len(ids) > self.limits.completed_cache or (
+                expiries[0] <= expiry - self.limits.message_timeout):
+            self._trim_done(expiry - self.limits.message_timeout)
 
     _remember = remember_done
 
-    def _trim_done(self) -> None:
+    def _trim_done(self, now: float) -> None:
         done, ids, expiries = self._done, self._done_ids, self._done_expiries
         cache = self.limits.completed_cache
-        while len(done) > cache:  # forget the oldest (every live ID has an entry)
+        # Forget the oldest while too many are kept (every live ID has an entry) or the
+        # oldest has expired: a long-lived receiver keeps a message timeout's worth.
+        while ids and (len(done) > cache or expiries[0] <= now):
             old_id, old_expiry = ids.popleft(), expiries.popleft()
             if done.get(old_id) == old_expiry:
                 del done[old_id]
