@@ -4,6 +4,7 @@ namespaces on one bridge, 10% loss on every link, a group of each order.
     sudo .venv/bin/python bench/swarm.py --members 20 [--orders sb,causal,total]
         [--send 3] [--size 100] [--loss 10] [--history 1000] [--analyze] [--keep DIR]
     sudo .venv/bin/python bench/swarm.py --members 20 --soak 3600 [--rate 5] [--sample 30]
+        [--retention-mib MIB]
 
 Needs root, iproute2 and nftables (tests/netns/netns_lab.py builds the lab: a switch
 namespace with a bridge, one namespace per member, loss by nftables on the bridge);
@@ -178,8 +179,10 @@ class Member:
 class Swarm:
     """The lab, its members, and the snapshots the figures are made of."""
 
-    def __init__(self, lab: Lab, out: Path, env: dict[str, str], trace: bool) -> None:
+    def __init__(self, lab: Lab, out: Path, env: dict[str, str], trace: bool,
+                 retention_bytes: int | None = None) -> None:
         self.lab, self.out, self.env, self.trace = lab, out, env, trace
+        self.retention_bytes = retention_bytes  # the members' log bound (None: the default)
         self.members: list[Member] = []
         self.logs: list[IO[bytes]] = []
 
@@ -193,6 +196,8 @@ class Swarm:
                     "--channel", CHANNEL.format(address=host.address), "--run", "swarm"]
             if self.trace:
                 argv += ["--trace", str(self.out / "trace")]
+            if self.retention_bytes is not None:
+                argv += ["--retention-bytes", str(self.retention_bytes)]
             log = (self.out / "data" / f"{pid}.log").open("wb")
             self.logs.append(log)
             process = self.lab.spawn(host, argv, env=self.env, stdin=subprocess.PIPE,
@@ -486,7 +491,8 @@ def soak(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         lab.create()
         lab.count_udp()
         lab.set_loss(args.loss)
-        swarm = Swarm(lab, out, env, trace=args.trace)
+        swarm = Swarm(lab, out, env, trace=args.trace,
+                      retention_bytes=args.retention_mib and args.retention_mib << 20)
         members = swarm.start(lab.hosts)
         swarm.await_all(members, "ready", None, 60 + 3 * n)
         for m in members:
@@ -557,6 +563,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rate", type=float, default=5.0, help="soak: messages/s in all (5)")
     p.add_argument("--sample", type=float, default=30.0, help="soak: seconds between samples")
     p.add_argument("--trace", action="store_true", help="soak: write traces too")
+    p.add_argument("--retention-mib", type=int, default=None, metavar="MIB",
+                   help="soak: each member's log keeps this many MiB of history "
+                        "(retention_bytes; default: the group layer's, 256 MiB)")
     p.add_argument("--keep", type=Path, default=None, help="keep data, logs and traces here")
     return p
 

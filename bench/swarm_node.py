@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import m2mc.group.node_output as node_output
-from m2mc.api import AdhocNode, Group, Node, NodeConfig
+from m2mc.api import AdhocNode, Group, GroupConfig, Node, NodeConfig
 from m2mc.group.codec import Body, encode
 from m2mc.ordering import ROOT, MessageId
 
@@ -219,8 +219,10 @@ async def main(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
+    group = (GroupConfig() if args.retention_bytes is None
+             else GroupConfig(retention_bytes=args.retention_bytes))
     config = NodeConfig(pid=args.pid, channel=args.channel, data_dir=args.data,
-                        trace_dir=args.trace, run_id=args.run)
+                        trace_dir=args.trace, run_id=args.run, group=group)
     lines: asyncio.Queue[str] = asyncio.Queue()
     reader = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
@@ -259,4 +261,6 @@ if __name__ == "__main__":
     parser.add_argument("--data", type=Path, required=True, help="the durable log's directory")
     parser.add_argument("--trace", default=None, help="write the trace here")
     parser.add_argument("--run", default="swarm")
+    parser.add_argument("--retention-bytes", type=int, default=None,
+                        help="the log's retention_bytes (default: GroupConfig's)")
     sys.exit(asyncio.run(main(parser.parse_args())))

@@ -38,10 +38,12 @@ from m2mc.api.message import GroupMessage, ReplyTo
 from m2mc.api.node import Group, Node, node_class, register_mode
 from m2mc.api.streams import StreamError, StreamReader
 from m2mc.errors import UsageError
+from m2mc.group.config import GroupConfig
 from m2mc.kinds import NodeMode, Order
 from m2mc.security.keys import GroupKey
 
-__all__ = ["AdhocGroup", "AdhocNode", "Group", "GroupKey", "GroupMessage", "KeyArg", "Node",
+__all__ = ["AdhocGroup", "AdhocNode", "Group", "GroupConfig", "GroupKey", "GroupMessage",
+           "KeyArg", "Node",
            "NodeConfig", "NodeMode", "Order", "ReplyTo", "StreamError", "StreamReader",
            "UsageError", "node_class"]
 
