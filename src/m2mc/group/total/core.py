@@ -226,6 +226,10 @@ class LogCore:
             self.max_ballot = (epoch, pid)
         return True
 
+    def handed_out(self, pos: int) -> bool:
+        """Position ``pos`` was handed out as decided (and not given up as lost)."""
+        return pos <= self.emitted and not (self.lost and contains(self.lost, pos))
+
     def plausible_pos(self, pos: int) -> bool:
         """A position we may act on: not absurdly far past what we know."""
         if pos > max(self.known, self.high, self.emitted) + self.config.max_seq_jump:

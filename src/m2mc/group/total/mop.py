@@ -83,6 +83,16 @@ class TotalMop(Mop):
         status = NEW
         if mid in self.unstamped or core.has(mid):
             status = DUP
+        elif gseq is not None and mid not in self.stamps and self.log.handed_out(gseq):
+            # Its committed position is behind us and was not waiting for its data: it
+            # was delivered here (a store from before every delivery was marked, or one
+            # whose mark a crash lost) or given up. Held again, the next sequencer would
+            # give it a second position (and every member that restarted would deliver
+            # it twice): it is a duplicate.
+            core.duplicates += 1
+            if not persist:  # (restoring: it stays delivered from now on)
+                self.store.mark_delivered(self.gid, mid)
+            return DUP, []
         else:
             if len(self.unstamped) >= self.config.max_unstamped:
                 self.unstamped_refused += 1
@@ -124,10 +134,7 @@ class TotalMop(Mop):
             self._number(core.skip_to(jumped), out)
         out.extend(self.pump())
         self.max_gseq = max(self.max_gseq, core.next_gseq - 1)
-        gid = self.gid
-        for m in out:
-            self.store.mark_delivered(gid, m.mid)
-        return out, positions
+        return out, positions  # (each marked delivered by _number)
 
     # --------------------------------------------------------- the log's decisions
     def pump(self) -> list[Message]:
@@ -173,11 +180,8 @@ class TotalMop(Mop):
             message = held
         else:
             self.store.set_gseq(self.gid, mid, pos)
-        delivered = core.receive(Message(mid, message.parent, message.payload, message.vclock,
-                                         pos))
-        for m in delivered:
-            self.store.mark_delivered(self.gid, m.mid)
-        self._number(delivered, out)
+        self._number(core.receive(Message(mid, message.parent, message.payload,
+                                          message.vclock, pos)), out)
         if self._waiting_parent:
             children = self._waiting_parent.pop(mid, None)
             for child in children or ():
@@ -189,9 +193,14 @@ class TotalMop(Mop):
         log position: membership records take positions but no numbers, so messages
         are numbered 1, 2, 3, ... in every member."""
         records_before = self.log.records_before
+        # Every delivery is marked in the store here, whatever released it (its data,
+        # its position, or a membership record filling the position before it): a
+        # restart must not take a delivered message for one still to be placed.
+        mark_delivered, gid = self.store.mark_delivered, self.gid
         for m in delivered:
             pos = m.gseq
             assert pos is not None
+            mark_delivered(gid, m.mid)
             out.append(Message(m.mid, m.parent, m.payload, m.vclock, pos - records_before(pos)))
 
     # ------------------------------------------------------------ sequencer

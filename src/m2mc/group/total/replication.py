@@ -39,7 +39,7 @@ from contextlib import contextmanager
 from typing import Protocol
 
 from m2mc.group.messages import Ack, Body, Entries, LogEntry, MemberEntry, Order
-from m2mc.group.seqsets import contains, subtract
+from m2mc.group.seqsets import subtract
 from m2mc.group.total.configuration import apply_record, majority
 from m2mc.group.total.core import (
     COMMIT_DELAY,
@@ -371,7 +371,7 @@ class Replication:
         core = self.core
         if not core.plausible_pos(pos):
             return False
-        if pos <= core.emitted and not (core.lost and contains(core.lost, pos)):
+        if core.handed_out(pos):
             return False
         core.decide(pos, mid)
         return True

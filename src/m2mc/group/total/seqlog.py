@@ -40,7 +40,7 @@ class SeqLog:
 
     __slots__ = (
         "config_end", "configuration", "core", "decided_entries", "dumps", "dumps_conf",
-        "election", "flush", "forget", "found", "hand_over", "learn", "load_log",
+        "election", "flush", "forget", "found", "hand_over", "handed_out", "learn", "load_log",
         "missing_positions", "next_deadline", "on_ack", "on_decided", "on_handover",
         "on_nack_positions", "on_order", "on_prepare", "on_promise", "on_start",
         "on_status", "on_timer", "pass_over", "persistence", "position_of", "proposals",
@@ -61,6 +61,7 @@ class SeqLog:
         self.room = core.room
         self.take_decided = core.take_decided
         self.forget = core.forget
+        self.handed_out = core.handed_out
         # the configuration
         self.config_end = configuration.config_end
         self.records_before = configuration.records_before
