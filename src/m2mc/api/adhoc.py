@@ -321,10 +321,13 @@ class AdhocNode(Node):
     def history(self, gid: str) -> list[GroupMessage]:
         """The messages of ``gid`` this node has delivered, from the durable log, oldest first
         (those its retention has not evicted, docs/group.md section 8)."""
-        self._node().settle_sends()  # (the messages just sent too)
+        stack = self._node()
+        stack.settle_sends()  # (the messages just sent too)
         assert self._store is not None
+        inst = stack.groups.get(gid)  # its gseq as delivered: a number, not a log position
+        number = inst.mop.number if inst is not None else _same
         return [GroupMessage(gid, s.message.mid, s.message.parent, s.message.payload,
-                             s.message.gseq)
+                             number(s.message.gseq))
                 for s in self._store.load_messages(gid) if s.delivered]
 
     def stats(self) -> dict[str, int]:
@@ -568,3 +571,7 @@ async def _resolve(spec: GroupKey, gid: str) -> GroupSecret:
 def _not_started() -> NoReturn:
     raise UsageError(NOT_RUNNING)
 
+
+
+def _same(gseq: int | None) -> int | None:
+    return gseq

@@ -195,6 +195,11 @@ class Mop:
         return []
 
     # -------------------------------------------------------------- queries
+    def number(self, gseq: int | None) -> int | None:
+        """The number a stored message was delivered with, from the ``gseq`` its store
+        row holds (TotalMop: the row holds the log position, records included)."""
+        return gseq
+
     @property
     def is_sequencer(self) -> bool:
         return False  # (TotalMop: the sequencing log's leader)

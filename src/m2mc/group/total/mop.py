@@ -188,6 +188,9 @@ class TotalMop(Mop):
                 if child.mid in self.unstamped and self.log.position_of(child.mid) is None:
                     self._stamp(child)
 
+    def number(self, gseq: int | None) -> int | None:
+        return None if gseq is None else gseq - self.log.records_before(gseq)
+
     def _number(self, delivered: list[Message], out: list[Message]) -> None:
         """Delivered messages carry their number among messages (``gseq``), not their
         log position: membership records take positions but no numbers, so messages
