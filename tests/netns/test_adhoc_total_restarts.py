@@ -157,6 +157,7 @@ def test_kill_9_of_one_two_all_and_a_rolling_restart_keep_one_total_order(
     # The application: each message at most once, in the group's order; what a
     # lifetime did not read before its kill is in history(), not handed again.
     position = {mid: gseq for gseq, mid in order}
+    unread: dict[str, int] = {}
     for pid in PIDS:
         read = [r for _, out, _ in lives[pid] for r in app_reads(out)]
         assert all(position[mid] == gseq and payloads[mid] == payload
@@ -167,4 +168,6 @@ def test_kill_9_of_one_two_all_and_a_rolling_restart_keep_one_total_order(
             mine = [gseq for gseq, _, _ in app_reads(out)]
             assert mine == list(range(mine[0], mine[0] + len(mine))) if mine else True, pid
         assert gseqs[0] == 1 and gseqs[-1] == len(order), pid
+        unread[pid] = len(order) - len(read)
+    print(f"{len(order)} messages; unread by a killed process (in history()): {unread}")
     analyze(trace, tmp_path / "analysis", child_env, len(sent), len(PIDS))
