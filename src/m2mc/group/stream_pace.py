@@ -25,14 +25,16 @@ Whom it waits for, and for how long:
   *silent* (:class:`Silent`: members that were left out of an earlier stream of this
   node without ever acknowledging one, e.g. nodes of a version before STREAM_ACK);
   such a member counts again from its first acknowledgement;
-* a member is *left out* (not waited for until it speaks again) once nothing was
-  heard from it for ``wait`` seconds, acknowledgement or STREAM_NACK for this body,
-  while the sender is blocked: a receiver that crashed, went out of range, never
-  acknowledges (an older node), or stopped receiving the body (it gave it up). A
-  member that left the group is forgotten at once (:meth:`StreamPace.forget`). So
-  nobody stalls a sender for more than ``wait`` seconds per stall; a receiver that is
-  there but slow (it acknowledges, or asks for repairs) is waited for, for as long
-  as it keeps the body (``stream_timeout`` without progress at most).
+* a member is *left out* (not waited for until its acknowledgement moves again) once
+  the sender has been blocked by it for ``wait`` seconds without an acknowledgement
+  from it for this body: a receiver that crashed, went out of range, never
+  acknowledges (an older node), or gave the body up. A member that left the group is
+  forgotten at once (:meth:`StreamPace.forget`). So nobody stalls a sender for more
+  than ``wait`` seconds per stall; a receiver that is there but slow acknowledges
+  (every ``repeat``, even without progress, while it waits for repairs) and is waited
+  for, for as long as it keeps the body (``stream_timeout`` without progress at most).
+  Only acknowledgements count: an older node asks for repairs too, and would
+  otherwise hold a sender for as long as it keeps asking.
 
 Sans-IO: times are passed in; nothing here sends, the caller does.
 """
@@ -93,7 +95,7 @@ class StreamPace:
         self._acks = {m: 0 for m in self._known if m not in silent}  # member -> its next
         self._heard = dict.fromkeys(self._acks, now)  # member -> when last heard of
         self._left_out: set[str] = set()
-        self._spoke: set[str] = set()  # members heard of since the head
+        self._spoke: set[str] = set()  # members that acknowledged since the head
         self.blocked_since: float | None = None
 
     @property
@@ -111,21 +113,18 @@ class StreamPace:
     def left_out(self) -> frozenset[str]:
         return frozenset(self._left_out)
 
-    def heard(self, member: str, next_chunk: int | None, now: float) -> bool:
-        """``member`` acknowledged ``next_chunk`` (None: it asked for repairs, so it is
-        there). True if that may have made room."""
+    def heard(self, member: str, next_chunk: int, now: float) -> bool:
+        """``member`` acknowledged ``next_chunk``. True if that may have made room."""
         if member not in self._known:
             return False  # joined after the head: not waited for
         old = self._acks.get(member)
         if old is None:  # known silent, now speaking: counted from here on
-            if next_chunk is None:
-                return False
             old = self._acks[member] = next_chunk
         self._heard[member] = now
         self._spoke.add(member)
-        moved = next_chunk is not None and next_chunk > old
+        moved = next_chunk > old
         if moved:
-            self._acks[member] = next_chunk  # type: ignore[assignment]
+            self._acks[member] = next_chunk
         if member in self._left_out:
             if not moved:
                 return False

@@ -214,12 +214,11 @@ class GroupStreams:
         self.silent.add(gid, pace.silent(), self.config.max_members)
         return not pace.may_send(out.index, now)
 
-    def _pace_heard(self, key: Key, member: str, next_chunk: int | None, now: float) -> None:
+    def _pace_heard(self, key: Key, member: str, next_chunk: int, now: float) -> None:
         out = self.outgoing.get(key)
         if out is None or out.pace is None:
             return
-        if next_chunk is not None:
-            self.silent.spoke(key[0], member)
+        self.silent.spoke(key[0], member)
         pace = out.pace
         if pace.heard(member, next_chunk, now) and pace.blocked_since is not None \
                 and pace.may_send(out.index, now):
@@ -255,7 +254,6 @@ class GroupStreams:
         if isinstance(body, StreamData):
             self._on_data(inst, body, now)
         elif isinstance(body, StreamNack):
-            self._pace_heard((inst.gid, body.pid, body.seq), body.sender, None, now)
             self._on_nack(inst, body, now)
         elif inst.row.membership.is_member(body.sender):
             self._pace_heard((inst.gid, body.pid, body.seq), body.sender, body.next, now)
@@ -447,12 +445,12 @@ class GroupStreams:
                 self.node.emit(StreamUpdate(key[0], MessageId(key[1], key[2]), out.size))
         repeat = cfg.send_window_wait / 2
         for key, st in list(self.incoming.items()):
-            if now - st.progress >= cfg.stream_timeout:
+            if st.progress + cfg.stream_timeout <= now:  # (as next_deadline: no rounding gap)
                 self._fail(key, "timeout")
                 continue
-            if now - st.acked_at >= repeat:
+            if st.acked_at + repeat <= now:  # (as next_deadline computes it: no rounding gap)
                 self._ack(key, st, now)  # (again: a lost one, or we wait for repairs)
-            if st.nack_at is None and now - st.progress >= cfg.nack_holdoff:
+            if st.nack_at is None and st.progress + cfg.nack_holdoff <= now:
                 self._nack_soon(st, now)  # nothing for a while: a lost tail, or a stall
             if st.nack_at is not None and st.nack_at <= now:
                 self._send_nack(key, st, now)
@@ -461,7 +459,7 @@ class GroupStreams:
         cfg = self.config
         st.nack_at = None
         window_end = st.next + cfg.stream_window  # exclusive
-        stalled = now - st.progress >= cfg.nack_holdoff
+        stalled = st.progress + cfg.nack_holdoff <= now
         end = window_end if stalled else min(st.seen, window_end)
         if st.last >= 0:
             end = min(end, st.last + 1)
