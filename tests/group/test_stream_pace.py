@@ -68,6 +68,7 @@ class Model:
     now: float = 0.0
     blocked_checks: int = 0
     ever_left_out: set[str] = field(default_factory=set)
+    told: dict[str, int] = field(default_factory=dict)  # the last ack the sender got
     checking: bool = True  # False: the reference without pacing (nothing to check)
 
     def __post_init__(self) -> None:
@@ -90,6 +91,7 @@ class Model:
         while self.acks and self.acks[0][0] <= now:
             _, name, upto = self.acks.popleft()
             self.pace.heard(name, upto, now)
+            self.told[name] = max(upto, self.told.get(name, 0))
         while self.repairs and self.repairs[0][0] <= now:
             _, name, index = self.repairs.popleft()
             r = next(x for x in self.receivers if x.name == name)
@@ -159,8 +161,8 @@ class Model:
             return
         self.blocked_checks += 1
         # Blocked longer than the wait: a live receiver that acknowledged lately holds it.
-        holders = [r for r in self.live()
-                   if r.acked + self.window <= self.index and self.now - r.acked_at <= WAIT]
+        holders = [r for r in self.live() if self.told.get(r.name, 0) + self.window <= self.index
+                   and self.now - r.acked_at <= WAIT]
         assert holders, (self.now, since, self.index, [(r.name, r.next) for r in self.receivers])
 
     def run(self, limit: float) -> None:
