@@ -66,7 +66,6 @@ class Model:
     acks: deque[tuple[float, str, int]] = field(default_factory=deque)
     repairs: deque[tuple[float, str, int]] = field(default_factory=deque)
     now: float = 0.0
-    blocked_checks: int = 0
     ever_left_out: set[str] = field(default_factory=set)
     told: dict[str, int] = field(default_factory=dict)  # the last ack the sender got
     checking: bool = True  # False: the reference without pacing (nothing to check)
@@ -159,7 +158,6 @@ class Model:
         assert since is not None
         if self.now - since <= WAIT + REPEAT + 2 * TICK:
             return
-        self.blocked_checks += 1
         # Blocked longer than the wait: a live receiver that acknowledged lately holds it.
         holders = [r for r in self.live() if self.told.get(r.name, 0) + self.window <= self.index
                    and self.now - r.acked_at <= WAIT]

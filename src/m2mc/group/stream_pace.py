@@ -180,7 +180,8 @@ class StreamPace:
 
 class Silent:
     """Per group, the members that never acknowledged a stream of ours: not waited for
-    at the next head (module docstring). Bounded by the group's membership."""
+    at the next head (module docstring). At most ``limit`` (max_members) per group, and
+    only for groups this node sent a stream in."""
 
     __slots__ = ("_by_group",)
 
@@ -200,6 +201,3 @@ class Silent:
         group = self._by_group.get(gid)
         if group is not None:
             group.discard(member)
-
-    def drop_group(self, gid: str) -> None:
-        self._by_group.pop(gid, None)
