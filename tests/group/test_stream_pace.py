@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from m2mc.group.stream_pace import PaceStats, Silent, StreamPace, ack_every, pace_window
+from m2mc.group.stream_pace import PaceTally, Silent, StreamPace, ack_every, pace_window
 
 TICK = 0.005  # the model's step (s)
 WAIT = 1.0  # the pace's wait (2 * send_window_wait)
@@ -72,7 +72,7 @@ class Model:
 
     def __post_init__(self) -> None:
         self.pace = StreamPace(self.window, WAIT, [r.name for r in self.receivers], 0.0,
-                               stats=PaceStats())
+                               stats=PaceTally())
 
     def delay(self) -> float:
         return self.rng.uniform(0.0, 0.02)

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["PaceCounters", "PaceStats", "Silent", "StreamPace", "ack_every", "pace_window"]
+__all__ = ["PaceCounters", "PaceTally", "Silent", "StreamPace", "ack_every", "pace_window"]
 
 
 class PaceCounters(Protocol):
@@ -58,7 +58,9 @@ class PaceCounters(Protocol):
 
 
 @dataclass(slots=True)
-class PaceStats:
+class PaceTally:
+    """A pace's own counters, when no node's StreamStats are given (tests)."""
+
     stream_paced: int = 0
     stream_laggards: int = 0
 
@@ -90,7 +92,7 @@ class StreamPace:
                  ) -> None:
         self.window = window
         self.wait = wait
-        self.stats: PaceCounters = stats if stats is not None else PaceStats()
+        self.stats: PaceCounters = stats if stats is not None else PaceTally()
         self._known = set(members)  # who may be waited for: the members at the head
         self._acks = {m: 0 for m in self._known if m not in silent}  # member -> its next
         self._heard = dict.fromkeys(self._acks, now)  # member -> when last heard of
