@@ -99,3 +99,26 @@ def test_send_help_says_m2mp_does_not_repair(capsys: pytest.CaptureFixture[str])
         main(["send", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "does not repair lost packets" in out and "16 MiB" in out
+
+
+def test_send_warns_once_when_stdin_passes_the_threshold(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    """Stdin's size is not known ahead: the warning comes once that much is read."""
+    import io
+
+    import m2mc.cli.send as send
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setattr(send, "LARGE", 100_000)
+    monkeypatch.setattr(send, "PIECE", 30_000)
+
+    class Stdin:
+        buffer = io.BytesIO(bytes(250_000))
+
+    monkeypatch.setattr(sys, "stdin", Stdin())
+    assert main(["send", "--channel", "null://"]) == 0
+    captured = capsys.readouterr()
+    assert '"len": 250000' in captured.out
+    assert captured.err.count("warning") == 1
