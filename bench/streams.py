@@ -1,7 +1,7 @@
 """Large messages as streams: MB/s and peak memory as the file grows (issue 17 item 5).
 
     PYTHONPATH=src .venv/bin/python bench/streams.py [--sizes 10M,100M,1G]
-                                                     [--modes group,m2mp,raw]
+                                                     [--modes group,m2mp,raw] [--runs N]
 
 For each size a file of random bytes is written into a temporary directory (deleted
 afterwards, with everything the runs stored) and moved, once per system, from one
@@ -27,8 +27,14 @@ RSS at the largest size over that at the smallest (1G over 10M with the defaults
 that completed: 1.0 means memory does not grow with the file. Both ends check the
 SHA-256 (group, m2mp). M2MP never sends a packet again, so a fragment lost in both
 copies (the receiver fell behind its socket buffer) abandons the message (``gap``):
-that size's entry then says so, with the time until then and the peak RSS. Prints one
-JSON object.
+that size's entry then says so, with the time until then and the peak RSS. In group
+mode each entry also has the receiver's and the sender's stream counters
+(``stream_chunks_refused``: chunks the receiver refused as too far ahead of its
+window, which the sender's pacing should make 0; ``stream_paced``: how often the
+sender waited for it). ``--runs N`` moves each file N times: the size's entry is then
+the runs' summary (how many completed, median MB/s, the most peak RSS, the chunks
+refused in all) with each run in ``each``; progress goes to stderr. Prints one JSON
+object.
 """
 
 from __future__ import annotations
@@ -56,6 +62,12 @@ GROUP_NAME = "bench-streams"
 DATAGRAM_DATA = 500  # bytes of the file per raw datagram (an M2MP fragment's)
 END = b"\xffEND-OF-RAW-STREAM"
 READY_WAIT = 60.0
+# Counters of each end in the group mode's JSON (docs/operations.md): refused chunks
+# are those a receiver took as too far ahead of its window (the pacing's business).
+RECV_STATS = ("stream_chunks_refused", "stream_chunks_received", "stream_chunk_duplicates",
+              "stream_nacks_sent", "stream_acks_sent")
+SEND_STATS = ("stream_chunks_sent", "stream_chunks_repaired", "stream_paced",
+              "stream_laggards")
 
 
 def parse_size(text: str) -> int:
@@ -214,6 +226,9 @@ def run_pair(mode: str, path: Path, size: int, work: Path, url: str,
         out["loss"] = round(1 - received / size, 4)
     else:
         out["complete"] = received == size and recv_json["sha256"] == send_json["sha256"]
+    if mode == "group":
+        out["receiver_stats"] = recv_json.get("stats", {})
+        out["sender_stats"] = send_json.get("stats", {})
     if sent["rc"] or got["rc"]:
         out["exit_status"] = {"sender": sent["rc"], "receiver": got["rc"]}
         out["stderr"] = {"sender": sent["stderr"][-400:], "receiver": got["stderr"][-400:]}
@@ -258,8 +273,11 @@ async def group_recv(url: str, data_dir: str) -> None:
                     first = time.time()
                 sha.update(piece)
                 size += len(piece)
+            last = time.time()
+            stats = node.stats()
             print(json.dumps({"len": size, "sha256": sha.hexdigest(), "first": first,
-                              "last": time.time()}), flush=True)
+                              "last": last, "stats": {k: stats.get(k, 0) for k in RECV_STATS}}),
+                  flush=True)
             return
 
 
@@ -294,6 +312,9 @@ async def group_send(url: str, data_dir: str, path: str) -> None:
               flush=True)
         # Stay (answering the receiver's NACKs) until the bench says the body is in.
         await asyncio.to_thread(sys.stdin.readline)
+        stats = node.stats()
+        print(json.dumps({"start": start, "queued": queued, "sha256": sha.hexdigest(),
+                          "stats": {k: stats.get(k, 0) for k in SEND_STATS}}), flush=True)
 
 
 def multicast_spec(url: str) -> Any:
@@ -387,6 +408,9 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=1800.0,
                         help="seconds one transfer may take before it counts as failed")
     parser.add_argument("--seed", type=int, default=17)
+    parser.add_argument("--runs", type=int, default=1,
+                        help="transfers per size and system (default 1); with more, each "
+                             "size's entry is a list of runs and a summary beside it")
     args = parser.parse_args()
     bad = [m for m in args.modes if m not in MODES]
     if bad or not args.sizes:
@@ -402,12 +426,18 @@ def main() -> int:
         for size in sorted(set(args.sizes)):
             path = make_file(root, size, args.seed)
             for mode in args.modes:
-                work = root / f"{mode}-{label(size)}"
-                work.mkdir()
-                results[mode][label(size)] = run_pair(mode, path, size, work,
-                                                      channel_url(rng), args.timeout)
-                shutil.rmtree(work, ignore_errors=True)
-                load.append(os.getloadavg()[0])
+                runs = []
+                for run in range(args.runs):
+                    work = root / f"{mode}-{label(size)}-{run}"
+                    work.mkdir()
+                    runs.append(run_pair(mode, path, size, work, channel_url(rng),
+                                         args.timeout))
+                    shutil.rmtree(work, ignore_errors=True)
+                    load.append(os.getloadavg()[0])
+                    if args.runs > 1:
+                        print(json.dumps({"progress": f"{mode} {label(size)} run {run + 1}",
+                                          "result": runs[-1]}), file=sys.stderr, flush=True)
+                results[mode][label(size)] = runs[0] if args.runs == 1 else summary(runs)
             path.unlink()
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -420,11 +450,33 @@ def main() -> int:
     return 0
 
 
+def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several runs of one size and system: each run, and how many completed (whole,
+    checked), their median and range of MB/s, the most peak RSS of each role, and the
+    chunks refused in all (group mode)."""
+    done = [r for r in runs if r.get("complete") or ("loss" in r and "error" not in r)]
+    rates = sorted(r["mb_per_s"] for r in done if r.get("mb_per_s") is not None)
+    out: dict[str, Any] = {"runs": len(runs), "completed": len(done)}
+    if rates:
+        out.update(mb_per_s_median=rates[len(rates) // 2], mb_per_s_min=rates[0],
+                   mb_per_s_max=rates[-1])
+    for role in ("sender", "receiver"):
+        peaks = [r[f"{role}_peak_rss_mib"] for r in runs if f"{role}_peak_rss_mib" in r]
+        if peaks:
+            out[f"{role}_peak_rss_mib"] = max(peaks)
+    refused = [r["receiver_stats"].get("stream_chunks_refused", 0) for r in runs
+               if "receiver_stats" in r]
+    if refused:
+        out["stream_chunks_refused"] = sum(refused)
+    out["each"] = runs
+    return out
+
+
 def flatness(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Peak RSS at the largest size over that at the smallest, per system and role."""
     out: dict[str, Any] = {}
     for mode, by_size in results.items():
-        done = {k: v for k, v in by_size.items() if "error" not in v}
+        done = {k: v for k, v in by_size.items() if "error" not in v and v.get("completed", 1)}
         if len(done) < 2:
             continue
         sizes = sorted(done, key=parse_size)

@@ -55,8 +55,8 @@ def targets() -> list[FuzzTarget]:
         return decode_descriptor(STREAM_MAGIC + data)
 
     def head_seeds() -> list[bytes]:
-        return [encode_descriptor(Descriptor(16000, size))[len(STREAM_MAGIC):]
-                for size in (None, 0, 1 << 40)]
+        return [encode_descriptor(Descriptor(16000, size, window))[len(STREAM_MAGIC):]
+                for size in (None, 0, 1 << 40) for window in (None, 262)]
 
     return [FuzzTarget("group.frame", frame, seeds),
             FuzzTarget("group.stream_head", stream_head, head_seeds), _group_node_target()]
@@ -141,7 +141,7 @@ def _group_node_target() -> FuzzTarget:
             _check_group_node(node, cfg, m2mp)
 
     def seeds() -> list[bytes]:
-        from m2mc.group.stream_codec import LAST, StreamData, StreamNack
+        from m2mc.group.stream_codec import LAST, StreamAck, StreamData, StreamNack
         from m2mc.ordering import ROOT, Message, MessageId
 
         def chunk(flags: int, tag: bytes, body: Any) -> bytes:
@@ -161,7 +161,7 @@ def _group_node_target() -> FuzzTarget:
                                                                       ROOT, b"")]),
                   StreamData("p", "p", 5, 0, 64, bytes(64)),
                   StreamData("p", "p", 5, 2, 64, b"end", LAST, 131, bytes(32)),
-                  StreamNack("p", "me", 1, [(0, 9)])]
+                  StreamNack("p", "me", 1, [(0, 9)]), StreamAck("p", "me", 1, 3)]
         out = []
         for dest in range(3):
             for flags in (0x10 | dest, 0x18 | dest):

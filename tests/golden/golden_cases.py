@@ -21,7 +21,7 @@ import msgpack
 from golden_vectors import Fields, Vector, show
 
 from m2mc.group import codec as gc
-from m2mc.group.stream_codec import LAST, StreamData, StreamNack
+from m2mc.group.stream_codec import LAST, StreamAck, StreamData, StreamNack
 from m2mc.infra import codec as ic
 from m2mc.infra import messages as im
 from m2mc.infra.ids import Epoch, MemberId
@@ -259,6 +259,9 @@ def group_bodies() -> list[tuple[str, str, bytes, gc.Body]]:
                          bytes(range(32)))),
         ("STREAM_NACK", "carol asks for chunks 0-1 and 5 of alice's stream alice:7",
          TAG, StreamNack("carol", "alice", 7, [(0, 1), (5, 5)])),
+        ("STREAM_ACK", "bob holds chunks 0-63 of alice's stream alice:7 in order (its sender may "
+         "send chunks below 64 plus its window)",
+         TAG, StreamAck("bob", "alice", 7, 64)),
         ("ADV", "dave advertises itself (discovery tag)",
          gc.DISCOVERY_TAG, gc.Adv("dave")),
         ("GRPS_INFO", "bob describes an open S_b group and a keyed total-order group",

@@ -68,3 +68,57 @@ def test_bad_config_file_contents_from_a_real_process(tmp_path: Path) -> None:
     assert done.stderr.decode().count("\n") == 1
     assert "m2mp.redundancy must be >= 1" in done.stderr.decode()
     assert b"Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("size", [999, 1000, 5000])
+def test_send_warns_once_of_a_message_large_enough_to_be_lost(
+        size: int, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    """M2MP repairs nothing: from LARGE bytes on (16 MiB; 1,000 here) `m2mc send` says so
+    in one line on stderr, naming the group layer's streams, and sends the file anyway."""
+    import m2mc.cli.send as send
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setattr(send, "LARGE", 1000)
+    path = tmp_path / "file.bin"
+    path.write_bytes(bytes(size))
+    assert main(["send", "--channel", "null://", "--file", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert f'"len": {size}' in captured.out
+    warnings = [line for line in captured.err.splitlines() if "warning" in line]
+    if size < 1000:
+        assert warnings == []
+    else:
+        assert len(warnings) == 1 and "Group.send_stream" in warnings[0]
+        assert "does not send a lost packet again" in warnings[0]
+
+
+def test_send_help_says_m2mp_does_not_repair(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["send", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "does not repair lost packets" in out and "16 MiB" in out
+
+
+def test_send_warns_once_when_stdin_passes_the_threshold(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    """Stdin's size is not known ahead: the warning comes once that much is read."""
+    import io
+
+    import m2mc.cli.send as send
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setattr(send, "LARGE", 100_000)
+    monkeypatch.setattr(send, "PIECE", 30_000)
+
+    class Stdin:
+        buffer = io.BytesIO(bytes(250_000))
+
+    monkeypatch.setattr(sys, "stdin", Stdin())
+    assert main(["send", "--channel", "null://"]) == 0
+    captured = capsys.readouterr()
+    assert '"len": 250000' in captured.out
+    assert captured.err.count("warning") == 1

@@ -102,12 +102,19 @@ async def send_stream(port: StreamPort, gid: str, source: Source, reply_to: Repl
     mid = streams.open(gid, port.now(), parent, size)
     port.poke()  # the head is logged and queued before any of the body
     chunk = stack.config.stream_chunk_bytes
+    key = (gid, mid.pid, mid.seq)
     try:
         async for piece in _pieces(source, chunk):
             if must_wait(stack, len(piece)) or port.backlog():
                 await port.room_for(len(piece))
+            while streams.paced(gid, mid, port.now()):  # the receivers are a window behind
+                port.poke_soon()  # (the core's timer: when a silent one is left out)
+                await port.wait_news(key)
             streams.write(gid, mid, piece, port.now())
             port.poke_soon()
+        while streams.paced(gid, mid, port.now()):  # the last chunk too
+            port.poke_soon()
+            await port.wait_news(key)
         streams.close(gid, mid, port.now())
     except BaseException:
         if not port.closed():

@@ -8,6 +8,13 @@ their message timeout (``m2mp.message_timeout``) between two pieces. ``--iface N
 puts the channel on that interface (:mod:`m2mc.cli.iface_option`). If the system
 refused every datagram (the interface is down, say), a line on stderr says so
 and the exit status is 1.
+
+M2MP never sends a packet again (seeds/002): a message is lost whole if a receiver
+misses any of its packets in every copy, which a receiver that falls behind its
+socket buffer for a moment does. A message of ``LARGE`` bytes or more (a file of
+that size, or stdin once that much is read) gets one warning line on stderr naming
+the group layer's streams, which repair what is lost (docs/m2mp.md, "Large messages
+and loss").
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ import argparse
 import asyncio
 import hashlib
 import json
+import os
+import stat
 import sys
 from typing import Any, BinaryIO
 
@@ -36,11 +45,24 @@ def positive_int(text: str) -> int:
     return value
 
 
+# Four times the 4 MiB socket buffer the channel asks for: a message larger than a
+# few receive buffers is lost whole if a receiver falls behind for a moment.
+LARGE = 16 << 20
+WARNING = ("m2mc send: warning: this message is {size} or more: M2MP does not send a "
+           "lost packet again, so a receiver that misses one (say it falls behind its "
+           "socket buffer) loses the whole message; for large files use the group "
+           "layer's streams (Group.send_stream, docs/api.md), which repair losses")
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "send", help="send stdin (or a file) as one M2MP message",
         description="Send stdin (or --file) as one M2MP message; print its id, length and "
-                    "SHA-256 as one JSON line.")
+                    "SHA-256 as one JSON line. M2MP does not repair lost packets: a "
+                    "message is lost whole if a receiver misses one of its packets in "
+                    f"every copy. From {LARGE >> 20} MiB on a warning on stderr says so; "
+                    "for large files use the group layer's streams (Group.send_stream), "
+                    "which repair losses.")
     parser.add_argument("--channel", metavar="URL",
                         help="channel URL (default: m2mp.channel of the configuration)")
     parser.add_argument("--redundancy", metavar="N", type=positive_int,
@@ -84,6 +106,7 @@ async def send_stream(config: Config, source: BinaryIO, *, stdin: bool = False,
     thread (a pipe may keep us waiting; the event loop goes on meanwhile)."""
     sha = hashlib.sha256()
     size = 0
+    warned = _warn_if_large(_known_size(source))
     async with M2MPEndpoint.from_settings(config.m2mp, node=config.node_id) as endpoint:
         async with endpoint.open_message() as out:
             while True:
@@ -93,10 +116,29 @@ async def send_stream(config: Config, source: BinaryIO, *, stdin: bool = False,
                     break
                 sha.update(piece)
                 size += len(piece)
+                if not warned:
+                    warned = _warn_if_large(size)
                 await out.write(piece)
         await endpoint.drain()
         _note_refused(endpoint, refused)
         return out.message_id, size, sha.hexdigest()
+
+
+def _known_size(source: BinaryIO) -> int:
+    """The bytes a regular file holds from here (0 for a pipe or a terminal)."""
+    try:
+        st = os.fstat(source.fileno())
+        return max(0, st.st_size - source.tell()) if stat.S_ISREG(st.st_mode) else 0
+    except (OSError, AttributeError, ValueError):
+        return 0
+
+
+def _warn_if_large(size: int) -> bool:
+    """Warn once (stderr) if ``size`` is past ``LARGE``; True if it was."""
+    if size < LARGE:
+        return False
+    print(WARNING.format(size=f"{LARGE >> 20} MiB"), file=sys.stderr, flush=True)
+    return True
 
 
 def _note_refused(endpoint: M2MPEndpoint, refused: list[int] | None) -> None:

@@ -70,7 +70,14 @@ from m2mc.group.messages import (
     SyncReq,
     SyncResp,
 )
-from m2mc.group.stream_codec import StreamData, StreamNack, stream_from_wire, stream_to_wire
+from m2mc.group.stream_codec import (
+    StreamAck,
+    StreamData,
+    StreamNack,
+    stream_ack_from_wire,
+    stream_from_wire,
+    stream_to_wire,
+)
 from m2mc.group.wire_bounds import (
     MAX_BODY_ELEMENTS,
     MAX_DESC,
@@ -141,7 +148,7 @@ _KIND_OF: dict[type, Kind] = {
     Leave: Kind.LEAVE, Handover: Kind.HANDOVER, Ack: Kind.ACK, Prepare: Kind.PREPARE,
     Promise: Kind.PROMISE, Start: Kind.START, Decided: Kind.DECIDED, Gone: Kind.GONE,
     Adv: Kind.ADV, GrpsInfo: Kind.GRPS_INFO, StreamData: Kind.STREAM,
-    StreamNack: Kind.STREAM_NACK,
+    StreamNack: Kind.STREAM_NACK, StreamAck: Kind.STREAM_ACK,
 }
 
 
@@ -309,7 +316,7 @@ def _to_wire(body: Body) -> list[Any]:
             return [sender]
         case GrpsInfo(sender, groups):
             return [sender, [_grp_info_wire(g) for g in groups]]
-        case StreamData() | StreamNack():
+        case StreamData() | StreamNack() | StreamAck():
             return stream_to_wire(body)
     raise TypeError(f"not a group message body: {body!r}")  # pragma: no cover
 
@@ -451,6 +458,8 @@ def _from_wire(kind: int, raw: Any, max_seq: int) -> Body:
         return Decided(sender, _entries(r[1], max_seq))
     if kind == Kind.STREAM or kind == Kind.STREAM_NACK:
         return stream_from_wire(kind == Kind.STREAM, r, max_seq)
+    if kind == Kind.STREAM_ACK:
+        return stream_ack_from_wire(r, max_seq)
     if kind == Kind.ADV:
         _list(r, 1, 1)
         return Adv(sender)

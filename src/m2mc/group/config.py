@@ -136,7 +136,7 @@ class GroupConfig:
     # socket buffer holds (GroupNode.fit_window): the 4 MiB the channel asks for
     # hold 8 MiB in the kernel's count, Linux's default buffer 416 KiB.
     send_window_bytes: int = 4 << 20
-    send_window_wait: float = 0.5
+    send_window_wait: float = 0.5  # (streams: 2x the wait for a silent receiver, section 12)
     # ---------------------------------------------------------------- streams
     # (docs/group.md section 12) A message of any size sent as a stream: its body goes in
     # chunks of stream_chunk_bytes beside the ordering; a receiver keeps at most

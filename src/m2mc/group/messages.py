@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
-from m2mc.group.stream_codec import StreamData, StreamNack
+from m2mc.group.stream_codec import StreamAck, StreamData, StreamNack
 from m2mc.kinds import Order as GroupOrder  # Order here is the ORDER body
 from m2mc.ordering import Message, MessageId
 
@@ -38,6 +38,7 @@ class Kind(IntEnum):
     GONE = 16
     STREAM = 17  # a chunk of a streamed message's body (stream_codec.py)
     STREAM_NACK = 18
+    STREAM_ACK = 19  # how far a receiver holds a body in order (stream_pace.py)
     ADV = 20
     GRPS_INFO = 21
 
@@ -271,4 +272,4 @@ class GrpsInfo:
 
 Body = (Data | Repair | Order | Status | Nack | SyncReq | SyncResp | Join | Leave | Handover
         | Ack | Prepare | Promise | Start | Decided | Gone | Adv | GrpsInfo | StreamData
-        | StreamNack)
+        | StreamNack | StreamAck)

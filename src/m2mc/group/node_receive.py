@@ -57,7 +57,7 @@ _FLAGS_AT = HEADER_SIZE - 1  # offset of the flags byte in a group message
 _TAG_AT = slice(3, 11)  # the group tag, after magic and version
 _RATE_LIMITED = frozenset((int(Kind.NACK), int(Kind.SYNC_REQ), int(Kind.GONE),
                            int(Kind.STREAM_NACK)))  # + discovery
-_STREAM, _STREAM_NACK = int(Kind.STREAM), int(Kind.STREAM_NACK)
+_STREAMS = frozenset((int(Kind.STREAM), int(Kind.STREAM_NACK), int(Kind.STREAM_ACK)))
 _DISCOVERY_KINDS = frozenset((int(Kind.ADV), int(Kind.GRPS_INFO)))
 
 
@@ -181,7 +181,7 @@ class NodeReceive:
         if now - reconnect.heard_at > reconnect.silence:
             self._heard_again(now)
         reconnect.heard_at = now
-        if kind in (_STREAM, _STREAM_NACK):
+        if kind in _STREAMS:
             self.streams.on_body(inst, body, now)  # type: ignore[arg-type]
             return
         inst.on_body(body, now)

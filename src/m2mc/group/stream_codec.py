@@ -3,7 +3,11 @@
 A streamed message is an ordinary data record, its *head*, ordered, logged and
 repaired like any message, whose payload is a descriptor::
 
-    STREAM_MAGIC + msgpack [version, chunk_bytes, size or nil]
+    STREAM_MAGIC + msgpack [version, chunk_bytes, size or nil(, window)]
+
+(``window``: the chunks its sender may have past its slowest receiver, who
+acknowledges each quarter of it, m2mc.group.stream_pace; absent before pacing, and
+ignored by the nodes of that version, which read three elements and skip the rest)
 
 and a *body* that travels beside the ordering, in STREAM messages (kind 17) of one
 chunk each, asked for again by STREAM_NACK (kind 18):
@@ -15,7 +19,10 @@ chunk each, asked for again by STREAM_NACK (kind 18):
   ``chunk_bytes`` bytes; ``size`` and ``sha256`` are the whole body's), 2: the sender
   gave up (no data; the body will never be complete);
 * STREAM_NACK ``[sender, pid, seq, [lo1, hi1, lo2, hi2, ...]]``: chunks of message
-  ``pid:seq`` the sender still lacks (inclusive ranges of indexes).
+  ``pid:seq`` the sender still lacks (inclusive ranges of indexes);
+* STREAM_ACK ``[sender, pid, seq, next]`` (kind 19): ``sender`` holds chunks ``0 ..
+  next - 1`` of message ``pid:seq`` in its body store, in order: how far the sender of
+  the body may go (m2mc.group.stream_pace).
 
 ``Group.send`` refuses a payload that starts with the magic, so an application's
 message is never taken for a head.
@@ -30,8 +37,17 @@ import msgpack
 
 from m2mc.errors import DecodeError
 
-__all__ = ["MAX_CHUNK_BYTES", "STREAM_MAGIC", "Descriptor", "StreamData", "StreamNack",
-           "decode_descriptor", "encode_descriptor", "is_head"]
+__all__ = [
+    "MAX_CHUNK_BYTES",
+    "STREAM_MAGIC",
+    "Descriptor",
+    "StreamAck",
+    "StreamData",
+    "StreamNack",
+    "decode_descriptor",
+    "encode_descriptor",
+    "is_head",
+]
 
 # 14 bytes no text and no msgpack document starts with: NUL, "M2MC-STREAM", NUL, version.
 STREAM_MAGIC = b"\x00M2MC-STREAM\x00\x01"
@@ -46,10 +62,14 @@ class Descriptor:
 
     chunk_bytes: int
     size: int | None = None
+    window: int | None = None  # the sender's pacing window in chunks, if it paces
 
 
 def encode_descriptor(descriptor: Descriptor) -> bytes:
-    packed: bytes = msgpack.packb([1, descriptor.chunk_bytes, descriptor.size])
+    fields = [1, descriptor.chunk_bytes, descriptor.size]
+    if descriptor.window is not None:
+        fields.append(descriptor.window)
+    packed: bytes = msgpack.packb(fields)
     return STREAM_MAGIC + packed
 
 
@@ -72,7 +92,10 @@ def decode_descriptor(payload: bytes) -> Descriptor:
         raise DecodeError("bad stream chunk size")
     if size is not None and (type(size) is not int or size < 0):
         raise DecodeError("bad stream size")
-    return Descriptor(chunk, size)
+    window = raw[3] if len(raw) > 3 else None
+    if window is not None and (type(window) is not int or not 1 <= window <= MAX_CHUNKS):
+        window = None  # (a later version's meaning, perhaps: not ours to refuse)
+    return Descriptor(chunk, size, window)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,10 +119,20 @@ class StreamNack:
     chunks: list[tuple[int, int]]  # inclusive ranges of chunk indexes
 
 
-def stream_to_wire(body: StreamData | StreamNack) -> list[Any]:
+@dataclass(frozen=True, slots=True)
+class StreamAck:
+    sender: str
+    pid: str
+    seq: int
+    next: int  # chunks 0 .. next - 1 are in the sender's store, in order
+
+
+def stream_to_wire(body: StreamData | StreamNack | StreamAck) -> list[Any]:
     if isinstance(body, StreamData):
         return [body.sender, body.pid, body.seq, body.index, body.chunk_bytes, body.data,
                 body.state, body.size, body.sha256]
+    if isinstance(body, StreamAck):
+        return [body.sender, body.pid, body.seq, body.next]
     return [body.sender, body.pid, body.seq, [v for pair in body.chunks for v in pair]]
 
 
@@ -141,6 +174,18 @@ def stream_from_wire(is_data: bool, r: list[Any], max_seq: int,
         _uint(hi, lo, MAX_CHUNKS)
         ranges.append((lo, hi))
     return StreamNack(sender, pid, seq, ranges)
+
+
+def stream_ack_from_wire(r: list[Any], max_seq: int) -> StreamAck:
+    """Decode a STREAM_ACK body; DecodeError if malformed."""
+    if len(r) != 4:
+        raise DecodeError("expected a list of the right length")
+    sender, pid, seq, upto = r
+    _pid(sender)
+    _pid(pid)
+    _uint(seq, 1, max_seq)
+    _uint(upto, 0, MAX_CHUNKS + 1)
+    return StreamAck(sender, pid, seq, upto)
 
 
 def _pid(value: Any) -> None:

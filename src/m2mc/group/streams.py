@@ -22,6 +22,10 @@ sender gave up fails (``aborted``); one the body store cannot hold fails
 (``store_full``). A reader is told (:class:`StreamUpdate`), never handed a short
 body as if whole.
 
+Pacing (:mod:`m2mc.group.stream_pace`): every receiver tells the sender, by
+STREAM_ACK, how far it holds the body in order, and the sender's chunks wait until
+they are within a window of the slowest receiver it waits for.
+
 A reader of a stream whose body this node does not hold (a late joiner, a body
 evicted from the store) asks for it (:meth:`GroupStreams.want`): the probe fetches it
 from whoever still holds it.
@@ -41,12 +45,15 @@ from m2mc.group.stream_codec import (
     LAST,
     MORE,
     Descriptor,
+    StreamAck,
     StreamData,
     StreamNack,
     decode_descriptor,
     encode_descriptor,
     is_head,
 )
+from m2mc.group.stream_pace import Silent, StreamPace, ack_every, pace_window
+from m2mc.group.stream_stats import StreamStats, StreamStatus
 from m2mc.ordering import Message, MessageId
 from m2mc.store.bodies import BodyInfo, BodyStore, Key
 
@@ -59,35 +66,9 @@ if TYPE_CHECKING:
     from m2mc.group.instance import GroupInstance
     from m2mc.group.messages import Body
 
-__all__ = ["GroupStreams", "StreamStatus", "StreamUpdate"]
+__all__ = ["GroupStreams", "StreamStats", "StreamStatus", "StreamUpdate"]
 
 _FAILED_KEPT = 4096  # failed streams remembered (their late chunks ignored)
-
-
-@dataclass(frozen=True, slots=True)
-class StreamStatus:
-    available: int
-    done: bool
-    size: int | None
-    error: str | None
-
-
-@dataclass(slots=True)
-class StreamStats:
-    stream_sent: int = 0  # streamed messages this node sent
-    stream_received: int = 0  # bodies received whole (and checked)
-    stream_failed: int = 0  # bodies that will never be complete here (any reason)
-    stream_chunks_sent: int = 0
-    stream_chunks_received: int = 0
-    stream_chunk_duplicates: int = 0
-    stream_chunks_refused: int = 0  # past a stream's window (asked for again later)
-    stream_refused: int = 0  # chunks of new streams past max_streams, or of non-members
-    stream_nacks_sent: int = 0
-    stream_nacks_suppressed: int = 0  # ours held off: another member asked first
-    stream_chunks_repaired: int = 0  # chunks we sent again for others
-    stream_repairs_suppressed: int = 0  # another member sent them first
-    stream_repairs_refused: int = 0  # past max_stream_repairs
-    stream_store_full: int = 0  # a body the store could not hold
 
 
 @dataclass(slots=True)
@@ -98,6 +79,7 @@ class _Out:
     tail: bytes = b""
     size: int = 0
     sha: Any = field(default_factory=hashlib.sha256)
+    pace: StreamPace | None = None
 
 
 @dataclass(slots=True)
@@ -115,6 +97,9 @@ class _In:
     nack_at: float | None = None
     asked_at: float = float("-inf")
     holdoff: float = 0.0
+    every: int = 1  # acknowledge each time next moved this many chunks (stream_pace)
+    acked: int = 0  # the next we last acknowledged
+    acked_at: float = float("-inf")
 
 
 class StreamsPort(Protocol):
@@ -128,6 +113,8 @@ class StreamsPort(Protocol):
     def rng(self) -> random.Random: ...
     @property
     def groups(self) -> Mapping[str, GroupInstance]: ...
+    @property
+    def window_bytes(self) -> int: ...
 
     def send_head(self, gid: str, payload: bytes, now: float,
                   reply_to: MessageId | str | None) -> MessageId:
@@ -156,6 +143,12 @@ class GroupStreams:
         # Bodies to fetch once fewer than max_streams are in progress: key -> (chunk, since).
         self.waiting: OrderedDict[Key, tuple[int, float]] = OrderedDict()
         self.stats = StreamStats()
+        self.silent = Silent()  # members that never acknowledged a stream of ours
+
+    def window(self) -> int:
+        """Our pacing window in chunks (stream_pace.pace_window)."""
+        cfg = self.config
+        return pace_window(cfg.stream_window, self.node.window_bytes, cfg.stream_chunk_bytes)
 
     # ============================================================ sending
     def open(self, gid: str, now: float, reply_to: MessageId | str | None,
@@ -163,11 +156,16 @@ class GroupStreams:
         """Send the head of a new streamed message (ordered like any message) and
         make ready for its body; return its identity."""
         cfg = self.config
-        payload = encode_descriptor(Descriptor(cfg.stream_chunk_bytes, size))
+        window = self.window()
+        payload = encode_descriptor(Descriptor(cfg.stream_chunk_bytes, size, window))
         node = self.node
         mid = node.send_head(gid, payload, now, reply_to)  # it leaves before its first chunk
         inst = node.groups[gid]
-        self.outgoing[(gid, mid.pid, mid.seq)] = _Out(inst.tag, cfg.stream_chunk_bytes)
+        members = [m for m in inst.row.membership.current() if m != node.pid]
+        pace = StreamPace(window, 2 * cfg.send_window_wait, members, now,
+                          self.silent.of(gid), self.stats)
+        self.outgoing[(gid, mid.pid, mid.seq)] = _Out(inst.tag, cfg.stream_chunk_bytes,
+                                                      pace=pace)
         self.stats.stream_sent += 1
         return mid
 
@@ -201,6 +199,31 @@ class GroupStreams:
                                             b"", ABORTED))
         self._fail(key, "aborted")
 
+    def paced(self, gid: str, mid: MessageId, now: float) -> bool:
+        """True while the next chunk of a stream we send must wait for its receivers
+        (stream_pace): a StreamUpdate of ``mid`` says when to ask again."""
+        out = self._out((gid, mid.pid, mid.seq))
+        pace = out.pace
+        if pace is None or pace.may_send(out.index, now):
+            return False
+        inst = self.node.groups.get(gid)
+        if inst is not None:  # members that left since: not waited for
+            for m in pace.members():
+                if not inst.row.membership.is_member(m):
+                    pace.forget(m)
+        self.silent.add(gid, pace.silent(), self.config.max_members)
+        return not pace.may_send(out.index, now)
+
+    def _pace_heard(self, key: Key, member: str, next_chunk: int, now: float) -> None:
+        out = self.outgoing.get(key)
+        if out is None or out.pace is None:
+            return
+        self.silent.spoke(key[0], member)
+        pace = out.pace
+        if pace.heard(member, next_chunk, now) and pace.blocked_since is not None \
+                and pace.may_send(out.index, now):
+            self.node.emit(StreamUpdate(key[0], MessageId(key[1], key[2]), out.size))
+
     def _out(self, key: Key) -> _Out:
         out = self.outgoing.get(key)
         if out is None:
@@ -226,11 +249,14 @@ class GroupStreams:
             self.node.emit(StreamUpdate(gid, MessageId(pid, seq), out.size))
 
     # ========================================================== receiving
-    def on_body(self, inst: GroupInstance, body: StreamData | StreamNack, now: float) -> None:
-        if isinstance(body, StreamNack):
-            self._on_nack(inst, body, now)
-        else:
+    def on_body(self, inst: GroupInstance, body: StreamData | StreamNack | StreamAck,
+                now: float) -> None:
+        if isinstance(body, StreamData):
             self._on_data(inst, body, now)
+        elif isinstance(body, StreamNack):
+            self._on_nack(inst, body, now)
+        elif inst.row.membership.is_member(body.sender):
+            self._pace_heard((inst.gid, body.pid, body.seq), body.sender, body.next, now)
 
     def _on_data(self, inst: GroupInstance, body: StreamData, now: float) -> None:
         key = (inst.gid, body.pid, body.seq)
@@ -249,7 +275,8 @@ class GroupStreams:
             if len(self.incoming) >= self.config.max_streams:
                 stats.stream_refused += 1
                 return
-            st = self.incoming[key] = _In(inst.tag, body.chunk_bytes, now)
+            st = self.incoming[key] = _In(inst.tag, body.chunk_bytes, now,
+                                          every=ack_every(self.window()))
         if body.state == ABORTED:
             self._fail(key, "aborted")
             return
@@ -305,11 +332,20 @@ class GroupStreams:
                 return
             del self.incoming[key]
             self.store.finish(key, BodyInfo(st.size, st.digest, st.chunk))
+            self._ack(key, st, now)  # complete: the sender waits for us no more
             stats.stream_received += 1
             self._next_waiting(now)
             self.node.emit(StreamUpdate(inst.gid, mid, st.size, done=True))
         else:
+            if st.next - st.acked >= st.every:
+                self._ack(key, st, now)
             self.node.emit(StreamUpdate(inst.gid, mid, st.next * st.chunk))
+
+    def _ack(self, key: Key, st: _In, now: float) -> None:
+        """Tell the sender how far we hold the body in order (stream_pace)."""
+        st.acked, st.acked_at = st.next, now
+        self.node.send_body(st.tag, StreamAck(self.node.pid, key[1], key[2], st.next))
+        self.stats.stream_acks_sent += 1
 
     def _nack_soon(self, st: _In, now: float) -> None:
         if st.nack_at is None and now >= st.asked_at + st.holdoff:
@@ -402,11 +438,19 @@ class GroupStreams:
                 del self.repairs[item]
                 self._repair(*item)
         cfg = self.config
+        for key, out in self.outgoing.items():
+            pace = out.pace
+            if pace is not None and pace.blocked_since is not None \
+                    and not self.paced(key[0], MessageId(key[1], key[2]), now):
+                self.node.emit(StreamUpdate(key[0], MessageId(key[1], key[2]), out.size))
+        repeat = cfg.send_window_wait / 2
         for key, st in list(self.incoming.items()):
-            if now - st.progress >= cfg.stream_timeout:
+            if st.progress + cfg.stream_timeout <= now:  # (as next_deadline: no rounding gap)
                 self._fail(key, "timeout")
                 continue
-            if st.nack_at is None and now - st.progress >= cfg.nack_holdoff:
+            if st.acked_at + repeat <= now:  # (as next_deadline computes it: no rounding gap)
+                self._ack(key, st, now)  # (again: a lost one, or we wait for repairs)
+            if st.nack_at is None and st.progress + cfg.nack_holdoff <= now:
                 self._nack_soon(st, now)  # nothing for a while: a lost tail, or a stall
             if st.nack_at is not None and st.nack_at <= now:
                 self._send_nack(key, st, now)
@@ -415,7 +459,7 @@ class GroupStreams:
         cfg = self.config
         st.nack_at = None
         window_end = st.next + cfg.stream_window  # exclusive
-        stalled = now - st.progress >= cfg.nack_holdoff
+        stalled = st.progress + cfg.nack_holdoff <= now
         end = window_end if stalled else min(st.seen, window_end)
         if st.last >= 0:
             end = min(end, st.last + 1)
@@ -443,8 +487,14 @@ class GroupStreams:
         if self.repairs:
             best = min(self.repairs.values())
         cfg = self.config
+        for out in self.outgoing.values():
+            pace = out.pace
+            d = None if pace is None else pace.deadline(out.index)
+            if d is not None and (best is None or d < best):
+                best = d
+        repeat = cfg.send_window_wait / 2
         for st in self.incoming.values():
-            d = st.progress + cfg.stream_timeout
+            d = min(st.progress + cfg.stream_timeout, st.acked_at + repeat)
             if st.nack_at is not None:
                 d = min(d, st.nack_at)
             else:
@@ -492,9 +542,10 @@ class GroupStreams:
                 or (quietly and key in self.failed)):
             return
         try:
-            chunk = decode_descriptor(head).chunk_bytes
+            descriptor = decode_descriptor(head)
         except DecodeError:
             return  # a payload that only looks like a head: a message like any other
+        chunk = descriptor.chunk_bytes
         if len(self.incoming) >= self.config.max_streams:
             self.waiting[key] = (chunk, now)
             self.waiting.move_to_end(key)
@@ -503,7 +554,8 @@ class GroupStreams:
             return
         self.failed.pop(key, None)
         # As if it had stalled already: the probe asks for its first window soon.
-        self.incoming[key] = _In(inst.tag, chunk, now - self.config.nack_holdoff)
+        self.incoming[key] = _In(inst.tag, chunk, now - self.config.nack_holdoff,
+                                 every=ack_every(descriptor.window or self.window()))
 
     def _next_waiting(self, now: float) -> None:
         """A slot is free: start fetching the body that waited longest."""
@@ -512,7 +564,8 @@ class GroupStreams:
             inst = self.node.groups.get(key[0])
             if (inst is not None and key not in self.incoming and key not in self.failed
                     and self.store.info(key) is None):
-                self.incoming[key] = _In(inst.tag, chunk, now - self.config.nack_holdoff)
+                self.incoming[key] = _In(inst.tag, chunk, now - self.config.nack_holdoff,
+                                         every=ack_every(self.window()))
 
     def counters(self) -> dict[str, int]:
         out = {name: getattr(self.stats, name) for name in self.stats.__dataclass_fields__}

@@ -19,7 +19,7 @@ from m2mc.group.node_stats import NodeStats
 from m2mc.group.reconnect import ReconnectStats
 from m2mc.group.repair import RepairStats
 from m2mc.group.retention import RetentionStats
-from m2mc.group.streams import StreamStats
+from m2mc.group.stream_stats import StreamStats
 from m2mc.group.total.seqlog import SeqLogStats
 from m2mc.group.window import WindowStats
 from m2mc.infra.coordinator import CoordStats
@@ -272,6 +272,13 @@ _SPECS: list[MetricSpec] = [
        "non-members"),
     _c("m2mc_stream_nacks_sent_total", "STREAM_NACKs this node sent",
        alarm="rate high relative to m2mc_stream_chunks_received_total: a lossy medium"),
+    _c("m2mc_stream_acks_sent_total", "STREAM_ACKs this node sent: how far it holds a "
+       "body in order, for the body's sender"),
+    _c("m2mc_stream_paced_total", "times a stream this node sends waited for its slowest "
+       "receiver"),
+    _c("m2mc_stream_laggards_total", "receivers a stream's sender stopped waiting for: "
+       "silent for 2 * send_window_wait", alarm="rising: members crashed or gone, or "
+       "older nodes that never acknowledge"),
     _c("m2mc_stream_nacks_suppressed_total", "STREAM_NACKs held off: another member asked"),
     _c("m2mc_stream_chunks_repaired_total", "chunks this node sent again for others"),
     _c("m2mc_stream_repairs_suppressed_total", "chunk repairs left out: another member "

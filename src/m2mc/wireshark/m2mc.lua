@@ -133,6 +133,7 @@ local GROUP_KINDS = {
     [16] = { "GONE",      "sender:pid ranges:digest gseqs:intervals stubs:records" },
     [17] = { "STREAM",    "sender:pid pid:pid seq:uint index:uint chunk_bytes:uint data:bin state:uint size:uint sha256:bin" },
     [18] = { "STREAM_NACK", "sender:pid pid:pid seq:uint chunks:intervals" },
+    [19] = { "STREAM_ACK", "sender:pid pid:pid seq:uint next:uint" },
     [20] = { "ADV",       "sender:pid" },
     [21] = { "GRPS_INFO", "sender:pid groups:grpinfos" },
 }
