@@ -109,8 +109,8 @@ clients_connected  # src/m2mc/runtime/daemon.py:39: a counter: a field of a *Sta
 _.pause_writing  # src/m2mc/transport/daemon_channel.py:46: asyncio calls it: a protocol callback
 _.resume_writing  # src/m2mc/transport/daemon_channel.py:49: asyncio calls it: a protocol callback
 from_clients  # src/m2mc/transport/router.py:32: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-bytes_in  # src/m2mc/wire/m2mp_types.py:81: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-bytes_out  # src/m2mc/wire/m2mp_types.py:82: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+bytes_in  # src/m2mc/wire/m2mp_types.py:100: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+bytes_out  # src/m2mc/wire/m2mp_types.py:101: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 TITLE  # src/m2mc_chat/app.py:43: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 ENABLE_COMMAND_PALETTE  # src/m2mc_chat/app.py:44: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 BINDINGS  # src/m2mc_chat/app.py:45: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)

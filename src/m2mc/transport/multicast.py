@@ -33,6 +33,7 @@ from m2mc.transport.linkwatch import LinkWatcher, rejoin_group, watch_interface
 from m2mc.transport.offload import (
     GRO_ANCILLARY,
     GRO_READ_SIZE,
+    SEGMENT,
     disable_gso,
     enable_gro,
     enable_gso,
@@ -96,6 +97,7 @@ class MulticastChannel(Channel):
                  max_inbound: int = DEFAULT_MAX_INBOUND) -> None:
         super().__init__(url, max_inbound=max_inbound)
         self.spec = spec
+        self.packet_size = spec.packet
         self._destination = (spec.group, spec.port)
         self._sock: socket.socket | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -115,7 +117,9 @@ class MulticastChannel(Channel):
         self._sock = open_multicast_socket(self.spec)
         self._fd = self._sock.fileno()
         if self.spec.offload:
-            self.gso = enable_gso(self._sock)
+            # Joined sends only at the default packet size: a capture on this host may
+            # see a joined buffer, which m2mc.lua cuts at 508 bytes (offload.py).
+            self.gso = self.packet_size == SEGMENT and enable_gso(self._sock)
             self.gro = enable_gro(self._sock)
         self._loop.add_reader(self._fd, self._on_readable)
 

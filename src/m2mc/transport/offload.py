@@ -1,8 +1,8 @@
 """UDP segmentation offload (Linux GSO/GRO): many M2MP packets per system call.
 
 The wire does not change: every packet is still its own UDP datagram of at most
-508 bytes (docs/interfaces.md section 1). What changes is how many cross the
-system-call boundary at once.
+508 bytes (docs/interfaces.md section 1), or of the larger packet size a user named
+(``packet=``). What changes is how many cross the system-call boundary at once.
 
 - Sending (``UDP_SEGMENT``): a run of packets of one size S, the last possibly
   shorter, goes to the kernel as one buffer, and the kernel (or the network card)
@@ -10,10 +10,14 @@ system-call boundary at once.
   (:data:`SEGMENT`, 508 bytes) plus the one after them: the fragments of a message
   are exactly that, and a capture on the sending host, which may see the joined
   buffer before it is cut, can then always be split at 508 bytes (m2mc.lua does).
+  A channel set to a larger packet size does not join its sends (multicast.py):
+  each of its packets is one send, and one joined buffer is never anything but
+  508-byte packets.
 - Receiving (``UDP_GRO``): the kernel may hand several datagrams of one size from
   one sender over in one read, with the segment size in a control message; we cut
-  them apart again (:func:`split_segments`). Without the option, a joined buffer
-  is cut by the kernel before our socket sees it.
+  them apart again (:func:`split_segments`), whatever their size: packets of
+  another sender's larger packet size are cut at that size. Without the option, a
+  joined buffer is cut by the kernel before our socket sees it.
 
 Both are per socket and optional: where the kernel refuses them (not Linux, a
 kernel older than 4.18 for sending or 5.0 for receiving), the channel sends and
@@ -29,6 +33,7 @@ import struct
 import sys
 from collections.abc import Callable, Sequence
 
+from m2mc.wire.packet import MAX_DATAGRAM
 from m2mc.wire.segments import Segments
 
 SEGMENT = 508  # the M2MP packet size: the only segment size we send with
@@ -87,13 +92,13 @@ def run_end(datagrams: Sequence[bytes], start: int) -> int:
 
 
 def split_segments(data: bytes, ancillary: list[tuple[int, int, bytes]],
-                   append: Callable[[bytes], None], keep: int = 4096,
+                   append: Callable[[bytes], None], keep: int = MAX_DATAGRAM + 1,
                    blocks: bool = False) -> int:
     """Append the datagrams of one GRO read (``recvmsg``'s data and ancillary data)
     and return how many. Without a segment size it is one datagram. Each is cut to
-    ``keep`` bytes, as a plain read of that size cuts a datagram: anything over 508
-    bytes is no M2MP packet (the layer above counts it malformed), and what a channel
-    holds stays bounded by its count of datagrams, whatever senders send.
+    ``keep`` bytes, as a plain read of that size cuts a datagram: anything over
+    MAX_DATAGRAM bytes is no M2MP packet (the layer above counts it malformed), and
+    each datagram a channel holds stays bounded, whatever senders send.
     ``blocks``: datagrams of :data:`SEGMENT` bytes are appended as one
     :class:`Segments` rather than one by one."""
     size = 0

@@ -9,9 +9,11 @@ fragment; a message completes when fragments 0..last are all present.
 Every table here can be filled by an outsider, so each is bounded:
 ``max_partial_messages`` and ``max_partial_bytes`` (at the bound the partial
 message idle the longest is abandoned with reason ``"bound"``),
-``max_message_bytes`` (a fragment beyond it abandons its message, reason
-``"too_large"``) and the completed-ID cache that discards redundant copies
-(oldest entries forgotten first; entries also expire after the message timeout).
+``max_message_bytes`` (a fragment beyond it, by number or by the bytes held,
+abandons its message, reason ``"too_large"``: fragments may be larger than 500
+bytes where a sender set a larger packet size) and the completed-ID cache that
+discards redundant copies (oldest entries forgotten first; entries also expire
+after the message timeout).
 """
 
 from __future__ import annotations
@@ -173,6 +175,12 @@ class Reassembler:
         else:
             partial.deadline = now + limits.message_timeout
             partials.move_to_end(message_id)
+        if partial.size + len(data) > limits.max_message_bytes + MAX_FRAGMENT:
+            # Fragments over 500 bytes (a sender's larger packet size): the bound on the
+            # fragment number above no longer bounds the bytes, this does.
+            self._abandon(message_id, "too_large")
+            self.mark_done(message_id, now)
+            return None
         parts = partial.parts
         if last:
             if partial.last not in (-1, fragment) or (parts and max(parts) > fragment):
@@ -273,13 +281,16 @@ class Reassembler:
         if self._partial_bytes + adding > limits.max_partial_bytes:
             return None
         if first == 0:
+            if adding > limits.max_message_bytes + MAX_FRAGMENT:
+                return None
             if (message_id in self._partial or message_id in self._done
                     or len(self._partial) >= limits.max_partial_messages):
                 return None
             return _Partial(deadline=0.0)
         partial = self._partial.get(message_id)
         if (partial is None or partial.last != -1 or partial.contiguous != first
-                or len(partial.parts) != first):
+                or len(partial.parts) != first
+                or partial.size + adding > limits.max_message_bytes + MAX_FRAGMENT):
             return None
         return partial
 
