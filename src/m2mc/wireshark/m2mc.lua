@@ -85,6 +85,7 @@ end
 -- Kept in step with the Python sources by tests/wireshark/test_schema.py.
 local M2MP_HEADER = 8
 local M2MP_MAX_FRAGMENT = 500
+local M2MP_MAX_DATAGRAM = 65507 -- the largest packet, at a packet size a user named (packet=)
 local GROUP_MAGIC = "MC"
 local GROUP_VERSION = 1
 local GROUP_HEADER = 13
@@ -1810,8 +1811,8 @@ local function dissect_packet(tvb, pinfo, tree, slot)
     local n = tvb:len()
     pinfo.cols.protocol = "M2MP"
     local t = tree:add(p_m2mp, tvb())
-    if n < M2MP_HEADER or n > M2MP_HEADER + M2MP_MAX_FRAGMENT then
-        t:add_proto_expert_info(E.bad_packet, "an M2MP packet has 8 to 508 bytes, this one " .. n)
+    if n < M2MP_HEADER or n > M2MP_MAX_DATAGRAM then
+        t:add_proto_expert_info(E.bad_packet, "an M2MP packet has 8 to 65507 bytes, this one " .. n)
         pinfo.cols.info = "M2MP: not a packet (" .. n .. " bytes)"
         return n
     end
@@ -1869,13 +1870,29 @@ local function dissect_packet(tvb, pinfo, tree, slot)
     return n
 end
 
--- A frame longer than one packet, captured where the sender's kernel had not cut it yet
--- (UDP segmentation offload: on loopback, on a bridge, before a network card that cuts
--- it): packets of 508 bytes back to back, the last possibly shorter (docs/m2mp.md).
+-- A frame longer than 508 bytes is either one packet of a larger packet size (packet=,
+-- docs/m2mp.md) or several packets captured where the sender's kernel had not cut them
+-- yet (UDP segmentation offload: on loopback, on a bridge, before a network card that
+-- cuts it): packets of 508 bytes back to back, the last possibly shorter. Senders join
+-- only 508-byte packets, and what follows one of them in a joined frame is a copy or
+-- the next fragment of its message (the same message ID) or the first fragment of
+-- another message (a nonzero ID): the frame is taken as joined when the header at byte
+-- 508 is one of those, else as one packet.
+local function segmented(tvb)
+    local n = tvb:len()
+    local full = M2MP_HEADER + M2MP_MAX_FRAGMENT
+    if n < full + M2MP_HEADER then return false end  -- no room for a second packet
+    local msgid = tvb(full, 4):uint()
+    if msgid == tvb(0, 4):uint() then return true end
+    local word = tvb(full + 4, 4):uint()
+    -- (a random message ID is 0 once in 2^32 times; zeros in a large packet often)
+    return msgid ~= 0 and (word == 0 or word == 2147483648)
+end
+
 local function dissect_m2mp(tvb, pinfo, tree)
     local n = tvb:len()
     local full = M2MP_HEADER + M2MP_MAX_FRAGMENT
-    if n <= full then return dissect_packet(tvb, pinfo, tree, pinfo.number) end
+    if n <= full or not segmented(tvb) then return dissect_packet(tvb, pinfo, tree, pinfo.number) end
     local infos = {}
     local count = 0
     for off = 0, n - 1, full do
@@ -1894,14 +1911,15 @@ p_m2mp.dissector = dissect_m2mp
 -- a known kind, known flags), or a later fragment of such a message.
 local function heur_m2mp(whole, pinfo, tree)
     -- A segmented frame (see dissect_m2mp) is judged by its first packet.
-    local tvb = whole:len() > M2MP_HEADER + M2MP_MAX_FRAGMENT
+    local tvb = whole:len() > M2MP_HEADER + M2MP_MAX_FRAGMENT and segmented(whole)
         and whole(0, M2MP_HEADER + M2MP_MAX_FRAGMENT):tvb() or whole
     local n = tvb:len()
-    if n < M2MP_HEADER or n > M2MP_HEADER + M2MP_MAX_FRAGMENT then return false end
+    if n < M2MP_HEADER or n > M2MP_MAX_DATAGRAM then return false end
     local word = tvb(4, 4):uint()
     local last = word >= 2147483648
     local frag = word % 2147483648
-    if not last and n ~= M2MP_HEADER + M2MP_MAX_FRAGMENT then return false end
+    -- every packet of a message but its last is full: 508 bytes, or more at a larger size
+    if not last and n < M2MP_HEADER + M2MP_MAX_FRAGMENT then return false end
     if frag == 0 then
         if not looks_like_group(tvb, M2MP_HEADER) then return false end
     elseif not m2mp_state.group_keys[message_key(pinfo, tvb(0, 4):uint())] then
