@@ -53,3 +53,19 @@ def test_large_packets_decode_and_reassemble(tmp_path: Path) -> None:
     info = info_columns(path, options=OPTIONS)
     assert not any(info[n].startswith("[") for n in [*small, *large, heuristic, zero])
 
+
+
+def test_a_joined_frame_of_two_messages_is_still_taken_apart(tmp_path: Path) -> None:
+    """Redundancy 1: a message of exactly 500 bytes (one full, last packet) joined with
+    the next message's first packets: the header at byte 508 starts another message."""
+    first = [bytes(p) for p in fragments(0xA, b"a" * 500)]
+    second = [bytes(p) for p in fragments(0xB, b"b" * 1200)]
+    path = tmp_path / "joined.pcap"
+    with PcapWriter(path) as pcap:
+        joined = pcap.udp(SENDER, CELL, b"".join(first + second))
+    frames = {p.number: p for p in dissect(path, options=OPTIONS)}
+    got = [(m.value("m2mp.msgid"), m.value("m2mp.fragment"))
+           for m, _ in frames[joined].m2mp_packets()]
+    assert got == [("0x0000000a", "0"), ("0x0000000b", "0"), ("0x0000000b", "1"),
+                   ("0x0000000b", "2")]
+    assert info_columns(path, options=OPTIONS)[joined].startswith("[4 packets, segmented]")
