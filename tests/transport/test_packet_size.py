@@ -14,6 +14,7 @@ from m2mc.errors import ConfigError
 from m2mc.runtime.endpoint import DEFAULT_FLOW_WINDOW, M2MPEndpoint, flow_window_for, window_at
 from m2mc.transport.channel import DEFAULT_MAX_INBOUND_BYTES
 from m2mc.transport.multicast import MulticastChannel
+from m2mc.transport.offload import SOL_UDP, UDP_SEGMENT, run_end, segments_per_send
 from m2mc.transport.url import (
     MemSpec,
     MulticastSpec,
@@ -130,14 +131,23 @@ async def test_the_inbox_is_bounded_in_bytes_as_well_as_in_datagrams() -> None:
     await receiver.close()
 
 
-async def test_a_multicast_channel_of_a_larger_size_sends_each_packet_alone(
-        mcast_url: str) -> None:
-    """Joined sends (GSO) only at 508 bytes, where a capture may cut a joined buffer;
-    reads (GRO) stay on and cut what the kernel joined at its own segment size."""
-    async with open_channel(mcast_url + "&packet=1472") as big, open_channel(mcast_url) as small:
+@pytest.mark.parametrize(("packet", "joined"), [(1472, 44), (32_753, 2), (32_754, 1),
+                                               (65_000, 1)])
+async def test_a_multicast_channel_joins_sends_of_its_packet_size(
+        mcast_url: str, packet: int, joined: int) -> None:
+    """Joined sends (GSO) cut at the channel's packet size, as many per send as one
+    UDP datagram carries (none past 32,753 bytes); a reader at the default size
+    (GRO on) gets every packet whole, cut at the sender's size."""
+    assert segments_per_send(packet) == joined
+    async with open_channel(f"{mcast_url}&packet={packet}") as big, \
+            open_channel(mcast_url) as small:
         assert isinstance(big, MulticastChannel) and isinstance(small, MulticastChannel)
-        assert big.packet_size == 1472 and not big.gso
-        packets = [bytes([i]) * 1472 for i in range(40)] + [b"end"]
+        assert big.packet_size == packet and big.gso == (joined > 1) and small.gro
+        if big.gso:
+            assert big._sock is not None
+            assert big._sock.getsockopt(SOL_UDP, UDP_SEGMENT) == packet
+        count = min(100, 2 * MAX_DATAGRAM // packet)
+        packets = [bytes([i]) * packet for i in range(count)] + [b"end"]
         assert big.send_many_nowait(packets) == len(packets)
         got: list[bytes] = []
         loop = asyncio.get_running_loop()
@@ -145,6 +155,13 @@ async def test_a_multicast_channel_of_a_larger_size_sends_each_packet_alone(
         while len(got) < len(packets) and loop.time() < deadline:
             got += await asyncio.wait_for(small.recv_many(), DEADLINE)
         assert got == packets
+
+
+def test_a_run_to_join_is_of_full_packets_of_the_packet_size() -> None:
+    datagrams = [bytes(1472)] * 50 + [bytes(100), bytes(1472)]
+    assert run_end(datagrams, 0, 1472, segments_per_send(1472)) == 44
+    assert run_end(datagrams, 44, 1472, segments_per_send(1472)) == 51  # 6 full + the short
+    assert run_end([bytes(508)] * 3, 0, 1472, 44) == 1  # not full at 1472: one alone
 
 
 async def test_endpoints_of_three_sizes_on_one_multicast_channel(mcast_url: str) -> None:

@@ -69,3 +69,31 @@ def test_a_joined_frame_of_two_messages_is_still_taken_apart(tmp_path: Path) -> 
     assert got == [("0x0000000a", "0"), ("0x0000000b", "0"), ("0x0000000b", "1"),
                    ("0x0000000b", "2")]
     assert info_columns(path, options=OPTIONS)[joined].startswith("[4 packets, segmented]")
+
+
+def test_a_joined_frame_of_larger_packets_is_cut_at_their_size(tmp_path: Path) -> None:
+    """A sender at packet=1472 joins its full packets as one at 508 does (offload.py):
+    the dissector finds the size from the second packet's header, with copies
+    (redundancy 2) or without."""
+    rng = random.Random(5)
+    payload = rng.randbytes(5000)  # 1464 x 3 + 608
+    packets = [bytes(p) for p in fragments(0xC0DE, payload, 1472)]
+    path = tmp_path / "joined1472.pcap"
+    with PcapWriter(path) as pcap:
+        # redundancy 2, joined as the channel joins (the full packets and the one
+        # after them): the last packet's second copy goes alone
+        run = [p for p in packets for _ in range(2)]
+        twice = pcap.udp(SENDER, CELL, b"".join(run[:7]))
+        pcap.udp(SENDER, CELL, run[7])
+        once = pcap.udp(SENDER, ("239.255.77.1", 47017), b"".join(packets[:3]))
+    frames = {p.number: p for p in dissect(path, options=OPTIONS)}
+    assert [(n, p.problems) for n, p in frames.items() if p.problems] == []
+    got = [(m.value("m2mp.fragment"), bool(m.first("m2mp.copy_of")))
+           for m, _ in frames[twice].m2mp_packets()]
+    assert got == [(str(f), copy) for f in range(4) for copy in (False, True)][:7]
+    done = frames[twice].m2mp_packets()[6][0]
+    whole = done.first("m2mp.message")
+    assert whole is not None and bytes.fromhex(whole.value_hex) == payload
+    assert [m.value("m2mp.fragment") for m, _ in frames[once].m2mp_packets()] == ["0", "1", "2"]
+    info = info_columns(path, options=OPTIONS)
+    assert info[twice].startswith("[7 packets, segmented]")

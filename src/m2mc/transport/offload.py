@@ -10,9 +10,10 @@ The wire does not change: every packet is still its own UDP datagram of at most
   (:data:`SEGMENT`, 508 bytes) plus the one after them: the fragments of a message
   are exactly that, and a capture on the sending host, which may see the joined
   buffer before it is cut, can then always be split at 508 bytes (m2mc.lua does).
-  A channel set to a larger packet size does not join its sends (multicast.py):
-  each of its packets is one send, and one joined buffer is never anything but
-  508-byte packets.
+  A channel set to a larger packet size S (``packet=``) joins its full packets of S
+  bytes the same way, fewer per send (:func:`segments_per_send`: 44 at 1472 bytes)
+  and not at all past 32,753 bytes, where two would not fit one send; m2mc.lua
+  finds S in such a buffer from the header of its second packet.
 - Receiving (``UDP_GRO``): the kernel may hand several datagrams of one size from
   one sender over in one read, with the segment size in a control message; we cut
   them apart again (:func:`split_segments`), whatever their size: packets of
@@ -48,13 +49,20 @@ GRO_ANCILLARY = socket.CMSG_SPACE(4) if hasattr(socket, "CMSG_SPACE") else 0
 _INT = struct.Struct("=i")
 
 
-def enable_gso(sock: socket.socket) -> bool:
-    """Make sends longer than :data:`SEGMENT` go out as datagrams of that size.
-    False where the kernel has no UDP segmentation (then nothing changed)."""
+def segments_per_send(segment: int) -> int:
+    """Packets of ``segment`` bytes one joined send may carry: MAX_SEGMENTS, fewer
+    where they would pass what one UDP datagram over IPv4 carries (MAX_DATAGRAM)."""
+    return min(MAX_SEGMENTS, MAX_DATAGRAM // segment)
+
+
+def enable_gso(sock: socket.socket, segment: int = SEGMENT) -> bool:
+    """Make sends longer than ``segment`` bytes (the channel's packet size) go out as
+    datagrams of that size. False where the kernel has no UDP segmentation (then
+    nothing changed)."""
     if not sys.platform.startswith("linux"):
         return False
     try:
-        sock.setsockopt(SOL_UDP, UDP_SEGMENT, SEGMENT)
+        sock.setsockopt(SOL_UDP, UDP_SEGMENT, segment)
     except OSError:
         return False
     return True
@@ -78,13 +86,15 @@ def enable_gro(sock: socket.socket) -> bool:
     return True
 
 
-def run_end(datagrams: Sequence[bytes], start: int) -> int:
+def run_end(datagrams: Sequence[bytes], start: int, segment: int = SEGMENT,
+            most: int = MAX_SEGMENTS) -> int:
     """End (exclusive) of the run that can go in one send from ``start``: the full
-    packets from there, at most :data:`MAX_SEGMENTS`, plus the datagram after them
-    if it still fits (the kernel wants every segment but the last of one size)."""
+    packets (``segment`` bytes) from there, at most ``most`` (:func:`segments_per_send`),
+    plus the datagram after them if it still fits (the kernel wants every segment but
+    the last of one size)."""
     end = start
-    limit = min(len(datagrams), start + MAX_SEGMENTS)
-    while end < limit and len(datagrams[end]) == SEGMENT:
+    limit = min(len(datagrams), start + most)
+    while end < limit and len(datagrams[end]) == segment:
         end += 1
     if end < limit:
         end += 1  # the shorter one, or any one when no full packet starts the run

@@ -1873,32 +1873,46 @@ end
 -- A frame longer than 508 bytes is either one packet of a larger packet size (packet=,
 -- docs/m2mp.md) or several packets captured where the sender's kernel had not cut them
 -- yet (UDP segmentation offload: on loopback, on a bridge, before a network card that
--- cuts it): packets of 508 bytes back to back, the last possibly shorter. Senders join
--- only 508-byte packets, and what follows one of them in a joined frame is a copy or
--- the next fragment of its message (the same message ID) or the first fragment of
--- another message (a nonzero ID): the frame is taken as joined when the header at byte
--- 508 is one of those, else as one packet.
-local function segmented(tvb)
+-- cuts it): packets of S bytes back to back, the last possibly shorter, S being the
+-- sender's packet size (508 unless it named more; at most 32753, as two must fit).
+-- What follows a packet in a joined frame is a copy or the next fragment of its message,
+-- or the first fragment of another message. So S is the first offset from 508 on where
+-- the first packet's message ID comes again with its fragment number or the next one;
+-- failing that, 508 if a first fragment of another message (a nonzero ID) starts there;
+-- failing that, the frame is one packet.
+local MAX_JOINED_SEGMENT = 32753
+
+local function segment_size(tvb)
     local n = tvb:len()
     local full = M2MP_HEADER + M2MP_MAX_FRAGMENT
-    if n < full + M2MP_HEADER then return false end  -- no room for a second packet
-    local msgid = tvb(full, 4):uint()
-    if msgid == tvb(0, 4):uint() then return true end
+    if n < full + M2MP_HEADER then return nil end  -- no room for a second packet
+    local raw = tvb:raw(0, math.min(n, MAX_JOINED_SEGMENT + M2MP_HEADER))
+    local id = raw:sub(1, 4)
+    local frag = tvb(4, 4):uint() % 2147483648
+    local at = full + 1
+    while true do
+        at = raw:find(id, at, true)
+        if not at or at - 1 + M2MP_HEADER > n then break end
+        local next_frag = tvb(at + 3, 4):uint() % 2147483648
+        if next_frag == frag or next_frag == frag + 1 then return at - 1 end
+        at = at + 1
+    end
     local word = tvb(full + 4, 4):uint()
     -- (a random message ID is 0 once in 2^32 times; zeros in a large packet often)
-    return msgid ~= 0 and (word == 0 or word == 2147483648)
+    if tvb(full, 4):uint() ~= 0 and (word == 0 or word == 2147483648) then return full end
+    return nil
 end
 
 local function dissect_m2mp(tvb, pinfo, tree)
     local n = tvb:len()
-    local full = M2MP_HEADER + M2MP_MAX_FRAGMENT
-    if n <= full or not segmented(tvb) then return dissect_packet(tvb, pinfo, tree, pinfo.number) end
+    local size = n > M2MP_HEADER + M2MP_MAX_FRAGMENT and segment_size(tvb) or nil
+    if not size then return dissect_packet(tvb, pinfo, tree, pinfo.number) end
     local infos = {}
     local count = 0
-    for off = 0, n - 1, full do
-        local size = math.min(full, n - off)
+    for off = 0, n - 1, size do
         count = count + 1
-        dissect_packet(tvb(off, size):tvb(), pinfo, tree, pinfo.number .. "/" .. count)
+        dissect_packet(tvb(off, math.min(size, n - off)):tvb(), pinfo, tree,
+                       pinfo.number .. "/" .. count)
         infos[#infos + 1] = tostring(pinfo.cols.info)
     end
     pinfo.cols.info = "[" .. count .. " packets, segmented] " .. table.concat(infos, "; ")
@@ -1911,8 +1925,8 @@ p_m2mp.dissector = dissect_m2mp
 -- a known kind, known flags), or a later fragment of such a message.
 local function heur_m2mp(whole, pinfo, tree)
     -- A segmented frame (see dissect_m2mp) is judged by its first packet.
-    local tvb = whole:len() > M2MP_HEADER + M2MP_MAX_FRAGMENT and segmented(whole)
-        and whole(0, M2MP_HEADER + M2MP_MAX_FRAGMENT):tvb() or whole
+    local size = whole:len() > M2MP_HEADER + M2MP_MAX_FRAGMENT and segment_size(whole) or nil
+    local tvb = size and whole(0, size):tvb() or whole
     local n = tvb:len()
     if n < M2MP_HEADER or n > M2MP_MAX_DATAGRAM then return false end
     local word = tvb(4, 4):uint()
