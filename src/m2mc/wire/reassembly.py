@@ -61,7 +61,12 @@ class Reassembler:
     """Sans-IO reassembler. Feed decoded packets with :meth:`receive`."""
 
     def __init__(self, limits: ReassemblyLimits | None = None) -> None:
-        self.limits = limits or ReassemblyLimits()
+        self.limits = limits = limits or ReassemblyLimits()
+        # max_message_bytes as receive_fragment checks it, once per fragment: the highest
+        # fragment number (as if every fragment had 500 bytes), and the bytes a partial
+        # message may hold (what bounds it when fragments are larger, packet=N).
+        self._top_fragment = limits.max_message_bytes // MAX_FRAGMENT
+        self._max_held = limits.max_message_bytes + MAX_FRAGMENT
         # Insertion order == order of last activity (we move_to_end on each fragment),
         # so the first entry is both the oldest deadline and the idlest message.
         self._partial: OrderedDict[int, _Partial] = OrderedDict()
@@ -159,7 +164,7 @@ class Reassembler:
             if last and fragment == 0:  # a one-packet message nobody was assembling
                 self._remember(message_id, now + limits.message_timeout)
                 return data
-            if (fragment + 1) * MAX_FRAGMENT > limits.max_message_bytes + MAX_FRAGMENT:
+            if fragment > self._top_fragment:
                 self._abandon(message_id, "too_large")
                 self.mark_done(message_id, now)
                 return None
@@ -168,14 +173,15 @@ class Reassembler:
         elif fragment in partial.parts:
             self.duplicates += 1
             return None
-        elif (fragment + 1) * MAX_FRAGMENT > limits.max_message_bytes + MAX_FRAGMENT:
+        elif fragment > self._top_fragment:
             self._abandon(message_id, "too_large")
             self.mark_done(message_id, now)
             return None
         else:
             partial.deadline = now + limits.message_timeout
             partials.move_to_end(message_id)
-        if partial.size + len(data) > limits.max_message_bytes + MAX_FRAGMENT:
+        size = len(data)
+        if partial.size + size > self._max_held:
             # Fragments over 500 bytes (a sender's larger packet size): the bound on the
             # fragment number above no longer bounds the bytes, this does.
             self._abandon(message_id, "too_large")
@@ -199,7 +205,6 @@ class Reassembler:
             while following in parts:
                 following += 1
             partial.contiguous = following
-        size = len(data)
         partial.size += size
         self._partial_bytes += size
         final = partial.last
