@@ -188,3 +188,13 @@ async def test_endpoints_of_three_sizes_on_one_multicast_channel(mcast_url: str)
 
 def test_packet_is_bounded_by_what_udp_carries() -> None:
     assert MAX_DATAGRAM == 65_535 - 20 - 8
+
+
+def test_a_cell_url_of_infrastructure_mode_refuses_packet() -> None:
+    """Infrastructure mode's cells carry its own frames, not M2MP: packet= would be
+    silently meaningless there, so it is an error."""
+    from m2mc.infra_runtime.net import multicast_spec
+
+    assert multicast_spec("udp-multicast://239.255.1.2:4000").packet == MAX_PACKET
+    with pytest.raises(ConfigError, match="infrastructure mode does not use M2MP"):
+        multicast_spec("udp-multicast://239.255.1.2:4000?packet=1472")
