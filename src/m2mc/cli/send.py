@@ -42,7 +42,8 @@ def register(subparsers: Any) -> None:
         description="Send stdin (or --file) as one M2MP message; print its id, length and "
                     "SHA-256 as one JSON line.")
     parser.add_argument("--channel", metavar="URL",
-                        help="channel URL (default: m2mp.channel of the configuration)")
+                        help="channel URL (default: m2mp.channel of the configuration); "
+                             "&packet=BYTES (508..65507) sends larger packets")
     parser.add_argument("--redundancy", metavar="N", type=positive_int,
                         help="send every packet N times (default: m2mp.redundancy)")
     parser.add_argument("--file", metavar="PATH", help="send this file instead of stdin")
