@@ -15,7 +15,7 @@ from m2mc.runtime.endpoint import M2MPEndpoint, MessageAbandonedError
 from m2mc.transport.channel import ChannelClosedError
 from m2mc.transport.url import open_channel
 from m2mc.wire.m2mp import M2MPConfig, MessageAbandoned
-from m2mc.wire.packet import MAX_FRAGMENT, fragments
+from m2mc.wire.packet import MAX_DATAGRAM, MAX_FRAGMENT, fragments
 
 DEADLINE = 5.0
 
