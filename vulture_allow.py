@@ -22,12 +22,12 @@ exc_type  # src/m2mc/api/node.py:177: the context-manager protocol passes it; th
 register_section  # src/m2mc/config.py:139: public API for another package's TOML section (docs/configuration.md)
 DurableStack  # src/m2mc/core.py:63: a typing.Protocol: what m2mc.core's docstring says a durable stack offers its driver (structural, never named as a base)
 _.__class__  # src/m2mc/native/fastobj.py:71: __class__ assignment turns a twin into the dataclass (the point of m2mc.native.fastobj)
-wire_targets  # src/m2mc/fuzz_targets.py:196: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
-transport_targets  # src/m2mc/fuzz_targets.py:305: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
-ordering_targets  # src/m2mc/fuzz_targets.py:357: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
-security_targets  # src/m2mc/fuzz_targets.py:370: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
-infra_targets  # src/m2mc/fuzz_targets.py:478: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
-chat_targets  # src/m2mc/fuzz_targets.py:592: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
+wire_targets  # src/m2mc/fuzz_targets.py:199: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
+transport_targets  # src/m2mc/fuzz_targets.py:309: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
+ordering_targets  # src/m2mc/fuzz_targets.py:361: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
+security_targets  # src/m2mc/fuzz_targets.py:374: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
+infra_targets  # src/m2mc/fuzz_targets.py:482: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
+chat_targets  # src/m2mc/fuzz_targets.py:596: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
 advertisements_sent  # src/m2mc/group/gjlp.py:76: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 replies_sent  # src/m2mc/group/gjlp.py:78: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 replies_suppressed  # src/m2mc/group/gjlp.py:79: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
@@ -93,9 +93,9 @@ config_records  # src/m2mc/group/total/core.py:96: a counter: a field of a *Stat
 transferred  # src/m2mc/infra/gateway.py:70: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 elections_started  # src/m2mc/infra/host_stats.py:14: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 saves  # src/m2mc/infra/host_stats.py:21: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.connection_lost  # src/m2mc/infra_runtime/net.py:200: asyncio calls it: a protocol callback
-_.datagram_received  # src/m2mc/infra_runtime/net.py:362: asyncio calls it: a protocol callback
-_.error_received  # src/m2mc/infra_runtime/net.py:365: asyncio calls it: a protocol callback
+_.connection_lost  # src/m2mc/infra_runtime/net.py:206: asyncio calls it: a protocol callback
+_.datagram_received  # src/m2mc/infra_runtime/net.py:368: asyncio calls it: a protocol callback
+_.error_received  # src/m2mc/infra_runtime/net.py:371: asyncio calls it: a protocol callback
 ASYMMETRIC  # src/m2mc/kinds.py:106: a StrEnum member, built from scenario text by value (PartitionKind(text))
 LOGNORMAL  # src/m2mc/kinds.py:116: a StrEnum member, built from scenario text by value (DistKind(text)); the last case of m2mc.sim.dists
 _.log_message  # src/m2mc/metrics/server.py:112: http.server calls it (silenced: requests are not logged)
@@ -109,8 +109,8 @@ clients_connected  # src/m2mc/runtime/daemon.py:39: a counter: a field of a *Sta
 _.pause_writing  # src/m2mc/transport/daemon_channel.py:46: asyncio calls it: a protocol callback
 _.resume_writing  # src/m2mc/transport/daemon_channel.py:49: asyncio calls it: a protocol callback
 from_clients  # src/m2mc/transport/router.py:32: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-bytes_in  # src/m2mc/wire/m2mp_types.py:81: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-bytes_out  # src/m2mc/wire/m2mp_types.py:82: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+bytes_in  # src/m2mc/wire/m2mp_types.py:100: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
+bytes_out  # src/m2mc/wire/m2mp_types.py:101: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 TITLE  # src/m2mc_chat/app.py:43: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 ENABLE_COMMAND_PALETTE  # src/m2mc_chat/app.py:44: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)
 BINDINGS  # src/m2mc_chat/app.py:45: Textual calls or reads it by name (compose, on_*/action_* handlers, BINDINGS, DEFAULT_CSS, widget attributes)

@@ -1,6 +1,7 @@
 """M2MP throughput over loopback multicast, next to raw UDP multicast of the same packets.
 
     .venv/bin/python bench/m2mp.py [--receivers 3] [--redundancy 1] [--flow-window N] [--quick]
+    .venv/bin/python bench/m2mp.py --packet-sizes 508,1472,65000   # 64 KiB messages only
 
 For 100-byte and 64 KiB messages: one sender process and N receiver processes
 on a fresh loopback multicast group. First the raw reference: the sender blasts
@@ -14,6 +15,13 @@ medians are reported, since the machine's load drifts. Prints one JSON object;
 rate of the same trial (target: at least 0.5). Since other work on the machine
 moves wall-clock rates a lot, it also reports CPU microseconds per packet summed
 over all processes, for raw and M2MP, and their quotient ``cpu_ratio``.
+
+``--packet-sizes`` measures 64 KiB messages only, once per packet size (``packet=``
+on the sender's channel URL, docs/m2mp.md; the receivers keep the default URL, as a
+508-byte node reading a larger sender would): raw UDP sends the same packets at
+that size. ``packet_sizes`` in the JSON has, per size, M2MP and raw MB/s and
+``ratio`` as above, and ``mb_per_s_vs_raw_508``: M2MP's MB/s over raw UDP's at 508
+bytes in the same run, the reference the default packet size is held to.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ from m2mc.runtime.endpoint import M2MPEndpoint
 from m2mc.transport.multicast import open_multicast_socket
 from m2mc.transport.url import MulticastSpec, parse_channel_url
 from m2mc.wire.m2mp import M2MPConfig
-from m2mc.wire.packet import fragment_count, fragments
+from m2mc.wire.packet import MAX_PACKET, check_packet_size, fragment_count, fragments
 
 END = b"END-OF-RAW-BENCH"  # not an M2MP-sized header; only the raw receivers look for it
 IDLE = 2.0  # a receiver stops after this long without traffic (after the first arrival)
@@ -58,7 +66,7 @@ def raw_receiver(url: str) -> dict[str, Any]:
     first = last = 0.0
     while True:
         try:
-            data = sock.recv(4096)
+            data = sock.recv(65536)  # any packet size (a larger one: --packet-sizes)
         except TimeoutError:
             break
         if data == END:
@@ -74,14 +82,14 @@ def raw_receiver(url: str) -> dict[str, Any]:
             "cpu": time.process_time() - cpu}
 
 
-def raw_sender(url: str, count: int, size: int) -> dict[str, Any]:
+def raw_sender(url: str, count: int, size: int, packet: int = MAX_PACKET) -> dict[str, Any]:
     spec = parse_channel_url(url)
     assert isinstance(spec, MulticastSpec)
     sock = open_multicast_socket(spec)
     sock.setblocking(True)
     rng = random.Random(1)
     packets = [p for payload in payloads(count, size)
-               for p in fragments(rng.getrandbits(32), payload)]
+               for p in fragments(rng.getrandbits(32), payload, packet)]
     destination = (spec.group, spec.port)
     sendto = sock.sendto
     cpu = time.process_time()
@@ -134,10 +142,11 @@ async def m2mp_receiver(url: str, count: int) -> dict[str, Any]:
 
 
 async def m2mp_sender(url: str, count: int, size: int, redundancy: int,
-                      window: int) -> dict[str, Any]:
+                      window: int, packet: int = MAX_PACKET) -> dict[str, Any]:
     messages = payloads(count, size)
     config = M2MPConfig(redundancy=redundancy, flow_window=window or None)
-    async with M2MPEndpoint(url, config) as endpoint:
+    sender_url = url if packet == MAX_PACKET else f"{url}&packet={packet}"
+    async with M2MPEndpoint(sender_url, config) as endpoint:
         cpu = time.process_time()
         start = time.monotonic()
         for payload in messages:
@@ -172,12 +181,14 @@ def collect(proc: subprocess.Popen[bytes]) -> dict[str, Any]:
 
 
 def run_pair(kind: str, url: str, receivers: int, count: int, size: int,
-             redundancy: int, window: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+             redundancy: int, window: int, packet: int = MAX_PACKET
+             ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     procs = [spawn(f"{kind}-recv", url, str(count)) for _ in range(receivers)]
     try:
         for proc in procs:
             wait_ready(proc)
-        sender = spawn(f"{kind}-send", url, str(count), str(size), str(redundancy), str(window))
+        sender = spawn(f"{kind}-send", url, str(count), str(size), str(redundancy), str(window),
+                       str(packet))
         sent = collect(sender)
         return sent, [collect(proc) for proc in procs]
     finally:
@@ -196,9 +207,9 @@ def _median(values: list[float]) -> float:
 
 
 def measure(receivers: int, count: int, size: int, redundancy: int, window: int, trials: int,
-            rng: random.Random) -> dict[str, Any]:
+            rng: random.Random, packet: int = MAX_PACKET) -> dict[str, Any]:
     """Raw and M2MP runs, interleaved ``trials`` times (the machine's load drifts); medians."""
-    per_message = fragment_count(size)
+    per_message = fragment_count(size, packet)
     total_packets = count * per_message
     raw_rates, raw_delivered, raw_seconds = [], [], []
     msg_rates, delivered, seconds, flow_timeouts, drops = [], [], [], [], []
@@ -206,7 +217,7 @@ def measure(receivers: int, count: int, size: int, redundancy: int, window: int,
     flow_window = window
     for _ in range(trials):
         raw_sent, raw_got = run_pair("raw", _url(rng), receivers, count, size, redundancy,
-                                     window)
+                                     window, packet)
         rates = [r["packets"] / max(r["last"] - raw_sent["start"], 1e-9)
                  for r in raw_got if r["packets"]]
         raw_rates.append(sum(rates) / len(rates) if rates else 0.0)
@@ -214,7 +225,8 @@ def measure(receivers: int, count: int, size: int, redundancy: int, window: int,
         raw_seconds.append(raw_sent["end"] - raw_sent["start"])
         raw_cpu.append((raw_sent["cpu"] + sum(r["cpu"] for r in raw_got)) / total_packets)
 
-        sent, got = run_pair("m2mp", _url(rng), receivers, count, size, redundancy, window)
+        sent, got = run_pair("m2mp", _url(rng), receivers, count, size, redundancy, window,
+                             packet)
         flow_window = sent["flow_window"]
         rates = [r["messages"] / max(r["last"] - sent["start"], 1e-9)
                  for r in got if r["messages"]]
@@ -230,6 +242,7 @@ def measure(receivers: int, count: int, size: int, redundancy: int, window: int,
     ratios = [m * per_message / r for m, r in zip(msg_rates, raw_rates, strict=True) if r]
     return {
         "message_bytes": size, "messages": count, "packets_per_message": per_message,
+        "packet_size": packet,
         "trials": trials,
         "m2mp": {"messages_per_s": round(msg_rate, 1),
                  "mb_per_s": round(msg_rate * size / 1e6, 3),
@@ -241,7 +254,7 @@ def measure(receivers: int, count: int, size: int, redundancy: int, window: int,
                  "inbox_drops": max(drops),
                  "messages_per_s_each_trial": [round(r, 1) for r in msg_rates]},
         "raw_udp_multicast": {"packets_per_s": round(raw_rate, 1),
-                              "mb_per_s": round(raw_rate * min(size, 500) / 1e6, 3),
+                              "mb_per_s": round(raw_rate * size / per_message / 1e6, 3),
                               "delivered_fraction": round(_median(raw_delivered), 4),
                               "sender_seconds": round(_median(raw_seconds), 3),
                               "packets_per_s_each_trial": [round(r, 1) for r in raw_rates]},
@@ -267,6 +280,9 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=5,
                         help="interleaved raw/M2MP runs per size; medians are reported")
     parser.add_argument("--quick", action="store_true", help="fewer messages (a smoke run)")
+    parser.add_argument("--packet-sizes", default="",
+                        help="comma-separated M2MP packet sizes (e.g. 508,1472,65000): "
+                             "64 KiB messages at each, against raw UDP at each")
     args = parser.parse_args()
     if args.role:
         role, url, *rest = args.role
@@ -275,15 +291,17 @@ def main() -> int:
         if role == "raw-recv":
             result = raw_receiver(url)
         elif role == "raw-send":
-            result = raw_sender(url, numbers[0], numbers[1])
+            result = raw_sender(url, numbers[0], numbers[1], numbers[4])
         elif role == "m2mp-recv":
             result = asyncio.run(m2mp_receiver(url, numbers[0]))
         else:
-            result = asyncio.run(m2mp_sender(url, *numbers[:4]))
+            result = asyncio.run(m2mp_sender(url, *numbers[:5]))
         print(json.dumps(result), flush=True)
         return 0
     scale = 5 if args.quick else 1
     rng = random.Random()
+    if args.packet_sizes:
+        return packet_sizes(args, [int(s) for s in args.packet_sizes.split(",")], scale, rng)
     results = [measure(args.receivers, 20000 // scale, 100, args.redundancy, args.flow_window,
                        args.trials, rng),
                measure(args.receivers, 150 // scale, 64 * 1024, args.redundancy,
@@ -293,6 +311,33 @@ def main() -> int:
         "bench": "m2mp", "receivers": args.receivers, "redundancy": args.redundancy,
         "cpus": os.cpu_count(), "python": sys.version.split()[0], "results": results,
         "target_ratio": 0.5, "target_met": bool(ratios) and min(ratios) >= 0.5,
+    }, indent=2))
+    return 0
+
+
+def packet_sizes(args: argparse.Namespace, sizes: list[int], scale: int,
+                 rng: random.Random) -> int:
+    """64 KiB messages at each packet size (``--packet-sizes``), raw UDP alongside."""
+    for size in sizes:
+        check_packet_size(size)
+    by_size = {size: measure(args.receivers, 150 // scale, 64 * 1024, args.redundancy,
+                             args.flow_window, args.trials, rng, size) for size in sizes}
+    base = by_size.get(MAX_PACKET) or measure(args.receivers, 150 // scale, 64 * 1024,
+                                              args.redundancy, args.flow_window, args.trials,
+                                              rng)
+    raw_508 = base["raw_udp_multicast"]["mb_per_s"]
+    summary = {str(size): {
+        "m2mp_mb_per_s": r["m2mp"]["mb_per_s"], "raw_mb_per_s": r["raw_udp_multicast"]["mb_per_s"],
+        "ratio": r["ratio"], "cpu_us_per_packet": r["cpu_us_per_packet"],
+        "m2mp_delivered_fraction": r["m2mp"]["delivered_fraction"],
+        "raw_delivered_fraction": r["raw_udp_multicast"]["delivered_fraction"],
+        "mb_per_s_vs_raw_508": round(r["m2mp"]["mb_per_s"] / raw_508, 3) if raw_508 else None,
+    } for size, r in by_size.items()}
+    print(json.dumps({
+        "bench": "m2mp.packet_sizes", "receivers": args.receivers,
+        "redundancy": args.redundancy, "cpus": os.cpu_count(),
+        "python": sys.version.split()[0], "message_bytes": 64 * 1024,
+        "packet_sizes": summary, "results": list(by_size.values()),
     }, indent=2))
     return 0
 

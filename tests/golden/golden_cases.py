@@ -145,10 +145,11 @@ class _FixedId(random.Random):
         return self.message_id
 
 
-def _m2mp_encode(redundancy: int) -> Callable[[Any], list[bytes]]:
+def _m2mp_encode(redundancy: int, packet_size: int = pk.MAX_PACKET
+                 ) -> Callable[[Any], list[bytes]]:
     def encode(value: tuple[int, bytes]) -> list[bytes]:
         message_id, payload = value
-        config = M2MPConfig(redundancy=redundancy, flow_control=False)
+        config = M2MPConfig(redundancy=redundancy, flow_control=False, packet_size=packet_size)
         layer = M2MPLayer(config, _FixedId(message_id))
         layer.send(payload, 0.0)
         return layer.datagrams_to_send(0.0)
@@ -168,9 +169,10 @@ def _m2mp_decode(datagrams: list[bytes]) -> tuple[int, bytes]:
 
 def m2mp_vectors() -> list[Vector]:
     def message(name: str, note: str, message_id: int, payload: bytes,
-                redundancy: int = 1) -> Vector:
-        return Vector("m2mp", name, note, (message_id, payload), _m2mp_encode(redundancy),
-                      _m2mp_decode, m2mp_fields)
+                redundancy: int = 1, packet_size: int = pk.MAX_PACKET) -> Vector:
+        # Decoded by a receiver at the default size: any receiver takes any packet size.
+        return Vector("m2mp", name, note, (message_id, payload),
+                      _m2mp_encode(redundancy, packet_size), _m2mp_decode, m2mp_fields)
 
     def packet(name: str, note: str, p: pk.Packet) -> Vector:
         return Vector("m2mp", name, note, p, lambda v: [pk.encode(v)],
@@ -187,6 +189,9 @@ def m2mp_vectors() -> list[Vector]:
         message("message.1001", "1001 bytes (q=2, r=1): 500 + 500 + 1", 0x0000_1001, pattern(1001)),
         message("message.redundancy2", 'redundancy 2: every packet twice; delivered once',
                 0xFEEDFACE, b"twice", redundancy=2),
+        message("message.3000_packet_1472",
+                "3000 bytes sent at packet=1472 (an option, not the default): fragments of "
+                "1464 bytes, 1464 + 1464 + 72", 0x0000_1472, pattern(3000), packet_size=1472),
         packet("packet.middle", "one packet in the middle of a message: fragment 7, not last",
                pk.Packet(0x12345678, 7, False, b"middle")),
         packet("packet.last_high", "the highest fragment number, last",

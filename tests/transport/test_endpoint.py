@@ -15,7 +15,7 @@ from m2mc.runtime.endpoint import M2MPEndpoint, MessageAbandonedError
 from m2mc.transport.channel import ChannelClosedError
 from m2mc.transport.url import open_channel
 from m2mc.wire.m2mp import M2MPConfig, MessageAbandoned
-from m2mc.wire.packet import MAX_FRAGMENT, fragments
+from m2mc.wire.packet import MAX_DATAGRAM, MAX_FRAGMENT, fragments
 
 DEADLINE = 5.0
 
@@ -132,7 +132,7 @@ async def test_abandoned_message_is_reported_to_the_reader() -> None:
 async def test_malformed_datagrams_are_counted_and_dropped() -> None:
     async with M2MPEndpoint("mem://e4", filters=[b""]) as receiver, \
             open_channel("mem://e4") as raw:
-        for junk in (b"", b"short", bytes(509)):
+        for junk in (b"", b"short", bytes(MAX_DATAGRAM + 1)):  # (509 bytes is a packet now)
             await raw.send(junk)
         await raw.send(next(fragments(9, b"fine")))
         assert (await asyncio.wait_for(receiver.receive(), DEADLINE)).payload == b"fine"

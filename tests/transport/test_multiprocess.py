@@ -90,3 +90,27 @@ def test_listener_reports_a_daemon_that_goes_away(m2mc: Spawn) -> None:
     assert listener.finish(WAIT) == 1
     assert listener.stderr[-1].startswith("m2mc listen: error: channel daemon://")
     assert not any("Traceback" in line for line in listener.stderr)
+
+
+def test_senders_and_listeners_of_different_packet_sizes(m2mc: Spawn, mcast_url: str) -> None:
+    """``packet=`` on the channel URL of ``m2mc send``/``listen``, over real loopback
+    multicast: listeners at 508 (the default), 1472 and 65,000 bytes each get every
+    message of senders at each of those sizes, whole."""
+    rng = random.Random(11)
+    sizes = ["", "&packet=1472", "&packet=65000"]
+    messages = [rng.randbytes(64 * 1024), rng.randbytes(300_000), b"short"]
+    listeners = [m2mc("listen", "--channel", mcast_url + size, "--count",
+                      str(len(sizes) * len(messages)), "--timeout", str(WAIT)) for size in sizes]
+    for child in listeners:
+        child.wait_stderr("listening on", WAIT)
+    sent = []
+    for size in sizes:
+        for message in messages:
+            sender = m2mc("send", "--channel", mcast_url + size, stdin=message)
+            assert sender.finish(WAIT) == 0
+            sent.append(json.loads(sender.stdout[-1]))
+    for listener in listeners:
+        assert listener.finish(WAIT) == 0
+        rows = listener.json_lines()
+        assert [(r["id"], r["len"], r["sha256"]) for r in rows] == [
+            (s["id"], s["len"], s["sha256"]) for s in sent]

@@ -30,6 +30,7 @@ from m2mc.transport.offload import (
     split_segments,
 )
 from m2mc.transport.url import MulticastSpec, format_channel_url, open_channel, parse_channel_url
+from m2mc.wire.packet import MAX_DATAGRAM
 from m2mc.wire.segments import Segments, segment_count, split_blocks
 
 DEADLINE = 5.0
@@ -261,18 +262,21 @@ async def test_offload_0_sends_and_reads_one_datagram_per_call(mcast_url: str) -
         assert sock.getsockopt(SOL_UDP, UDP_GRO) == 0
 
 
-async def test_an_outsiders_oversized_datagram_is_cut_as_before(mcast_url: str) -> None:
-    """A read may now take 64 KB, but what the channel keeps of a datagram is still at
-    most RECV_SIZE (the M2MP layer counts it malformed): the inbox bound in datagrams
-    stays a bound in bytes."""
+@pytest.mark.parametrize("offload", ["", "&offload=0"])
+async def test_an_outsiders_large_datagram_is_kept_whole(mcast_url: str, offload: str) -> None:
+    """A datagram of up to MAX_DATAGRAM bytes may be a packet of a larger packet size:
+    a read keeps it whole (RECV_SIZE is more), with GRO on or off. What the inbox may
+    hold is bounded in bytes too (tests/transport/test_packet_size.py)."""
     spec = parse_channel_url(mcast_url)
     assert isinstance(spec, MulticastSpec)
+    assert RECV_SIZE > MAX_DATAGRAM
     outsider = open_multicast_socket(spec)
     try:
-        async with open_channel(mcast_url) as channel:
+        async with open_channel(mcast_url + offload) as channel:
             outsider.sendto(b"\x01" * 20000, (spec.group, spec.port))
-            [got] = await read(channel, 1)
-        assert got == b"\x01" * RECV_SIZE
+            outsider.sendto(b"\x02" * MAX_DATAGRAM, (spec.group, spec.port))
+            got = await read(channel, 2)
+        assert got == [b"\x01" * 20000, b"\x02" * MAX_DATAGRAM]
     finally:
         outsider.close()
 

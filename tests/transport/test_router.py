@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from m2mc.transport.frames import FrameDecoder, encode_frame
 from m2mc.transport.router import DaemonRouter, Route
-from m2mc.wire.packet import fragments
+from m2mc.wire.packet import MAX_DATAGRAM, fragments
 
 PACKET = next(fragments(77, b"hello"))
 
@@ -58,7 +58,8 @@ def test_malformed_datagrams_are_dropped_and_counted() -> None:
     router = DaemonRouter(external_loops_back=False)
     a = join(router)
     assert router.from_client(a, b"short", 0.0) is None
-    assert router.from_network(bytes(600), 0.0) is None
+    assert router.from_network(bytes(MAX_DATAGRAM + 1), 0.0) is None
+    assert router.from_network(bytes(1472), 0.0) is not None  # a larger packet size: relayed
     assert router.stats.malformed == 2
 
 

@@ -7,7 +7,7 @@ import tracemalloc
 from collections.abc import Iterator
 
 from m2mc.wire.m2mp import M2MPConfig, M2MPLayer, MessageAbandoned, MessageReceived
-from m2mc.wire.packet import HEADER_SIZE, LAST_FLAG, MAX_PACKET, fragments
+from m2mc.wire.packet import HEADER_SIZE, LAST_FLAG, MAX_DATAGRAM, fragments
 
 TOTAL = 100_000
 BOUND_MESSAGES = 64
@@ -69,7 +69,7 @@ def test_hundred_thousand_hostile_datagrams_are_counted_and_dropped() -> None:
             else:
                 batch = [next(stream)]
             for datagram in batch:
-                if not HEADER_SIZE <= len(datagram) <= MAX_PACKET:
+                if not HEADER_SIZE <= len(datagram) <= MAX_DATAGRAM:
                     expected_malformed += 1
                 receiver.receive_datagram(datagram, now)
             deadline = receiver.next_deadline()

@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 
 from m2mc.errors import DecodeError
 from m2mc.wire.packet import (
+    MAX_DATA,
+    MAX_DATAGRAM,
     MAX_FRAGMENT,
     MAX_FRAGMENT_NUMBER,
     MAX_PACKET,
@@ -56,7 +58,7 @@ def test_every_datagram_of_legal_size_decodes_and_re_encodes_identically(wire: b
     assert encode(decode(wire)) == wire
 
 
-@pytest.mark.parametrize("size", [0, 1, 7, MAX_PACKET + 1, 2000])
+@pytest.mark.parametrize("size", [0, 1, 7, MAX_DATAGRAM + 1, 70_000])
 def test_datagrams_of_illegal_size_raise_decode_error(size: int) -> None:
     with pytest.raises(DecodeError):
         decode(bytes(size))
@@ -64,7 +66,7 @@ def test_datagrams_of_illegal_size_raise_decode_error(size: int) -> None:
 
 @pytest.mark.parametrize("packet", [
     Packet(-1, 0, True, b""), Packet(1 << 32, 0, True, b""),
-    Packet(0, MAX_FRAGMENT_NUMBER + 1, True, b""), Packet(0, 0, True, bytes(MAX_FRAGMENT + 1)),
+    Packet(0, MAX_FRAGMENT_NUMBER + 1, True, b""), Packet(0, 0, True, bytes(MAX_DATA + 1)),
 ])
 def test_encode_refuses_fields_out_of_range(packet: Packet) -> None:
     with pytest.raises(ValueError):

@@ -39,7 +39,7 @@ from m2mc.kinds import NodeMode, Order, group_order
 from m2mc.log import node_logger
 from m2mc.metrics.views import AdhocView
 from m2mc.ordering import MessageId
-from m2mc.runtime.endpoint import DEFAULT_FLOW_WINDOW, flow_window_for
+from m2mc.runtime.endpoint import DEFAULT_FLOW_WINDOW, flow_window_for, window_at
 from m2mc.runtime.gc_freeze import tune_collector
 from m2mc.runtime.stack import StackDriver
 from m2mc.runtime.tracing import WallClockSink, incarnation_events, open_trace
@@ -48,6 +48,7 @@ from m2mc.security.keys import GroupKey, GroupSecret
 from m2mc.store import GroupStore, MemoryStore
 from m2mc.trace.schema import TraceEvent, TraceSink, detail_json
 from m2mc.transport.url import open_channel
+from m2mc.wire.m2mp_types import packet_size_for
 
 __all__ = ["AdhocGroup", "AdhocNode"]
 
@@ -111,9 +112,12 @@ class AdhocNode(Node):
         channel = open_channel(cfg.channel)
         # As M2MPEndpoint: flow control only where copies loop back, with a window of
         # packets in flight unless the configuration fixes one (docs/decisions.md).
+        # Packets of the size the channel URL or the configuration names (508 if neither).
+        packet = packet_size_for(cfg.m2mp.packet_size, channel.packet_size)
         m2mp = replace(cfg.m2mp, flow_control=cfg.m2mp.flow_control and channel.loops_back,
-                       flow_window=(DEFAULT_FLOW_WINDOW if cfg.m2mp.flow_window is None
-                                    else cfg.m2mp.flow_window))
+                       flow_window=(window_at(DEFAULT_FLOW_WINDOW, packet)
+                                    if cfg.m2mp.flow_window is None else cfg.m2mp.flow_window),
+                       packet_size=packet)
         loop = asyncio.get_running_loop()
         sink, self._trace_close = open_trace(cfg.trace_dir, pid, cfg.run_id, loop.time,
                                              flush_every=cfg.trace_flush_every)
@@ -144,7 +148,8 @@ class AdhocNode(Node):
         if channel.receive_buffer:  # the send window fits what a receiver's socket holds
             self._stack.fit_window(channel.receive_buffer)
         if cfg.m2mp.flow_window is None:  # and so does M2MP's, unless configured
-            self._stack.m2mp.flow_window = flow_window_for(channel.receive_buffer)
+            self._stack.m2mp.flow_window = flow_window_for(channel.receive_buffer,
+                                                               m2mp.packet_size)
         self._clock = self._driver.loop.time
         self._poke_soon = self._driver.driver.poke_soon
         self._stack.start(self._driver.now())

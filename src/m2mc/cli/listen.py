@@ -51,7 +51,8 @@ def register(subparsers: Any) -> None:
         "listen", help="print one JSON line per M2MP message received",
         description="Print one JSON line per M2MP message received: id, len, sha256, head.")
     parser.add_argument("--channel", metavar="URL",
-                        help="channel URL (default: m2mp.channel of the configuration)")
+                        help="channel URL (default: m2mp.channel of the configuration); "
+                             "packets of any size are read (&packet=BYTES is for senders)")
     parser.add_argument("--prefix", metavar="HEX", type=hex_prefix, action="append",
                         help="message filter: only messages starting with these bytes "
                              "(repeatable; default: every message)")

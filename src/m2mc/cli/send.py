@@ -64,7 +64,8 @@ def register(subparsers: Any) -> None:
                     "for large files use the group layer's streams (Group.send_stream), "
                     "which repair losses.")
     parser.add_argument("--channel", metavar="URL",
-                        help="channel URL (default: m2mp.channel of the configuration)")
+                        help="channel URL (default: m2mp.channel of the configuration); "
+                             "&packet=BYTES (508..65507) sends larger packets")
     parser.add_argument("--redundancy", metavar="N", type=positive_int,
                         help="send every packet N times (default: m2mp.redundancy)")
     parser.add_argument("--file", metavar="PATH", help="send this file instead of stdin")

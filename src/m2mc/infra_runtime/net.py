@@ -25,6 +25,7 @@ from m2mc.errors import ConfigError
 from m2mc.transport.iface import resolve_interface
 from m2mc.transport.multicast import open_multicast_socket
 from m2mc.transport.url import MulticastSpec, format_channel_url, parse_channel_url
+from m2mc.wire.packet import MAX_PACKET
 
 log = logging.getLogger("m2mc.infra.net")
 _LEN = struct.Struct(">I")
@@ -75,6 +76,11 @@ def multicast_spec(url: str) -> MulticastSpec:
         raise ConfigError(f"cell channel must be udp-multicast://, got {url!r}")
     if spec.ttl > 1:
         raise ConfigError(f"cell channel: ttl must be 0 or 1, got {spec.ttl}")
+    if spec.packet != MAX_PACKET:
+        # Cells carry infrastructure frames, each whole in one datagram (max_datagram),
+        # not M2MP packets: an M2MP packet size means nothing here (docs/m2mp.md).
+        raise ConfigError(f"cell channel: packet= is an M2MP setting; infrastructure mode "
+                          f"does not use M2MP on its cells, got {url!r}")
     return spec
 
 

@@ -42,7 +42,8 @@ from m2mc.runtime.stream_io import (
 from m2mc.transport.channel import DEFAULT_MAX_INBOUND, Channel, ChannelClosedError
 from m2mc.transport.url import open_channel
 from m2mc.wire.m2mp import M2MPConfig, M2MPEvent, M2MPLayer, MessageAbandoned, MessageReceived
-from m2mc.wire.packet import MAX_FRAGMENT, fragment_count
+from m2mc.wire.m2mp_types import packet_size_for
+from m2mc.wire.packet import MAX_FRAGMENT, MAX_PACKET, fragment_count
 
 if TYPE_CHECKING:
     from m2mc.config import M2MPSettings
@@ -65,17 +66,28 @@ MAX_FLOW_WINDOW = 256
 BUFFER_PER_WINDOW_PACKET = 8192
 
 
-def flow_window_for(receive_buffer: int | None) -> int:
+def flow_window_for(receive_buffer: int | None, packet_size: int = MAX_PACKET) -> int:
     """A Node's flow window on a channel whose socket holds ``receive_buffer`` bytes
     (None: not a socket, or not known): DEFAULT_FLOW_WINDOW at Linux's default buffer
     (208 KiB, which the kernel reports as 416), MAX_FLOW_WINDOW at the 4 MiB a
     multicast channel asks for, so that a 64 KiB message (132 packets) leaves in one
     go rather than in three, each waiting for the copies of the last
-    (docs/decisions.md)."""
+    (docs/decisions.md). At a larger packet size, as many packets as hold about the
+    same bytes (:func:`window_at`)."""
     if not receive_buffer:
-        return DEFAULT_FLOW_WINDOW
-    return max(DEFAULT_FLOW_WINDOW,
-               min(MAX_FLOW_WINDOW, receive_buffer // BUFFER_PER_WINDOW_PACKET))
+        return window_at(DEFAULT_FLOW_WINDOW, packet_size)
+    return window_at(max(DEFAULT_FLOW_WINDOW,
+                         min(MAX_FLOW_WINDOW, receive_buffer // BUFFER_PER_WINDOW_PACKET)),
+                     packet_size)
+
+
+def window_at(window: int, packet_size: int) -> int:
+    """A flow window of ``window`` 508-byte packets, for packets of ``packet_size``
+    bytes: no more bytes in flight (at least one packet), so a sender's burst of
+    larger packets does not overflow its own receive buffer with their copies."""
+    if packet_size == MAX_PACKET:
+        return window
+    return max(1, window * MAX_PACKET // packet_size)
 
 
 class M2MPEndpoint:
@@ -95,7 +107,9 @@ class M2MPEndpoint:
         # would stall every packet for flow_timeout, so it is off there.
         self.config = dataclasses.replace(
             base, flow_control=base.flow_control and self._channel.loops_back,
-            flow_window=DEFAULT_FLOW_WINDOW if base.flow_window is None else base.flow_window)
+            packet_size=packet_size_for(base.packet_size, self._channel.packet_size))
+        if base.flow_window is None:
+            self.config.flow_window = window_at(DEFAULT_FLOW_WINDOW, self.config.packet_size)
         # Message IDs must differ between processes: never a fixed default seed here.
         self._layer = M2MPLayer(self.config, rng or random.Random(os.urandom(16)))
         for prefix in filters:
@@ -183,7 +197,7 @@ class M2MPEndpoint:
         layer, link = self._layer, self._link
         backlog = layer.queued_packets + link.backlog
         if backlog:
-            need = 1 if size <= MAX_FRAGMENT else fragment_count(size)
+            need = 1 if size <= MAX_FRAGMENT else fragment_count(size, self.config.packet_size)
             while backlog and backlog + need > self._max_send_queue:
                 await self._wait_progress(self._progress)
                 backlog = layer.queued_packets + link.backlog

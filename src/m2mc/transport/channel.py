@@ -20,11 +20,18 @@ from dataclasses import dataclass
 from types import TracebackType
 
 from m2mc.errors import M2MCError
+from m2mc.wire.packet import MAX_DATAGRAM, MAX_PACKET
 
 DEFAULT_MAX_INBOUND = 8192
-# Datagrams longer than this are truncated on receipt. Anything over 508 bytes is not an
-# M2MP packet anyway, so a truncated one is still counted as malformed by the layer above.
-RECV_SIZE = 4096
+# Datagrams longer than this are truncated on receipt. A receiver takes M2MP packets of
+# up to MAX_DATAGRAM bytes whatever its own packet size (a sender may be set to more
+# than 508, docs/m2mp.md); a truncated datagram is longer still, so the layer above
+# counts it malformed.
+RECV_SIZE = MAX_DATAGRAM + 1
+# The inbox's bound in bytes, besides its count: a datagram may now be up to
+# RECV_SIZE bytes, and 8192 of those would be half a gigabyte. 32 MiB is what the
+# count alone bounded when reads were cut at 4 KiB.
+DEFAULT_MAX_INBOUND_BYTES = 32 << 20
 
 
 class ChannelClosedError(M2MCError):
@@ -51,6 +58,11 @@ class Channel(abc.ABC):
         self.url = url
         self.stats = ChannelStats()
         self._max_inbound = max_inbound
+        self._max_inbound_bytes = max(DEFAULT_MAX_INBOUND_BYTES, max_inbound * 4096)
+        self._inbox_bytes = 0  # bytes of the datagrams in the inbox
+        # Bytes per M2MP packet the layer above sends on this channel (``packet=`` in
+        # the URL); what it receives is any size up to MAX_DATAGRAM.
+        self.packet_size = MAX_PACKET
         self._inbox: deque[bytes] = deque()
         self._waiter: asyncio.Future[None] | None = None
         self._sink: Callable[[list[bytes]], None] | None = None
@@ -127,7 +139,9 @@ class Channel(abc.ABC):
         """The next datagram. Raise :class:`ChannelClosedError` once closed and drained."""
         while not self._inbox:
             await self._wait()
-        return self._inbox.popleft()
+        datagram = self._inbox.popleft()
+        self._inbox_bytes -= len(datagram)
+        return datagram
 
     async def recv_many(self, limit: int = 512) -> list[bytes]:
         """At least one and at most ``limit`` datagrams, all that are waiting."""
@@ -141,8 +155,11 @@ class Channel(abc.ABC):
         if len(inbox) <= limit:
             batch = list(inbox)
             inbox.clear()
+            self._inbox_bytes = 0
             return batch
-        return [inbox.popleft() for _ in range(limit)]
+        batch = [inbox.popleft() for _ in range(limit)]
+        self._inbox_bytes -= sum(map(len, batch))
+        return batch
 
     def poll(self, limit: int = 1) -> list[bytes]:
         """Datagrams the OS already holds, ``limit`` of them if there are that many
@@ -192,6 +209,7 @@ class Channel(abc.ABC):
         if sink is not None and self._inbox:
             batch = list(self._inbox)
             self._inbox.clear()
+            self._inbox_bytes = 0
             sink(batch)
         return True
 
@@ -201,10 +219,13 @@ class Channel(abc.ABC):
         if self._sink is not None:
             self._sink([datagram])
             return
-        if len(self._inbox) >= self._max_inbound:
+        size = len(datagram)
+        if (len(self._inbox) >= self._max_inbound
+                or self._inbox_bytes + size > self._max_inbound_bytes):
             self.stats.dropped_inbound += 1
             return
         self._inbox.append(datagram)
+        self._inbox_bytes += size
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
@@ -220,10 +241,28 @@ class Channel(abc.ABC):
         if count > room:
             self.stats.dropped_inbound += count - max(room, 0)
             datagrams = datagrams[:max(room, 0)]
+        size = sum(map(len, datagrams))
+        if self._inbox_bytes + size > self._max_inbound_bytes:
+            datagrams = self._fitting(datagrams)
+            size = sum(map(len, datagrams))
         self._inbox.extend(datagrams)
+        self._inbox_bytes += size
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+
+    def _fitting(self, datagrams: list[bytes]) -> list[bytes]:
+        """The first of ``datagrams`` that fit the inbox's byte bound; the rest are
+        dropped and counted, as the newest arrivals are at its count bound."""
+        room = self._max_inbound_bytes - self._inbox_bytes
+        keep = 0
+        for datagram in datagrams:
+            room -= len(datagram)
+            if room < 0:
+                break
+            keep += 1
+        self.stats.dropped_inbound += len(datagrams) - keep
+        return datagrams[:keep]
 
     def _lost(self) -> None:
         """Called by subclasses when the medium went away (peer closed the connection)."""

@@ -17,6 +17,7 @@ class MemChannel(Channel):
                  max_inbound: int = DEFAULT_MAX_INBOUND) -> None:
         super().__init__(url, max_inbound=max_inbound)
         self.name = spec.name
+        self.packet_size = spec.packet
         self._members: set[MemChannel] | None = None
 
     @property

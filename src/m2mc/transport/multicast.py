@@ -37,6 +37,7 @@ from m2mc.transport.offload import (
     enable_gro,
     enable_gso,
     run_end,
+    segments_per_send,
     split_segments,
 )
 from m2mc.transport.url_syntax import MulticastSpec, format_channel_url
@@ -96,6 +97,8 @@ class MulticastChannel(Channel):
                  max_inbound: int = DEFAULT_MAX_INBOUND) -> None:
         super().__init__(url, max_inbound=max_inbound)
         self.spec = spec
+        self.packet_size = spec.packet
+        self._most = segments_per_send(spec.packet)  # packets per joined send
         self._destination = (spec.group, spec.port)
         self._sock: socket.socket | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -115,7 +118,9 @@ class MulticastChannel(Channel):
         self._sock = open_multicast_socket(self.spec)
         self._fd = self._sock.fileno()
         if self.spec.offload:
-            self.gso = enable_gso(self._sock)
+            # Joined sends of full packets of the channel's packet size, as many as
+            # one send carries (offload.py); none past 32,753 bytes (one per send).
+            self.gso = self._most > 1 and enable_gso(self._sock, self.packet_size)
             self.gro = enable_gro(self._sock)
         self._loop.add_reader(self._fd, self._on_readable)
 
@@ -271,7 +276,7 @@ class MulticastChannel(Channel):
         sent = 0
         total = len(datagrams)
         while sent < total:
-            end = run_end(datagrams, sent)
+            end = run_end(datagrams, sent, self.packet_size, self._most)
             count = end - sent
             try:
                 sendto(datagrams[sent] if count == 1 else b"".join(datagrams[sent:end]),

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from m2mc.wire.packet import HEADER_SIZE, MAX_PACKET
+from m2mc.wire.packet import HEADER_SIZE, MAX_DATAGRAM
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +73,7 @@ class DaemonRouter:
 
     def from_client(self, client: int, datagram: bytes, now: float) -> Route | None:
         self.stats.from_clients += 1
-        if not HEADER_SIZE <= len(datagram) <= MAX_PACKET:
+        if not HEADER_SIZE <= len(datagram) <= MAX_DATAGRAM:
             self.stats.malformed += 1
             return None
         if self.external_loops_back:
@@ -82,7 +82,7 @@ class DaemonRouter:
 
     def from_network(self, datagram: bytes, now: float) -> Route | None:
         self.stats.from_network += 1
-        if not HEADER_SIZE <= len(datagram) <= MAX_PACKET:
+        if not HEADER_SIZE <= len(datagram) <= MAX_DATAGRAM:
             self.stats.malformed += 1
             return None
         expected = self._expected.get(datagram)

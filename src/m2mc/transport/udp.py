@@ -23,6 +23,7 @@ class UdpChannel(Channel):
                  max_inbound: int = DEFAULT_MAX_INBOUND) -> None:
         super().__init__(url, max_inbound=max_inbound)
         self.spec = spec
+        self.packet_size = spec.packet
         self._peers: tuple[Address, ...] = spec.peers
         self._sock: socket.socket | None = None
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
 from m2mc.errors import ConfigError
+from m2mc.wire.packet import MAX_DATAGRAM, MAX_PACKET
 
 DEFAULT_GROUP = "239.255.77.77"
 DEFAULT_MULTICAST_PORT = 7777
@@ -40,6 +41,9 @@ class MulticastSpec:
     # UDP segmentation offload where the kernel has it (transport/offload.py): several
     # packets per system call; the datagrams on the wire are the same.
     offload: bool = True
+    # The M2MP packet size this channel's senders use (``packet=``, docs/m2mp.md):
+    # 508 unless the user names more, up to MAX_DATAGRAM.
+    packet: int = MAX_PACKET
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +51,7 @@ class UdpSpec:
     peers: tuple[Address, ...]
     bind: Address = ("127.0.0.1", 0)
     rcvbuf: int = DEFAULT_RCVBUF
+    packet: int = MAX_PACKET
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +63,7 @@ class DaemonSpec:
 @dataclass(frozen=True, slots=True)
 class MemSpec:
     name: str
+    packet: int = MAX_PACKET
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,10 +115,11 @@ def _parse(url: str) -> ChannelSpec:
             raise _Bad("daemon port must be 1..65535")
         return DaemonSpec(host, port)
     if scheme == "mem":
+        packet = _packet(query)
         _no_query(query)
         if not _MEM_NAME.match(netloc):
             raise _Bad("mem:// needs a NAME of letters, digits, '_', '.' or '-'")
-        return MemSpec(netloc)
+        return MemSpec(netloc, packet)
     if scheme == "null":
         _no_query(query)
         if netloc:
@@ -152,6 +159,11 @@ def _take_int(query: dict[str, str], key: str, default: int, low: int, high: int
     if not low <= value <= high:
         raise _Bad(f"{key} must be in {low}..{high}, got {value}")
     return value
+
+
+def _packet(query: dict[str, str]) -> int:
+    """``packet=``: bytes per M2MP packet sent, MAX_PACKET (the default) to MAX_DATAGRAM."""
+    return _take_int(query, "packet", MAX_PACKET, MAX_PACKET, MAX_DATAGRAM)
 
 
 def _ipv4(text: str, what: str) -> str:
@@ -235,8 +247,9 @@ def _multicast(netloc: str, query: dict[str, str]) -> MulticastSpec:
     ttl = _take_int(query, "ttl", 1, 0, 255)
     rcvbuf = _take_int(query, "rcvbuf", DEFAULT_RCVBUF, 1024, 1 << 30)
     offload = _take_int(query, "offload", 1, 0, 1) == 1
+    packet = _packet(query)
     _no_query(query)
-    return MulticastSpec(group, port, iface, ttl, rcvbuf, offload)
+    return MulticastSpec(group, port, iface, ttl, rcvbuf, offload, packet)
 
 
 def _udp(netloc: str, query: dict[str, str]) -> UdpSpec:
@@ -248,8 +261,9 @@ def _udp(netloc: str, query: dict[str, str]) -> UdpSpec:
     bind_text = query.pop("bind", None)
     bind = _address(bind_text, allow_zero=True) if bind_text is not None else ("127.0.0.1", 0)
     rcvbuf = _take_int(query, "rcvbuf", DEFAULT_RCVBUF, 1024, 1 << 30)
+    packet = _packet(query)
     _no_query(query)
-    return UdpSpec(peers, bind, rcvbuf)
+    return UdpSpec(peers, bind, rcvbuf, packet)
 
 
 def channel_on_iface(url: str, iface: str) -> str:
@@ -264,7 +278,7 @@ def channel_on_iface(url: str, iface: str) -> str:
     if iface == spec.iface:
         return url
     return format_channel_url(MulticastSpec(spec.group, spec.port, iface, spec.ttl, spec.rcvbuf,
-                                            spec.offload))
+                                            spec.offload, spec.packet))
 
 
 def format_channel_url(spec: ChannelSpec) -> str:
@@ -272,13 +286,16 @@ def format_channel_url(spec: ChannelSpec) -> str:
     if isinstance(spec, MulticastSpec):
         extra = "" if spec.rcvbuf == DEFAULT_RCVBUF else f"&rcvbuf={spec.rcvbuf}"
         extra += "" if spec.offload else "&offload=0"
+        extra += "" if spec.packet == MAX_PACKET else f"&packet={spec.packet}"
         return f"udp-multicast://{spec.group}:{spec.port}?iface={spec.iface}&ttl={spec.ttl}{extra}"
     if isinstance(spec, UdpSpec):
         peers = ",".join(f"{h}:{p}" for h, p in spec.peers)
         extra = "" if spec.rcvbuf == DEFAULT_RCVBUF else f"&rcvbuf={spec.rcvbuf}"
+        extra += "" if spec.packet == MAX_PACKET else f"&packet={spec.packet}"
         return f"udp://{peers}?bind={spec.bind[0]}:{spec.bind[1]}{extra}"
     if isinstance(spec, DaemonSpec):
         return f"daemon://{spec.host}:{spec.port}"
     if isinstance(spec, MemSpec):
-        return f"mem://{spec.name}"
+        return f"mem://{spec.name}" + (
+            "" if spec.packet == MAX_PACKET else f"?packet={spec.packet}")
     return "null://"

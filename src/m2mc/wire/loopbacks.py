@@ -11,7 +11,7 @@ from itertools import islice, repeat
 from operator import itemgetter
 
 from m2mc.wire.m2mp_types import M2MPStats
-from m2mc.wire.packet import HEADER_SIZE, MAX_PACKET
+from m2mc.wire.packet import HEADER_SIZE, MAX_DATAGRAM, MAX_PACKET
 from m2mc.wire.segments import Segments, header_slices, segment_count
 
 __all__ = ["OwnCopies", "header_of"]
@@ -73,8 +73,10 @@ class OwnCopies:
         head = datagrams[:count]
         if count and max(map(len, head)) > MAX_PACKET:
             # Up to the first Segments (taken by _take_own_block) or oversized datagram
-            # (no packet: the slow path counts it).
-            count = next(i for i, d in enumerate(head) if len(d) > MAX_PACKET)
+            # (no packet: the slow path counts it); a packet of a larger packet size
+            # (ours, at packet=N) is a copy like any other.
+            count = next((i for i, d in enumerate(head)
+                          if len(d) > MAX_DATAGRAM or type(d) is Segments), count)
             head = head[:count]
         # Compared in C; on a mismatch (a copy lost, another sender's packet between
         # ours) only the matching prefix is taken.

@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from itertools import repeat
 
-from m2mc.native import consecutive, fragment_list
+from m2mc.native import consecutive
 from m2mc.wire.filters import MessageFilters
 from m2mc.wire.loopbacks import OwnCopies, header_of
 from m2mc.wire.m2mp_types import (
@@ -41,10 +41,11 @@ from m2mc.wire.own_ids import OwnIds
 from m2mc.wire.packet import (
     HEADER_SIZE,
     LAST_FLAG,
+    MAX_DATAGRAM,
     MAX_FRAGMENT,
     MAX_FRAGMENT_NUMBER,
     MAX_PACKET,
-    fragment_count,
+    fragment_packets,
 )
 from m2mc.wire.reassembly import Abandoned, Reassembler, ReassemblyLimits
 from m2mc.wire.run_end import RunEnd, make_received
@@ -123,6 +124,9 @@ class M2MPLayer:
         self._stream_reader = reader = StreamReader(stats, self._events, self._reassembler,
                                                     streams, filters)
         self._collect_streams = reader.collect
+        # Sending: packets of cfg.packet_size bytes (508 unless a user named more).
+        self._packet_size = cfg.packet_size
+        self._fragment = cfg.packet_size - HEADER_SIZE
         run_end = RunEnd(cfg, stats, self._events, self._reassembler, streams, filters,
                          self._receive_fragment, reader.start)
         self._end_run = run_end.end_run
@@ -168,15 +172,16 @@ class M2MPLayer:
             self._own_ids.forget_oldest()
         size = len(payload)
         if copies > 1:  # (rare: repairs only) each copy is a queued packet of its own
-            packets = fragment_list(message_id, payload)
+            packets = fragment_packets(message_id, payload, self._packet_size)
             self._queue.extend(p for p in packets for _ in range(copies))
             self._queued_bytes += copies * (size + HEADER_SIZE * len(packets))
-        elif size <= MAX_FRAGMENT:  # one packet: skip the generator (small messages)
+        elif size <= self._fragment:  # one packet: skip the generator (small messages)
             self._queue.append(_pack_header(message_id, LAST_FLAG) + payload)
             self._queued_bytes += size + HEADER_SIZE
         else:
-            self._queue.extend(fragment_list(message_id, payload))
-            self._queued_bytes += size + HEADER_SIZE * fragment_count(size)
+            packets = fragment_packets(message_id, payload, self._packet_size)
+            self._queue.extend(packets)
+            self._queued_bytes += size + HEADER_SIZE * len(packets)
         self.stats.messages_out += 1
         return message_id
 
@@ -262,7 +267,7 @@ class M2MPLayer:
         the whole message (interfaces.md section 1); receivers abandon it if a piece comes
         later than their message timeout after the previous one (seeds/002 2.2)."""
         message_id = self._own_ids.new(self._rng, self._outgoing)
-        self._outgoing[message_id] = OutgoingFragments(message_id)
+        self._outgoing[message_id] = OutgoingFragments(message_id, self._fragment)
         return message_id
 
     def write_message(self, message_id: int, data: bytes, now: float) -> None:
@@ -339,54 +344,62 @@ class M2MPLayer:
                 size_in += size
                 if size < HEADER_SIZE or size > MAX_PACKET:
                     if type(datagram) is not Segments:
-                        stats.malformed += 1  # the only way a datagram can fail to be a packet
-                        continue
-                    # Packets of one read, kept joined: the next fragments of a run (as
-                    # the loop below takes them one by one), or else one by one.
-                    message_id, word = unpack(datagram)
-                    count = -(-size // MAX_PACKET)
-                    last = -1 if message_id in own else consecutive(datagram, count, message_id,
-                                                                     word)
-                    body = count - last  # fragments before the last
-                    if last >= 0:
-                        if run_id != message_id or run_next != word:
-                            if run_id != -1:
-                                self._end_run(run_id, run_first, run, copies, now)
-                                run_id = -1
-                            if word + 1 < run_end and (
-                                    (word == 0 and message_id not in done
-                                     and message_id not in partial and message_id not in streams
-                                     and (accept_all or datagram.startswith(
-                                         prefixes, HEADER_SIZE, MAX_PACKET)))
-                                    or (word and message_id in partial)):
-                                stop = reassembler.run_stop(message_id, word, run_end)
-                                if word + body < stop or (not last and word + body == stop):
-                                    run_id, run_first, run_next, run_stop = (
-                                        message_id, word, word, stop)
-                                    run = []
-                                    copies = []
-                        if run_id == message_id and run_next == word and (
-                                word + body < run_stop or (not last and word + body == run_stop)):
-                            extra += count - 1
-                            run.append(datagram)
-                            if not last:
-                                run_next = word + body
-                                if run_next == run_stop:
+                        if size < HEADER_SIZE or size > MAX_DATAGRAM:
+                            stats.malformed += 1  # the only way a datagram can fail to be a packet
+                            continue
+                        # A packet of more than 508 bytes (its sender set a larger packet
+                        # size): after the run so far, it goes below, in no run.
+                        if run_id != -1:
+                            self._end_run(run_id, run_first, run, copies, now)
+                            run_id = -1
+                    else:
+                        # Packets of one read, kept joined: the next fragments of a run (as
+                        # the loop below takes them one by one), or else one by one.
+                        message_id, word = unpack(datagram)
+                        count = -(-size // MAX_PACKET)
+                        last = -1 if message_id in own else consecutive(datagram, count, message_id,
+                                                                         word)
+                        body = count - last  # fragments before the last
+                        if last >= 0:
+                            if run_id != message_id or run_next != word:
+                                if run_id != -1:
                                     self._end_run(run_id, run_first, run, copies, now)
                                     run_id = -1
+                                if word + 1 < run_end and (
+                                        (word == 0 and message_id not in done
+                                         and message_id not in partial and message_id not in streams
+                                         and (accept_all or datagram.startswith(
+                                             prefixes, HEADER_SIZE, MAX_PACKET)))
+                                        or (word and message_id in partial)):
+                                    stop = reassembler.run_stop(message_id, word, run_end)
+                                    if word + body < stop or (not last and word + body == stop):
+                                        run_id, run_first, run_next, run_stop = (
+                                            message_id, word, word, stop)
+                                        run = []
+                                        copies = []
+                            if run_id == message_id and run_next == word and (
+                                    word + body < run_stop
+                                    or (not last and word + body == run_stop)):
+                                extra += count - 1
+                                run.append(datagram)
+                                if not last:
+                                    run_next = word + body
+                                    if run_next == run_stop:
+                                        self._end_run(run_id, run_first, run, copies, now)
+                                        run_id = -1
+                                    continue
+                                self._complete_run(run_id, run_first, run, copies, now)
+                                run_id = -1
                                 continue
-                            self._complete_run(run_id, run_first, run, copies, now)
+                        # One by one, as a batch of their own after the run so far (a run
+                        # ended early leaves what it would have left).
+                        if run_id != -1:
+                            self._end_run(run_id, run_first, run, copies, now)
                             run_id = -1
-                            continue
-                    # One by one, as a batch of their own after the run so far (a run
-                    # ended early leaves what it would have left).
-                    if run_id != -1:
-                        self._end_run(run_id, run_first, run, copies, now)
-                        run_id = -1
-                    size_in -= size
-                    extra -= 1  # (counted by that batch)
-                    self._receive_batch(split_block(datagram), now)
-                    continue
+                        size_in -= size
+                        extra -= 1  # (counted by that batch)
+                        self._receive_batch(split_block(datagram), now)
+                        continue
                 message_id, word = unpack(datagram)
                 if message_id == run_id:
                     if word == run_next:
@@ -421,7 +434,7 @@ class M2MPLayer:
                     remember_done(message_id, expiry)
                     message = datagram[HEADER_SIZE:]
                 else:
-                    if run_id == -1 and word + 1 < run_end and (
+                    if run_id == -1 and word + 1 < run_end and size <= MAX_PACKET and (
                             (word == 0 and message_id not in done and message_id not in partial
                              and message_id not in streams
                              and (accept_all or datagram.startswith(prefixes, HEADER_SIZE)))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from m2mc.wire.packet import MAX_FRAGMENT
+from m2mc.wire.packet import MAX_FRAGMENT, MAX_PACKET, check_packet_size
 from m2mc.wire.streams import StreamChunk
 
 
@@ -34,6 +34,10 @@ class M2MPConfig:
     stream_threshold: int = 0
     stream_window: int = 512
     max_streams: int = 32
+    # Bytes per packet this layer sends (header included): 508 by default, safe on any
+    # IPv4 path; up to MAX_DATAGRAM (65,507) where the user names more (``?packet=N``
+    # on the channel URL, docs/m2mp.md). Receiving takes any size up to MAX_DATAGRAM.
+    packet_size: int = MAX_PACKET
 
     def validate(self) -> None:
         from m2mc.errors import ConfigError
@@ -50,10 +54,25 @@ class M2MPConfig:
                      "completed_cache", "own_id_cache", "stream_window", "max_streams"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        check_packet_size(self.packet_size)
         if self.stream_threshold and not (
                 MAX_FRAGMENT <= self.stream_threshold <= self.max_message_bytes):
             raise ConfigError(f"stream_threshold must be 0 or {MAX_FRAGMENT} to "
                               f"max_message_bytes, got {self.stream_threshold}")
+
+
+def packet_size_for(configured: int, channel: int) -> int:
+    """The packet size a layer sends at on a channel: the one its URL names
+    (``packet=``) or else the configuration's; ConfigError if both name one and they
+    differ (docs/m2mp.md, "Packet size")."""
+    from m2mc.errors import ConfigError
+
+    if channel == MAX_PACKET:
+        return configured
+    if configured not in (MAX_PACKET, channel):
+        raise ConfigError(f"packet size {configured} in the configuration but {channel} "
+                          f"in the channel URL: name it in one place")
+    return channel
 
 
 @dataclass(frozen=True, slots=True)

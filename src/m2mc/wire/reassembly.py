@@ -9,10 +9,12 @@ fragment; a message completes when fragments 0..last are all present.
 Every table here can be filled by an outsider, so each is bounded:
 ``max_partial_messages`` and ``max_partial_bytes`` (at the bound the partial
 message idle the longest is abandoned with reason ``"bound"``),
-``max_message_bytes`` (a fragment beyond it abandons its message, reason
-``"too_large"``) and the completed-ID cache that discards redundant copies
-(oldest entries forgotten first; entries are also forgotten once they expire, a
-message timeout after the last copy, so a long-lived receiver keeps a timeout's worth).
+``max_message_bytes`` (a fragment beyond it, by number or by the bytes held,
+abandons its message, reason ``"too_large"``: fragments may be larger than 500
+bytes where a sender set a larger packet size) and the completed-ID cache that
+discards redundant copies (oldest entries forgotten first; entries are also
+forgotten once they expire, a message timeout after the last copy, so a long-lived
+receiver keeps a timeout's worth).
 """
 
 from __future__ import annotations
@@ -60,7 +62,12 @@ class Reassembler:
     """Sans-IO reassembler. Feed decoded packets with :meth:`receive`."""
 
     def __init__(self, limits: ReassemblyLimits | None = None) -> None:
-        self.limits = limits or ReassemblyLimits()
+        self.limits = limits = limits or ReassemblyLimits()
+        # max_message_bytes as receive_fragment checks it, once per fragment: the highest
+        # fragment number (as if every fragment had 500 bytes), and the bytes a partial
+        # message may hold (what bounds it when fragments are larger, packet=N).
+        self._top_fragment = limits.max_message_bytes // MAX_FRAGMENT
+        self._max_held = limits.max_message_bytes + MAX_FRAGMENT
         # Insertion order == order of last activity (we move_to_end on each fragment),
         # so the first entry is both the oldest deadline and the idlest message.
         self._partial: OrderedDict[int, _Partial] = OrderedDict()
@@ -164,7 +171,7 @@ class Reassembler:
             if last and fragment == 0:  # a one-packet message nobody was assembling
                 self._remember(message_id, now + limits.message_timeout)
                 return data
-            if (fragment + 1) * MAX_FRAGMENT > limits.max_message_bytes + MAX_FRAGMENT:
+            if fragment > self._top_fragment:
                 self._abandon(message_id, "too_large")
                 self.mark_done(message_id, now)
                 return None
@@ -173,13 +180,20 @@ class Reassembler:
         elif fragment in partial.parts:
             self.duplicates += 1
             return None
-        elif (fragment + 1) * MAX_FRAGMENT > limits.max_message_bytes + MAX_FRAGMENT:
+        elif fragment > self._top_fragment:
             self._abandon(message_id, "too_large")
             self.mark_done(message_id, now)
             return None
         else:
             partial.deadline = now + limits.message_timeout
             partials.move_to_end(message_id)
+        size = len(data)
+        if partial.size + size > self._max_held:
+            # Fragments over 500 bytes (a sender's larger packet size): the bound on the
+            # fragment number above no longer bounds the bytes, this does.
+            self._abandon(message_id, "too_large")
+            self.mark_done(message_id, now)
+            return None
         parts = partial.parts
         if last:
             if partial.last not in (-1, fragment) or (parts and max(parts) > fragment):
@@ -198,7 +212,6 @@ class Reassembler:
             while following in parts:
                 following += 1
             partial.contiguous = following
-        size = len(data)
         partial.size += size
         self._partial_bytes += size
         final = partial.last
@@ -280,13 +293,16 @@ class Reassembler:
         if self._partial_bytes + adding > limits.max_partial_bytes:
             return None
         if first == 0:
+            if adding > limits.max_message_bytes + MAX_FRAGMENT:
+                return None
             if (message_id in self._partial or message_id in self._done
                     or len(self._partial) >= limits.max_partial_messages):
                 return None
             return _Partial(deadline=0.0)
         partial = self._partial.get(message_id)
         if (partial is None or partial.last != -1 or partial.contiguous != first
-                or len(partial.parts) != first):
+                or len(partial.parts) != first
+                or partial.size + adding > limits.max_message_bytes + MAX_FRAGMENT):
             return None
         return partial
 

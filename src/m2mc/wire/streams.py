@@ -53,10 +53,11 @@ class StreamChunk:
 class OutgoingFragments:
     """The packets of one message written in pieces (its ID chosen by the layer)."""
 
-    __slots__ = ("closed", "message_id", "next_fragment", "tail", "written")
+    __slots__ = ("closed", "fragment", "message_id", "next_fragment", "tail", "written")
 
-    def __init__(self, message_id: int) -> None:
+    def __init__(self, message_id: int, fragment: int = MAX_FRAGMENT) -> None:
         self.message_id = message_id
+        self.fragment = fragment  # bytes per packet but the last: the packet size - 8
         self.next_fragment = 0
         self.tail = b""  # bytes not cut into a packet yet: 0 to 500 (1 to 500 once written)
         self.written = 0
@@ -71,7 +72,8 @@ class OutgoingFragments:
             return []
         buf = self.tail + bytes(data)
         self.written += len(data)
-        whole = (len(buf) - 1) // MAX_FRAGMENT  # leave 1 to 500 bytes behind
+        step = self.fragment
+        whole = (len(buf) - 1) // step  # leave 1 to 500 bytes behind
         if not whole:
             self.tail = buf
             return []
@@ -79,10 +81,10 @@ class OutgoingFragments:
             raise ValueError("message longer than the fragment numbers allow (about 1 TB)")
         view = memoryview(buf)
         mid, first = self.message_id, self.next_fragment
-        packets = [_pack_header(mid, first + i) + view[i * MAX_FRAGMENT:(i + 1) * MAX_FRAGMENT]
+        packets = [_pack_header(mid, first + i) + view[i * step:(i + 1) * step]
                    for i in range(whole)]
         self.next_fragment = first + whole
-        self.tail = buf[whole * MAX_FRAGMENT:]
+        self.tail = buf[whole * step:]
         return packets
 
     def close(self) -> bytes:
@@ -174,6 +176,11 @@ class IncomingStreams:
         stream.deadline = now + self.limits.message_timeout
         self.streams.move_to_end(message_id)
         if fragment != stream.next:
+            if stream.held + len(data) > self.limits.stream_window * MAX_FRAGMENT:
+                # Early fragments over 500 bytes (a larger packet size): the window
+                # bounds their bytes as it would 500-byte ones.
+                self.abandon(message_id, "bound")
+                return
             stream.parts[fragment] = data
             stream.held += len(data)
             self.held_bytes += len(data)

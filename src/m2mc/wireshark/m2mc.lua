@@ -85,6 +85,7 @@ end
 -- Kept in step with the Python sources by tests/wireshark/test_schema.py.
 local M2MP_HEADER = 8
 local M2MP_MAX_FRAGMENT = 500
+local M2MP_MAX_DATAGRAM = 65507 -- the largest packet, at a packet size a user named (packet=)
 local GROUP_MAGIC = "MC"
 local GROUP_VERSION = 1
 local GROUP_HEADER = 13
@@ -1811,8 +1812,8 @@ local function dissect_packet(tvb, pinfo, tree, slot)
     local n = tvb:len()
     pinfo.cols.protocol = "M2MP"
     local t = tree:add(p_m2mp, tvb())
-    if n < M2MP_HEADER or n > M2MP_HEADER + M2MP_MAX_FRAGMENT then
-        t:add_proto_expert_info(E.bad_packet, "an M2MP packet has 8 to 508 bytes, this one " .. n)
+    if n < M2MP_HEADER or n > M2MP_MAX_DATAGRAM then
+        t:add_proto_expert_info(E.bad_packet, "an M2MP packet has 8 to 65507 bytes, this one " .. n)
         pinfo.cols.info = "M2MP: not a packet (" .. n .. " bytes)"
         return n
     end
@@ -1870,19 +1871,49 @@ local function dissect_packet(tvb, pinfo, tree, slot)
     return n
 end
 
--- A frame longer than one packet, captured where the sender's kernel had not cut it yet
--- (UDP segmentation offload: on loopback, on a bridge, before a network card that cuts
--- it): packets of 508 bytes back to back, the last possibly shorter (docs/m2mp.md).
-local function dissect_m2mp(tvb, pinfo, tree)
+-- A frame longer than 508 bytes is either one packet of a larger packet size (packet=,
+-- docs/m2mp.md) or several packets captured where the sender's kernel had not cut them
+-- yet (UDP segmentation offload: on loopback, on a bridge, before a network card that
+-- cuts it): packets of S bytes back to back, the last possibly shorter, S being the
+-- sender's packet size (508 unless it named more; at most 32753, as two must fit).
+-- What follows a packet in a joined frame is a copy or the next fragment of its message,
+-- or the first fragment of another message. So S is the first offset from 508 on where
+-- the first packet's message ID comes again with its fragment number or the next one;
+-- failing that, 508 if a first fragment of another message (a nonzero ID) starts there;
+-- failing that, the frame is one packet.
+local MAX_JOINED_SEGMENT = 32753
+
+local function segment_size(tvb)
     local n = tvb:len()
     local full = M2MP_HEADER + M2MP_MAX_FRAGMENT
-    if n <= full then return dissect_packet(tvb, pinfo, tree, pinfo.number) end
+    if n < full + M2MP_HEADER then return nil end  -- no room for a second packet
+    local raw = tvb:raw(0, math.min(n, MAX_JOINED_SEGMENT + M2MP_HEADER))
+    local id = raw:sub(1, 4)
+    local frag = tvb(4, 4):uint() % 2147483648
+    local at = full + 1
+    while true do
+        at = raw:find(id, at, true)
+        if not at or at - 1 + M2MP_HEADER > n then break end
+        local next_frag = tvb(at + 3, 4):uint() % 2147483648
+        if next_frag == frag or next_frag == frag + 1 then return at - 1 end
+        at = at + 1
+    end
+    local word = tvb(full + 4, 4):uint()
+    -- (a random message ID is 0 once in 2^32 times; zeros in a large packet often)
+    if tvb(full, 4):uint() ~= 0 and (word == 0 or word == 2147483648) then return full end
+    return nil
+end
+
+local function dissect_m2mp(tvb, pinfo, tree)
+    local n = tvb:len()
+    local size = n > M2MP_HEADER + M2MP_MAX_FRAGMENT and segment_size(tvb) or nil
+    if not size then return dissect_packet(tvb, pinfo, tree, pinfo.number) end
     local infos = {}
     local count = 0
-    for off = 0, n - 1, full do
-        local size = math.min(full, n - off)
+    for off = 0, n - 1, size do
         count = count + 1
-        dissect_packet(tvb(off, size):tvb(), pinfo, tree, pinfo.number .. "/" .. count)
+        dissect_packet(tvb(off, math.min(size, n - off)):tvb(), pinfo, tree,
+                       pinfo.number .. "/" .. count)
         infos[#infos + 1] = tostring(pinfo.cols.info)
     end
     pinfo.cols.info = "[" .. count .. " packets, segmented] " .. table.concat(infos, "; ")
@@ -1895,14 +1926,15 @@ p_m2mp.dissector = dissect_m2mp
 -- a known kind, known flags), or a later fragment of such a message.
 local function heur_m2mp(whole, pinfo, tree)
     -- A segmented frame (see dissect_m2mp) is judged by its first packet.
-    local tvb = whole:len() > M2MP_HEADER + M2MP_MAX_FRAGMENT
-        and whole(0, M2MP_HEADER + M2MP_MAX_FRAGMENT):tvb() or whole
+    local size = whole:len() > M2MP_HEADER + M2MP_MAX_FRAGMENT and segment_size(whole) or nil
+    local tvb = size and whole(0, size):tvb() or whole
     local n = tvb:len()
-    if n < M2MP_HEADER or n > M2MP_HEADER + M2MP_MAX_FRAGMENT then return false end
+    if n < M2MP_HEADER or n > M2MP_MAX_DATAGRAM then return false end
     local word = tvb(4, 4):uint()
     local last = word >= 2147483648
     local frag = word % 2147483648
-    if not last and n ~= M2MP_HEADER + M2MP_MAX_FRAGMENT then return false end
+    -- every packet of a message but its last is full: 508 bytes, or more at a larger size
+    if not last and n < M2MP_HEADER + M2MP_MAX_FRAGMENT then return false end
     if frag == 0 then
         if not looks_like_group(tvb, M2MP_HEADER) then return false end
     elseif not m2mp_state.group_keys[message_key(pinfo, tvb(0, 4):uint())] then
