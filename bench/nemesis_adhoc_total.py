@@ -138,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
         result: dict[str, Any] = {
             "scenario": str(args.scenario.relative_to(ROOT) if args.scenario.is_relative_to(ROOT)
                             else args.scenario),
-            "loss": lan["loss"], "duplicate": lan["duplicate"], "seeds": len(seeds),
+            "loss": lan.get("loss", 0.0), "duplicate": lan.get("duplicate", 0.0),
+            "seeds": len(seeds),
             "valid": len(seeds) - len(invalid), "invalid": sorted(invalid),
             "violations": {str(s): c for s, c in sorted(invalid.items())}}
         if args.analyze and keep is not None:
