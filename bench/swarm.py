@@ -129,8 +129,9 @@ control budget, 2026-11-29 18:52-19:52 UTC, load 14-22 from other jobs::
       IDs' share is gone, the rest is not. It is not the Python heap: tracemalloc over an
       hour of a 4-node simulated chat, and RssAnon over 72,000 messages of a 3-node chat on
       loopback without loss, stay flat. Not found yet.
-    Database file +3.3 MiB/h, 3.3 MiB at the end: the log's 2 MiB bound counts payload
-      bytes, not SQLite's pages; whether it levels off needs a longer run.
+    Database file +3.3 MiB/h, 3.3 MiB at the end: the log's 2 MiB bound counts records'
+      bytes (payload plus a fixed overhead per record, store/retention.py), not SQLite's pages
+      and indexes; whether the file levels off needs a longer run.
 """
 
 from __future__ import annotations
