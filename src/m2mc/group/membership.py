@@ -12,6 +12,7 @@ the rest. See docs/decisions.md.
 
 from __future__ import annotations
 
+from bisect import insort
 from collections.abc import Iterable
 
 from m2mc.group.codec import MemberEntry
@@ -21,11 +22,12 @@ class Membership:
     """Bounded: at most ``max_members`` entries; entries for new processes past the
     bound are refused and counted (known processes still update)."""
 
-    __slots__ = ("_current", "_entries", "_sorted", "max_members", "refused")
+    __slots__ = ("_current", "_entries", "_pids", "_sorted", "max_members", "refused")
 
     def __init__(self, max_members: int, entries: Iterable[MemberEntry] = ()) -> None:
         self.max_members = max_members
         self._entries: dict[str, MemberEntry] = {}
+        self._pids: list[str] = []  # the keys of _entries, sorted (kept so as a pid comes)
         # current() and entries(), sorted, kept until an entry changes: a node reads
         # them for every status it hears, and a group may have a thousand members.
         self._current: list[str] | None = None
@@ -41,6 +43,7 @@ class Membership:
             if len(self._entries) >= self.max_members:
                 self.refused += 1
                 return False
+            insort(self._pids, entry.pid)
         elif entry.version < known.version or (
                 entry.version == known.version and (entry.joined or not known.joined)):
             # Older news, or the same news. At an equal version a leave wins over a
@@ -84,7 +87,7 @@ class Membership:
         found = self._sorted
         if found is None:
             entries = self._entries
-            found = self._sorted = tuple([entries[pid] for pid in sorted(entries)])
+            found = self._sorted = tuple([entries[pid] for pid in self._pids])
         return found
 
     def covers(self, entries: Iterable[MemberEntry]) -> bool:
