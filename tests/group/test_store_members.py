@@ -1,7 +1,8 @@
 """A group's membership in the SQLite store: a row per entry, a save writing the
-entries that changed (m2mc.store.sqlite). Whatever the saves, a reopened store loads
-each group as last saved; a file of an earlier version (the list in JSON in the
-``groups`` row) loads as it was saved and takes new saves."""
+entries that changed, those the caller names or else those it finds (m2mc.store.sqlite).
+Whatever the saves, a reopened store loads each group as last saved; a file of an
+earlier version (the list in JSON in the ``groups`` row) loads as it was saved and
+takes new saves."""
 
 from __future__ import annotations
 
@@ -34,26 +35,30 @@ entry = st.builds(MemberEntry, st.sampled_from(PIDS), st.integers(0, 5), st.bool
 save = st.tuples(st.sampled_from(("g", "h")), st.lists(entry, max_size=4),
                  st.booleans(),  # a row built from a fresh Membership (every object new)
                  st.booleans(),  # commit after it
-                 st.integers(1, 3))  # my_version
+                 st.integers(1, 3),  # my_version
+                 st.booleans())  # the save names the entries that changed
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(save, min_size=1, max_size=12), st.booleans())
 def test_a_reopened_store_has_each_group_as_last_saved(
         tmp_path_factory: pytest.TempPathFactory,
-        saves: list[tuple[str, list[MemberEntry], bool, bool, int]], reopen_between: bool) -> None:
+        saves: list[tuple[str, list[MemberEntry], bool, bool, int, bool]],
+        reopen_between: bool) -> None:
     path = tmp_path_factory.mktemp("members") / "s.sqlite3"
     memberships: dict[str, Membership] = {}
     last: dict[str, GroupRow] = {}
     store = SqliteStore(path)
-    for i, (gid, entries, fresh, commit, version) in enumerate(saves):
+    for i, (gid, entries, fresh, commit, version, named) in enumerate(saves):
+        first = gid not in memberships
         membership = memberships.setdefault(gid, Membership(100))
-        membership.merge(entries)
+        changed = membership.merge(entries)
         if fresh:  # new objects, the same entries: a save may write them again
             membership = memberships[gid] = Membership(
                 100, [MemberEntry(e.pid, e.version, e.joined) for e in membership.entries()])
         row = GroupRow(gid, "d", Order.SB, GjlpState.MEMBER, version, list(membership.entries()))
-        store.save_group(row)
+        # (as a node does: after its first save of the group, saves that name the changes)
+        store.save_group(row, changed if named and not first else None)
         last[gid] = row
         if commit:
             store.commit()

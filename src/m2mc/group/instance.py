@@ -453,7 +453,7 @@ class GroupInstance:
                 node.emit(MemberLeft(self.gid, e.pid))
         if renamed and not announced and said is not None and row.membership.is_member(said[0]):
             node.emit(MemberNamed(self.gid, said[0], said[1]))
-        node.save_row(row)
+        node.save_row(row, [e.pid for e in changed])
         if node.tracing and any(is_member(pid) != before for pid, before in was.items()):
             node.trace("view", self.gid, detail=detail_json(members=row.membership.current()))
 

@@ -300,18 +300,27 @@ class SqliteStore(SqliteRetention):
         else:
             self._late_gseqs.append((gid, mid.pid, mid.seq, gseq))
 
-    def save_group(self, row: GroupRow) -> None:
+    def save_group(self, row: GroupRow, changed: Sequence[MemberEntry] | None = None) -> None:
         """The row in ``groups``, its membership in ``members``: a row per entry, of which
-        a save writes those that changed since the last (a group's membership changes an
-        entry at a time, and a thousand members' list rewritten with each change made a
-        join of n members cost each of them n * n). The ``members`` column of ``groups``
-        (the whole list in JSON, as earlier versions kept it) is read, never written."""
+        a save writes those that changed since the last (``changed`` when the caller says
+        which; else those that are not the objects saved last). A group's membership
+        changes an entry at a time, and a thousand members' list rewritten with each
+        change made a join of n members cost each of them n * n. The ``members`` column
+        of ``groups`` (the whole list in JSON, as earlier versions kept it) is read,
+        never written."""
         self._flush()
         db = self._db
         gid = row.gid
         db.execute("INSERT OR REPLACE INTO groups VALUES (?, ?, ?, ?, ?, '[]')",
                    (gid, row.desc, row.order, row.state, row.my_version))
         saved = self._saved_members.get(gid)
+        if saved is not None and changed is not None:
+            if changed:
+                db.executemany("INSERT OR REPLACE INTO members VALUES (?, ?, ?, ?)",
+                               [(gid, e.pid, e.version, e.joined) for e in changed])
+                for e in changed:
+                    saved[e.pid] = e
+            return
         if saved is None:
             saved = self._saved_members[gid] = {}
             db.execute("DELETE FROM members WHERE gid = ?", (gid,))
