@@ -89,7 +89,7 @@ class GroupInstance:
                        self.high_waters)
         self.repair = RepairState(node.pid, row.gid, config, node.rng, node.store)
         self.repair.known = lambda pid: row.membership.get(pid) is not None
-        self.repair.members = row.membership.current
+        self.repair.members = row.membership.current_tuple
         self.repair.sender_alive = self._alive
         self.msp.is_member = row.membership.is_member
         self.msp.group_size = row.membership.__len__
@@ -455,7 +455,7 @@ class GroupInstance:
             node.emit(MemberNamed(self.gid, said[0], said[1]))
         node.save_row(row, [e.pid for e in changed])
         if node.tracing and any(is_member(pid) != before for pid, before in was.items()):
-            node.trace("view", self.gid, detail=detail_json(members=row.membership.current()))
+            node.trace("view", self.gid, detail=detail_json(members=row.membership.current_tuple()))
 
     # -------------------------------------------------------------- leaving
     def start_leave(self, now: float) -> None:

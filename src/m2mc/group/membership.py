@@ -30,7 +30,7 @@ class Membership:
         self._pids: list[str] = []  # the keys of _entries, sorted (kept so as a pid comes)
         # current() and entries(), sorted, kept until an entry changes: a node reads
         # them for every status it hears, and a group may have a thousand members.
-        self._current: list[str] | None = None
+        self._current: tuple[str, ...] | None = None
         self._sorted: tuple[MemberEntry, ...] | None = None
         self.refused = 0
         for entry in entries:
@@ -66,17 +66,18 @@ class Membership:
 
     def current(self) -> list[str]:
         """``cMemList``, sorted (a new list: the caller may keep or change it)."""
+        return list(self.current_tuple())
+
+    def current_tuple(self) -> tuple[str, ...]:
+        """``cMemList``, sorted, without a copy: the same tuple until an entry changes."""
         current = self._current
         if current is None:
-            current = self._current = [e.pid for e in self.entries() if e.joined]
-        return current.copy()
+            current = self._current = tuple([e.pid for e in self.entries() if e.joined])
+        return current
 
     def current_count(self) -> int:
         """``len(self.current())``, without the copy."""
-        current = self._current
-        if current is None:
-            current = self._current = [e.pid for e in self.entries() if e.joined]
-        return len(current)
+        return len(self.current_tuple())
 
     def departed(self) -> list[str]:
         """``lMemList``, sorted."""

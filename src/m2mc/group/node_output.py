@@ -263,4 +263,4 @@ class NodeOutput:
 
 def view_detail(row: GiitRow) -> str:
     """A ``view`` trace event's detail: the group's current members."""
-    return detail_json(members=row.membership.current())
+    return detail_json(members=row.membership.current_tuple())
