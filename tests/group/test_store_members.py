@@ -32,7 +32,7 @@ def loaded(path: Path) -> dict[str, tuple[GroupRow, dict[str, MemberEntry]]]:
 
 
 entry = st.builds(MemberEntry, st.sampled_from(PIDS), st.integers(0, 5), st.booleans())
-save = st.tuples(st.sampled_from(("g", "h")), st.lists(entry, max_size=4),
+step = st.tuples(st.sampled_from(("g", "h")), st.lists(entry, max_size=4),
                  st.booleans(),  # a row built from a fresh Membership (every object new)
                  st.booleans(),  # commit after it
                  st.integers(1, 3),  # my_version
@@ -40,16 +40,16 @@ save = st.tuples(st.sampled_from(("g", "h")), st.lists(entry, max_size=4),
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(save, min_size=1, max_size=12), st.booleans())
+@given(st.lists(step, min_size=1, max_size=12), st.booleans())
 def test_a_reopened_store_has_each_group_as_last_saved(
         tmp_path_factory: pytest.TempPathFactory,
-        saves: list[tuple[str, list[MemberEntry], bool, bool, int, bool]],
+        steps: list[tuple[str, list[MemberEntry], bool, bool, int, bool]],
         reopen_between: bool) -> None:
     path = tmp_path_factory.mktemp("members") / "s.sqlite3"
     memberships: dict[str, Membership] = {}
     last: dict[str, GroupRow] = {}
     store = SqliteStore(path)
-    for i, (gid, entries, fresh, commit, version, named) in enumerate(saves):
+    for i, (gid, entries, fresh, commit, version, named) in enumerate(steps):
         first = gid not in memberships
         membership = memberships.setdefault(gid, Membership(100))
         changed = membership.merge(entries)
