@@ -32,6 +32,54 @@ disk). On a shared machine the figures per CPU second are the steadier ones.
     before and after. At 1,000 nodes the start, where every member's JOIN, SYNC_REQ and
     first STATUS reach 999 others, costs on the order of 100 us of CPU per reception:
     the 1,000-node scenario does not keep up with real time yet.)
+
+Second round (branch simspeed: MSP's MIR deadlines in a heap, the store's membership a
+row per entry written as it changes, Membership's pids kept sorted and its members as
+one tuple, the view event decided by the changed members), same machine, 2 cores
+shared with 3 other jobs (load 11 to 24), CPU seconds, farm-bench pairs (median of
+2; A = this branch's src, B = main's), traces byte-identical before and after::
+
+    scenario (virtual s)                       main (B)        this branch (A)
+    200 nodes, 2 s (join storm) [1]            28.3 CPU s      22.3 CPU s  (0.79x CPU)
+    swarm-100 (90 s, traces on) [2]            27.2 CPU s      26.1 CPU s  (0.96x CPU)
+    one membership change at 1,000 members [3] 442 us          56 us       (0.13x)
+
+    [1] examples/scenarios/swarm-1000.toml with count = 200, chaos = 1.5, heal = 0.5:
+        farm-bench -n 2 --warmup 0 --vs 'env PYTHONPATH=main/src m2mc sim s200.toml
+        --seed 1 --out B' -- env PYTHONPATH=simspeed/src m2mc sim s200.toml --seed 1 --out A
+    [2] the same pairing, examples/scenarios/swarm-100.toml --seed 1
+    [3] Membership.apply, the GIIT row saved (SqliteStore.save_group, naming the changed
+        entry on this branch as GroupNode does) and committed, 3,000 times in a group of
+        1,000 members, CPU time per change (a script of the session; 2 runs each)
+
+Where a 1,000-node run's time goes (what keeps swarm-1000 from real time):
+
+- Receptions. Every member's JOIN, SYNC_REQ, first statuses and catch-up responses
+  reach the 999 others within the first seconds: the 200-node cut [1] takes in
+  269,102 datagrams in 2 virtual s (about 6.7 datagrams sent per member, each heard
+  by all the others), so 1,000 members take in about 6.7 million at their start.
+  That cut costs 82 us of CPU per reception with this branch (22.3 CPU s / 270,603,
+  everything included). Real time over the scenario's 30 s needs about 4 us per
+  reception for the start alone: less than the engine's own work per receiver (an
+  Arrival, a heap push and pop, a lognormal delay; the ``flood`` row's target,
+  200,000 deliveries/s, is 5 us each), so no saving in the protocol cores reaches
+  it. What would (estimates, not measured): the engine's heap of arrivals and its
+  delay draws in m2mc.native (each receiver still calling the same Python protocol
+  code), and a native receive path for what every reception runs (M2MP header,
+  group frame, decode memo, instance dispatch, the store's commit, the node's next
+  deadline after every input), some tens of us in Python today.
+- The trace. A ``view`` event lists every current member (trace schema 1, relied on
+  by the pipeline), and each member writes one per member it learns of: n * n events
+  of up to n pids. In a 300-node cut (swarm-1000.toml with count = 300, chaos = 4,
+  heal = 2) they are 104 of the trace's 121 MB (75,769 events); at 1,000 members,
+  by n * n * n, about 4 GB, whose encoding and writing alone would take more than
+  the run's 30 s. Real time with traces on needs a view event that says what
+  changed (a trace schema change, CONTRACTS.md section 4).
+- What is left of the per-change work at a join of n: ``Membership.entries()``
+  rebuilt after each change (a tuple of n entries, for the GIIT row the store is
+  given) and the view's member list: O(n) per change in C-speed list work, against
+  the JSON of n entries and the SQLite row of the whole list that each change wrote
+  before (row [3]).
 """
 
 from __future__ import annotations
