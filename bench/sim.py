@@ -74,7 +74,7 @@ Where a 1,000-node run's time goes (what keeps swarm-1000 from real time):
   heal = 2) they are 104 of the trace's 121 MB (75,769 events); at 1,000 members,
   by n * n * n, about 4 GB, whose encoding and writing alone would take more than
   the run's 30 s. Real time with traces on needs a view event that says what
-  changed (a trace schema change, CONTRACTS.md section 4).
+  changed (a trace schema change, docs/interfaces.md §4).
 - What is left of the per-change work at a join of n: ``Membership.entries()``
   rebuilt after each change (a tuple of n entries, for the GIIT row the store is
   given) and the view's member list: O(n) per change in C-speed list work, against
