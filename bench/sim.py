@@ -68,13 +68,14 @@ Where a 1,000-node run's time goes (what keeps swarm-1000 from real time):
   code), and a native receive path for what every reception runs (M2MP header,
   group frame, decode memo, instance dispatch, the store's commit, the node's next
   deadline after every input), some tens of us in Python today.
-- The trace. A ``view`` event lists every current member (trace schema 1, relied on
-  by the pipeline), and each member writes one per member it learns of: n * n events
+- The trace. A ``view`` event's detail lists every current member (docs/group.md
+  section 4), and each member writes one per member it learns of: n * n events
   of up to n pids. In a 300-node cut (swarm-1000.toml with count = 300, chaos = 4,
   heal = 2) they are 104 of the trace's 121 MB (75,769 events); at 1,000 members,
   by n * n * n, about 4 GB, whose encoding and writing alone would take more than
   the run's 30 s. Real time with traces on needs a view event that says what
-  changed (a trace schema change, docs/interfaces.md §4).
+  changed (the pipeline reads no view's members, but the trace is a contract:
+  docs/interfaces.md §4).
 - What is left of the per-change work at a join of n: ``Membership.entries()``
   rebuilt after each change (a tuple of n entries, for the GIIT row the store is
   given) and the view's member list: O(n) per change in C-speed list work, against
