@@ -36,12 +36,15 @@ disk). On a shared machine the figures per CPU second are the steadier ones.
 Second round (branch simspeed: MSP's MIR deadlines in a heap, the store's membership a
 row per entry written as it changes, Membership's pids kept sorted and its members as
 one tuple, the view event decided by the changed members), same machine, 2 cores
-shared with 3 other jobs (load 11 to 24), CPU seconds, farm-bench pairs (median of
-2; A = this branch's src, B = main's), traces byte-identical before and after::
+shared with 3 other jobs (load 3 to 24), CPU seconds, farm-bench pairs (median of
+2; A = this branch's src, B = main's at 753a38c), traces byte-identical before and
+after (swarm-100 seeds 1 to 3, the 200-node cut)::
 
     scenario (virtual s)                       main (B)        this branch (A)
-    200 nodes, 2 s (join storm) [1]            28.3 CPU s      22.3 CPU s  (0.79x CPU)
-    swarm-100 (90 s, traces on) [2]            27.2 CPU s      26.1 CPU s  (0.96x CPU)
+    200 nodes, 2 s (join storm) [1]            24.8 CPU s      20.8 CPU s  (0.84x CPU,
+                                                                pairs 0.78 and 0.90)
+    swarm-100 (90 s, traces on) [2]            25.4 CPU s      23.0 CPU s  (0.90x CPU,
+                                                                pairs 0.87 and 0.94)
     one membership change at 1,000 members [3] 442 us          56 us       (0.13x)
 
     [1] examples/scenarios/swarm-1000.toml with count = 200, chaos = 1.5, heal = 0.5:
@@ -58,7 +61,7 @@ Where a 1,000-node run's time goes (what keeps swarm-1000 from real time):
   reach the 999 others within the first seconds: the 200-node cut [1] takes in
   269,102 datagrams in 2 virtual s (about 6.7 datagrams sent per member, each heard
   by all the others), so 1,000 members take in about 6.7 million at their start.
-  That cut costs 82 us of CPU per reception with this branch (22.3 CPU s / 270,603,
+  That cut costs 77 us of CPU per reception with this branch (20.8 CPU s / 270,603,
   everything included). Real time over the scenario's 30 s needs about 4 us per
   reception for the start alone: less than the engine's own work per receiver (an
   Arrival, a heap push and pop, a lognormal delay; the ``flood`` row's target,
