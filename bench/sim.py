@@ -63,8 +63,8 @@ each member's JOIN and SYNC_REQ reach 999 others at once). Shares of the CPU tim
 inclusive: a membership change 39% (``GroupInstance._membership``: the GIIT row saved
 18%, of it the row's list of entries rebuilt 8% and SQLite 9%; the view event's JSON
 9%; the merge 5%; the current members rebuilt 3%), the engine's service of a node
-after each input 24% (the store's commit 6%, the node's next deadline 8%, M2MP
-and the group frame 7%), the trace writer 3%, the network's transmit 3%.
+after each input 24% (its output 13%, of it the store's commit 6%; the node's next
+deadline 8%), M2MP's receive 7%, the trace writer 3%, the network's transmit 3%.
 
 - Receptions. Every member's JOIN, SYNC_REQ, first statuses and catch-up responses
   reach the 999 others within the first seconds: the 200-node cut [1] takes in
