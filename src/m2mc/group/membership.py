@@ -12,7 +12,7 @@ the rest. See docs/decisions.md.
 
 from __future__ import annotations
 
-from bisect import insort
+from bisect import bisect_left
 from collections.abc import Iterable
 
 from m2mc.group.codec import MemberEntry
@@ -43,14 +43,23 @@ class Membership:
             if len(self._entries) >= self.max_members:
                 self.refused += 1
                 return False
-            insort(self._pids, entry.pid)
+            at = bisect_left(self._pids, entry.pid)
+            self._pids.insert(at, entry.pid)
+            found = self._sorted
+            if found is not None:  # kept by copying in C, not rebuilt entry by entry
+                self._sorted = (*found[:at], entry, *found[at:])
         elif entry.version < known.version or (
                 entry.version == known.version and (entry.joined or not known.joined)):
             # Older news, or the same news. At an equal version a leave wins over a
             # join: a process only ever writes one of them under a given version.
             return False
+        else:
+            found = self._sorted
+            if found is not None:
+                at = bisect_left(self._pids, entry.pid)
+                self._sorted = (*found[:at], entry, *found[at + 1:])
         self._entries[entry.pid] = entry
-        self._current = self._sorted = None
+        self._current = None
         return True
 
     def merge(self, entries: Iterable[MemberEntry]) -> list[MemberEntry]:
