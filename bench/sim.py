@@ -34,18 +34,19 @@ disk). On a shared machine the figures per CPU second are the steadier ones.
     the 1,000-node scenario does not keep up with real time yet.)
 
 Second round (branch simspeed: MSP's MIR deadlines in a heap, the store's membership a
-row per entry written as it changes, Membership's pids kept sorted and its members as
-one tuple, the view event decided by the changed members), same machine, 2 cores
+row per entry written as it changes, Membership's pids and sorted entries kept up to
+date as entries change and its members as one tuple, the view event decided by the
+changed members), same machine, 2 cores
 shared with 3 other jobs (load 3 to 24), CPU seconds, farm-bench pairs (median of
 2; A = this branch's src, B = main's at 753a38c), traces byte-identical before and
 after (swarm-100 seeds 1 to 3, the 200-node cut)::
 
     scenario (virtual s)                       main (B)        this branch (A)
-    200 nodes, 2 s (join storm) [1]            24.8 CPU s      20.8 CPU s  (0.84x CPU,
-                                                                pairs 0.78 and 0.90)
+    200 nodes, 2 s (join storm) [1]            20.3 CPU s      16.0 CPU s  (0.79x CPU,
+                                                                pairs 0.77 and 0.81)
     swarm-100 (90 s, traces on) [2]            25.4 CPU s      23.0 CPU s  (0.90x CPU,
                                                                 pairs 0.87 and 0.94)
-    one membership change at 1,000 members [3] 442 us          56 us       (0.13x)
+    one membership change at 1,000 members [3] 409 us          30 us       (0.07x)
 
     [1] examples/scenarios/swarm-1000.toml with count = 200, chaos = 1.5, heal = 0.5:
         farm-bench -n 2 --warmup 0 --vs 'env PYTHONPATH=main/src m2mc sim s200.toml
@@ -70,7 +71,7 @@ deadline 8%), M2MP's receive 7%, the trace writer 3%, the network's transmit 3%.
   reach the 999 others within the first seconds: the 200-node cut [1] takes in
   269,102 datagrams in 2 virtual s (about 6.7 datagrams sent per member, each heard
   by all the others), so 1,000 members take in about 6.7 million at their start.
-  That cut costs 77 us of CPU per reception with this branch (20.8 CPU s / 270,603,
+  That cut costs 59 us of CPU per reception with this branch (16.0 CPU s / 270,603,
   everything included). Real time over the scenario's 30 s needs about 4 us per
   reception for the start alone: less than the engine's own work per receiver (an
   Arrival, a heap push and pop, a lognormal delay; the ``flood`` row's target,
@@ -88,11 +89,12 @@ deadline 8%), M2MP's receive 7%, the trace writer 3%, the network's transmit 3%.
   the run's 30 s. Real time with traces on needs a view event that says what
   changed (the pipeline reads no view's members, but the trace is a contract:
   docs/interfaces.md §4).
-- What is left of the per-change work at a join of n: ``Membership.entries()``
-  rebuilt after each change (a tuple of n entries, for the GIIT row the store is
-  given) and the view's member list: O(n) per change in C-speed list work, against
-  the JSON of n entries and the SQLite row of the whole list that each change wrote
-  before (row [3]).
+- What is left of the per-change work at a join of n, after the sample above was
+  taken: ``Membership.entries()`` is now kept up to date by a copy of its tuple in C
+  (it was rebuilt in Python after each change: the 8% above), and the view event's
+  member list and JSON (12% above, with the current members rebuilt): O(n) per
+  change, against the JSON of n entries and the SQLite row of the whole list that
+  each change wrote before (row [3]).
 """
 
 from __future__ import annotations
