@@ -44,8 +44,12 @@ after (swarm-100 seeds 1 to 3, the 200-node cut)::
     scenario (virtual s)                       main (B)        this branch (A)
     200 nodes, 2 s (join storm) [1]            20.3 CPU s      16.0 CPU s  (0.79x CPU,
                                                                 pairs 0.77 and 0.81)
-    swarm-100 (90 s, traces on) [2]            25.4 CPU s      23.0 CPU s  (0.90x CPU,
-                                                                pairs 0.87 and 0.94)
+    swarm-100 (90 s, traces on) [2]            21.1 CPU s      21.3 CPU s  (1.02x CPU,
+                                                                pairs 0.93 and 1.11:
+                                                                no difference at 100
+                                                                members; 0.90x in a
+                                                                pair before the last
+                                                                change, under load)
     one membership change at 1,000 members [3] 409 us          30 us       (0.07x)
 
     [1] examples/scenarios/swarm-1000.toml with count = 200, chaos = 1.5, heal = 0.5:
