@@ -90,10 +90,10 @@ deadline 8%), M2MP's receive 7%, the trace writer 3%, the network's transmit 3%.
   of up to n pids. In a 300-node cut (swarm-1000.toml with count = 300, chaos = 4,
   heal = 2) they are 104 of the trace's 121 MB (75,769 events); in the first 20 ms
   of swarm-1000 sampled above, 3,380 of the trace's 3,470 MB (828,752 events), and
-  the whole start would write about 4 GB of them (n * n * n), whose encoding and
-  writing alone take more than the run's 30 s. Real time with traces on needs a view event that says what
-  changed (the pipeline reads no view's members, but the trace is a contract:
-  docs/interfaces.md §4).
+  the whole start writes more (about n * n events of up to n pids), whose encoding
+  and writing alone take more than the run's 30 s. Real time with traces on needs a
+  view event that says what changed (the pipeline reads no view's members, but the
+  trace is a contract: docs/interfaces.md §4).
 - What is left of the per-change work at a join of n, after the sample above was
   taken: ``Membership.entries()`` is now kept up to date by a copy of its tuple in C
   (it was rebuilt in Python after each change: the 8% above), and the view event's
