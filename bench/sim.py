@@ -32,6 +32,74 @@ disk). On a shared machine the figures per CPU second are the steadier ones.
     before and after. At 1,000 nodes the start, where every member's JOIN, SYNC_REQ and
     first STATUS reach 999 others, costs on the order of 100 us of CPU per reception:
     the 1,000-node scenario does not keep up with real time yet.)
+
+Second round (branch simspeed: MSP's MIR deadlines in a heap, the store's membership a
+row per entry written as it changes, Membership's pids and sorted entries kept up to
+date as entries change and its members as one tuple, the view event decided by the
+changed members), same machine, 2 cores
+shared with 3 other jobs (load 3 to 24), CPU seconds, farm-bench pairs (median of
+2; A = this branch's src, B = main's at 753a38c), traces byte-identical before and
+after (swarm-100 seeds 1 to 3, the 200-node cut)::
+
+    scenario (virtual s)                       main (B)        this branch (A)
+    200 nodes, 2 s (join storm) [1]            20.3 CPU s      16.0 CPU s  (0.79x CPU,
+                                                                pairs 0.77 and 0.81)
+    swarm-100 (90 s, traces on) [2]            21.1 CPU s      21.3 CPU s  (1.02x CPU,
+                                                                pairs 0.93 and 1.11:
+                                                                no difference at 100
+                                                                members; 0.90x in a
+                                                                pair before the last
+                                                                change, under load)
+    one membership change at 1,000 members [3] 409 us          30 us       (0.07x)
+
+    [1] examples/scenarios/swarm-1000.toml with count = 200, chaos = 1.5, heal = 0.5:
+        farm-bench -n 2 --warmup 0 --vs 'env PYTHONPATH=main/src m2mc sim s200.toml
+        --seed 1 --out B' -- env PYTHONPATH=simspeed/src m2mc sim s200.toml --seed 1 --out A
+    [2] the same pairing, examples/scenarios/swarm-100.toml --seed 1
+    [3] Membership.apply, the GIIT row saved (SqliteStore.save_group, naming the changed
+        entry on this branch as GroupNode does) and committed, 3,000 times in a group of
+        1,000 members, CPU time per change (a script of the session; 2 runs each)
+
+Where a 1,000-node run's time goes (what keeps swarm-1000 from real time). The first
+20 ms of swarm-1000 (this branch; a SIGPROF sampler every 10 ms of CPU, 37,647 samples,
+the run stepped 5 ms at a time until 420 CPU s were spent): 3,428,492 receptions in
+435 CPU s, 125 us each, 5.6 GB of memory (1.56 million receptions in the first 5 ms:
+each member's JOIN and SYNC_REQ reach 999 others at once). Shares of the CPU time,
+inclusive: a membership change 39% (``GroupInstance._membership``: the GIIT row saved
+18%, of it the row's list of entries rebuilt 8% and SQLite 9%; the view event's JSON
+9%; the merge 5%; the current members rebuilt 3%), the engine's service of a node
+after each input 24% (its output 13%, of it the store's commit 6%; the node's next
+deadline 8%), M2MP's receive 7%, the trace writer 3%, the network's transmit 3%.
+
+- Receptions. Every member's JOIN, SYNC_REQ, first statuses and catch-up responses
+  reach the 999 others within the first seconds: the 200-node cut [1] takes in
+  269,102 datagrams in 2 virtual s (about 6.7 datagrams sent per member, each heard
+  by all the others), so 1,000 members take in about 6.7 million at their start.
+  That cut costs 59 us of CPU per reception with this branch (16.0 CPU s / 270,603,
+  everything included). Real time over the scenario's 30 s needs about 4 us per
+  reception for the start alone: less than the engine's own work per receiver (an
+  Arrival, a heap push and pop, a lognormal delay; the ``flood`` row's target,
+  200,000 deliveries/s, is 5 us each), so no saving in the protocol cores reaches
+  it. What would (estimates, not measured): the engine's heap of arrivals and its
+  delay draws in m2mc.native (each receiver still calling the same Python protocol
+  code), and a native receive path for what every reception runs (M2MP header,
+  group frame, decode memo, instance dispatch, the store's commit, the node's next
+  deadline after every input), some tens of us in Python today.
+- The trace. A ``view`` event's detail lists every current member (docs/group.md
+  section 4), and each member writes one per member it learns of: n * n events
+  of up to n pids. In a 300-node cut (swarm-1000.toml with count = 300, chaos = 4,
+  heal = 2) they are 104 of the trace's 121 MB (75,769 events); in the first 20 ms
+  of swarm-1000 sampled above, 3,380 of the trace's 3,470 MB (828,752 events), and
+  the whole start writes more (about n * n events of up to n pids), whose encoding
+  and writing alone take more than the run's 30 s. Real time with traces on needs a
+  view event that says what changed (the pipeline reads no view's members, but the
+  trace is a contract: docs/interfaces.md §4).
+- What is left of the per-change work at a join of n, after the sample above was
+  taken: ``Membership.entries()`` is now kept up to date by a copy of its tuple in C
+  (it was rebuilt in Python after each change: the 8% above), and the view event's
+  member list and JSON (12% above, with the current members rebuilt): O(n) per
+  change, against the JSON of n entries and the SQLite row of the whole list that
+  each change wrote before (row [3]).
 """
 
 from __future__ import annotations

@@ -89,7 +89,7 @@ class GroupInstance:
                        self.high_waters)
         self.repair = RepairState(node.pid, row.gid, config, node.rng, node.store)
         self.repair.known = lambda pid: row.membership.get(pid) is not None
-        self.repair.members = row.membership.current
+        self.repair.members = row.membership.current_tuple
         self.repair.sender_alive = self._alive
         self.msp.is_member = row.membership.is_member
         self.msp.group_size = row.membership.__len__
@@ -418,7 +418,10 @@ class GroupInstance:
         from its own JOIN or STATUS (names: m2mc.group.names)."""
         node = self.node
         row = self.row
-        before = row.membership.current()
+        is_member = row.membership.is_member
+        # Who of them was a member: the view (the current members) changed if one of
+        # them is in or out now (compared so, not as lists of the whole group).
+        was = {e.pid: is_member(e.pid) for e in entries}
         changed = row.membership.merge(entries)
         renamed = (said is not None and row.membership.get(said[0]) is not None
                    and row.names.said(*said))
@@ -450,10 +453,9 @@ class GroupInstance:
                 node.emit(MemberLeft(self.gid, e.pid))
         if renamed and not announced and said is not None and row.membership.is_member(said[0]):
             node.emit(MemberNamed(self.gid, said[0], said[1]))
-        node.save_row(row)
-        after = row.membership.current()
-        if after != before:
-            node.trace("view", self.gid, detail=detail_json(members=after))
+        node.save_row(row, [e.pid for e in changed])
+        if node.tracing and any(is_member(pid) != before for pid, before in was.items()):
+            node.trace("view", self.gid, detail=detail_json(members=row.membership.current_tuple()))
 
     # -------------------------------------------------------------- leaving
     def start_leave(self, now: float) -> None:

@@ -12,6 +12,7 @@ the rest. See docs/decisions.md.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable
 
 from m2mc.group.codec import MemberEntry
@@ -21,14 +22,15 @@ class Membership:
     """Bounded: at most ``max_members`` entries; entries for new processes past the
     bound are refused and counted (known processes still update)."""
 
-    __slots__ = ("_current", "_entries", "_sorted", "max_members", "refused")
+    __slots__ = ("_current", "_entries", "_pids", "_sorted", "max_members", "refused")
 
     def __init__(self, max_members: int, entries: Iterable[MemberEntry] = ()) -> None:
         self.max_members = max_members
         self._entries: dict[str, MemberEntry] = {}
+        self._pids: list[str] = []  # the keys of _entries, sorted (kept so as a pid comes)
         # current() and entries(), sorted, kept until an entry changes: a node reads
         # them for every status it hears, and a group may have a thousand members.
-        self._current: list[str] | None = None
+        self._current: tuple[str, ...] | None = None
         self._sorted: tuple[MemberEntry, ...] | None = None
         self.refused = 0
         for entry in entries:
@@ -41,13 +43,23 @@ class Membership:
             if len(self._entries) >= self.max_members:
                 self.refused += 1
                 return False
+            at = bisect_left(self._pids, entry.pid)
+            self._pids.insert(at, entry.pid)
+            found = self._sorted
+            if found is not None:  # kept by copying in C, not rebuilt entry by entry
+                self._sorted = (*found[:at], entry, *found[at:])
         elif entry.version < known.version or (
                 entry.version == known.version and (entry.joined or not known.joined)):
             # Older news, or the same news. At an equal version a leave wins over a
             # join: a process only ever writes one of them under a given version.
             return False
+        else:
+            found = self._sorted
+            if found is not None:
+                at = bisect_left(self._pids, entry.pid)
+                self._sorted = (*found[:at], entry, *found[at + 1:])
         self._entries[entry.pid] = entry
-        self._current = self._sorted = None
+        self._current = None
         return True
 
     def merge(self, entries: Iterable[MemberEntry]) -> list[MemberEntry]:
@@ -63,17 +75,18 @@ class Membership:
 
     def current(self) -> list[str]:
         """``cMemList``, sorted (a new list: the caller may keep or change it)."""
+        return list(self.current_tuple())
+
+    def current_tuple(self) -> tuple[str, ...]:
+        """``cMemList``, sorted, without a copy: the same tuple until an entry changes."""
         current = self._current
         if current is None:
-            current = self._current = [e.pid for e in self.entries() if e.joined]
-        return current.copy()
+            current = self._current = tuple([e.pid for e in self.entries() if e.joined])
+        return current
 
     def current_count(self) -> int:
         """``len(self.current())``, without the copy."""
-        current = self._current
-        if current is None:
-            current = self._current = [e.pid for e in self.entries() if e.joined]
-        return len(current)
+        return len(self.current_tuple())
 
     def departed(self) -> list[str]:
         """``lMemList``, sorted."""
@@ -84,7 +97,7 @@ class Membership:
         found = self._sorted
         if found is None:
             entries = self._entries
-            found = self._sorted = tuple([entries[pid] for pid in sorted(entries)])
+            found = self._sorted = tuple([entries[pid] for pid in self._pids])
         return found
 
     def covers(self, entries: Iterable[MemberEntry]) -> bool:

@@ -39,6 +39,7 @@ import random
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from heapq import heapify, heappop, heappush
 
 from m2mc.group.backoff import suppression_backoff
 from m2mc.group.codec import Digest, SyncReq, SyncResp, record_size
@@ -103,6 +104,12 @@ class Msp:
         self.sync_seqno = int(store.get_meta(self._meta_key) or 0)
         self.pssit: OrderedDict[str, int] = OrderedDict()
         self.mirs: dict[SyncMsgId, Mir] = {}
+        # Kept beside ``mirs`` so that nothing per message takes time in their number:
+        # the syncSeqnos of each requester's MIRs, and a heap of (deadline, pid,
+        # syncSeqno) with an entry for every deadline a MIR was given (an entry whose MIR
+        # is gone or has another deadline now is stale, dropped when it comes to the top).
+        self._mir_seqnos: dict[str, set[int]] = {}
+        self._deadlines: list[tuple[float, str, int]] = []
         # Responses of a series held back after its first one (see :meth:`due`):
         # SyncMsgId -> (release time, the rest of the series).
         self.series: dict[SyncMsgId, tuple[float, list[SyncResp]]] = {}
@@ -196,8 +203,8 @@ class Msp:
         self.pssit.move_to_end(pid)
         while len(self.pssit) > self.config.max_pssit:
             old, _ = self.pssit.popitem(last=False)
-            for key in [k for k in self.mirs if k[0] == old]:
-                del self.mirs[key]
+            for seqno in sorted(self._mir_seqnos.get(old, ())):
+                self._drop_mir((old, seqno))
             for key in [k for k in self.series if k[0] == old]:
                 del self.series[key]
         return 0 if seqno == known else 1
@@ -229,13 +236,13 @@ class Msp:
             if len(self.mirs) >= self.config.max_mirs:
                 self.stats.mirs_refused += 1
                 return
-            mir = self.mirs[key] = Mir(self._subtract(self._subtract(
-                self._history(req.sender, now), have), self._recently_broadcast(now)), None)
+            mir = self._add_mir(key, Mir(self._subtract(self._subtract(
+                self._history(req.sender, now), have), self._recently_broadcast(now)), None))
         else:
             mir.missing = self._subtract(mir.missing, have)
         if mir.deadline is None:
-            mir.deadline = now + suppression_backoff(
-                self.rng, self.config.sync_backoff, self.group_size(), self.config.repair_everyone)
+            self._set_deadline(key, mir, now + suppression_backoff(
+                self.rng, self.config.sync_backoff, self.group_size(), self.config.repair_everyone))
         self.stats.requests_answered += 1
 
     def admitted(self, pid: str, now: float) -> None:
@@ -268,17 +275,19 @@ class Msp:
             if len(self.mirs) >= self.config.max_mirs:
                 self.stats.mirs_refused += 1
                 return
-            mir = self.mirs[key] = Mir(self._subtract(self._subtract(
+            self._add_mir(key, Mir(self._subtract(self._subtract(
                 self._history(resp.requester, now), sent), self._recently_broadcast(now)),
-                None, heard=True)
+                None, heard=True))
             return
         mir.missing = self._subtract(mir.missing, sent)
         mir.heard = True
         if resp.remaining > 0 and mir.deadline is not None:
             # Another member is still sending: let it finish before we repeat what it
             # has not sent by then (allowing about 100 microseconds per message).
-            mir.deadline = max(mir.deadline, now + self.config.sync_backoff
-                               + min(resp.remaining * 1e-4, 10.0) + self.rng.uniform(0.0, 0.05))
+            later = now + self.config.sync_backoff + min(resp.remaining * 1e-4, 10.0) \
+                + self.rng.uniform(0.0, 0.05)
+            if later > mir.deadline:
+                self._set_deadline(key, mir, later)
 
     def broadcast(self, records: list[Message], now: float) -> None:
         """Records went to every member (a SyncResp for any requester, or a REPAIR; ours
@@ -345,10 +354,49 @@ class Msp:
         return out
 
     def _drop_older(self, pid: str, seqno: int) -> None:
-        for key in [k for k in self.mirs if k[0] == pid and k[1] < seqno]:
-            del self.mirs[key]
-        for key in [k for k in self.series if k[0] == pid and k[1] < seqno]:
-            del self.series[key]
+        seqnos = self._mir_seqnos.get(pid)
+        if seqnos is not None:
+            for older in sorted(s for s in seqnos if s < seqno):
+                self._drop_mir((pid, older))
+        if self.series:
+            for key in [k for k in self.series if k[0] == pid and k[1] < seqno]:
+                del self.series[key]
+
+    def _add_mir(self, key: SyncMsgId, mir: Mir) -> Mir:
+        self.mirs[key] = mir
+        self._mir_seqnos.setdefault(key[0], set()).add(key[1])
+        if mir.deadline is not None:
+            self._set_deadline(key, mir, mir.deadline)
+        return mir
+
+    def _drop_mir(self, key: SyncMsgId) -> Mir:
+        mir = self.mirs.pop(key)
+        seqnos = self._mir_seqnos[key[0]]
+        seqnos.discard(key[1])
+        if not seqnos:
+            del self._mir_seqnos[key[0]]
+        return mir
+
+    def _set_deadline(self, key: SyncMsgId, mir: Mir, deadline: float) -> None:
+        mir.deadline = deadline
+        heap = self._deadlines
+        if len(heap) > 2 * len(self.mirs) + 64:  # mostly stale entries: rebuilt
+            heap[:] = [(m.deadline, k[0], k[1]) for k, m in self.mirs.items()
+                       if m.deadline is not None]
+            heapify(heap)
+        heappush(heap, (deadline, key[0], key[1]))
+
+    def _first_deadline(self) -> float | None:
+        """The earliest deadline of a MIR (stale heap entries dropped on the way)."""
+        heap = self._deadlines
+        mirs = self.mirs
+        while heap:
+            at, pid, seqno = heap[0]
+            mir = mirs.get((pid, seqno))
+            if mir is not None and mir.deadline == at:
+                return at
+            heappop(heap)
+        return None
 
     def _subtract(self, mine: Digest, theirs: Digest) -> Digest:
         out: Digest = {}
@@ -371,9 +419,11 @@ class Msp:
         out: list[SyncResp] = []
         for key in [k for k, (at, _) in self.series.items() if at <= now]:
             out.extend(self.series.pop(key)[1])
-        expired = [k for k, m in self.mirs.items() if m.deadline is not None and m.deadline <= now]
+        first = self._first_deadline()
+        expired = ([k for k, m in self.mirs.items() if m.deadline is not None and m.deadline <= now]
+                   if first is not None and first <= now else [])
         for key in expired:
-            mir = self.mirs.pop(key)
+            mir = self._drop_mir(key)
             if not mir.missing:
                 if mir.heard:
                     self.stats.responses_suppressed += 1
@@ -444,10 +494,9 @@ class Msp:
         for at, _ in self.series.values():
             if best is None or at < best:
                 best = at
-        if self.mirs:
-            for m in self.mirs.values():
-                if m.deadline is not None and (best is None or m.deadline < best):
-                    best = m.deadline
+        first = self._first_deadline()
+        if first is not None and (best is None or first < best):
+            best = first
         return best
 
 

@@ -22,6 +22,7 @@ events and stream heads) and the send room, which each group message made ends.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol
 
 from m2mc.core import Save
@@ -227,9 +228,14 @@ class NodeOutput:
     def emit(self, event: GroupEvent) -> None:
         self._events.append(event)
 
-    def save_row(self, row: GiitRow) -> None:
+    def save_row(self, row: GiitRow, changed: Iterable[str] | None = None) -> None:
+        """Write ``row`` to the store; ``changed``: the only members whose entries changed
+        since the row was last saved (the store may write just theirs)."""
+        entries = None
+        if changed is not None:
+            entries = [e for e in map(row.membership.get, changed) if e is not None]
         self.store.save_group(GroupRow(row.gid, row.desc, row.order, row.state, row.my_version,
-                                       list(row.membership.entries())))
+                                       list(row.membership.entries())), entries)
 
     def trace(self, event: str, gid: str | None, m: Message | None = None, *,
                peer: str | None = None, detail: str | None = None) -> None:
@@ -257,4 +263,4 @@ class NodeOutput:
 
 def view_detail(row: GiitRow) -> str:
     """A ``view`` trace event's detail: the group's current members."""
-    return detail_json(members=row.membership.current())
+    return detail_json(members=row.membership.current_tuple())

@@ -201,7 +201,7 @@ class NodeReceive:
             for gid, entries in changed:
                 inst = self.groups.get(gid)
                 if inst is not None:  # GJLP merged the entries into the row already
-                    self._save_row(inst.row)
+                    self._save_row(inst.row, [e.pid for e in entries])
                     for e in entries:
                         if e.pid == self.pid:
                             continue

@@ -19,6 +19,7 @@ that this module and theirs sit below ``instance.py`` (no import cycle).
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from typing import Protocol
 
 from m2mc.group.config import GroupConfig
@@ -74,8 +75,9 @@ class NodePort(Protocol):
     def emit(self, event: GroupEvent) -> None:
         """Hand an event (membership, catch-up, skip) to the application."""
 
-    def save_row(self, row: GiitRow) -> None:
-        """Write the group's GIIT row (membership, version) to the store."""
+    def save_row(self, row: GiitRow, changed: Iterable[str] | None = None) -> None:
+        """Write the group's GIIT row (membership, version) to the store; ``changed``:
+        the only members whose entries changed since the row was last saved."""
 
     def refute(self, inst: InstancePort, version: int, now: float) -> None:
         """News of our own leave at ``version``: join again above it."""

@@ -469,7 +469,7 @@ class Repair:
         requester until the members change: a CRC per member and NACK is a lot in a
         group of a thousand."""
         members = self.members()
-        if members != self._places_among:
+        if members is not self._places_among and members != self._places_among:
             self._places.clear()
             self._places_among = members
         place = self._places.get(requester)

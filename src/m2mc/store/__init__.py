@@ -65,7 +65,10 @@ class StoredMessage:
 class GroupStore(Protocol):
     def load_groups(self) -> list[GroupRow]: ...
 
-    def save_group(self, row: GroupRow) -> None: ...
+    def save_group(self, row: GroupRow, changed: Sequence[MemberEntry] | None = None) -> None:
+        """Write ``row``. ``changed``: when given, every entry of ``row.members`` not in
+        it is as this store last saved it for the group (a store may write only those)."""
+        ...
 
     def put(self, gid: str, message: Message, delivered: bool) -> None:
         """Add a message to the group's GrpMsgList, or replace it: its delivered flag
@@ -171,7 +174,7 @@ class MemoryStore:
         return [GroupRow(r.gid, r.desc, r.order, r.state, r.my_version, list(r.members))
                 for r in self._groups.values()]
 
-    def save_group(self, row: GroupRow) -> None:
+    def save_group(self, row: GroupRow, changed: Sequence[MemberEntry] | None = None) -> None:
         self._groups[row.gid] = GroupRow(row.gid, row.desc, row.order, row.state,
                                          row.my_version, list(row.members))
 

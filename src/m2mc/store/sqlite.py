@@ -59,6 +59,9 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS groups (
     gid TEXT PRIMARY KEY, descr TEXT NOT NULL, ord TEXT NOT NULL, state TEXT NOT NULL,
     my_version INTEGER NOT NULL, members TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS members (
+    gid TEXT NOT NULL, pid TEXT NOT NULL, version INTEGER NOT NULL, joined INTEGER NOT NULL,
+    PRIMARY KEY (gid, pid)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS chunks (
     gid TEXT NOT NULL, pid TEXT NOT NULL, lo INTEGER NOT NULL, hi INTEGER NOT NULL,
     data BLOB NOT NULL, t REAL, ext INTEGER, seg INTEGER);
@@ -142,6 +145,9 @@ class SqliteStore(SqliteRetention):
         self._pending_gseqs = False  # some pending record has a gseq (indexed in late)
         self._late_delivered: list[_Key] = []
         self._late_gseqs: list[tuple[str, str, int, int]] = []
+        # Per group, the membership entries its ``members`` rows hold (the very
+        # objects saved or loaded): a save writes only the entries that are not these.
+        self._saved_members: dict[str, dict[str, MemberEntry]] = {}
 
     def _add_payload_columns(self) -> None:
         """A file of an earlier version has no ``ext``/``seg`` columns: add them."""
@@ -294,12 +300,47 @@ class SqliteStore(SqliteRetention):
         else:
             self._late_gseqs.append((gid, mid.pid, mid.seq, gseq))
 
-    def save_group(self, row: GroupRow) -> None:
-        members = json.dumps([[e.pid, e.version, e.joined] for e in row.members])
+    def save_group(self, row: GroupRow, changed: Sequence[MemberEntry] | None = None) -> None:
+        """The row in ``groups``, its membership in ``members``: a row per entry, of which
+        a save writes those that changed since the last (``changed`` when the caller says
+        which; else those that are not the objects saved last). A group's membership
+        changes an entry at a time, and a thousand members' list rewritten with each
+        change made a join of n members cost each of them n * n. The ``members`` column
+        of ``groups`` (the whole list in JSON, as earlier versions kept it) is read,
+        never written."""
         self._flush()
-        self._db.execute(
-            "INSERT OR REPLACE INTO groups VALUES (?, ?, ?, ?, ?, ?)",
-            (row.gid, row.desc, row.order, row.state, row.my_version, members))
+        db = self._db
+        gid = row.gid
+        db.execute("INSERT OR REPLACE INTO groups VALUES (?, ?, ?, ?, ?, '[]')",
+                   (gid, row.desc, row.order, row.state, row.my_version))
+        saved = self._saved_members.get(gid)
+        if saved is not None and changed is not None:
+            if changed:
+                db.executemany("INSERT OR REPLACE INTO members VALUES (?, ?, ?, ?)",
+                               [(gid, e.pid, e.version, e.joined) for e in changed])
+                for e in changed:
+                    saved[e.pid] = e
+            return
+        if saved is None:
+            saved = self._saved_members[gid] = {}
+            db.execute("DELETE FROM members WHERE gid = ?", (gid,))
+        changed = []
+        kept = 0
+        for e in row.members:
+            old = saved.get(e.pid)
+            if old is not e:
+                changed.append(e)
+            if old is not None:
+                kept += 1
+        if kept < len(saved):  # entries gone from the row (never from a Membership)
+            saved.clear()
+            db.execute("DELETE FROM members WHERE gid = ?", (gid,))
+            changed = list(row.members)
+        if changed:
+            db.executemany("INSERT OR REPLACE INTO members VALUES (?, ?, ?, ?)",
+                           [(gid, e.pid, e.version, e.joined) for e in changed])
+            for e in changed:
+                saved[e.pid] = e
 
     def set_meta(self, key: str, value: str) -> None:
         self._flush()
@@ -380,9 +421,19 @@ class SqliteStore(SqliteRetention):
         self._flush()
         rows = self._db.execute(
             "SELECT gid, descr, ord, state, my_version, members FROM groups ORDER BY rowid")
+        by_gid: dict[str, dict[str, MemberEntry]] = {}
+        for gid, pid, version, joined in self._db.execute(
+                "SELECT gid, pid, version, joined FROM members ORDER BY gid, pid"):
+            by_gid.setdefault(gid, {})[pid] = MemberEntry(str(pid), int(version), bool(joined))
         out = []
         for gid, desc, order, state, version, members in rows:
-            entries = [MemberEntry(str(p), int(v), bool(j)) for p, v, j in json.loads(members)]
+            # A file of an earlier version keeps the list in JSON in ``groups``: taken,
+            # then the rows of ``members`` (a list written since replaces it there).
+            saved = by_gid.get(gid, {})
+            self._saved_members[gid] = saved.copy()
+            entries = [MemberEntry(str(p), int(v), bool(j)) for p, v, j in json.loads(members)
+                       if p not in saved]
+            entries += saved.values()
             # The enums' strings as saved (the members are those strings).
             out.append(GroupRow(gid, desc, Order(order), GjlpState(state), version, entries))
         return out
