@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "examples" / "scenarios" / "lossy-adhoc-total.toml"
 
 
-def _checker() -> ModuleType:
+def load_checker() -> ModuleType:
     """tests/group/tracecheck.py (the tests' checker, by path: tests is no package)."""
     spec = importlib.util.spec_from_file_location("tracecheck",
                                                   ROOT / "tests" / "group" / "tracecheck.py")
@@ -70,7 +70,7 @@ def run_seed(spec: dict[str, Any], seed: int, out: Path, keep: Path | None,
     from m2mc.sim import run_scenario
 
     run_scenario(spec, seed, out)
-    checker = _checker()
+    checker = load_checker()
     found = checker.check(checker.load(out / "trace"))
     counts = {name: len(items) for name, items in found.items() if items}
     if keep is not None and (counts or analyze):

@@ -27,29 +27,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import importlib.util
 import json
 import os
 import sys
 import tempfile
 import time
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+from nemesis_adhoc_total import load_checker  # (bench/, this script's directory)
+
 from m2mc.sim.runner import ScenarioRun
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _checker() -> ModuleType:
-    """tests/group/tracecheck.py (the tests' checker, by path: tests is no package)."""
-    spec = importlib.util.spec_from_file_location("tracecheck",
-                                                  ROOT / "tests" / "group" / "tracecheck.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def scenario(args: argparse.Namespace) -> dict[str, Any]:
@@ -130,7 +118,7 @@ def main() -> int:
                             "wall": time.perf_counter() - wall0})
             print(json.dumps(samples[-1]), file=sys.stderr, flush=True)
         result = run.finish()
-    checker = _checker()
+    checker = load_checker()
     rows = checker.load(out / "trace")
     violations = {k: len(v) for k, v in checker.check(rows).items() if v}
     sent = sum(1 for r in rows if r["event"] == "send")

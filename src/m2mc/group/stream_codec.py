@@ -160,12 +160,7 @@ def stream_from_wire(is_data: bool, r: list[Any], max_seq: int,
         if state == ABORTED and (data or size or digest):
             raise DecodeError("bad stream abort")
         return StreamData(sender, pid, seq, index, chunk, data, state, size, digest)
-    if len(r) != 4:
-        raise DecodeError("expected a list of the right length")
-    sender, pid, seq, flat = r
-    _pid(sender)
-    _pid(pid)
-    _uint(seq, 1, max_seq)
+    sender, pid, seq, flat = _body_of_four(r, max_seq)
     if type(flat) is not list or len(flat) % 2 or len(flat) > 2 * max_ranges:
         raise DecodeError("bad stream ranges")
     ranges = []
@@ -178,14 +173,21 @@ def stream_from_wire(is_data: bool, r: list[Any], max_seq: int,
 
 def stream_ack_from_wire(r: list[Any], max_seq: int) -> StreamAck:
     """Decode a STREAM_ACK body; DecodeError if malformed."""
+    sender, pid, seq, upto = _body_of_four(r, max_seq)
+    _uint(upto, 0, MAX_CHUNKS + 1)
+    return StreamAck(sender, pid, seq, upto)
+
+
+def _body_of_four(r: list[Any], max_seq: int) -> tuple[str, str, int, Any]:
+    """A STREAM_NACK's or STREAM_ACK's ``[sender, pid, seq, last]``, the first three
+    checked; DecodeError if malformed."""
     if len(r) != 4:
         raise DecodeError("expected a list of the right length")
-    sender, pid, seq, upto = r
+    sender, pid, seq, last = r
     _pid(sender)
     _pid(pid)
     _uint(seq, 1, max_seq)
-    _uint(upto, 0, MAX_CHUNKS + 1)
-    return StreamAck(sender, pid, seq, upto)
+    return sender, pid, seq, last
 
 
 def _pid(value: Any) -> None:
