@@ -108,12 +108,18 @@ def test_keepers_shrink_only_past_the_log_the_takeover_adopted() -> None:
     assert k.hosts == {"H2"} and k.announce(["H1", "H2", "H3"]) == ("H2",)
 
 
-@pytest.mark.parametrize("faults", [
-    [Fault(at=35, hosts=("H2",), rounds=9), Fault(at=42, hosts=("H1",), rounds=19)],
-    [Fault(at=33, hosts=("H2",), rounds=11), Fault(at=43, hosts=("H1",), rounds=18)],
+@pytest.mark.parametrize(("seed", "ext", "faults"), [
+    # the random search's find: H2 (the replica) down, then H1 (the master) too
+    (235, "all", [Fault(at=35, hosts=("H2",), rounds=9), Fault(at=42, hosts=("H1",), rounds=19)]),
+    (235, "all", [Fault(at=33, hosts=("H2",), rounds=11), Fault(at=43, hosts=("H1",), rounds=18)]),
+    # two of the 3,000 overlapping pairs of a targeted search that stalled the old code
+    (9965, "all", [Fault(at=50, hosts=("H2",), rounds=12), Fault(at=60, hosts=("H1",), rounds=19)]),
+    (174, "subscribe", [Fault(at=31, hosts=("H2",), rounds=19),
+                        Fault(at=39, hosts=("H1",), rounds=20)]),
 ])
-def test_overlapping_host_restarts_leave_every_send_sequenced(faults: list[Fault]) -> None:
-    net = Net(seed=235, loss=0.0, cfg=InfraConfig(**EXTENSIONS["all"]))  # type: ignore[arg-type]
+def test_overlapping_host_restarts_leave_every_send_sequenced(seed: int, ext: str,
+                                                              faults: list[Fault]) -> None:
+    net = Net(seed=seed, loss=0.0, cfg=InfraConfig(**EXTENSIONS[ext]))  # type: ignore[arg-type]
     run_with_faults(net, faults)
     check_all(net)
     assert all(h.log.refused == 0 for h in net.hosts.values())
