@@ -32,6 +32,7 @@ import os
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,16 @@ def growth_per_hour(samples: list[dict[str, float]], key: str) -> float:
     return sum((x - mx) * (y - my) for x, y in points) / sxx if sxx else 0.0
 
 
+def growing_types(types: list[Counter[str]], top: int = 12) -> dict[str, list[int]]:
+    """The tracked types that grew most from the first quarter's sample to the last:
+    their counts at those two samples (what a growth of ``objects`` is made of)."""
+    if len(types) < 2:
+        return {}
+    first, last = types[len(types) // 4] if len(types) > 4 else types[0], types[-1]
+    grown = sorted(last, key=lambda k: last[k] - first[k], reverse=True)[:top]
+    return {k: [first[k], last[k]] for k in grown if last[k] > first[k]}
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--nodes", type=int, default=100)
@@ -107,15 +118,19 @@ def main() -> int:
     spec = scenario(args)
     wall0, cpu0 = time.perf_counter(), time.process_time()
     samples: list[dict[str, float]] = []
+    types: list[Counter[str]] = []  # tracked objects by type, at each sample
     end = spec["run"]["chaos"] + spec["run"]["heal"]
     with ScenarioRun(spec, args.seed, out) as run:
         t = 0.0
         while t < end:
             t = min(end, t + args.sample)
             run.run(t)
-            samples.append({"t": t, "rss": rss_bytes(), "objects": len(gc.get_objects()),
+            objects = gc.get_objects()
+            samples.append({"t": t, "rss": rss_bytes(), "objects": len(objects),
                             "state_bytes": dir_bytes(run.state_dir),
                             "wall": time.perf_counter() - wall0})
+            types.append(Counter(type(o).__qualname__ for o in objects))
+            del objects
             print(json.dumps(samples[-1]), file=sys.stderr, flush=True)
         result = run.finish()
     checker = load_checker()
@@ -131,6 +146,7 @@ def main() -> int:
         "growth_per_hour": {k: round(growth_per_hour(samples, k), 1)
                             for k in ("rss", "objects", "state_bytes")},
         "at_end": {k: samples[-1][k] for k in ("rss", "objects", "state_bytes")},
+        "growing_types": growing_types(types),
         "wall_seconds": round(time.perf_counter() - wall0, 1),
         "cpu_seconds": round(time.process_time() - cpu0, 1),
         "counters": result.counters, "samples": samples,
