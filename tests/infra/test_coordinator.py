@@ -195,11 +195,17 @@ def test_replication_commits_on_a_quorum_and_resends_after_a_gap() -> None:
 
 def test_subscribe_extension_restricts_replication_targets() -> None:
     c = make(subscribe=True)
-    assert c.targets(["H1", "H2", "H3", "H4", "H5"], 3) == ["H2", "H3"]
+    live = ["H1", "H2", "H3", "H4", "H5"]
+    # A new epoch: every host keeps the log until the wanted replicas hold a quorum's copy.
+    assert c.targets(live) == ["H2", "H3", "H4", "H5"]
+    for h in ("H2", "H3"):
+        c.handle_accepted(m.Accepted(E, h, c.log.high), 0.0)
+    c.flush(live, 3, 0.0)
+    assert c.targets(live) == ["H2", "H3"]
     c.handle_subscribe("H5", 0, 0.0)
-    assert c.targets(["H1", "H2", "H3", "H4", "H5"], 3) == ["H2", "H3", "H5"]
+    assert c.targets(live) == ["H2", "H3", "H5"]
     c.handle_unsubscribe("H5")
-    assert "H5" not in c.targets(["H1", "H2", "H3", "H4", "H5"], 3)
+    assert "H5" not in c.targets(live)
 
 
 def test_fetch_answers_only_committed_copies() -> None:

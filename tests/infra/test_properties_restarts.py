@@ -92,8 +92,8 @@ def run_with_faults(net: Net, faults: list[Fault], *, members: int = 6, rounds: 
 
 # Derandomized: the suite runs the same examples every time, so that a failure here is
 # one the code changed to cause, not one the search happened on (a long local run with
-# M2MC_RESTART_EXAMPLES=300 M2MC_RESTART_RANDOM=1 explores). A stall such a search found
-# is pinned in tests/infra/test_restart_stall.py (xfail until fixed).
+# M2MC_RESTART_EXAMPLES=300 M2MC_RESTART_RANDOM=1 explores). What such a search found is
+# pinned as a test of its own (tests/infra/test_keepers.py).
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow],
           derandomize=not os.environ.get("M2MC_RESTART_RANDOM"))
 @given(seed=st.integers(0, 10_000), ext=st.sampled_from(sorted(EXTENSIONS)),

@@ -22,6 +22,7 @@ grow for as long as it pauses.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from m2mc.infra import history
@@ -29,6 +30,7 @@ from m2mc.infra import messages as msg
 from m2mc.infra.codec import record_size
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.ids import Epoch, MemberId
+from m2mc.infra.keepers import Keepers
 from m2mc.infra.replog import ReplicaLog
 from m2mc.infra.state import CoordState, pack_groups
 
@@ -93,6 +95,7 @@ class Coordinator:
         self.early: dict[MemberId, _Early] = {}
         self.peers: dict[str, Peer] = {}
         self.subscribers: set[str] = set()
+        self.keepers = Keepers(host, log.high)  # 4.1: whose acknowledgments count
         self.last_seen: dict[MemberId, float] = {}
         self.out: list[Out] = []
         self.first_app_gseq: int | None = None  # first multicast this coordinator numbered
@@ -347,9 +350,12 @@ class Coordinator:
         self.saw_members(st.local_m, now)
 
     def update_commit(self, quorum: int, live: set[str]) -> bool:
-        """Advance the commit point to what ``quorum`` hosts hold; True if it moved."""
+        """Advance the commit point to what ``quorum`` hosts hold; True if it moved.
+        With 4.1 only the keepers count: a host that may free its tables is no copy."""
+        keepers = self.keepers
         highs = sorted((self.peers[h].acked for h in live
-                        if h != self.host and h in self.peers and self.peers[h].synced),
+                        if h != self.host and h in self.peers and self.peers[h].synced
+                        and (not self.cfg.subscribe or keepers.counts(h))),
                        reverse=True)
         highs.insert(0, self.log.high)
         highs.sort(reverse=True)
@@ -362,22 +368,31 @@ class Coordinator:
             return True
         return False
 
-    def targets(self, live: list[str], quorum: int) -> list[str]:
-        """Hosts that get every record: all of them, or with 4.1 a quorum of replicas
-        (the lowest IDs) plus the subscribed gateways."""
-        others = sorted(h for h in live if h != self.host)
+    def targets(self, live: list[str]) -> list[str]:
+        """Hosts that get every record: all of them, or with 4.1 the keepers plus the
+        subscribed gateways."""
+        others = [h for h in live if h != self.host]
         if not self.cfg.subscribe:
-            return others
-        return sorted(set(self.replicas(live, quorum)) | (self.subscribers & set(others)))
+            return sorted(others)
+        return sorted(h for h in others if self.keepers.counts(h) or h in self.subscribers)
 
-    def replicas(self, live: list[str], quorum: int) -> list[str]:
-        """With 4.1, the other hosts that hold the log regardless of subscription."""
-        return sorted(h for h in live if h != self.host)[:max(0, quorum - 1)]
+    def _update_keepers(self, live: list[str], quorum: int) -> None:
+        others = [h for h in live if h != self.host]
 
-    def flush(self, live: list[str], quorum: int, now: float) -> None:
-        """Queue Replicate/Sync messages so every target catches up with the log."""
+        def holds(h: str) -> int:
+            p = self.peers.get(h)
+            return p.acked if p is not None and p.synced else 0
+        self.keepers.update(Keepers.wanted(self.host, others, quorum), holds, self.log.high,
+                            self.commit, quorum)
+
+    def flush(self, live: list[str], quorum: int, now: float,
+              everyone: Iterable[str] = ()) -> None:
+        """Queue Replicate/Sync messages so every target catches up with the log;
+        ``everyone``: every host known (the keepers until the set first shrinks)."""
         log = self.log
-        for h in self.targets(live, quorum):
+        if self.cfg.subscribe:
+            self._update_keepers(live, quorum)
+        for h in self.targets(live):
             p = self.peer(h)
             if not p.synced:
                 # A snapshot waits until the host's applied point is known: one heard
@@ -400,7 +415,7 @@ class Coordinator:
                 p.sent = last
         if self._commit_dirty:
             self._commit_dirty = False
-            replicas = tuple(self.replicas(live, quorum)) if self.cfg.subscribe else ()
+            replicas = self.keepers.announce((*everyone, *live)) if self.cfg.subscribe else ()
             c = msg.Commit(self.epoch, self.commit, self.stable_watermark(), replicas)
             for h in live:
                 if h != self.host:

@@ -246,7 +246,8 @@ class HostCore:
         """Everything to send now, encoded."""
         self.ops.desk.expire(now)
         if self.coordinator is not None:
-            self.coordinator.flush(self.directory.live(), self.directory.quorum(), now)
+            self.coordinator.flush(self.directory.live(), self.directory.quorum(), now,
+                                  self.directory.known)
             self.route_coordinator()
         self.gateway.flush(now)
         self._settle(now)
@@ -428,9 +429,13 @@ class HostCore:
             self.commit = commit
         self.stable = max(self.stable, stable)
         if self.log.log_epoch == self.epoch:  # our log is this epoch's: apply what is held
+            refused = self.log.refused
             records = self.log.commit_to(self.commit, now)
             if records:
                 self.gateway.on_committed(records)
+            if self.log.refused != refused and self.coordinator is None:
+                # The tail was dropped: the master must not go on counting it as held.
+                self._gap(self.epoch, self.log.applied)
         self.gateway.on_commit_point(self.commit, self.stable)
         self.log.gc(min(self.stable, self.log.committed_gseq()), now)
         c = self.coordinator
@@ -560,7 +565,7 @@ class HostCore:
         of the change from it), then this host stops serving."""
         c = self.coordinator
         if c is not None:
-            c.flush(self.directory.live(), self.directory.quorum(), now)
+            c.flush(self.directory.live(), self.directory.quorum(), now, self.directory.known)
             self.route_coordinator()
         self.retired_self = why
         self.coordinator = None
