@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from netns_lab import Host, Lab
-from netns_processes import M2MC, Child, Lines, wait_until
+from netns_processes import M2MC, Child, Lines, wait_all, wait_until
 from test_infra import cell_url
 
 NODE = str(Path(__file__).with_name("infra_node.py"))
@@ -96,6 +96,28 @@ class Deployment:
                                       "--burst", str(self.burst), *extra], env=self.env)
         self.members[pid] = (process, Lines(process.stdout), Lines(process.stderr))
 
+    def write_run(self, loss: int) -> None:
+        """The trace's run.json (what ``m2mc analyze`` reports the run as)."""
+        (self.trace / "run.json").write_text(json.dumps({
+            "run": self.run, "loss": loss, "hosts": 3, "members": len(self.members)}))
+
+    def go_under_loss(self, loss: int) -> None:
+        """Once every member joined: ``loss`` percent lost towards every namespace, the
+        members told to send, and each has sent its first 20 messages."""
+        progress = self.progress()
+        wait_all(progress, lambda pid: f"{pid} joined", "every member to join", 60)
+        self.lab.set_loss(loss)
+        self.go.touch()
+        wait_all(progress, lambda pid: f"{pid} sent 20", "the first messages", 60)
+
+    def finish(self, send: int) -> None:
+        """Every member (its latest process) sent its ``send`` messages and delivered
+        every message of every member."""
+        progress = self.progress()
+        wait_all(progress, lambda pid: f"{pid} sent {send}", "the last messages", 180)
+        wait_all(progress, lambda pid: f"{pid} done", "every member to deliver everything",
+                 180)
+
     def progress(self) -> dict[str, Lines]:
         """Each member's stderr (joined, sent k, done), its latest process's."""
         return {pid: err for pid, (_, _, err) in self.members.items()}
@@ -159,3 +181,14 @@ def check_deliveries(results: dict[str, tuple[int | None, Any]], total: int) -> 
         assert result["gseqs"] == sorted(result["gseqs"]), pid  # delivered in gseq order
         orders.add(tuple(order))
     assert len(orders) == 1  # one total order, the same at every member
+
+
+def check_hosts(d: Deployment, restored: int) -> None:
+    """The hosts took their logs up from their data dirs at least ``restored`` times,
+    and each stopped cleanly at the end, having refused no frame for its key."""
+    phases = [json.loads(r["detail"]).get("phase") for r in d.host_events()
+              if r["event"] == "elect"]
+    assert phases.count("restored") >= restored, phases
+    for name, (_, _, err) in d.hosts.items():
+        last = err.closed()[-1]
+        assert f"{name} stopped" in last and '"auth_rejected"' not in last, last

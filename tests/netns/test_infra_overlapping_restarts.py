@@ -32,14 +32,13 @@ paced by the members' sends and the hosts' metrics, never by a clock.
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import pytest
-from infra_deployment import Deployment, back, check_deliveries
+from infra_deployment import Deployment, back, check_deliveries, check_hosts
 from netns_lab import Lab
-from netns_processes import active_master, stop_nodes, stop_processes, wait_all, wait_until
+from netns_processes import active_master, stop_nodes, stop_processes, wait_until
 from test_infra import MEMBERS, analyze, make_key
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow,
@@ -68,6 +67,7 @@ class Faults:
         self.d = d
         self.off: dict[str, int] = {}  # switched-off members: their last 'sent K'
         self.seen: list[str] = []  # what each overlap found when it killed the second host
+        self.killed: list[tuple[str, ...]] = []  # each overlap's hosts, members switched off
 
     def lines(self, pid: str, word: str) -> list[str]:
         return [line for line in self.d.members[pid][2].snapshot()
@@ -153,6 +153,29 @@ class Faults:
                    f"every running member to deliver {at_least} more", 120,
                    lambda: (self.d.deliveries(), active_master(self.d.host_trace)))
 
+    def overlap(self, first: str, second: str) -> None:
+        """In a burst of sends, empty the third host's cell and kill ``first``; kill
+        ``second`` too as soon as the third host freed its tables or ``second`` saw
+        ``first`` go; then bring ``first`` back, the members switched off in its cell,
+        and ``second``."""
+        d = self.d
+        third = next(h for h in HOSTS if h not in (first, second))
+        self.holding(third)
+        d.burst.touch()  # many records in flight as the third host's cell empties
+        emptied = self.switch_off(third)
+        self.one_send()
+        d.kill_host(first)
+        self.freed_or_noticed(third, second, f"{first} killed")
+        d.kill_host(second)
+        d.burst.unlink()
+        self.killed.append((first, second, *emptied))
+        self.one_send()  # into the silence: the third host alone holds no quorum
+        self.start_back(first)
+        self.resumed(10)
+        self.switch_on(first)
+        self.start_back(second)
+        self.resumed(10)
+
     def start_back(self, host: str) -> None:
         """Start ``host`` again and wait until it is back: a master named, and its commit
         point where the running hosts' was."""
@@ -169,8 +192,6 @@ def test_overlapping_restarts_of_the_replica_and_the_master_lose_nothing(
         lab: Lab, child_env: dict[str, str], tmp_path: Path) -> None:
     d = Deployment(lab, make_key(tmp_path / "deploy.key", child_env), tmp_path, child_env,
                    RUN, host_flags=("--subscribe", *METRICS))
-    (d.trace / "run.json").write_text(json.dumps({"run": RUN, "loss": LOSS, "hosts": 3,
-                                                  "members": len(MEMBERS)}))
     for i in range(3):
         d.start_host(i)
     f = Faults(d)
@@ -179,67 +200,28 @@ def test_overlapping_restarts_of_the_replica_and_the_master_lose_nothing(
     for pid, (ns, cell) in MEMBERS.items():  # nobody in the replica's cell
         d.start_member(pid, ns, int(third[1:]) if f"H{cell}" == replica else cell,
                        list(MEMBERS), SEND)
-    progress = d.progress()
-    killed: list[tuple[str, ...]] = []
+    d.write_run(LOSS)
     try:
-        wait_all(progress, lambda pid: f"{pid} joined", "every member to join", 60)
-        lab.set_loss(LOSS)
-        d.go.touch()
-        wait_all(progress, lambda pid: f"{pid} sent 20", "the first messages", 60)
+        d.go_under_loss(LOSS)
         # 1. The replica, then (before the master has seen it go) the master; the
         # replica back first. The third host's cell empties as the replica goes.
         master = f.master()
-        replica, third = roles(master)
-        f.holding(third)
-        d.burst.touch()  # many records in flight as the third host's cell empties
-        emptied = f.switch_off(third)
-        f.one_send()
-        d.kill_host(replica)
-        f.freed_or_noticed(third, master, f"{replica} killed")
-        d.kill_host(master)
-        d.burst.unlink()
-        killed.append((replica, master, *emptied))
-        f.one_send()  # into the silence: the third host alone holds no quorum
-        f.start_back(replica)
-        f.resumed(10)
-        f.switch_on(replica)
-        f.start_back(master)
-        f.resumed(10)
+        replica, _ = roles(master)
+        f.overlap(replica, master)
         # 2. The other order: the master, then its replica; the master back first.
         master = f.master()
-        replica, third = roles(master)
-        f.holding(third)
-        d.burst.touch()
-        emptied = f.switch_off(third)
-        f.one_send()
-        d.kill_host(master)
-        f.freed_or_noticed(third, replica, f"{master} killed")
-        d.kill_host(replica)
-        d.burst.unlink()
-        killed.append((master, replica, *emptied))
-        f.one_send()
-        f.start_back(master)
-        f.resumed(10)
-        f.switch_on(master)
-        f.start_back(replica)
-        progress = d.progress()
-        wait_all(progress, lambda pid: f"{pid} sent {SEND}", "the last messages", 180)
-        wait_all(progress, lambda pid: f"{pid} done", "every member to deliver everything",
-                 180)
+        replica, _ = roles(master)
+        f.overlap(master, replica)
+        d.finish(SEND)
     finally:
         results = stop_nodes(d.members)
         stop_processes(d.hosts)
-        print("killed (hosts in order, then the members switched off):", killed, f.seen)
+        print("killed (hosts in order, then the members switched off):", f.killed, f.seen)
         for _, _, err in d.hosts.values():
             print(err.closed()[-1:])
     check_deliveries(results, len(MEMBERS) * SEND)
     roamed = [pid for pid, (_, _, err) in d.members.items()
               if len({line.split()[-1] for line in err.closed() if " at H" in line}) > 1]
     assert roamed, "no member changed cells: the run did not do what it says"
-    phases = [json.loads(r["detail"]).get("phase") for r in d.host_events()
-              if r["event"] == "elect"]
-    assert phases.count("restored") >= 4  # each host killed took its log up again
-    for name, (_, _, err) in d.hosts.items():
-        last = err.closed()[-1]
-        assert f"{name} stopped" in last and '"auth_rejected"' not in last, last
+    check_hosts(d, restored=4)  # each host killed took its log up again
     analyze(d.trace, tmp_path / "analysis", child_env, len(MEMBERS) * SEND)

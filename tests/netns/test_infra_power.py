@@ -14,12 +14,11 @@ once, all in one order, and ``m2mc analyze`` must find the members' trace VALID.
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import pytest
-from infra_deployment import Deployment, back, check_deliveries
+from infra_deployment import Deployment, back, check_deliveries, check_hosts
 from netns_lab import Lab
 from netns_processes import active_master, stop_nodes, stop_processes, wait_all, wait_until
 from test_infra import MEMBERS, analyze, make_key
@@ -38,19 +37,15 @@ def test_kill_9_of_every_host_at_once_then_a_rolling_restart_loses_nothing(
         lab: Lab, child_env: dict[str, str], tmp_path: Path) -> None:
     d = Deployment(lab, make_key(tmp_path / "deploy.key", child_env), tmp_path, child_env, RUN)
     trace, host_trace = d.trace, d.host_trace
-    (trace / "run.json").write_text(json.dumps({"run": RUN, "loss": LOSS, "hosts": 3,
-                                                "members": len(MEMBERS)}))
     for i in range(3):
         d.start_host(i)
     wait_until(lambda: active_master(host_trace) is not None, "a master to be elected", 30)
     for pid, (ns, cell) in MEMBERS.items():
         d.start_member(pid, ns, cell, list(MEMBERS), SEND)
+    d.write_run(LOSS)
     progress = d.progress()
     try:
-        wait_all(progress, lambda pid: f"{pid} joined", "every member to join", 60)
-        lab.set_loss(LOSS)
-        d.go.touch()
-        wait_all(progress, lambda pid: f"{pid} sent 20", "the first messages", 60)
+        d.go_under_loss(LOSS)
         for i in range(3):  # the power cut: every host at once, while the members send
             d.hosts[f"H{i}"][0].kill()
         for i in range(3):
@@ -69,17 +64,10 @@ def test_kill_9_of_every_host_at_once_then_a_rolling_restart_loses_nothing(
             wait_until(lambda i=i, was=was: back(d.view(f"H{i}"), was),
                        f"H{i} to be back (a master named, its commit at {was} or past)", 120,
                        lambda i=i: d.view(f"H{i}"))
-        wait_all(progress, lambda pid: f"{pid} sent {SEND}", "the last messages", 120)
-        wait_all(progress, lambda pid: f"{pid} done", "every member to deliver everything",
-                 180)
+        d.finish(SEND)
     finally:
         results = stop_nodes(d.members)
         stop_processes(d.hosts)
     check_deliveries(results, len(MEMBERS) * SEND)
-    phases = [json.loads(r["detail"]).get("phase") for r in d.host_events()
-              if r["event"] == "elect"]
-    assert phases.count("restored") >= 6  # every host took its log up, twice
-    for name, (_, _, err) in d.hosts.items():
-        last = err.closed()[-1]
-        assert f"{name} stopped" in last and '"auth_rejected"' not in last, last
+    check_hosts(d, restored=6)  # every host took its log up, twice
     analyze(trace, tmp_path / "analysis", child_env, len(MEMBERS) * SEND)
