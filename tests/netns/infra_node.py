@@ -5,8 +5,10 @@
 
 Joins the deployment's group through the cell ``--cell`` (each URL on this
 namespace's own interface), prints ``<pid> joined`` on stderr, waits for the file
-``--go`` (every member has joined), sends ``--send`` messages (``<pid> sent k``) and
-prints ``<pid> done`` once it has delivered every message of every peer. It keeps
+``--go`` (every member has joined), sends ``--send`` messages (``<pid> sent k``; one
+every ``--interval`` seconds, or 0.01 while the file ``--burst`` exists) and
+prints ``<pid> done`` once it has delivered every message of every peer, and ``<pid>
+at <host>`` whenever its gateway changes (``None``: between cells). It keeps
 running (moving cells when its host dies, as the protocol asks) until SIGTERM, then
 prints one JSON line: what it delivered, in which order, and its statistics.
 
@@ -29,6 +31,8 @@ from pathlib import Path
 
 from m2mc.api import Node, NodeConfig
 from m2mc.security.keys import GroupKey
+
+BURST = 0.01  # seconds between two sends while the --burst file exists
 
 
 def state(node: Node) -> dict[str, object]:
@@ -71,8 +75,19 @@ async def main(args: argparse.Namespace) -> int:
             async for message in group:
                 delivered.append((message.gseq or 0, str(message.mid)))
 
+        async def watch() -> None:  # "<pid> at H1": the member's gateway, when it changes
+            at = None
+            while True:
+                gateway = state(node).get("gateway")
+                if gateway != at:
+                    at = gateway
+                    say(f"{args.pid} at {gateway}")
+                await asyncio.sleep(0.05)
+
         reader = asyncio.create_task(read())
+        watcher = asyncio.create_task(watch())
         go = Path(args.go)
+        burst = Path(args.burst) if args.burst else None
         while not go.exists() and not stop.is_set():
             await asyncio.sleep(0.02)
         for seq in range(max(args.already_sent, 0) + 1, args.send + 1):
@@ -80,13 +95,14 @@ async def main(args: argparse.Namespace) -> int:
                 break
             await group.send(f"{args.pid} says {seq}")
             say(f"{args.pid} sent {seq}")
-            await asyncio.sleep(args.interval)
+            await asyncio.sleep(BURST if burst is not None and burst.exists() else args.interval)
         while not complete() and not stop.is_set():
             await asyncio.sleep(0.05)
         if complete():
             say(f"{args.pid} done")
         await stop.wait()
         reader.cancel()
+        watcher.cancel()
         print(json.dumps({"pid": args.pid, "delivered": len({m for _, m in delivered} & wanted),
                           "gseqs": [g for g, _ in delivered],
                           "order": [m for _, m in delivered], "stats": node.stats(),
@@ -118,6 +134,8 @@ if __name__ == "__main__":
     parser.add_argument("--send", type=int, default=20)
     parser.add_argument("--interval", type=float, default=0.15)
     parser.add_argument("--go", required=True)
+    parser.add_argument("--burst", default=None,
+                        help="while this file exists, send every 0.01 s, not every --interval")
     parser.add_argument("--data-dir", default=None, help="save the member's state here")
     parser.add_argument("--already-sent", type=int, default=-1,
                         help="a power-on: the first process printed 'sent K'")

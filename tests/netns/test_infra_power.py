@@ -14,154 +14,60 @@ once, all in one order, and ``m2mc analyze`` must find the members' trace VALID.
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
-from netns_lab import Host, Lab
-from netns_processes import (
-    M2MC,
-    Lines,
-    active_master,
-    stop_nodes,
-    stop_processes,
-    wait_all,
-    wait_until,
-)
-from test_infra import MEMBERS, analyze, cell_url, make_key
+from infra_deployment import Deployment, back, check_deliveries, check_hosts
+from netns_lab import Lab
+from netns_processes import active_master, stop_nodes, stop_processes, wait_all, wait_until
+from test_infra import MEMBERS, analyze, make_key
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow,
               pytest.mark.skipif(shutil.which("nft") is None,
                                  reason="nftables is not installed (apt-get install nftables)")]
 
-NODE = str(Path(__file__).with_name("infra_node.py"))
 SEND = 120  # messages per member, one every 0.15 s: about 18 s of traffic
 LOSS = 15
 RUN = "netns-infra-power"
-Child = tuple["subprocess.Popen[bytes]", Lines, Lines]
-
-
-def deliveries(trace: Path) -> dict[str, int]:
-    """How many deliveries each member's trace shows so far."""
-    counts = dict.fromkeys(MEMBERS, 0)
-    for path in trace.glob("*.jsonl"):
-        for line in path.read_text().splitlines():
-            if '"deliver"' in line:
-                row = json.loads(line)
-                if row["event"] == "deliver" and row["node"] in counts:
-                    counts[row["node"]] += 1
-    return counts
-
-
-def view(lab: Lab, host: Host, key: Path, env: dict[str, str]) -> dict[str, Any]:
-    """``m2mc host show`` of one host, run in its own namespace ({} if no answer)."""
-    done = lab.exec(host, [*M2MC, "host", "show", "--via", f"{host.address}:47201",
-                           "--key-file", str(key), "--timeout", "3"], env=env, timeout=30)
-    try:
-        return dict(json.loads(done.stdout)) if done.returncode == 0 else {}
-    except ValueError:
-        return {}
-
-
-def back(seen: dict[str, Any], was: int) -> bool:
-    """A restarted host is back: it names a master and that master's commit point has
-    reached ``was``, the one it had when it went down (a restarted host's commit point is
-    0 until a master syncs it; ``>=``: once the members are done, nothing commits more)."""
-    return bool(seen.get("master")) and int(seen.get("commit", 0)) >= max(was, 1)
 
 
 @pytest.mark.timeout(1200)  # the run, then a Spark analysis on a shared 2-core machine
 def test_kill_9_of_every_host_at_once_then_a_rolling_restart_loses_nothing(
         lab: Lab, child_env: dict[str, str], tmp_path: Path) -> None:
-    trace, host_trace, data = tmp_path / "trace", tmp_path / "hosts", tmp_path / "data"
-    for d in (trace, host_trace, data):
-        d.mkdir()
-    (trace / "run.json").write_text(json.dumps({"run": RUN, "loss": LOSS, "hosts": 3,
-                                                "members": len(MEMBERS)}))
-    key = make_key(tmp_path / "deploy.key", child_env)
-    go = tmp_path / "go"
-    hosts = lab.hosts[:3]
-    processes: dict[str, Child] = {}
-
-    def start_host(i: int) -> None:
-        host = hosts[i]
-        peers = [f"{h.address}:47201" for h in hosts if h is not host]
-        argv = [*M2MC, "host", "--id", f"H{i}", "--listen", f"{host.address}:47201",
-                "--peer", ",".join(peers), "--cell", cell_url(i, host.address),
-                "--uplink", f"{host.address}:47301", "--key-file", str(key),
-                "--data-dir", str(data / f"H{i}"), "--trace-dir", str(host_trace),
-                "--run-id", RUN]
-        process = lab.spawn(host, argv, env=child_env)
-        processes[f"H{i}"] = (process, Lines(process.stdout), Lines(process.stderr))
-        err = processes[f"H{i}"][2]
-        wait_until(err.has(f"H{i} up"), f"host H{i} to start", 30, err.snapshot)
-
-    def kill_host(i: int) -> None:
-        process = processes[f"H{i}"][0]
-        process.kill()  # SIGKILL: nothing it has not written survives
-        process.wait(timeout=10)
-
+    d = Deployment(lab, make_key(tmp_path / "deploy.key", child_env), tmp_path, child_env, RUN)
+    trace, host_trace = d.trace, d.host_trace
     for i in range(3):
-        start_host(i)
+        d.start_host(i)
     wait_until(lambda: active_master(host_trace) is not None, "a master to be elected", 30)
-    members: dict[str, Child] = {}
     for pid, (ns, cell) in MEMBERS.items():
-        me = lab.hosts[ns]
-        cells = ",".join(cell_url(i, me.address) for i in range(3))
-        process = lab.spawn(me, [sys.executable, NODE, "--pid", pid, "--cells", cells,
-                                 "--cell", str(cell), "--key-file", str(key),
-                                 "--trace", str(trace), "--peers", ",".join(MEMBERS),
-                                 "--send", str(SEND), "--run", RUN, "--go", str(go),
-                                 "--data-dir", str(data / pid)], env=child_env)
-        members[pid] = (process, Lines(process.stdout), Lines(process.stderr))
-    progress = {pid: err for pid, (_, _, err) in members.items()}
+        d.start_member(pid, ns, cell, list(MEMBERS), SEND)
+    d.write_run(LOSS)
+    progress = d.progress()
     try:
-        wait_all(progress, lambda pid: f"{pid} joined", "every member to join", 60)
-        lab.set_loss(LOSS)
-        go.touch()
-        wait_all(progress, lambda pid: f"{pid} sent 20", "the first messages", 60)
+        d.go_under_loss(LOSS)
         for i in range(3):  # the power cut: every host at once, while the members send
-            processes[f"H{i}"][0].kill()
+            d.hosts[f"H{i}"][0].kill()
         for i in range(3):
-            processes[f"H{i}"][0].wait(timeout=10)
-        before = min(deliveries(trace).values())
+            d.hosts[f"H{i}"][0].wait(timeout=10)
+        before = min(d.deliveries().values())
         wait_all(progress, lambda pid: f"{pid} sent 30", "the members to send on", 60)
         for i in range(3):
-            start_host(i)
-        wait_until(lambda: min(deliveries(trace).values()) >= before + 60,
+            d.start_host(i)
+        wait_until(lambda: min(d.deliveries().values()) >= before + 60,
                    "sequencing to resume after the power cut", 120,
-                   lambda: (deliveries(trace), active_master(host_trace)))
+                   lambda: (d.deliveries(), active_master(host_trace)))
         for i in range(3):  # a rolling restart: each host back before the next goes
-            was = view(lab, hosts[i], key, child_env).get("commit", 0)
-            kill_host(i)
-            start_host(i)
-            wait_until(lambda i=i, was=was: back(view(lab, hosts[i], key, child_env), was),
+            was = d.view(f"H{i}").get("commit", 0)
+            d.kill_host(f"H{i}")
+            d.start_host(i)
+            wait_until(lambda i=i, was=was: back(d.view(f"H{i}"), was),
                        f"H{i} to be back (a master named, its commit at {was} or past)", 120,
-                       lambda i=i: view(lab, hosts[i], key, child_env))
-        wait_all(progress, lambda pid: f"{pid} sent {SEND}", "the last messages", 120)
-        wait_all(progress, lambda pid: f"{pid} done", "every member to deliver everything",
-                 180)
+                       lambda i=i: d.view(f"H{i}"))
+        d.finish(SEND)
     finally:
-        results = stop_nodes(members)
-        stop_processes(processes)
-    orders = set()
-    for pid, (status, result) in results.items():
-        assert status == 0 and result is not None, (pid, status, result and result["state"])
-        order = result["order"]
-        assert len(order) == len(set(order)) == len(MEMBERS) * SEND, (pid, len(order))
-        assert result["delivered"] == len(MEMBERS) * SEND, (pid, result["state"])
-        assert result["gseqs"] == sorted(result["gseqs"]), pid  # delivered in gseq order
-        orders.add(tuple(order))
-    assert len(orders) == 1  # one total order, the same at every member
-    restored = [json.loads(line) for f in host_trace.glob("*.jsonl")
-                for line in f.read_text().splitlines()]
-    phases = [json.loads(r["detail"]).get("phase") for r in restored if r["event"] == "elect"]
-    assert phases.count("restored") >= 6  # every host took its log up, twice
-    for name, (_, _, err) in processes.items():
-        last = err.closed()[-1]
-        assert f"{name} stopped" in last and '"auth_rejected"' not in last, last
+        results = stop_nodes(d.members)
+        stop_processes(d.hosts)
+    check_deliveries(results, len(MEMBERS) * SEND)
+    check_hosts(d, restored=6)  # every host took its log up, twice
     analyze(trace, tmp_path / "analysis", child_env, len(MEMBERS) * SEND)
