@@ -41,6 +41,28 @@ infra-nemesis-extensions    1-200   200             VALID, 7.19 M ev.   646 s
 infra-nemesis-five          1-200   200             VALID, 6.90 M ev.   652 s
 ==========================  ======  ==============  ==================  ==========
 
+After "Only the keepers' acknowledgments commit" (docs/decisions.md; main at 28a3095,
+2026-11-29, beside other jobs), with the new ``infra-nemesis-subscribe``::
+
+    python bench/nemesis_infra.py --seeds 200 --workers 2 \
+        --scenario infra-nemesis-subscribe --scenario infra-nemesis-extensions
+    python bench/nemesis_infra.py --seeds 60 --first 201 --workers 2 \
+        --scenario infra-nemesis-hosts --scenario infra-nemesis-five
+
+==========================  ========  ==============  ==================  ==========
+scenario                    seeds     valid (fast)    m2mc analyze        wall
+==========================  ========  ==============  ==================  ==========
+infra-nemesis-subscribe     1-200     200             VALID, 2.50 M ev.   504 s
+infra-nemesis-extensions    1-200     200             VALID, 7.19 M ev.   727 s
+infra-nemesis-hosts         201-260   60              VALID, 1.79 M ev.   261 s
+infra-nemesis-five          201-260   60              VALID, 2.08 M ev.   324 s
+==========================  ========  ==============  ==================  ==========
+
+These timelines rarely hit the interleaving that fix is about (100 seeds of
+``infra-nemesis-subscribe`` on the code before it were valid too); a targeted search of
+two overlapping host crashes on the tests' harness did: 2 of 3,000 cases stalled before
+the fix, 0 of 3,200 after (tests/infra/test_keepers.py keeps those cases).
+
 Before the last fixes (a restarted host takes the records it lacks from the master's
 history, in a Sync or a takeover answer, and is synced only once its applied point is
 known: docs/decisions.md) 7 of the sleepers' 200 seeds were invalid (8, 11, 82, 113,
