@@ -79,7 +79,7 @@ class Persistence:
             core.commit_b = int(d["commit"])
             core.cand_epoch = int(d["cand"])
             core.max_epoch = int(d["max"])
-            core.log = dict(_entry_of(r) for r in d["log"])
+            core.set_log(dict(_entry_of(r) for r in d["log"]))
         if conf_blob:
             core.conf = {p: e for p, e in (_entry_of(r) for r in json.loads(conf_blob))
                          if type(e) is MemberEntry}
@@ -88,7 +88,7 @@ class Persistence:
         core.known = max(core.base, core.commit_b, core.emitted)
         core.max_ballot = max(core.promised, core.ballot)
         core.resume = core.promised[1] == core.pid
-        core.mids = {e: p for p, e in core.log.items() if type(e) is MessageId}
+        core.set_log(core.log)
         core.recompute_high()
         for pos, entry in sorted(core.conf.items()):
             if pos >= start:
