@@ -22,13 +22,13 @@ from m2mc.group.mop import DUP, NEW, REFUSED, Mop
 from m2mc.group.seqsets import Intervals, contains, normalize
 from m2mc.group.total.seqlog import SeqLog
 from m2mc.kinds import Order
-from m2mc.ordering import Message, MessageId, TotalOrder
+from m2mc.ordering import IntervalList, Message, MessageId, TotalOrder
 from m2mc.store import GroupStore, StoredMessage
 
 
 class TotalMop(Mop):
-    __slots__ = ("_backlog", "_waiting_parent", "log", "max_gseq", "stamps",
-                 "stamps_refused", "tcore", "unstamped", "unstamped_refused")
+    __slots__ = ("_backlog", "_unstamped_seqs", "_waiting_parent", "log", "max_gseq",
+                 "stamps", "stamps_refused", "tcore", "unstamped", "unstamped_refused")
 
     def __init__(self, pid: str, gid: str, order: Order, config: GroupConfig,
                  store: GroupStore) -> None:
@@ -38,6 +38,9 @@ class TotalMop(Mop):
         self.tcore = core
         self.log = SeqLog(pid, config)
         self.unstamped: dict[MessageId, Message] = {}  # data whose position is not decided
+        # The seqnos of `unstamped`, per sender, kept with it (the digest reads them: a
+        # backlog of tens of thousands of messages is a few intervals).
+        self._unstamped_seqs: dict[str, IntervalList] = {}
         self.stamps: dict[MessageId, list[int]] = {}  # decided positions whose data we lack
         self.max_gseq = 0
         self._waiting_parent: dict[MessageId, list[Message]] = {}  # sequencer: replies
@@ -100,6 +103,10 @@ class TotalMop(Mop):
             if gseq is not None:
                 message = Message(mid, message.parent, message.payload, message.vclock, None)
             self.unstamped[mid] = message
+            seqs = self._unstamped_seqs.get(mid.pid)
+            if seqs is None:
+                seqs = self._unstamped_seqs[mid.pid] = IntervalList()
+            seqs.add(mid.seq)
             if persist:
                 self.store.put(self.gid, message, False)
         # A record repaired with its committed position: the pump below puts it there
@@ -161,6 +168,11 @@ class TotalMop(Mop):
         core = self.tcore
         self.max_gseq = max(self.max_gseq, pos)
         message = self.unstamped.pop(mid, None)
+        if message is not None:
+            seqs = self._unstamped_seqs[mid.pid]
+            seqs.discard(mid.seq)
+            if not seqs.lows:
+                del self._unstamped_seqs[mid.pid]
         if message is None:
             if core.delivered(mid):
                 self._number(core.fill(pos), out)  # placed twice: delivered at the first place
@@ -239,10 +251,12 @@ class TotalMop(Mop):
         if not self.log.is_leader:
             self._waiting_parent.clear()
             return
-        log = self.log
-        with log.proposals():  # the commit point moves once, after them all
-            for mid, message in list(self.unstamped.items()):
-                if mid in self.unstamped and log.position_of(mid) is None:
+        position_of = self.log.position_of
+        # Walked in place, not copied: stamping changes nothing in `unstamped` (it is
+        # called each time the window opens, and the backlog may be the whole send).
+        with self.log.proposals():  # the commit point moves once, after them all
+            for mid, message in self.unstamped.items():
+                if position_of(mid) is None:
                     self._stamp(message)
                     if self._backlog:
                         return
@@ -273,28 +287,23 @@ class TotalMop(Mop):
     def digest(self) -> dict[str, Intervals]:
         """Per sender, the seqnos this node holds (delivered, held or unstamped)."""
         digest = self.core.digest()
-        if self.unstamped:
-            # Runs of seqnos, not one pair each: a backlog of tens of thousands of
-            # messages waiting for their position is a few runs per sender (this was a
-            # sequencer's and a member's largest cost in a stream of small messages).
-            extra: dict[str, list[int]] = {}
-            for mid in self.unstamped:
-                seqs = extra.get(mid.pid)
-                if seqs is None:
-                    extra[mid.pid] = [mid.seq]
-                else:
-                    seqs.append(mid.seq)
-            for pid, seqs in extra.items():
-                seqs.sort()
-                runs = list(digest.get(pid, ()))
-                lo = hi = seqs[0]
-                for seq in seqs:
-                    if seq > hi + 1:
-                        runs.append((lo, hi))
-                        lo = seq
-                    hi = seq
-                runs.append((lo, hi))
-                digest[pid] = normalize(runs)
+        unstamped = self._unstamped_seqs
+        if unstamped:
+            # Senders known only by their unstamped messages come after the others,
+            # in the order of their first message in `unstamped`.
+            new = [pid for pid in unstamped if pid not in digest]
+            if len(new) > 1:
+                first: dict[str, None] = {}
+                for mid in self.unstamped:
+                    if mid.pid not in digest and mid.pid not in first:
+                        first[mid.pid] = None
+                        if len(first) == len(new):
+                            break
+                new = list(first)
+            for pid in [p for p in unstamped if p in digest] + new:
+                runs = digest.get(pid)
+                ivs = unstamped[pid].intervals()
+                digest[pid] = normalize(runs + ivs) if runs else ivs
         return digest
 
     def missing(self) -> list[MessageId]:
