@@ -28,7 +28,8 @@ from m2mc.store import GroupStore, StoredMessage
 
 class TotalMop(Mop):
     __slots__ = ("_backlog", "_unstamped_seqs", "_waiting_parent", "log", "max_gseq",
-                 "stamps", "stamps_refused", "tcore", "unstamped", "unstamped_refused")
+                 "own_ordered", "stamps", "stamps_refused", "tcore", "unstamped",
+                 "unstamped_refused")
 
     def __init__(self, pid: str, gid: str, order: Order, config: GroupConfig,
                  store: GroupStore) -> None:
@@ -43,6 +44,7 @@ class TotalMop(Mop):
         self._unstamped_seqs: dict[str, IntervalList] = {}
         self.stamps: dict[MessageId, list[int]] = {}  # decided positions whose data we lack
         self.max_gseq = 0
+        self.own_ordered = 0  # the highest of our own seqnos delivered (sender pacing)
         self._waiting_parent: dict[MessageId, list[Message]] = {}  # sequencer: replies
         self._backlog = False  # sequencer: data left unstamped (window full)
         # Bound max_unstamped (each table): data refused; decided positions whose data we
@@ -211,11 +213,14 @@ class TotalMop(Mop):
         # Every delivery is marked in the store here, whatever released it (its data,
         # its position, or a membership record filling the position before it): a
         # restart must not take a delivered message for one still to be placed.
-        mark_delivered, gid = self.store.mark_delivered, self.gid
+        mark_delivered, gid, pid = self.store.mark_delivered, self.gid, self.pid
         for m in delivered:
             pos = m.gseq
             assert pos is not None
-            mark_delivered(gid, m.mid)
+            mid = m.mid
+            mark_delivered(gid, mid)
+            if mid.pid == pid and mid.seq > self.own_ordered:
+                self.own_ordered = mid.seq
             out.append(Message(m.mid, m.parent, m.payload, m.vclock, pos - records_before(pos)))
 
     # ------------------------------------------------------------ sequencer
