@@ -22,9 +22,10 @@ sender wakes once per half a bound, not once per packet.
 
 A message also waits while a group's receivers are a window behind
 (:mod:`m2mc.group.window`): what the node has sent, not what it holds; and, in a
-total-order group, while twice ``max_uncommitted`` of its messages are not delivered
-here yet (the order is behind: docs/group.md section 11), unless its deliveries
-have not moved for ``send_window_wait`` (no majority: the messages wait unstamped).
+total-order group, while four times ``max_uncommitted`` of its messages are not
+delivered here yet (the order is behind: docs/group.md section 11), unless its
+deliveries have not moved for ``send_window_wait`` (no majority: the messages wait
+unstamped, as before).
 
 :func:`send_room` answers the same question for many sends at once: how many more
 messages of at most a size are sure to pass :func:`must_wait` if nothing but those

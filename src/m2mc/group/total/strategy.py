@@ -36,7 +36,7 @@ from m2mc.ordering import MessageId
 from m2mc.trace.schema import detail_json
 
 # Sends wait while this many times max_uncommitted of ours are not delivered here.
-ORDER_PACE = 2
+ORDER_PACE = 4
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
