@@ -23,6 +23,7 @@ from m2mc.group.seqsets import Intervals, contains, normalize
 from m2mc.group.total.seqlog import SeqLog
 from m2mc.kinds import Order
 from m2mc.ordering import IntervalList, Message, MessageId, TotalOrder
+from m2mc.ordering.ids import make_message
 from m2mc.store import GroupStore, StoredMessage
 
 
@@ -194,8 +195,8 @@ class TotalMop(Mop):
             message = held
         else:
             self.store.set_gseq(self.gid, mid, pos)
-        self._number(core.receive(Message(mid, message.parent, message.payload,
-                                          message.vclock, pos)), out)
+        self._number(core.receive(make_message(mid, message.parent, message.payload,
+                                               message.vclock, pos)), out)
         if self._waiting_parent:
             children = self._waiting_parent.pop(mid, None)
             for child in children or ():
@@ -221,7 +222,8 @@ class TotalMop(Mop):
             mark_delivered(gid, mid)
             if mid.pid == pid and mid.seq > self.own_ordered:
                 self.own_ordered = mid.seq
-            out.append(Message(m.mid, m.parent, m.payload, m.vclock, pos - records_before(pos)))
+            out.append(make_message(mid, m.parent, m.payload, m.vclock,
+                                    pos - records_before(pos)))
 
     # ------------------------------------------------------------ sequencer
     def _placed(self, mid: MessageId) -> bool:
