@@ -21,7 +21,11 @@ Blocked senders are woken once both counts are down to half their bound, so a
 sender wakes once per half a bound, not once per packet.
 
 A message also waits while a group's receivers are a window behind
-(:mod:`m2mc.group.window`): what the node has sent, not what it holds.
+(:mod:`m2mc.group.window`): what the node has sent, not what it holds; and, in a
+total-order group, while four times ``max_uncommitted`` of its messages are not
+delivered here yet (the order is behind: docs/group.md section 11), unless its
+deliveries have not moved for ``send_window_wait`` (no majority: the messages wait
+unstamped, as before).
 
 :func:`send_room` answers the same question for many sends at once: how many more
 messages of at most a size are sure to pass :func:`must_wait` if nothing but those
@@ -83,8 +87,8 @@ def must_wait(node: BacklogPort, size: int) -> bool:
         packets += len(out)
         held += sum(map(len, out))
     for inst in node.groups.values():  # (a loop: a generator costs more, every send)
-        if inst.window.blocked:
-            return True  # receivers are a window behind (group/window.py)
+        if inst.window.blocked or inst.ordering.blocked:
+            return True  # receivers are a window behind (group/window.py), or the order
         packets += inst.pending_records
         held += inst.pending_bytes
     if not packets:
@@ -99,7 +103,7 @@ def room_made(node: BacklogPort) -> bool:
     """True once the backlog is down to half of both bounds: wake blocked senders."""
     config = node.config
     for inst in node.groups.values():
-        if inst.window.blocked:
+        if inst.window.blocked or inst.ordering.blocked:
             return False
     return (node.send_backlog <= config.send_backlog // 2
             and node.send_backlog_bytes <= config.send_backlog_bytes // 2)

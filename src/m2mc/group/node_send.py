@@ -109,6 +109,8 @@ class NodeSend:
         parent = ROOT if reply_to is None or reply_to is ROOT else self._parent_of(reply_to)
         message = inst.mop.next_message(payload, parent)
         inst.window.sent(message.mid.seq, len(payload), now)
+        if inst.mop.order != _SB:
+            inst.ordering.sent(message.mid.seq, now)  # (total order paces its sender)
         self._stats.sent += 1
         # Bulk batches while backlogged, or while held (batch_hold): full packets.
         inst.bulk = (now < inst.hold_until

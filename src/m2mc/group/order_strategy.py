@@ -44,6 +44,11 @@ class OrderStrategy(Protocol):
     # A status goes out at least this often (seconds since the last one), whether or
     # not one overheard said everything ours would (inf: only the keepalive's rule).
     heartbeat: float
+    # Our sends wait (group/backlog.py): too many of ours are not ordered yet.
+    blocked: bool
+
+    def sent(self, seq: int, now: float) -> None:
+        """We sent our data message ``seq``."""
 
     def on_log(self, body: Body, now: float) -> None:
         """A sequencing-log message from a member."""
@@ -103,6 +108,7 @@ class NoSequencer:
     __slots__ = ("inst", "mop")
     draining = False
     heartbeat = float("inf")
+    blocked = False
 
     def __init__(self, inst: InstancePort) -> None:
         self.inst = inst
@@ -130,6 +136,9 @@ class NoSequencer:
         pass
 
     def check_send(self, gid: str) -> None:
+        pass
+
+    def sent(self, seq: int, now: float) -> None:
         pass
 
     def hand_over_for_leave(self, now: float) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 from m2mc.errors import DecodeError
 from m2mc.group.messages import Digest, Entries, Intervals, MemberEntry
 from m2mc.kinds import GROUP_ORDERS, Order
-from m2mc.ordering import MessageId
+from m2mc.ordering.ids import make_mid
 
 MAX_PID = 64
 MAX_NAME = 128  # UTF-8 bytes of a process's display name (32 characters of any script)
@@ -111,7 +111,7 @@ def read_entries(raw: Any, max_seq: int) -> Entries:
             raise DecodeError("bad log entry")
         if len(e) == 3:
             append((read_int(e[0], 1, max_seq),
-                    MessageId(read_pid(e[1]), read_int(e[2], 1, max_seq))))
+                    make_mid(read_pid(e[1]), read_int(e[2], 1, max_seq))))
         elif len(e) == 4 and type(e[3]) is bool:
             append((read_int(e[0], 1, max_seq),
                     MemberEntry(read_pid(e[1]), read_int(e[2], 0, max_seq), e[3])))

@@ -62,6 +62,26 @@ class IntervalList:
             highs.insert(k, value)
         return True
 
+    def discard(self, value: int) -> None:
+        """Remove ``value`` if present (the interval holding it shrinks or splits)."""
+        lows = self.lows
+        highs = self.highs
+        i = bisect_right(lows, value) - 1
+        if i < 0 or value > highs[i]:
+            return
+        lo, hi = lows[i], highs[i]
+        if lo == hi:
+            del lows[i]
+            del highs[i]
+        elif value == lo:
+            lows[i] = value + 1
+        elif value == hi:
+            highs[i] = value - 1
+        else:
+            highs[i] = value - 1
+            lows.insert(i + 1, value + 1)
+            highs.insert(i + 1, hi)
+
     def add_range(self, lo: int, hi: int) -> None:
         """Add every value of ``lo..hi`` (merged with the intervals it touches)."""
         if lo > hi:

@@ -378,6 +378,8 @@ class SqliteStore(SqliteRetention):
                     (gid, pid, seq, r[5]) for gid, by_pid in pending.items()
                     for pid, records in by_pid.items() for seq, r in records.items()
                     if r[5] is not None)
+        if self._late_delivered and self._late_gseqs:
+            self._flush_late_both(db)
         if self._late_delivered:
             self._late_keys.update(self._late_delivered)
             db.executemany(
@@ -392,6 +394,29 @@ class SqliteStore(SqliteRetention):
                 "ON CONFLICT (gid, pid, seq) DO UPDATE SET gseq = excluded.gseq",
                 self._late_gseqs)
             self._late_gseqs.clear()
+
+    def _flush_late_both(self, db: sqlite3.Connection) -> None:
+        """The messages both delivered and stamped since the last flush (total order
+        stamps a message, then delivers it, both after its record was written): one
+        upsert each instead of two. The ``late`` rows come out as the two upserts
+        left them (each sets its own column; of several stamps the last one wins).
+        The others are left in ``_late_delivered`` and ``_late_gseqs``."""
+        delivered = set(self._late_delivered)
+        both: list[tuple[str, str, int, int]] = []
+        stamped: list[tuple[str, str, int, int]] = []
+        for row in self._late_gseqs:
+            (both if row[:3] in delivered else stamped).append(row)
+        if not both:
+            return
+        keys = [row[:3] for row in both]
+        self._late_keys.update(keys)
+        db.executemany(
+            "INSERT INTO late VALUES (?, ?, ?, 1, ?) "
+            "ON CONFLICT (gid, pid, seq) DO UPDATE SET delivered = 1, gseq = excluded.gseq",
+            both)
+        done = set(keys)
+        self._late_delivered = [k for k in self._late_delivered if k not in done]
+        self._late_gseqs = stamped
 
     def commit(self, now: float | None = None) -> None:
         self._flush()

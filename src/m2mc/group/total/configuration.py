@@ -80,8 +80,11 @@ class Configuration:
             if p >= pos:
                 break
             apply_record(members, conf[p])
-        extra = sorted(p for p, e in log.items()
-                       if p < pos and type(e) is MemberEntry and p not in conf)
+        if log is core.log:  # (its records are known: no walk through the whole log)
+            extra = [p for p in core.records_in_log() if p < pos and p not in conf]
+        else:
+            extra = sorted(p for p, e in log.items()
+                           if p < pos and type(e) is MemberEntry and p not in conf)
         for p in extra:
             e = log[p]
             assert type(e) is MemberEntry

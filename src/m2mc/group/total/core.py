@@ -109,9 +109,9 @@ class LogCore:
         "commit_b", "commit_sent", "conf", "conf_dirty", "conf_sorted", "config",
         "decided", "dirty", "elected", "emitted", "handover_at", "handover_to", "heard_high",
         "high", "is_member", "known", "last_heard", "last_start", "lead_since", "leading",
-        "log", "lost", "max_ballot", "max_epoch", "may_found", "members", "mids", "outbox",
-        "pid", "prepare_at", "promised", "reconfig_due", "resume", "retry_at", "retry_every",
-        "start_at", "stats", "stepped_down", "sync_asked", "unsent",
+        "log", "log_records", "lost", "max_ballot", "max_epoch", "may_found", "members",
+        "mids", "outbox", "pid", "prepare_at", "promised", "reconfig_due", "resume", "retry_at",
+        "retry_every", "start_at", "stats", "stepped_down", "sync_asked", "unsent",
     )
 
     def __init__(self, pid: str, config: GroupConfig) -> None:
@@ -124,6 +124,9 @@ class LogCore:
         self.ballot: Ballot = NO_BALLOT  # the ballot our log is synced to
         self.base = 0  # positions <= base were committed when we synced
         self.log: dict[int, LogEntry] = {}  # entries of `ballot` after the committed ones
+        # Positions of `log` that may hold a membership record (a superset, checked
+        # where used): the configuration reads them instead of the whole log.
+        self.log_records: set[int] = set()
         self.commit_b = 0  # committed point within `ballot`
         self.conf: dict[int, MemberEntry] = {}  # decided membership records
         self.cand_epoch = 0
@@ -272,6 +275,30 @@ class LogCore:
             self.sync_asked.clear()
         self.sync_asked[ballot] = now
         self.outbox.append(Ack(self.pid, ballot[0], ballot[1], 0, False))
+
+    def put_entry(self, pos: int, entry: LogEntry) -> None:
+        """Put ``entry`` in our log at ``pos`` (every insertion goes through here or
+        :meth:`set_log`, so that ``log_records`` knows every record)."""
+        self.log[pos] = entry
+        if type(entry) is MessageId:
+            self.mids[entry] = pos
+        elif type(entry) is MemberEntry:
+            self.log_records.add(pos)
+
+    def set_log(self, log: dict[int, LogEntry]) -> None:
+        """Our log is ``log`` now (its message identities and records with it)."""
+        self.log = log
+        self.mids = {e: p for p, e in log.items() if type(e) is MessageId}
+        self.log_records = {p for p, e in log.items() if type(e) is MemberEntry}
+
+    def records_in_log(self) -> list[int]:
+        """The positions of ``log`` that hold a membership record, sorted."""
+        log = self.log
+        recs = self.log_records
+        live = sorted(p for p in recs if type(log.get(p)) is MemberEntry)
+        if len(live) != len(recs):
+            self.log_records = set(live)
+        return live
 
     def recompute_high(self) -> None:
         """``high`` from the log: every position after the committed ones it holds."""

@@ -42,7 +42,6 @@ from m2mc.group.messages import (
 from m2mc.group.total.configuration import apply_record, majority
 from m2mc.group.total.core import NO_BALLOT, PROMISE_LIMIT, Ballot, LogCore
 from m2mc.group.total.replication import ConfigurationPort
-from m2mc.ordering import MessageId
 
 
 class ReplicationPort(Protocol):
@@ -247,9 +246,7 @@ class Election:
         if ballot == core.ballot:  # a START sent again: take what we lack
             for p, e in st.entries:
                 if p > core.commit_b and p not in core.log:
-                    core.log[p] = e
-                    if type(e) is MessageId:
-                        core.mids[e] = p
+                    core.put_entry(p, e)
             self._replication.commit_to(st.base)
             self._replication.extend_high()
         else:

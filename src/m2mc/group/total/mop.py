@@ -22,13 +22,15 @@ from m2mc.group.mop import DUP, NEW, REFUSED, Mop
 from m2mc.group.seqsets import Intervals, contains, normalize
 from m2mc.group.total.seqlog import SeqLog
 from m2mc.kinds import Order
-from m2mc.ordering import Message, MessageId, TotalOrder
+from m2mc.ordering import IntervalList, Message, MessageId, TotalOrder
+from m2mc.ordering.ids import make_message
 from m2mc.store import GroupStore, StoredMessage
 
 
 class TotalMop(Mop):
-    __slots__ = ("_backlog", "_waiting_parent", "log", "max_gseq", "stamps",
-                 "stamps_refused", "tcore", "unstamped", "unstamped_refused")
+    __slots__ = ("_backlog", "_unstamped_seqs", "_waiting_parent", "log", "max_gseq",
+                 "own_ordered", "stamps", "stamps_refused", "tcore", "unstamped",
+                 "unstamped_refused")
 
     def __init__(self, pid: str, gid: str, order: Order, config: GroupConfig,
                  store: GroupStore) -> None:
@@ -38,8 +40,12 @@ class TotalMop(Mop):
         self.tcore = core
         self.log = SeqLog(pid, config)
         self.unstamped: dict[MessageId, Message] = {}  # data whose position is not decided
+        # The seqnos of `unstamped`, per sender, kept with it (the digest reads them: a
+        # backlog of tens of thousands of messages is a few intervals).
+        self._unstamped_seqs: dict[str, IntervalList] = {}
         self.stamps: dict[MessageId, list[int]] = {}  # decided positions whose data we lack
         self.max_gseq = 0
+        self.own_ordered = 0  # the highest of our own seqnos delivered (sender pacing)
         self._waiting_parent: dict[MessageId, list[Message]] = {}  # sequencer: replies
         self._backlog = False  # sequencer: data left unstamped (window full)
         # Bound max_unstamped (each table): data refused; decided positions whose data we
@@ -100,6 +106,10 @@ class TotalMop(Mop):
             if gseq is not None:
                 message = Message(mid, message.parent, message.payload, message.vclock, None)
             self.unstamped[mid] = message
+            seqs = self._unstamped_seqs.get(mid.pid)
+            if seqs is None:
+                seqs = self._unstamped_seqs[mid.pid] = IntervalList()
+            seqs.add(mid.seq)
             if persist:
                 self.store.put(self.gid, message, False)
         # A record repaired with its committed position: the pump below puts it there
@@ -161,6 +171,11 @@ class TotalMop(Mop):
         core = self.tcore
         self.max_gseq = max(self.max_gseq, pos)
         message = self.unstamped.pop(mid, None)
+        if message is not None:
+            seqs = self._unstamped_seqs[mid.pid]
+            seqs.discard(mid.seq)
+            if not seqs.lows:
+                del self._unstamped_seqs[mid.pid]
         if message is None:
             if core.delivered(mid):
                 self._number(core.fill(pos), out)  # placed twice: delivered at the first place
@@ -180,8 +195,8 @@ class TotalMop(Mop):
             message = held
         else:
             self.store.set_gseq(self.gid, mid, pos)
-        self._number(core.receive(Message(mid, message.parent, message.payload,
-                                          message.vclock, pos)), out)
+        self._number(core.receive(make_message(mid, message.parent, message.payload,
+                                               message.vclock, pos)), out)
         if self._waiting_parent:
             children = self._waiting_parent.pop(mid, None)
             for child in children or ():
@@ -199,12 +214,16 @@ class TotalMop(Mop):
         # Every delivery is marked in the store here, whatever released it (its data,
         # its position, or a membership record filling the position before it): a
         # restart must not take a delivered message for one still to be placed.
-        mark_delivered, gid = self.store.mark_delivered, self.gid
+        mark_delivered, gid, pid = self.store.mark_delivered, self.gid, self.pid
         for m in delivered:
             pos = m.gseq
             assert pos is not None
-            mark_delivered(gid, m.mid)
-            out.append(Message(m.mid, m.parent, m.payload, m.vclock, pos - records_before(pos)))
+            mid = m.mid
+            mark_delivered(gid, mid)
+            if mid.pid == pid and mid.seq > self.own_ordered:
+                self.own_ordered = mid.seq
+            out.append(make_message(mid, m.parent, m.payload, m.vclock,
+                                    pos - records_before(pos)))
 
     # ------------------------------------------------------------ sequencer
     def _placed(self, mid: MessageId) -> bool:
@@ -239,10 +258,12 @@ class TotalMop(Mop):
         if not self.log.is_leader:
             self._waiting_parent.clear()
             return
-        log = self.log
-        with log.proposals():  # the commit point moves once, after them all
-            for mid, message in list(self.unstamped.items()):
-                if mid in self.unstamped and log.position_of(mid) is None:
+        position_of = self.log.position_of
+        # Walked in place, not copied: stamping changes nothing in `unstamped` (it is
+        # called each time the window opens, and the backlog may be the whole send).
+        with self.log.proposals():  # the commit point moves once, after them all
+            for mid, message in self.unstamped.items():
+                if position_of(mid) is None:
                     self._stamp(message)
                     if self._backlog:
                         return
@@ -273,12 +294,23 @@ class TotalMop(Mop):
     def digest(self) -> dict[str, Intervals]:
         """Per sender, the seqnos this node holds (delivered, held or unstamped)."""
         digest = self.core.digest()
-        if self.unstamped:
-            extra: dict[str, list[tuple[int, int]]] = {}
-            for mid in self.unstamped:
-                extra.setdefault(mid.pid, []).append((mid.seq, mid.seq))
-            for pid, ivs in extra.items():
-                digest[pid] = normalize(digest.get(pid, []) + ivs)
+        unstamped = self._unstamped_seqs
+        if unstamped:
+            # Senders known only by their unstamped messages come after the others,
+            # in the order of their first message in `unstamped`.
+            new = [pid for pid in unstamped if pid not in digest]
+            if len(new) > 1:
+                first: dict[str, None] = {}
+                for mid in self.unstamped:
+                    if mid.pid not in digest and mid.pid not in first:
+                        first[mid.pid] = None
+                        if len(first) == len(new):
+                            break
+                new = list(first)
+            for pid in [p for p in unstamped if p in digest] + new:
+                runs = digest.get(pid)
+                ivs = unstamped[pid].intervals()
+                digest[pid] = normalize(runs + ivs) if runs else ivs
         return digest
 
     def missing(self) -> list[MessageId]:

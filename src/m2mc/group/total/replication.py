@@ -157,11 +157,11 @@ class Replication:
         core.ballot = ballot
         core.base = base
         core.commit_b = base
-        core.log = {}
+        log: dict[int, LogEntry] = {}
         for p, e in entries:
-            if p > base and len(core.log) < core.config.max_unstamped:
-                core.log[p] = e
-        core.mids = {e: p for p, e in core.log.items() if type(e) is MessageId}
+            if p > base and len(log) < core.config.max_unstamped:
+                log[p] = e
+        core.set_log(log)
         core.acks = {}
         self._resend = set()
         if base > core.known:
@@ -216,10 +216,8 @@ class Replication:
             core.stats.log_full += 1
             return None
         pos = core.high + 1
-        core.log[pos] = entry
+        core.put_entry(pos, entry)
         core.high = pos
-        if type(entry) is MessageId:
-            core.mids[entry] = pos
         core.unsent.append((pos, entry))
         core.dirty = True
         if not self._proposing:
@@ -296,9 +294,7 @@ class Replication:
         log = core.log
         for p, e in stamps:
             if p > core.commit_b and p not in log and len(log) < core.config.max_unstamped:
-                log[p] = e
-                if type(e) is MessageId:
-                    core.mids[e] = p
+                core.put_entry(p, e)
                 core.dirty = True
         if stamps:
             core.ack_due = True

@@ -35,6 +35,9 @@ from m2mc.group.total.mop import TotalMop
 from m2mc.ordering import MessageId
 from m2mc.trace.schema import detail_json
 
+# Sends wait while this many times max_uncommitted of ours are not delivered here.
+ORDER_PACE = 4
+
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
@@ -44,7 +47,8 @@ if TYPE_CHECKING:
 class TotalOrderStrategy:
     """Total order in ad hoc mode: a sequencer's log committed by majorities."""
 
-    __slots__ = ("draining", "heartbeat", "inst", "linger_limit", "log", "mop")
+    __slots__ = ("blocked", "draining", "heartbeat", "inst", "linger_limit", "log", "mop",
+                 "pace_limit", "pace_moved", "pace_ordered", "sent_seq")
 
     def __init__(self, inst: InstancePort) -> None:
         self.inst = inst
@@ -61,6 +65,15 @@ class TotalOrderStrategy:
         # before its removal record), within linger_limit.
         self.draining = False
         self.linger_limit: float | None = None
+        # The sender's pacing by the order (module docstring of the API's back-pressure,
+        # group/backlog.py): sends wait while pace_limit of ours are not delivered here
+        # yet, unless our deliveries have not moved for send_window_wait (no majority:
+        # sends go on as before, into the unstamped backlog). 0: the window is off.
+        self.pace_limit = ORDER_PACE * config.max_uncommitted if inst.node.window_bytes else 0
+        self.blocked = False
+        self.sent_seq = 0  # the highest of our seqnos sent
+        self.pace_ordered = 0  # ...delivered here, when last seen
+        self.pace_moved = float("-inf")  # when that was seen to move
 
     # ------------------------------------------------------------ the log's input
     def on_log(self, body: Body, now: float) -> None:
@@ -145,6 +158,27 @@ class TotalOrderStrategy:
             inst.repair.suspect(now)
         if self.draining:
             self._check_drained()
+        if self.blocked:
+            self._settle_pace(now)
+
+    # ------------------------------------------------------ the sender's pacing
+    def sent(self, seq: int, now: float) -> None:
+        """We sent our data message ``seq``."""
+        self.sent_seq = seq
+        if self.pace_limit and not self.blocked and \
+                seq - self.mop.own_ordered >= self.pace_limit:
+            self._settle_pace(now)
+
+    def _settle_pace(self, now: float) -> None:
+        own = self.mop.own_ordered
+        if own > self.pace_ordered:
+            self.pace_ordered = own
+            self.pace_moved = now
+        # Once blocked, sends go on when half of the limit is free again (one wake-up of
+        # the application per half a window, not per message ordered).
+        limit = self.pace_limit // 2 if self.blocked else self.pace_limit
+        self.blocked = (bool(limit) and self.sent_seq - own >= limit
+                        and now - self.pace_moved < self.inst.config.send_window_wait)
 
     def _check_drained(self) -> None:
         """A leaver has delivered everything ordered before its removal record."""
@@ -197,6 +231,8 @@ class TotalOrderStrategy:
     def start_leave(self, now: float, lingering_until: float) -> None:
         """Go on delivering what is ordered before our removal record, and
         acknowledging, meanwhile."""
+        self.pace_limit = 0  # we send nothing more here: never hold other groups' sends
+        self.blocked = False
         self.draining = True
         self.linger_limit = lingering_until + 2 * self.inst.config.sequencer_timeout
 
@@ -225,7 +261,12 @@ class TotalOrderStrategy:
         self.log.take_decided()
 
     def next_deadline(self) -> float | None:
-        return self.log.next_deadline()
+        deadline = self.log.next_deadline()
+        if self.blocked:  # sends go on once our deliveries have not moved for the wait
+            due = self.pace_moved + self.inst.config.send_window_wait
+            if deadline is None or due < deadline:
+                return due
+        return deadline
 
     def records_in(self, gseqs: Intervals) -> Intervals:
         if not gseqs:
