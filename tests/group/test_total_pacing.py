@@ -13,7 +13,6 @@ into the unstamped backlog as before.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 
 from m2mc.group import backlog
 from m2mc.group.config import GroupConfig
@@ -21,8 +20,9 @@ from m2mc.group.manager import GroupNode
 from m2mc.group.total.strategy import ORDER_PACE
 from m2mc.kinds import Order
 from m2mc.ordering import MessageId
-from m2mc.sim.testing import CoreStack, VirtualNet
 from m2mc.wire.m2mp import M2MPConfig
+
+from .medium import Medium
 
 GID = "paced"
 UNCOMMITTED = 8
@@ -37,27 +37,6 @@ def make(pid: str) -> GroupNode:
                      m2mp_config=M2MPConfig(redundancy=1, flow_control=False))
     node.output.record_delivered = True
     return node
-
-
-class Medium:
-    """Every node hears every other at once; ``mute(pid)`` holds a node's output back."""
-
-    def __init__(self, nodes: list[GroupNode]) -> None:
-        self.nodes = nodes
-        self.net = VirtualNet({"lan": {"delay": 0.0, "loss": 0.0, "loopback": False}})
-        for node in nodes:
-            self.net.add(node.pid, lambda ctx, node=node: CoreStack(
-                node, drain=GroupNode.events, commit=node.store.commit))
-
-    @property
-    def now(self) -> float:
-        return self.net.now
-
-    def step(self, dt: float = 0.001) -> None:
-        self.net.run(dt)
-
-    def call(self, node: GroupNode, action: Callable[[GroupNode, float], object]) -> object:
-        return self.net.call(node.pid, lambda stack, now: action(stack.core, now))
 
 
 def delivered(node: GroupNode) -> list[MessageId]:

@@ -11,14 +11,14 @@ member, goes on as soon as the member speaks again, and a member silent for
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 
 from m2mc.group import backlog
 from m2mc.group.config import GroupConfig
 from m2mc.group.manager import GroupNode
 from m2mc.kinds import Order
-from m2mc.sim.testing import CoreStack, VirtualNet
 from m2mc.wire.m2mp import M2MPConfig
+
+from .medium import Medium
 
 GID = "window"
 WINDOW = 64 * 1024
@@ -34,36 +34,8 @@ def make(pid: str) -> GroupNode:
     return node
 
 
-class Medium:
-    """Every node hears every other at once (a VirtualNet without delay, loss or
-    loopback); ``mute(pid)`` holds a node's output back until ``unmute``."""
-
-    def __init__(self, nodes: list[GroupNode]) -> None:
-        self.nodes = nodes
-        self.net = VirtualNet({"lan": {"delay": 0.0, "loss": 0.0, "loopback": False}})
-        for node in nodes:
-            self.net.add(node.pid, lambda ctx, node=node: CoreStack(
-                node, drain=GroupNode.events, commit=node.store.commit))
-
-    @property
-    def now(self) -> float:
-        return self.net.now
-
-    def step(self, dt: float = 0.001) -> None:
-        self.net.run(dt)
-
-    def call(self, node: GroupNode, action: Callable[[GroupNode, float], object]) -> object:
-        """``action(node, now)``, then what it queued leaves."""
-        return self.net.call(node.pid, lambda stack, now: action(stack.core, now))
-
-    def send(self, node: GroupNode) -> None:
-        self.call(node, lambda n, now: n.send(GID, bytes(SIZE), now))
-
-    def mute(self, pid: str) -> None:
-        self.net.hold(pid)
-
-    def unmute(self, pid: str) -> None:
-        self.net.release(pid)
+def send(medium: Medium, node: GroupNode) -> None:
+    medium.call(node, lambda n, now: n.send(GID, bytes(SIZE), now))
 
 
 def joined() -> tuple[Medium, GroupNode, GroupNode, GroupNode]:
@@ -82,7 +54,7 @@ def joined() -> tuple[Medium, GroupNode, GroupNode, GroupNode]:
 def sends_until_blocked(medium: Medium, s: GroupNode, limit: int = 10_000) -> int:
     sent = 0
     while not backlog.must_wait(s, SIZE) and sent < limit:
-        medium.send(s)
+        send(medium, s)
         sent += 1
         medium.step()
     return sent
@@ -136,7 +108,7 @@ def test_statuses_come_once_per_quarter_window_of_data() -> None:
     a.groups[GID].make_status = counting  # type: ignore[method-assign]
     messages = 4 * WINDOW // SIZE  # four windows of data
     for _ in range(messages):
-        medium.send(s)
+        send(medium, s)
         medium.step(0.0001)  # too soon for periodic statuses
     # A status once a quarter window (16 KiB) has been read since the last one: every
     # fifth 4,000-byte message here, so 12 or 13 for 256,000 bytes.
