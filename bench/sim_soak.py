@@ -45,7 +45,7 @@ def scenario(args: argparse.Namespace) -> dict[str, Any]:
     seconds = args.hours * 3600.0
     stack: dict[str, Any] = {"kind": "group", "redundancy": 1}
     if args.retention_mib:
-        stack["retention_bytes"] = args.retention_mib << 20
+        stack["retention_bytes"] = int(args.retention_mib * (1 << 20))
     return {
         "name": "sim-soak",
         "description": f"{args.nodes} peers, one S_b group, {args.rate} messages/s for "
@@ -110,7 +110,8 @@ def main() -> int:
     p.add_argument("--rate", type=float, default=0.1, help="messages/s in all (0.1)")
     p.add_argument("--loss", type=float, default=0.1, help="loss on the LAN (0.1)")
     p.add_argument("--sample", type=float, default=1800.0, help="virtual s between samples")
-    p.add_argument("--retention-mib", type=int, default=1, help="each node's log bound (1)")
+    p.add_argument("--retention-mib", type=float, default=1.0,
+                   help="each node's log bound, MiB (1; fractions allowed)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--keep", type=Path, default=None, help="keep the trace here")
     args = p.parse_args()
