@@ -377,12 +377,10 @@ class Coordinator:
         return sorted(h for h in others if self.keepers.counts(h) or h in self.subscribers)
 
     def _update_keepers(self, live: list[str], quorum: int) -> None:
-        others = [h for h in live if h != self.host]
-
         def holds(h: str) -> int:
             p = self.peers.get(h)
             return p.acked if p is not None and p.synced else 0
-        self.keepers.update(Keepers.wanted(self.host, others, quorum), holds, self.log.high,
+        self.keepers.update(Keepers.wanted(self.host, live, quorum), holds, self.log.high,
                             self.commit, quorum)
 
     def flush(self, live: list[str], quorum: int, now: float,

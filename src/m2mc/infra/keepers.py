@@ -1,4 +1,4 @@
-"""Which hosts keep the log under seeds/001 4.1 (docs/infra.md, "Subscriptions").
+"""Which hosts keep the log under seeds/001 4.1 (docs/infra.md, "Keepers (4.1)").
 
 With subscriptions on, a gateway whose cell has no members may free its tables unless
 the master names it a replica in its Commit (seeds/001 figure 7 line 15). A record is
