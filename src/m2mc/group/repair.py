@@ -450,18 +450,23 @@ class Repair:
     def _ask(self, requester: str, mid: MessageId, now: float) -> int:
         """Count an ask of ``requester`` for ``mid``: its asks in a row (1: a first)."""
         asks = self._asks
+        memory = 2 * self.config.nack_holdoff_max
+        # An ask older than ``memory`` no longer counts, so it is forgotten at once: the
+        # dict is kept in the order of the last asks (an ask moves its key to the end),
+        # and its front is the oldest. Waiting for the bound to prune let every node of
+        # a long-lived group hold max_pending_repairs of them (issue 35 item 4).
+        while asks:
+            oldest = next(iter(asks))
+            if now - asks[oldest][1] <= memory:
+                break
+            del asks[oldest]
         key = (requester, mid)
-        count, last = asks.get(key, (0, 0.0))
-        if now - last > 2 * self.config.nack_holdoff_max:
-            count = 0
-        if key not in asks and len(asks) >= self.config.max_pending_repairs:
-            horizon = now - 2 * self.config.nack_holdoff_max
-            for old in [k for k, (_, t) in asks.items() if t < horizon]:
-                del asks[old]
-            if len(asks) >= self.config.max_pending_repairs:
-                return 2  # not remembered: answered as a second ask (backups called)
-        asks[key] = (count + 1, now)
-        return count + 1
+        last = asks.pop(key, None)
+        if last is None and len(asks) >= self.config.max_pending_repairs:
+            return 2  # not remembered: answered as a second ask (backups called)
+        count = last[0] + 1 if last is not None else 1
+        asks[key] = (count, now)
+        return count
 
     def _place(self, requester: str) -> tuple[int, int]:
         """Our rank among the members other than ``requester`` for its asks, and how
