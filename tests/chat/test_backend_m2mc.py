@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import m2mc_chat.backend_infra  # noqa: F401 (registers the infra variant, as `m2mc chat` does)
 from m2mc.errors import ConfigError
 from m2mc.security import KeyRequiredError
 from m2mc.security.keys import GroupKey

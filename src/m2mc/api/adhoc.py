@@ -39,6 +39,7 @@ from m2mc.kinds import NodeMode, Order, group_order
 from m2mc.log import node_logger
 from m2mc.metrics.views import AdhocView
 from m2mc.ordering import MessageId
+from m2mc.ordering.replay import replay_order
 from m2mc.runtime.endpoint import DEFAULT_FLOW_WINDOW, flow_window_for, window_at
 from m2mc.runtime.gc_freeze import tune_collector
 from m2mc.runtime.stack import StackDriver
@@ -324,16 +325,18 @@ class AdhocNode(Node):
         return [info for info in infos if info is not None]
 
     def history(self, gid: str) -> list[GroupMessage]:
-        """The messages of ``gid`` this node has delivered, from the durable log, oldest first
-        (those its retention has not evicted, docs/group.md section 8)."""
+        """The messages of ``gid`` this node has delivered, from the durable log (those its
+        retention has not evicted, docs/group.md section 8), in an order the group's
+        guarantee allows: by ``gseq`` under total order, causes first otherwise
+        (:func:`m2mc.ordering.replay.replay_order`)."""
         stack = self._node()
         stack.settle_sends()  # (the messages just sent too)
         assert self._store is not None
         inst = stack.groups.get(gid)  # its gseq as delivered: a number, not a log position
         number = inst.mop.number if inst is not None else _same
-        return [GroupMessage(gid, s.message.mid, s.message.parent, s.message.payload,
-                             number(s.message.gseq))
-                for s in self._store.load_messages(gid) if s.delivered]
+        delivered = [s.message for s in self._store.load_messages(gid) if s.delivered]
+        return [GroupMessage(gid, m.mid, m.parent, m.payload, number(m.gseq))
+                for m in replay_order(delivered)]
 
     def stats(self) -> dict[str, int]:
         return self._node().node_stats()
