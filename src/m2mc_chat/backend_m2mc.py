@@ -226,6 +226,7 @@ class M2MCBackend:
 
     async def send(self, gid: str, payload: bytes, reply_to: str | None = None) -> str:
         mid = await self.node.group(gid).send(payload, reply_to=reply_to or None)
+        await self.node.sync()  # a line shown as sent survives a kill (one commit: rare)
         return str(mid)
 
     # --------------------------------------------------------------- presence

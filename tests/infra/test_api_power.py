@@ -135,3 +135,27 @@ async def test_without_data_dir_nothing_is_saved(hosts: list[HostDriver],
         g = await carol.join("chat", timeout=10)
         assert carol.driver.core.mid != first  # type: ignore[attr-defined]
         assert carol.stats()["resumed"] == 0 and carol.driver.core.durable is None  # type: ignore[attr-defined]
+
+
+async def test_what_sync_saw_survives_a_kill(hosts: list[HostDriver], tmp_path: Path) -> None:
+    """``await node.sync()`` (docs/api.md): the member's state is saved once it
+    returns, so a member killed right after it numbers on from its last message and
+    the group gets each of those once. Without it the kill would keep them out of the
+    saved state, and their numbers would be given again."""
+    cfg = NodeConfig(mode="infra", hosts=tuple(CELLS))
+    data = tmp_path / "bob"
+    async with Node(cfg, pid="alice") as alice:
+        ga = await alice.create_group("chat", order="total")
+        bob = Node(cfg, pid="bob", data_dir=data, infra_cell=CELLS[1])
+        await bob.start()
+        gb = await bob.join("chat", timeout=10)
+        sent = [str(await gb.send(f"b{i}")) for i in range(3)]
+        await bob.sync()
+        await bob.driver.driver.close()  # type: ignore[attr-defined]  # killed
+        bob = Node(cfg, data_dir=data, infra_cell=CELLS[1])
+        await bob.start()
+        assert [str(m.mid) for m in await _take(ga, 3)] == sent  # type: ignore[attr-defined]
+        gb = await bob.join("chat", timeout=10)
+        assert str(await gb.send("after")) == "bob:4"
+        assert (await _take(ga, 1))[0].text == "after"  # type: ignore[attr-defined]
+        await bob.close()

@@ -338,6 +338,12 @@ class AdhocNode(Node):
         return [GroupMessage(gid, m.mid, m.parent, m.payload, number(m.gseq))
                 for m in replay_order(delivered)]
 
+    async def sync(self) -> None:
+        # The output step commits the store before anything leaves (commit, then
+        # send), so one step now writes every message handed to send so far.
+        self._node()  # (not running: UsageError)
+        self._drv().poke()
+
     def stats(self) -> dict[str, int]:
         return self._node().node_stats()
 
@@ -478,7 +484,8 @@ class AdhocGroup(Group):
 
     async def send(self, data: bytes | str, *, reply_to: ReplyTo = None) -> MessageId:
         """Send ``data`` to the group, in reply to ``reply_to`` (its S_b parent).
-        Waits while too much is queued for the network (back-pressure)."""
+        Waits while too much is queued for the network (back-pressure). Returns before
+        the message is in the durable log: ``await node.sync()`` waits for that."""
         node = self.node
         stack = node._node()
         if type(data) is not bytes:

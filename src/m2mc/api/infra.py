@@ -334,6 +334,11 @@ class InfraNode(Node):
         st = self.groups.get(gid)
         return st is not None and st.loaded
 
+    async def sync(self) -> None:
+        # The member core commits its state before any frame or event leaves
+        # (docs/infra.md, "Switch-off and power-on"): one service step writes it all.
+        self._drv_infra().service()
+
     def stats(self) -> dict[str, int]:
         d = self._drv_infra()
         s = d.core.stats

@@ -50,7 +50,7 @@ NOT_RUNNING = "node not running: use 'async with Node(...)' or await start()"
 
 NODE_CALLS = ("start", "close", "pid", "create_group", "join", "discover", "group", "reject",
               "members", "member_names", "set_name", "discovered", "last_heard", "joined",
-              "locked", "history", "stats", "network_changed")
+              "locked", "history", "sync", "stats", "network_changed")
 """The calls every mode's node implements (docs/api.md, "Node")."""
 
 GROUP_CALLS = ("info", "order", "authenticated", "members", "send", "receive",
@@ -242,6 +242,12 @@ class Node:
     def history(self, gid: str) -> list[GroupMessage]:
         """The messages of ``gid`` this node has delivered, oldest first."""
         raise _unimplemented(self, "history")
+
+    async def sync(self) -> None:
+        """Return once what this node has sent, delivered and acknowledged so far is in
+        its durable log (``data_dir``): a process killed after it keeps all of it. At
+        once without a ``data_dir``."""
+        raise _unimplemented(self, "sync")
 
     def stats(self) -> dict[str, int]:
         raise _unimplemented(self, "stats")
