@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from trace_check import verify
 
-from m2mc.api import Node, NodeConfig
+from m2mc.api import Group, Node, NodeConfig
 from m2mc.errors import ConfigError, SavedStateError, UsageError
 from m2mc.infra_runtime.host_driver import HostDriver, HostSettings
 from m2mc.store.infra_member import FILE_NAME, SqliteMemberStore
@@ -48,10 +48,7 @@ async def test_switched_off_and_on_it_resumes_and_misses_nothing(
     cfg = NodeConfig(mode="infra", hosts=tuple(CELLS), trace_dir=trace, trace_flush_every=1)
     data = tmp_path / "bob"
     async with Node(cfg, pid="alice") as alice:
-        ga = await alice.create_group("chat", order="total")
-        bob = Node(cfg, pid="bob", data_dir=data, infra_cell=CELLS[1])
-        await bob.start()
-        gb = await bob.join("chat", timeout=10)
+        ga, bob, gb = await _alice_group_and_bob(alice, cfg, data)
         assert str(await gb.send("bob before")) == "bob:1"
         assert [m.text for m in await _take(gb, 1)] == ["bob before"]
         await bob.close()  # switch-off: no leave
@@ -77,6 +74,15 @@ async def test_switched_off_and_on_it_resumes_and_misses_nothing(
     assert sum('"join"' in e for e in events) == 1  # one membership throughout
     assert sum('"restart"' in e for e in events) == 1
     assert not any('"crash"' in e for e in events)  # a clean switch-off
+
+
+async def _alice_group_and_bob(alice: Node, cfg: NodeConfig, data: Path
+                               ) -> tuple[Group, Node, Group]:
+    """Alice's total-order group "chat", and bob (with ``data``) in it from cell 1."""
+    ga = await alice.create_group("chat", order="total")
+    bob = Node(cfg, pid="bob", data_dir=data, infra_cell=CELLS[1])
+    await bob.start()
+    return ga, bob, await bob.join("chat", timeout=10)
 
 
 async def _take(group: object, n: int) -> list[object]:
@@ -145,10 +151,7 @@ async def test_what_sync_saw_survives_a_kill(hosts: list[HostDriver], tmp_path: 
     cfg = NodeConfig(mode="infra", hosts=tuple(CELLS))
     data = tmp_path / "bob"
     async with Node(cfg, pid="alice") as alice:
-        ga = await alice.create_group("chat", order="total")
-        bob = Node(cfg, pid="bob", data_dir=data, infra_cell=CELLS[1])
-        await bob.start()
-        gb = await bob.join("chat", timeout=10)
+        ga, bob, gb = await _alice_group_and_bob(alice, cfg, data)
         sent = [str(await gb.send(f"b{i}")) for i in range(3)]
         await bob.sync()
         await bob.driver.driver.close()  # type: ignore[attr-defined]  # killed
