@@ -19,6 +19,7 @@ interface watcher does (docs/group.md section 4).
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any
@@ -32,7 +33,7 @@ from m2mc.kinds import Order
 from m2mc.security.auth import counter_start_at
 from m2mc.security.keys import GroupKey, GroupSecret
 from m2mc.sim import decode_memo
-from m2mc.sim.node import NodeContext, register_stack
+from m2mc.sim.node import RECENT_DELIVERIES, NodeContext, register_stack
 from m2mc.sim.schema import Table
 from m2mc.store.sqlite import SqliteStore
 from m2mc.wire.m2mp import M2MPConfig
@@ -99,7 +100,7 @@ class GroupSimStack:
                 flow_timeout=float(p.get("flow_timeout", 0.1))))
         # A datagram is decoded once for all the nodes that receive it (m2mc.sim.decode_memo).
         self.node.receiver.decode_body = decode_memo.SHARED.decode
-        self._delivered: dict[str, list[str]] = {}
+        self._delivered: dict[str, deque[str]] = {}  # the latest (RECENT_DELIVERIES)
         self._discover = {g.name for g in ctx.discover}  # joined once discovered
         self._now = 0.0
 
@@ -189,7 +190,10 @@ class GroupSimStack:
     def _drain(self) -> None:
         for event in self.node.events():
             if isinstance(event, Delivered):
-                self._delivered.setdefault(event.gid, []).append(str(event.message.mid))
+                mids = self._delivered.get(event.gid)
+                if mids is None:
+                    mids = self._delivered[event.gid] = deque(maxlen=RECENT_DELIVERIES)
+                mids.append(str(event.message.mid))
             elif (isinstance(event, GroupDiscovered) and event.info.gid in self._discover
                   and not self.node.is_member(event.info.gid)):
                 key = self._secret(event.info.gid) if self.key is not None else None

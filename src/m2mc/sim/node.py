@@ -27,6 +27,11 @@ from m2mc.errors import ConfigError
 from m2mc.kinds import GROUP_ORDERS, Order, group_order
 from m2mc.trace.schema import TraceSink
 
+RECENT_DELIVERIES = 4096
+"""The fewest mids a stack's ``delivered_mids`` keeps per group: the workload answers
+one ``recent`` (3 to 30) deliveries back on average, exponentially distributed, so
+one further back than this never comes up; keeping every one would grow a long run
+by a string per delivery and node."""
 
 @dataclass(frozen=True, slots=True)
 class GroupSpec:
@@ -70,7 +75,8 @@ class SimNodeStack(Protocol):
         """Send one application message; its mid ``"pid:seq"``, or None if not able."""
 
     def delivered_mids(self, group: str) -> Sequence[str]:
-        """Mids delivered so far in ``group``, in delivery order."""
+        """Mids delivered so far in ``group``, in delivery order; or the latest
+        :data:`RECENT_DELIVERIES` of them at least (what the workload answers)."""
 
     def app_join(self, group: str, now: float) -> None: ...
 
