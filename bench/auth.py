@@ -6,7 +6,7 @@ Five levels, each for payloads of 100 and 1000 bytes; the first four in one proc
 
 - ``codec``: encode group DATA messages with the group codec and decode them
   again (a sender's and a receiver's work), plainly, then through
-  :mod:`m2mc.security.groupwire` under each suite (HMAC-SHA256/128,
+  :mod:`m2mc.group.groupwire` under each suite (HMAC-SHA256/128,
   AES-256-GCM, ChaCha20-Poly1305): ``seal_frame`` after encoding,
   ``open_frame`` (tag, replay window, the codec's header checks) before
   decoding the body. The worst case: nothing else is on the path.
@@ -51,10 +51,10 @@ from typing import Any
 
 from m2mc.group import codec
 from m2mc.group.events import Delivered
+from m2mc.group.groupwire import open_frame, seal_frame
 from m2mc.group.manager import GroupNode
 from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.security import AuthConfig, GroupAuth, GroupSecret, overhead
-from m2mc.security.groupwire import open_frame, seal_frame
 from m2mc.wire.m2mp import M2MPConfig, M2MPLayer, MessageReceived
 
 SUITES = ("hmac-sha256", "aes-256-gcm", "chacha20-poly1305")
@@ -133,7 +133,7 @@ def keyed_run(tag: bytes, bodies: list[codec.Data], suite: str, carry: Carry) ->
     encode, decode = codec.encode, codec.decode_body
     started = time.process_time()
     for body in bodies:
-        # The path a keyed group takes (m2mc.security.groupwire): seal, carry, open, decode.
+        # The path a keyed group takes (m2mc.group.groupwire): seal, carry, open, decode.
         frame, _sender = open_frame(receiver, carry(seal_frame(sender, encode(tag, body))))
         decode(frame.kind, frame.body)
     return len(bodies) / (time.process_time() - started)

@@ -6,7 +6,7 @@
 
 Engine: atheris (libFuzzer, coverage-guided, one subprocess per target) when it
 is installed, else the project's own coverage-guided mutational fuzzer
-(m2mc.security.fuzzer); ``--engine`` forces one. Each decoder runs ``--inputs``
+(m2mc.fuzzer); ``--engine`` forces one. Each decoder runs ``--inputs``
 inputs. Only the target's typed errors may come out (DecodeError, or
 ConfigError for user input); every outcome is counted by type. Any other
 exception, or a bounded table over its bound, is a crash: the run goes on with
@@ -91,7 +91,7 @@ def _have_atheris() -> bool:
 
 
 def _run_builtin(target: Any, args: argparse.Namespace) -> dict[str, Any]:
-    from m2mc.security.fuzzer import MutationalFuzzer
+    from m2mc.fuzzer import MutationalFuzzer
 
     fuzzer = MutationalFuzzer(target, random.Random(f"{args.seed}:{target.name}"),
                               max_len=args.max_len)

@@ -32,7 +32,7 @@ from m2mc.infra.host_durable import HostSaver
 from m2mc.infra.ids import Epoch, MemberId
 from m2mc.infra.replog import ReplicaLog
 from m2mc.infra.state import pack_groups
-from m2mc.store.infra_host import SqliteHostStore
+from m2mc.infra_runtime.host_store import SqliteHostStore
 
 EPOCH = Epoch(1, 0.0, "H1")
 A = MemberId("A", 1)

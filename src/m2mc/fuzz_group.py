@@ -73,10 +73,9 @@ def _group_node_target() -> FuzzTarget:
     wraps each message into M2MP fragments. Nothing may raise, and after every
     chunk every table an outsider fills must be within its bound.
     """
-    from m2mc.group import codec
+    from m2mc.group import codec, groupwire
     from m2mc.group.config import GroupConfig
     from m2mc.group.manager import GroupNode
-    from m2mc.security import groupwire
     from m2mc.security.auth import AuthConfig, GroupAuth
     from m2mc.security.keys import GroupSecret
     from m2mc.wire.m2mp import M2MPConfig

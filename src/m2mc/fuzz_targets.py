@@ -65,7 +65,7 @@ PROVIDERS: list[str] = [
     "m2mc.fuzz_targets:security_targets",
     "m2mc.fuzz_group:targets",
     "m2mc.fuzz_targets:infra_targets",
-    "m2mc.infra.fuzzing:targets",
+    "m2mc.fuzz_infra:targets",
     "m2mc.fuzz_targets:chat_targets",
 ]
 
@@ -83,7 +83,7 @@ COVERED: dict[str, str] = {
     "m2mc.transport.linkwatch:LinkState.feed": "transport.rtnetlink",
     "m2mc.transport.linkwatch:AddressState.feed": "transport.rtnetlink",
     "m2mc.ordering.ids:MessageId.parse": "ordering.message_id",
-    "m2mc.security.groupwire:open_frame": "security.groupwire",
+    "m2mc.group.groupwire:open_frame": "security.groupwire",
     "m2mc.group.codec:split_frame": "group.frame",
     "m2mc.group.codec:decode_body": "group.frame",
     "m2mc.group.stream_codec:decode_descriptor": "group.stream_head",
@@ -103,7 +103,7 @@ COVERED: dict[str, str] = {
 
 # Functions named like decoders that never see input from the network.
 EXEMPT: dict[str, str] = {
-    "m2mc.infra.sim_stack:MemberSimStack.decode_errors": "a counter (the core's), not a decoder",
+    "m2mc.sim.infra_stack:MemberSimStack.decode_errors": "a counter (the core's), not a decoder",
     "m2mc.api.node:_parse_mode": "the application's NodeConfig.mode (its own code, not outside "
                                  "input)",
     "m2mc.infra_runtime.member_driver:MemberDriver.decode_errors": "a counter, not a decoder",
@@ -403,8 +403,7 @@ def _groupwire_target() -> FuzzTarget:
     group's key first (so mutations reach the body behind the tag); even, the rest
     is the received message as is. The receiver's replay table stays within its bound.
     """
-    from m2mc.group import codec
-    from m2mc.security import groupwire
+    from m2mc.group import codec, groupwire
     from m2mc.security.auth import AuthConfig, GroupAuth
 
     key = bytes(range(32))

@@ -21,6 +21,7 @@ import msgpack
 from golden_vectors import Fields, Vector, show
 
 from m2mc.group import codec as gc
+from m2mc.group.groupwire import open_frame, seal_frame
 from m2mc.group.stream_codec import LAST, StreamAck, StreamData, StreamNack
 from m2mc.infra import codec as ic
 from m2mc.infra import messages as im
@@ -29,7 +30,6 @@ from m2mc.infra.state import pack_groups
 from m2mc.infra.wire import INFRA_KEY_CONTEXT, InfraWire
 from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.security.auth import AuthConfig, GroupAuth, Suite
-from m2mc.security.groupwire import open_frame, seal_frame
 from m2mc.wire import packet as pk
 from m2mc.wire.m2mp import M2MPConfig, M2MPLayer, MessageReceived
 

@@ -38,10 +38,10 @@ from m2mc.group.codec import (
     group_tag,
 )
 from m2mc.group.config import GroupConfig
+from m2mc.group.groupwire import seal_frame
 from m2mc.group.manager import GroupNode
 from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.security import GroupAuth, GroupSecret, KeyRequiredError
-from m2mc.security.groupwire import seal_frame
 from m2mc.wire.m2mp import M2MPLayer
 from m2mc.wire.packet import fragments
 
@@ -459,8 +459,8 @@ def _hyp_member() -> GroupNode:
 def test_a_sealed_batch_still_fits_one_m2mp_packet(pid: str, sizes: list[int],
                                                    suite: str) -> None:
     from m2mc.group.codec import Kind, decode_body
+    from m2mc.group.groupwire import open_frame
     from m2mc.security import AuthConfig
-    from m2mc.security.groupwire import open_frame
     from m2mc.wire.m2mp import M2MPConfig
     from m2mc.wire.packet import MAX_FRAGMENT
 

@@ -1,5 +1,5 @@
 """The infrastructure-mode cores on the simulator's virtual network (m2mc.sim.testing),
-driven by the simulator's own infra stacks (m2mc.infra.sim_stack), for tests.
+driven by the simulator's own infra stacks (m2mc.sim.infra_stack), for tests.
 
 Virtual time, from one seed. Hosts are joined by the ``backbone`` domain, reliable
 and FIFO (constant delay); each host's cell is a broadcast domain named after the
@@ -51,9 +51,9 @@ from m2mc.infra.member import (
     ViewChange,
 )
 from m2mc.infra.persist import MemberStore, decode_saved
-from m2mc.infra.sim_stack import RADIO, WIRED, HostSimStack, MemberSimStack
 from m2mc.infra.wire import INFRA_KEY_CONTEXT, InfraWire
 from m2mc.security.auth import GroupAuth
+from m2mc.sim.infra_stack import RADIO, WIRED, HostSimStack, MemberSimStack
 from m2mc.sim.node import Outgoing
 from m2mc.sim.testing import Arrival, VirtualNet
 from m2mc.trace.schema import ListSink

@@ -17,7 +17,7 @@ from trace_check import verify
 from m2mc.api import Group, Node, NodeConfig
 from m2mc.errors import ConfigError, SavedStateError, UsageError
 from m2mc.infra_runtime.host_driver import HostDriver, HostSettings
-from m2mc.store.infra_member import FILE_NAME, SqliteMemberStore
+from m2mc.infra_runtime.member_store import FILE_NAME, SqliteMemberStore
 
 BASE = 12000 + (os.getpid() % 400) * 2
 CELLS = [f"udp-multicast://239.255.{70 + i}.{1 + os.getpid() % 200}:{BASE + i}"

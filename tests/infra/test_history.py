@@ -20,7 +20,7 @@ from m2mc.infra.host_persist import HostCommit, MemoryHostStore
 from m2mc.infra.ids import NO_EPOCH, MemberId
 from m2mc.infra.replog import ReplicaLog
 from m2mc.infra.state import CoordState, pack_groups
-from m2mc.store.infra_host import SqliteHostStore
+from m2mc.infra_runtime.host_store import SqliteHostStore
 
 GROUPS = ("r", "g", "b")
 

@@ -16,7 +16,7 @@ import pytest
 from m2mc.infra import messages as m
 from m2mc.infra.host_persist import HostCommit
 from m2mc.infra.ids import Epoch, MemberId
-from m2mc.store.infra_host import FILE_NAME, SqliteHostStore
+from m2mc.infra_runtime.host_store import FILE_NAME, SqliteHostStore
 
 PORT = 17000 + (os.getpid() % 500) * 2
 CELL = f"udp-multicast://239.255.97.{1 + os.getpid() % 200}:{PORT + 1}?iface=127.0.0.1&ttl=1"

@@ -107,9 +107,9 @@ def forged_keyed_messages(rng: random.Random, gid: str, claim: list[str],
                           size: int) -> list[bytes]:
     """Sealed messages of every kind under a wrong key, claiming members and strangers."""
     from m2mc.group import codec
+    from m2mc.group.groupwire import seal_frame
     from m2mc.ordering import ROOT, Message, MessageId
     from m2mc.security.auth import GroupAuth
-    from m2mc.security.groupwire import seal_frame
     from m2mc.wire.packet import fragments
 
     tag = codec.group_tag(gid)

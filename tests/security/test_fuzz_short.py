@@ -20,7 +20,7 @@ from m2mc.fuzz_targets import (
     find_decoders,
     load_targets,
 )
-from m2mc.security.fuzzer import MutationalFuzzer, mutate
+from m2mc.fuzzer import MutationalFuzzer, mutate
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGETS, _unavailable = load_targets()

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from m2mc.errors import DecodeError
 from m2mc.group import codec
+from m2mc.group.groupwire import frame_tag, is_sealed, open_frame, seal_frame
 from m2mc.ordering import ROOT, Message, MessageId
 from m2mc.security import (
     AuthConfig,
@@ -16,7 +17,6 @@ from m2mc.security import (
     ReplayError,
     UnauthenticatedError,
 )
-from m2mc.security.groupwire import frame_tag, is_sealed, open_frame, seal_frame
 
 KEY = bytes(range(32))
 TAG = codec.group_tag("team")

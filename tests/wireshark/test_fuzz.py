@@ -13,10 +13,10 @@ from pcapgen import PcapWriter
 from samples import group_bodies, infra_messages
 
 from m2mc.group import codec
+from m2mc.group.groupwire import seal_frame
 from m2mc.infra import codec as infra_codec
 from m2mc.infra.wire import INFRA_KEY_CONTEXT, InfraWire
 from m2mc.security.auth import AuthConfig, GroupAuth
-from m2mc.security.groupwire import seal_frame
 from m2mc.wire.packet import fragments
 
 pytestmark = needs_tshark

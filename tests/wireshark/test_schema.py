@@ -191,7 +191,7 @@ DISSECTED = {
     "m2mc.wire.packet:decode": "m2mp: every packet",
     "m2mc.group.codec:split_frame": "m2mc: the 13-byte header",
     "m2mc.group.codec:decode_body": "m2mc: every kind's body (GROUP_KINDS)",
-    "m2mc.security.groupwire:open_frame": "m2mc_auth in sealed group messages",
+    "m2mc.group.groupwire:open_frame": "m2mc_auth in sealed group messages",
     "m2mc.infra.codec:decode": "m2mc_infra: plain frames, CRC-32 checked",
     "m2mc.infra.codec:decode_body": "m2mc_infra: every message (INFRA_TAGS)",
     "m2mc.infra.wire:InfraWire.decode": "m2mc_infra: sealed frames, receiver and m2mc_auth",

@@ -56,6 +56,13 @@ from m2mc.infra.persist import SavedMember, decode_saved
 from m2mc.infra.wire import InfraWire
 from m2mc.infra_runtime.keying import deployment_auth
 from m2mc.infra_runtime.member_driver import MemberDriver
+from m2mc.infra_runtime.member_store import (
+    CLEAN_CLOSE,
+    FILE_NAME,
+    PID,
+    TRACE_BATCH,
+    SqliteMemberStore,
+)
 from m2mc.kinds import NodeMode, Order, group_order
 from m2mc.log import node_logger
 from m2mc.metrics.views import MemberView
@@ -64,13 +71,6 @@ from m2mc.runtime.gc_freeze import tune_collector
 from m2mc.runtime.tracing import WallClockSink, incarnation_events, open_trace
 from m2mc.security.auth import GroupAuth
 from m2mc.security.keys import GroupKey
-from m2mc.store.infra_member import (
-    CLEAN_CLOSE,
-    FILE_NAME,
-    PID,
-    TRACE_BATCH,
-    SqliteMemberStore,
-)
 
 
 class InfraNode(Node):

@@ -68,10 +68,10 @@ from m2mc.infra import reconfig
 from m2mc.infra.config import InfraConfig
 from m2mc.infra_runtime.admin_client import AdminUnreachable, admin_request
 from m2mc.infra_runtime.host_driver import HostDriver, settings_from_strings
+from m2mc.infra_runtime.host_store import SYNC_MODES
 from m2mc.infra_runtime.keying import DeploymentKey
 from m2mc.infra_runtime.net import parse_address
 from m2mc.metrics import metrics_flag, parse_metrics_address
-from m2mc.store.infra_host import SYNC_MODES
 
 _HOST_KEYS = ("id", "listen", "peers", "cell", "uplink", "trace_dir", "run_id", "key",
               "key_file", "passphrase", "suite", "metrics", "data_dir", "sync")

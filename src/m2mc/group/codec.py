@@ -12,7 +12,7 @@ Every group message is one M2MP message::
 
 A sealed message (flag bit 0) carries an authentication header, the body
 (encrypted under an AEAD suite) and a tag after these 13 bytes; it is made and
-opened by :mod:`m2mc.security.groupwire`, never by this module
+opened by :mod:`m2mc.group.groupwire`, never by this module
 (docs/security.md). :func:`split_frame` refuses it.
 
 The first 11 bytes (magic, version, group tag) are what a process registers as

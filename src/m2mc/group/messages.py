@@ -2,8 +2,9 @@
 dataclass per kind's body (docs/group.md section 2 gives each one's wire layout;
 :mod:`m2mc.group.codec` encodes and decodes them).
 
-Plain data, no behaviour: every module of the group layer (and the store, the
-security layer's sealing, the dissector's tests) may import it.
+Plain data, no behaviour: every module of the group layer (and the dissector's
+tests) may import it. :class:`MemberEntry` is defined in :mod:`m2mc.store`, below
+the group layer, because a stored group row holds it; it is re-exported here.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from enum import IntEnum
 from m2mc.group.stream_codec import StreamAck, StreamData, StreamNack
 from m2mc.kinds import Order as GroupOrder  # Order here is the ORDER body
 from m2mc.ordering import Message, MessageId
+from m2mc.store import MemberEntry as MemberEntry  # re-exported: see the docstring
 
 Intervals = list[tuple[int, int]]
 Digest = dict[str, Intervals]
@@ -42,16 +44,6 @@ class Kind(IntEnum):
     ADV = 20
     GRPS_INFO = 21
 
-
-
-@dataclass(frozen=True, slots=True)
-class MemberEntry:
-    """One process in a group's membership: ``version`` increases on every join
-    and leave of that process, so the newest word about it wins a merge."""
-
-    pid: str
-    version: int
-    joined: bool
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol
 
 from m2mc.core import Save
+from m2mc.group import groupwire
 from m2mc.group.codec import Body, Data, Repair, encode, record_size
 from m2mc.group.events import Delivered, DeliveredBatch, GroupEvent
 from m2mc.group.gjlp import GiitRow, Gjlp
@@ -34,7 +35,6 @@ from m2mc.kinds import Order
 from m2mc.native import fast_constructor
 from m2mc.native import stream_heads as _STREAM_HEADS
 from m2mc.ordering import Message, MessageId
-from m2mc.security import groupwire  # a module: groupwire imports the group codec
 from m2mc.security.auth import GroupAuth
 from m2mc.store import GroupRow, GroupStore
 from m2mc.trace.schema import TraceEvent, TraceJournal, detail_json

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from m2mc.errors import DecodeError
+from m2mc.group import groupwire
 from m2mc.group.codec import (
     DISCOVERY_TAG,
     FLAG_AUTH,
@@ -39,7 +40,6 @@ from m2mc.group.events import GroupDiscovered, MemberJoined, MemberLeft, MemberN
 from m2mc.group.node_output import view_detail
 from m2mc.group.reconnect import SILENCE
 from m2mc.kinds import ReconnectReason
-from m2mc.security import groupwire  # a module: groupwire imports the group codec
 from m2mc.security.errors import AuthError
 
 if TYPE_CHECKING:

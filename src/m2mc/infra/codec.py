@@ -342,7 +342,7 @@ def record_size(r: m.Record) -> int:
 
 
 # ------------------------------------------------------------------ stored forms
-# A host's durable log (m2mc.store.infra_host) keeps records, epochs and snapshots
+# A host's durable log (m2mc.infra_runtime.host_store) keeps records, epochs and snapshots
 # as the msgpack of their wire fields, and reads them back through the same checks
 # as the network's: a damaged file is a DecodeError, never a wrong value.
 def _unpack(data: bytes) -> Any:

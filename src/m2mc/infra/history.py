@@ -6,7 +6,7 @@ and stable (delivered by every member: seeds/001 2.2). Beyond that the host keep
 it for its **retention** (``InfraConfig.retention_age`` and ``retention_bytes`` on
 disk, ``memory_history_bytes`` in memory), in a :class:`HistoryPort`:
 
-* a durable host's store (``m2mc.store.infra_host``) keeps the rows it wrote and drops
+* a durable host's store (``m2mc.infra_runtime.host_store``) keeps the rows it wrote and drops
   them only by retention, oldest first; it is the port (:meth:`HistoryPort.history_read`
   is an SQL read, done on the host's own thread as the group layer reads its log);
 * a host without a data directory keeps what its log frees in a

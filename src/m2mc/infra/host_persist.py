@@ -21,7 +21,7 @@ The core never writes: :class:`LogJournal` collects what changed in the log sinc
 the last save, and :class:`~m2mc.infra.host_durable.HostSaver` turns it into one
 :class:`HostCommit` per output step, which the driver commits before it sends what
 the core produced (runtime/driver.py; m2mc.core.carry_out). :class:`MemoryHostStore`
-is the store of tests; ``m2mc.store.infra_host`` the SQLite one.
+is the store of tests; ``m2mc.infra_runtime.host_store`` the SQLite one.
 
 A store keeps the records the log no longer needs (below ``live_low``) as the host's
 history (docs/infra.md, "History"), dropping them by its retention only (oldest

@@ -6,7 +6,7 @@ broadcasts on its cell's multicast group and receives members' frames on its
 uplink UDP address, which its beacons advertise. With a deployment key
 (``HostSettings.key``) every frame is sealed and checked (docs/security.md). With a
 data directory (``HostSettings.data_dir``) the host keeps its promise and log there
-(m2mc.store.infra_host), takes them up at start, and the driver commits each save
+(m2mc.infra_runtime.host_store), takes them up at start, and the driver commits each save
 before the output it covers leaves (docs/infra.md, "Durable hosts").
 
 An uplink on the address of a cell interface given by name follows that address
@@ -30,6 +30,8 @@ from m2mc.infra.config import InfraConfig
 from m2mc.infra.host import HostCore, HostIdentity, HostSend
 from m2mc.infra.ids import NO_EPOCH
 from m2mc.infra.wire import InfraWire
+from m2mc.infra_runtime.host_store import FILE_NAME as HOST_FILE
+from m2mc.infra_runtime.host_store import SqliteHostStore
 from m2mc.infra_runtime.keying import deployment_auth
 from m2mc.infra_runtime.net import (
     Backbone,
@@ -42,8 +44,6 @@ from m2mc.log import node_logger
 from m2mc.metrics.views import HostView
 from m2mc.runtime.driver import Driver
 from m2mc.runtime.tracing import open_trace
-from m2mc.store.infra_host import FILE_NAME as HOST_FILE
-from m2mc.store.infra_host import SqliteHostStore
 from m2mc.transport.iface import interface_address
 
 if TYPE_CHECKING:

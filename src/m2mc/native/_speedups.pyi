@@ -2,7 +2,10 @@
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from m2mc.ordering import Message, MessageId
+# m2mc.ordering's MessageId and Message, which this foundation package may not
+# import (m2mc.ordering.ids hands them over: bind_message_classes)
+MessageId = Any
+Message = Any
 
 def setup_classes(mid_type: type[MessageId], message_type: type[Message],
                   root: MessageId) -> None: ...

@@ -133,7 +133,7 @@ class StackEntry:
 
 _REGISTRY: dict[str, StackEntry] = {}
 _BUILTIN_MODULES = {"flood": "m2mc.sim.flood_stack", "group": "m2mc.sim.group_stack",
-                    "infra": "m2mc.infra.sim_stack"}
+                    "infra": "m2mc.sim.infra_stack"}
 
 
 def register_stack(name: str, factory: Callable[[NodeContext], Any], *,

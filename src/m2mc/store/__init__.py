@@ -35,13 +35,24 @@ from m2mc.store.retention import (
     subtract_points,
 )
 
-if TYPE_CHECKING:  # the group package imports this module: no cycle at run time
+if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from m2mc.group.codec import MemberEntry
+__all__ = ["GoneAnswer", "GoneLog", "GroupRow", "GroupStore", "MemberEntry", "MemoryStore",
+           "RetentionPolicy", "StoredMessage"]
 
-__all__ = ["GoneAnswer", "GoneLog", "GroupRow", "GroupStore", "MemoryStore", "RetentionPolicy",
-           "StoredMessage"]
+
+@dataclass(frozen=True, slots=True)
+class MemberEntry:
+    """One process in a group's membership: ``version`` increases on every join
+    and leave of that process, so the newest word about it wins a merge.
+
+    The group layer's (m2mc.group.messages re-exports it: GrpInfo carries it, the
+    total-order log orders it), defined here because a stored row holds it."""
+
+    pid: str
+    version: int
+    joined: bool
 
 
 @dataclass(slots=True)

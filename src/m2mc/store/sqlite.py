@@ -37,11 +37,10 @@ from typing import Any
 import msgpack
 
 from m2mc.errors import ConfigError
-from m2mc.group.codec import MemberEntry
 from m2mc.kinds import GjlpState, Order
 from m2mc.native import put_records as _PUT_RECORDS
 from m2mc.ordering import Message, MessageId
-from m2mc.store import GroupRow, StoredMessage
+from m2mc.store import GroupRow, MemberEntry, StoredMessage
 from m2mc.store.checkpointer import Checkpointer
 from m2mc.store.chunks import CHUNK_SPAN, Pending, Record, chunk_rows, message_of
 from m2mc.store.payload_files import LARGE_PAYLOAD, PayloadFiles, is_reference

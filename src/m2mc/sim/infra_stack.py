@@ -62,13 +62,13 @@ from m2mc.infra.host_persist import HostStore
 from m2mc.infra.member import Delivered, MemberCore, MemberEvent, Phase, Uplink
 from m2mc.infra.persist import MemberStore, decode_saved
 from m2mc.infra.wire import INFRA_KEY_CONTEXT, InfraWire, sealing_auth
+from m2mc.infra_runtime import host_store
+from m2mc.infra_runtime.member_store import FILE_NAME, SqliteMemberStore
 from m2mc.kinds import Order
 from m2mc.security.auth import counter_start_at
 from m2mc.security.keys import GroupKey, GroupSecret
 from m2mc.sim.node import NodeContext, Outgoing, register_stack
 from m2mc.sim.schema import Table
-from m2mc.store import infra_host
-from m2mc.store.infra_member import FILE_NAME, SqliteMemberStore
 from m2mc.trace.schema import NullSink, TraceSink
 
 WireAt = Callable[[float], InfraWire]  # the wire of a node booting at that time
@@ -212,7 +212,7 @@ def make_host(ctx: NodeContext, cfg: InfraConfig, hosts: Sequence[str],
     ident = HostIdentity(ctx.node_id, "127.0.0.1", 7100 + list(hosts).index(ctx.node_id),
                          cell=cell, uplink=ctx.node_id)
     # sync="off": a simulated crash drops the core, never what SQLite has written
-    store = infra_host.SqliteHostStore(ctx.durable_dir / infra_host.FILE_NAME, ctx.node_id,
+    store = host_store.SqliteHostStore(ctx.durable_dir / host_store.FILE_NAME, ctx.node_id,
                                        sync="off", retention_age=cfg.retention_age,
                                        retention_bytes=cfg.retention_bytes) if durable else None
     return HostSimStack(HostCore(ident, cfg, ctx.rng, expected_hosts=len(hosts),

@@ -33,7 +33,7 @@ _INTERESTING_32 = (0, 1, 0x7FFF, 0x8000, 0xFFFF, 0x7FFF_FFFF, 0x8000_0000, 0xFFF
 # msgpack markers with large lengths: array16/32, map16/32, bin8/16/32, str8/16/32, ext.
 _MSGPACK_MARKERS = (0xDC, 0xDD, 0xDE, 0xDF, 0xC4, 0xC5, 0xC6, 0xD9, 0xDA, 0xDB, 0xC7, 0xD4,
                     0xC1, 0xCB, 0xCF, 0xD3)
-_SOURCE = Path(__file__).resolve().parents[2]  # src/
+_SOURCE = Path(__file__).resolve().parents[1]  # src/
 _TRACED_ROOTS = (str(_SOURCE / "m2mc") + "/", str(_SOURCE / "m2mc_chat") + "/")
 
 

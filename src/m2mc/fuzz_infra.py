@@ -3,7 +3,7 @@
 * ``infra.sealed``: :meth:`InfraWire.decode` of a keyed deployment: only typed
   decode errors may come out, and the replay table stays within its bound.
 * ``infra.saved_host``: what a durable host reads back from its store (the stored
-  forms of epochs, snapshots and records, m2mc.store.infra_host), then the log they
+  forms of epochs, snapshots and records, m2mc.infra_runtime.host_store), then the log they
   make taken up (:meth:`ReplicaLog.restore`): a damaged file gives a typed error,
   :class:`DecodeError` or :class:`SavedStateError`, never anything else.
 * ``infra.host``: a stream of frames (each a msgpack body the target wraps with a
@@ -11,7 +11,7 @@
   to a :class:`HostCore` with small bounds, with time advancing: nothing may raise,
   and no table an outsider fills may pass its bound.
 
-Registered in :data:`m2mc.fuzz_targets.PROVIDERS` as ``m2mc.infra.fuzzing:targets``.
+Registered in :data:`m2mc.fuzz_targets.PROVIDERS` as ``m2mc.fuzz_infra:targets``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import zlib
 from typing import Any
 
 from m2mc.errors import DecodeError, SavedStateError
+from m2mc.fuzz_targets import FuzzTarget
 from m2mc.infra import codec
 from m2mc.infra import messages as m
 from m2mc.infra.codec import MAGIC, encode, encode_body
@@ -154,9 +155,7 @@ def _host_seeds() -> list[bytes]:
     return [one, b"".join(chunk(x, 0x20) for x in msgs[:5]) * 3, encode(msgs[0])]
 
 
-def targets() -> list[Any]:
-    from m2mc.fuzz_targets import FuzzTarget
-
+def targets() -> list[FuzzTarget]:
     _sealed.wire = InfraWire(GroupAuth(  # type: ignore[attr-defined]
         INFRA_KEY_CONTEXT, _KEY, "H1", config=AuthConfig(replay_window=64, max_senders=4)))
     return [FuzzTarget("infra.sealed", _sealed, _sealed_seeds),
