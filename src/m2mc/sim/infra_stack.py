@@ -48,6 +48,7 @@ host; the answer is the host's ``elect`` trace event with ``phase = "admin"``.
 from __future__ import annotations
 
 import contextlib
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -67,7 +68,7 @@ from m2mc.infra_runtime.member_store import FILE_NAME, SqliteMemberStore
 from m2mc.kinds import Order
 from m2mc.security.auth import counter_start_at
 from m2mc.security.keys import GroupKey, GroupSecret
-from m2mc.sim.node import NodeContext, Outgoing, register_stack
+from m2mc.sim.node import RECENT_DELIVERIES, NodeContext, Outgoing, register_stack
 from m2mc.sim.schema import Table
 from m2mc.trace.schema import NullSink, TraceSink
 
@@ -245,7 +246,7 @@ class MemberSimStack:
         self.join_after = join_after
         self.on_events = on_events
         self._join_at: float | None = None
-        self.delivered: dict[str, list[str]] = {}
+        self.delivered: dict[str, deque[str]] = {}  # the latest (RECENT_DELIVERIES)
 
     @property
     def decode_errors(self) -> int:
@@ -280,7 +281,10 @@ class MemberSimStack:
                   self.trace)
         for ev in events:
             if isinstance(ev, Delivered):
-                self.delivered.setdefault(ev.group, []).append(ev.mid)
+                mids = self.delivered.get(ev.group)
+                if mids is None:
+                    mids = self.delivered[ev.group] = deque(maxlen=RECENT_DELIVERIES)
+                mids.append(ev.mid)
         if self.on_events is not None and events:
             self.on_events(events)
         return self.outgoing(frames)
