@@ -8,10 +8,11 @@ msgpack list of its records. A row per message costs SQLite about 5 us of CPU
 message, which every node pays on its receive hot path.
 
 Rows are written once. What changes about a message later (it is delivered after
-being held, or total order stamps it) goes to the small ``late`` table, which
-reads apply on top; ``late`` also indexes the ``gseq`` of every stamped message
-for :meth:`gseq_range`. Every record carries a store-wide write number, so
-:meth:`load_messages` returns messages in the order they were first written.
+being held, or total order stamps it) is a note (:mod:`m2mc.store.notes`: rows of
+many, appended at each flush as chunks are), which reads apply on top; notes also
+index the ``gseq`` of every stamped message for :meth:`gseq_range`. Every record
+carries a store-wide write number, so :meth:`load_messages` returns messages in
+the order they were first written.
 The meta table keeps a mark at or above every write number given out, moved
 :data:`WRITE_NUMBER_BLOCK` ahead when writes reach it: updating it with every
 commit cost more than the chunk rows of a commit (two more b-trees to write). A
@@ -43,6 +44,16 @@ from m2mc.ordering import Message, MessageId
 from m2mc.store import GroupRow, MemberEntry, StoredMessage
 from m2mc.store.checkpointer import Checkpointer
 from m2mc.store.chunks import CHUNK_SPAN, Pending, Record, chunk_rows, message_of
+from m2mc.store.notes import SCHEMA as NOTES_SCHEMA
+from m2mc.store.notes import (
+    PendingNotes,
+    convert_late,
+    fold,
+    notes_by_gseq,
+    notes_for,
+    notes_of_group,
+    write_notes,
+)
 from m2mc.store.payload_files import LARGE_PAYLOAD, PayloadFiles, is_reference
 from m2mc.store.sqlite_retention import SqliteRetention
 
@@ -65,16 +76,11 @@ CREATE TABLE IF NOT EXISTS chunks (
     gid TEXT NOT NULL, pid TEXT NOT NULL, lo INTEGER NOT NULL, hi INTEGER NOT NULL,
     data BLOB NOT NULL, t REAL, ext INTEGER, seg INTEGER);
 CREATE INDEX IF NOT EXISTS chunks_by_seq ON chunks (gid, pid, lo);
-CREATE TABLE IF NOT EXISTS late (
-    gid TEXT NOT NULL, pid TEXT NOT NULL, seq INTEGER NOT NULL,
-    delivered INTEGER, gseq INTEGER, PRIMARY KEY (gid, pid, seq)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS late_by_gseq ON late (gid, gseq) WHERE gseq IS NOT NULL;
 """
 
 # A record in a chunk (m2mc.store.chunks): [write number, seq, ppid, pseq, payload,
 # gseq, vclock, delivered]
 _Record = Record
-_Key = tuple[str, str, int]
 _Pending = Pending
 _INSERT_CHUNK = ("INSERT INTO chunks (gid, pid, lo, hi, data, t, ext, seg) "
                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
@@ -125,12 +131,11 @@ class SqliteStore(SqliteRetention):
                 wal_autocheckpoint = AUTOCHECKPOINT_BYTES // page
             self._db.execute(f"PRAGMA wal_autocheckpoint={wal_autocheckpoint}")
             self._db.executescript(_SCHEMA)
+            self._db.executescript(NOTES_SCHEMA)
             self._add_payload_columns()
             self._written = self._last_write_number()
             self._reserved = self._written  # the mark in meta
-            # Messages with a row in ``late`` (few: held ones, stamped ones), so a new
-            # put of one of them can clear it without a query per message.
-            self._late_keys: set[_Key] = set(self._db.execute("SELECT gid, pid, seq FROM late"))
+            convert_late(self._db, self._written)  # (a file of the earlier layout)
             self._init_retention(clock)
             self._convert_row_per_message()
             self._db.commit()
@@ -141,9 +146,8 @@ class SqliteStore(SqliteRetention):
                                               after=self._remove_payload_files)
         # Writes since the last flush; later writes replace earlier ones.
         self._pending: _Pending = {}
-        self._pending_gseqs = False  # some pending record has a gseq (indexed in late)
-        self._late_delivered: list[_Key] = []
-        self._late_gseqs: list[tuple[str, str, int, int]] = []
+        self._pending_gseqs = False  # some pending record has a gseq (indexed in notes)
+        self._notes: PendingNotes = {}  # notes since the last flush (m2mc.store.notes)
         # Per group, the membership entries its ``members`` rows hold (the very
         # objects saved or loaded): a save writes only the entries that are not these.
         self._saved_members: dict[str, dict[str, MemberEntry]] = {}
@@ -214,7 +218,7 @@ class SqliteStore(SqliteRetention):
                 self._written, seq, ppid, pseq, bytes(payload), gseq, clock, bool(delivered)]
         self._pending = pending
         self._pending_gseqs = any(gseq is not None for *_, gseq, _, _ in rows)
-        self._late_delivered, self._late_gseqs = [], []
+        self._notes = {}
         self._flush()
         self._db.execute("DROP TABLE messages")
 
@@ -284,12 +288,24 @@ class SqliteStore(SqliteRetention):
         records = by_pid.get(mid.pid)
         return None if records is None else records.get(mid.seq)
 
+    def _note(self, gid: str, mid: MessageId) -> list[Any]:
+        by_pid = self._notes.get(gid)
+        if by_pid is None:
+            by_pid = self._notes[gid] = {}
+        notes = by_pid.get(mid.pid)
+        if notes is None:
+            notes = by_pid[mid.pid] = {}
+        note = notes.get(mid.seq)
+        if note is None:
+            note = notes[mid.seq] = [None, None]
+        return note
+
     def mark_delivered(self, gid: str, mid: MessageId) -> None:
         record = self._pending_record(gid, mid)
         if record is not None:
             record[7] = True
         else:
-            self._late_delivered.append((gid, mid.pid, mid.seq))
+            self._note(gid, mid)[0] = 1
 
     def set_gseq(self, gid: str, mid: MessageId, gseq: int) -> None:
         record = self._pending_record(gid, mid)
@@ -297,7 +313,7 @@ class SqliteStore(SqliteRetention):
             record[5] = gseq
             self._pending_gseqs = True
         else:
-            self._late_gseqs.append((gid, mid.pid, mid.seq, gseq))
+            self._note(gid, mid)[1] = gseq
 
     def save_group(self, row: GroupRow, changed: Sequence[MemberEntry] | None = None) -> None:
         """The row in ``groups``, its membership in ``members``: a row per entry, of which
@@ -349,15 +365,8 @@ class SqliteStore(SqliteRetention):
         db = self._db
         if self._pending:
             pending, self._pending = self._pending, {}
-            late_keys = self._late_keys
-            if late_keys:
-                replaced = [key for gid, by_pid in pending.items()
-                            for pid, records in by_pid.items() for seq in records
-                            if (key := (gid, pid, seq)) in late_keys]
-                if replaced:  # a new put replaces what was noted late about the old one
-                    db.executemany("DELETE FROM late WHERE gid = ? AND pid = ? AND seq = ?",
-                                   replaced)
-                    late_keys.difference_update(replaced)
+            # (A new put replaces what was noted about the record before it: its write
+            # number is greater than those notes', m2mc.store.notes.)
             references, self._pending_refs = self._pending_refs, False
             rows = list(chunk_rows(pending, self._time(), references))
             db.executemany(_INSERT_CHUNK, rows)
@@ -371,51 +380,17 @@ class SqliteStore(SqliteRetention):
                 self._reserved = self._written + WRITE_NUMBER_BLOCK
                 db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                            (_WRITTEN, str(self._reserved)))
-            if self._pending_gseqs:
+            if self._pending_gseqs:  # the positions of records are indexed in notes too
                 self._pending_gseqs = False
-                self._late_gseqs.extend(
-                    (gid, pid, seq, r[5]) for gid, by_pid in pending.items()
-                    for pid, records in by_pid.items() for seq, r in records.items()
-                    if r[5] is not None)
-        if self._late_delivered and self._late_gseqs:
-            self._flush_late_both(db)
-        if self._late_delivered:
-            self._late_keys.update(self._late_delivered)
-            db.executemany(
-                "INSERT INTO late VALUES (?, ?, ?, 1, NULL) "
-                "ON CONFLICT (gid, pid, seq) DO UPDATE SET delivered = 1",
-                self._late_delivered)
-            self._late_delivered.clear()
-        if self._late_gseqs:
-            self._late_keys.update(k[:3] for k in self._late_gseqs)
-            db.executemany(
-                "INSERT INTO late VALUES (?, ?, ?, NULL, ?) "
-                "ON CONFLICT (gid, pid, seq) DO UPDATE SET gseq = excluded.gseq",
-                self._late_gseqs)
-            self._late_gseqs.clear()
-
-    def _flush_late_both(self, db: sqlite3.Connection) -> None:
-        """The messages both delivered and stamped since the last flush (total order
-        stamps a message, then delivers it, both after its record was written): one
-        upsert each instead of two. The ``late`` rows come out as the two upserts
-        left them (each sets its own column; of several stamps the last one wins).
-        The others are left in ``_late_delivered`` and ``_late_gseqs``."""
-        delivered = set(self._late_delivered)
-        both: list[tuple[str, str, int, int]] = []
-        stamped: list[tuple[str, str, int, int]] = []
-        for row in self._late_gseqs:
-            (both if row[:3] in delivered else stamped).append(row)
-        if not both:
-            return
-        keys = [row[:3] for row in both]
-        self._late_keys.update(keys)
-        db.executemany(
-            "INSERT INTO late VALUES (?, ?, ?, 1, ?) "
-            "ON CONFLICT (gid, pid, seq) DO UPDATE SET delivered = 1, gseq = excluded.gseq",
-            both)
-        done = set(keys)
-        self._late_delivered = [k for k in self._late_delivered if k not in done]
-        self._late_gseqs = stamped
+                for gid, by_pid in pending.items():
+                    for pid, records in by_pid.items():
+                        for seq, r in records.items():
+                            if r[5] is not None:
+                                note = self._note(gid, MessageId(pid, seq))
+                                note[1] = r[5]
+        if self._notes:
+            notes, self._notes = self._notes, {}
+            write_notes(db, notes, self._written)
 
     def commit(self, now: float | None = None) -> None:
         self._flush()
@@ -462,12 +437,15 @@ class SqliteStore(SqliteRetention):
             out.append(GroupRow(gid, desc, Order(order), GjlpState(state), version, entries))
         return out
 
-    def _late(self, gid: str, pid: str, lo: int, hi: int
+    def _late(self, gid: str, pid: str, lo: int, hi: int, records: dict[int, _Record]
               ) -> dict[int, tuple[int | None, int | None]]:
-        rows = self._db.execute(
-            "SELECT seq, delivered, gseq FROM late WHERE gid = ? AND pid = ? "
-            "AND seq BETWEEN ? AND ?", (gid, pid, lo, hi))
-        return {seq: (delivered, gseq) for seq, delivered, gseq in rows}
+        """What the notes say of ``records`` (seq -> record) of ``pid``, ``lo..hi``."""
+        out = {}
+        for seq, noted in notes_for(self._db, gid, pid, lo, hi).items():
+            r = records.get(seq)
+            if r is not None and (late := fold(noted, r[0])) is not None:
+                out[seq] = late
+        return out
 
     def get(self, gid: str, mid: MessageId) -> Message | None:
         found = self.seq_range(gid, mid.pid, mid.seq, mid.seq, 1)
@@ -498,28 +476,29 @@ class SqliteStore(SqliteRetention):
         seqs = sorted(found)[:limit]
         if not seqs:
             return []
-        late = self._late(gid, pid, seqs[0], seqs[-1])
+        late = self._late(gid, pid, seqs[0], seqs[-1], {s: found[s][1] for s in seqs})
         resolved = self._resolved
         return [message_of(pid, r, late.get(seq))[0] for seq in seqs
                 if (r := resolved(found[seq][1])) is not None]
 
     def gseq_range(self, gid: str, lo: int, hi: int, limit: int) -> list[Message]:
         self._flush()
-        rows = self._db.execute(
-            "SELECT pid, seq FROM late WHERE gid = ? AND gseq BETWEEN ? AND ? "
-            "ORDER BY gseq LIMIT ?", (gid, lo, hi, limit)).fetchall()
         out = []
-        for pid, seq in rows:
+        seen: set[tuple[str, int]] = set()
+        for gseq, pid, seq in notes_by_gseq(self._db, gid, lo, hi, limit):
+            if (pid, seq) in seen:
+                continue
             message = self.get(gid, MessageId(pid, seq))
-            if message is not None:
+            if message is not None and message.gseq == gseq:  # (its position now)
+                seen.add((pid, seq))
                 out.append(message)
+                if len(out) >= limit:
+                    break
         return out
 
     def load_messages(self, gid: str) -> list[StoredMessage]:
         self._flush()
-        late: dict[tuple[str, int], tuple[int | None, int | None]] = {
-            (pid, seq): (delivered, gseq) for pid, seq, delivered, gseq in self._db.execute(
-                "SELECT pid, seq, delivered, gseq FROM late WHERE gid = ?", (gid,))}
+        noted = notes_of_group(self._db, gid)
         latest: dict[tuple[str, int], _Record] = {}
         first: dict[tuple[str, int], int] = {}
         for pid, data in self._db.execute(
@@ -533,7 +512,7 @@ class SqliteStore(SqliteRetention):
             r = self._resolved(latest[key])
             if r is None:
                 continue
-            message, delivered = message_of(key[0], r, late.get(key))
+            message, delivered = message_of(key[0], r, fold(noted.get(key), r[0]))
             out.append(StoredMessage(message, delivered))
         return out
 

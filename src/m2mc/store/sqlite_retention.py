@@ -31,6 +31,7 @@ import msgpack
 from m2mc.native import packb
 from m2mc.ordering import Message
 from m2mc.store.chunks import CHUNK_SPAN, Record, message_of, referenced, runs
+from m2mc.store.notes import drop_notes, noted_gseqs
 from m2mc.store.payload_files import PayloadFiles, is_reference
 from m2mc.store.retention import (
     GoneAnswer,
@@ -56,14 +57,12 @@ _INSERT_ROW = ("INSERT INTO chunks (gid, pid, lo, hi, data, t, ext, seg) "
                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
 HELD_LIMIT = 100_000  # positions looked at per interval of a gone answer
 _FLOOR = ""  # the gone table's row of a group's gseq floor (a pid is never empty)
-_Key = tuple[str, str, int]
 
 
 class SqliteRetention:
     """The retention half of SqliteStore (a mixin: it shares its connection)."""
 
     _db: sqlite3.Connection
-    _late_keys: set[_Key]
     _payloads: PayloadFiles | None
 
     def _files(self) -> PayloadFiles:
@@ -72,7 +71,7 @@ class SqliteRetention:
     def _payload_directory(self) -> Path:
         raise NotImplementedError
 
-    def _late(self, gid: str, pid: str, lo: int, hi: int
+    def _late(self, gid: str, pid: str, lo: int, hi: int, records: dict[int, Record]
               ) -> dict[int, tuple[int | None, int | None]]:
         raise NotImplementedError
 
@@ -199,10 +198,10 @@ class SqliteRetention:
     def _evict_row(self, rowid: int, gid: str, pid: str, lo: int, hi: int, data: bytes,
                    ext: int | None, now: float, touched: set[str]) -> int:
         """Evict the delivered records of one chunk row; returns the bytes freed."""
-        late = self._late(gid, pid, lo, hi)
         keep: list[Record] = []
         evicted: list[Record] = []
         records = msgpack.unpackb(data)
+        late = self._late(gid, pid, lo, hi, {r[1]: r for r in records})
         for r in records:
             noted = late.get(r[1])
             if noted is not None:
@@ -224,10 +223,7 @@ class SqliteRetention:
         freed = len(data) + (ext or 0)
         if keep:  # held ones stay, as a new row: their age counts from now
             freed -= self._rewrite_row(gid, pid, keep, now)
-        keys = [(gid, pid, r[1]) for r in evicted if (gid, pid, r[1]) in self._late_keys]
-        if keys:
-            db.executemany("DELETE FROM late WHERE gid = ? AND pid = ? AND seq = ?", keys)
-            self._late_keys.difference_update(keys)
+        drop_notes(db, gid, pid, {r[1] for r in evicted})
         gone = self._gone.setdefault(gid, GoneLog())
         floor = max((r[5] for r in evicted if r[5] is not None), default=0)
         if floor > gone.gseq_floor:
@@ -356,9 +352,7 @@ class SqliteRetention:
             hi = min(hi, floor)
             if lo > hi:
                 continue
-            held = [int(g) for (g,) in self._db.execute(
-                "SELECT gseq FROM late WHERE gid = ? AND gseq BETWEEN ? AND ? ORDER BY gseq "
-                "LIMIT ?", (gid, lo, hi, HELD_LIMIT))]
+            held = noted_gseqs(self._db, gid, lo, hi, HELD_LIMIT)
             if len(held) >= HELD_LIMIT:
                 hi = held[-1]
             out.gseqs.extend(subtract_points([(lo, hi)], held))
