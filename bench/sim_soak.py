@@ -21,21 +21,43 @@ The nodes keep the group layer's defaults but for their log's retention:
 bound at work (the default, 256 MiB and 30 days, would take months of this chat to
 reach); 0 keeps the default.
 
-The last runs (2026-11-29, main at 3077e02 and 00937ae, beside a CI run)::
+Before (2026-11-29, main at 3077e02 and 00937ae, beside a CI run)::
 
     python bench/sim_soak.py --nodes 100 --hours 24 --sample 3600
     python bench/sim_soak.py --nodes 10 --hours 12 --rate 0.5 --retention-mib 0.1 --sample 3600
 
 - 100 nodes, a simulated day: 8,641 messages, 864,100 deliveries, every one exactly
-  once, no violation; 2,133 s wall, 1,023 CPU-s. RSS grew +25 MB per simulated hour
-  (853 MB at the end), tracked objects +114k/h, the state directories +6.3 MB/h (the
-  1 MiB bounds were not reached at 0.1 messages/s: 8,641 messages of ~100 B).
-- 10 nodes at 0.5 messages/s with a 0.1 MiB bound, reached in the first hour: the
-  state directories stay flat (13.4 to 13.7 MB over 11 hours: +3.5 KB/h), but RSS
-  still grows (+4.0 MB/h) and so do the tracked objects (+17k/h): ``MessageId`` and
-  ``tuple`` grow by about one each per delivery (``growing_types``: 35k to 103k of
-  each for 215,960 deliveries). What holds them is not found yet: memory does NOT
-  stay flat over a long life.
+  once; RSS grew +25 MB per simulated hour (853 MB at the end), tracked objects
+  +114k/h, the state directories +6.3 MB/h (the 1 MiB bounds not reached).
+- 10 nodes with a 0.1 MiB bound: the state directories flat (+3.5 KB/h), but RSS
+  +4.0 MB/h and tracked objects +17k/h, ``MessageId`` and ``tuple`` one each per
+  delivery.
+
+The two causes, found with ``gc.get_referrers`` on the ``MessageId``s that outlived an
+hour, then with RSS against tracked objects hour by hour (2026-11-30):
+
+- each holder's record of who asked it for what (group/repair.py, ``Repair._ask``) was
+  pruned only once it held ``max_pending_repairs`` (20,000) asks, though an ask older
+  than ``2 * nack_holdoff_max`` no longer counts: every node filled it in a long
+  life. It now forgets them as they age (tests/group/test_repair_memory.py);
+- the simulator's own record of every delivery (one string per delivery and node, for
+  the workload's choice of reply targets) now keeps the latest ``RECENT_DELIVERIES``
+  per group (m2mc.sim.node).
+
+After (main at 9b26b78; traces byte-identical to before)::
+
+    python bench/sim_soak.py --nodes 100 --hours 24 --sample 3600 --retention-mib 0.1
+
+- 8,641 messages, 864,100 deliveries, every one exactly once, no violation; 2,164 s
+  wall, 926 CPU-s (beside three other jobs).
+- The 0.1 MiB bounds are reached in the first hours; from the fourth hour to the
+  24th: RSS 313 to 334 MiB (+0.72 MiB/h least squares over the last three quarters,
+  for the 100 nodes and the simulator together), tracked objects flat (-88/h, 168k
+  to 191k), state directories 125.6 to 130.1 MiB (+0.28 MB/h: 3 KB/h a node).
+- ``--nodes 10 --hours 14 --rate 0.5 --retention-mib 0.1``, hour by hour (a script of
+  the session stepping the same scenario): anonymous RSS 49-50 MiB from the third hour
+  to the fourteenth, tracked objects 54-55k throughout (before the second fix: +1.7
+  MiB/h, which was the simulator's record of deliveries).
 """
 
 from __future__ import annotations
