@@ -74,6 +74,10 @@ class HostSend:
     link: str  # "backbone" | "cell" | "admin" (back to a command line)
     dest: str | None
     data: bytes
+    # An uplink frame's Ack (A2): it says the gateway holds the frame in memory,
+    # nothing of the log, so a driver may send it before the step's save is committed
+    # (docs/infra.md, "Durable hosts").
+    unsaved: bool = False
 
 
 class HostCore:
@@ -261,7 +265,7 @@ class HostCore:
             out.append(HostSend("backbone", dest, data))
         self._bb = []
         for dest_addr, dm in self.gateway.cell_out:
-            out.append(HostSend("cell", dest_addr, encode(dm)))
+            out.append(HostSend("cell", dest_addr, encode(dm), type(dm) is msg.Ack))
         self.gateway.cell_out = []
         for client, result in self.ops.out:
             out.append(HostSend(ADMIN, client, encode(result, client)))

@@ -100,7 +100,7 @@ class MemberCore:
         self.mid: MemberId | None = None
         self.stats = MemberStats()
         self.app_seq = first_app_seq - 1  # the last used (message ids are "node:app_seq")
-        self.sender = ReliableSender(cfg.retransmit)
+        self.sender = ReliableSender(cfg.retransmit, cfg.uplink_window)
         self.uplinks: list[Uplink] = []
         self.event_queue: list[MemberEvent] = []
         self.cell: str | None = None  # where we are
@@ -214,13 +214,14 @@ class MemberCore:
             self.durable.own(item)
 
     def in_flight(self) -> tuple[msg.NewItem, ...]:
-        out = self.sender.outstanding
-        return out.frame.items if out is not None and isinstance(out.frame, msg.NewReq) else ()
+        return tuple(item for frame in self.sender.frames() if isinstance(frame, msg.NewReq)
+                     for item in frame.items)
 
     @property
     def pending_sends(self) -> int:
         """Messages sent by the application and not yet seen in the total order."""
-        return len(self.news) + len(self.unconfirmed) + len(self.in_flight())
+        flying = sum(len(f.items) for f in self.sender.frames() if isinstance(f, msg.NewReq))
+        return len(self.news) + len(self.unconfirmed) + flying
 
     @property
     def is_member(self) -> bool:
@@ -296,8 +297,7 @@ class MemberCore:
         self.last_high = b.high
         if changed:
             self._requeue_unconfirmed()
-            frame = self.sender.resend_now(now, self._readdress)
-            if frame is not None:
+            for frame in self.sender.resend_now(now, self._readdress):
                 self.uplinks.append(Uplink(b.host, b.uplink, frame))
         self.uplinks.append(Uplink(b.host, b.uplink, msg.Hello(
             self.node, b.host, self.mid if self.phase != Phase.LEFT else None,
@@ -491,14 +491,37 @@ class MemberCore:
         return self.cell is not None and self.gateway is not None and self.mid is not None
 
     def pump(self, now: float) -> None:
-        """Start the next frame if none is outstanding (A1)."""
+        """Start the next frame if none is outstanding (A1); with NEW frames outstanding,
+        start further full ones while the window has room."""
         if self.leave_requested and self.phase == Phase.MEMBER and not self.news \
                 and not self.unconfirmed:
             self.leave_requested = False
             self.phase = Phase.LEAVING
             self.control.append(Control.LEAVE)
-        if self.sender.busy or not self.can_send():
+        if not self.can_send():
             return
+        if not self.sender.busy:
+            self._start_frame(now)
+        while self.sender.busy and self._news_ready() and self._news_full() \
+                and self.sender.room_for_new():
+            self._start_frame(now)
+
+    def _news_ready(self) -> bool:
+        return bool(self.news) and self.phase == Phase.MEMBER and self.catchup is None \
+            and not self.control and self.nacks.pending is None
+
+    def _news_full(self) -> bool:
+        """Whether the next NEW frame is full: it cannot take a further message (a frame
+        beside others outstanding goes only then, so a light load keeps one at a time)."""
+        limit = self.cfg.max_datagram
+        size = 0
+        for n, item in enumerate(self.news):
+            size += len(item.body) + 16
+            if n and size > limit:
+                return True
+        return size + 17 > limit
+
+    def _start_frame(self, now: float) -> None:
         assert self.mid is not None and self.gateway is not None
         rseq = self.sender.next_rseq()
         frame: msg.UplinkMessage | None = None
@@ -536,8 +559,7 @@ class MemberCore:
         if nacks.timer is not None and now >= nacks.timer:
             nacks.expired(now)
         if self.can_send():
-            frame = self.sender.due(now, self._readdress)
-            if frame is not None:
+            for frame in self.sender.due(now, self._readdress):
                 self.uplinks.append(Uplink(self.gateway or "", self.gateway_addr, frame))
         if self.unconfirmed:
             _, sent = next(iter(self.unconfirmed.values()))
