@@ -2,7 +2,8 @@
 
 * :class:`ReliableSender`: a mobile computer's uplink. One frame outstanding at a
   time (A1), except that up to ``uplink_window`` NEW frames may be outstanding
-  together; each is resent every ``retransmit`` seconds until its ack (A1);
+  together; each is resent every ``retransmit`` seconds until its ack (A1), the
+  oldest first;
   duplicate acks are ignored (A3); nothing is resent while out of coverage (A1
   footnote).
 * :class:`Outbox`: a gateway's requests forwarded to the coordinator. Each is kept
@@ -87,29 +88,37 @@ class ReliableSender:
 
     def due(self, now: float, readdress: Callable[[msg.UplinkMessage], msg.UplinkMessage]
             ) -> list[msg.UplinkMessage]:
-        """The frames to resend now, whose timers ran out (readdressed to the current
-        gateway)."""
-        out = []
-        for o in self._frames.values():
-            if now >= o.sent_at + self.retransmit:
-                o.frame = readdress(o.frame)
-                o.sent_at = now
-                out.append(o.frame)
-        return out
+        """The frame to resend now (readdressed to the current gateway): the oldest, once
+        its timer ran out. Every outstanding frame's timer then starts again, so a
+        gateway that is slow, not deaf, costs one frame per ``retransmit``, not the
+        whole window; a frame really lost is resent once those before it are acked."""
+        frames = self._frames
+        if not frames:
+            return []
+        o = next(iter(frames.values()))
+        if now < o.sent_at + self.retransmit:
+            return []
+        o.frame = readdress(o.frame)
+        for other in frames.values():
+            other.sent_at = now
+        return [o.frame]
 
     def resend_now(self, now: float,
                    readdress: Callable[[msg.UplinkMessage], msg.UplinkMessage]
                    ) -> list[msg.UplinkMessage]:
-        """The outstanding frames, at once (a new gateway is in reach)."""
+        """Every outstanding frame, at once (a new gateway is in reach)."""
+        out = []
         for o in self._frames.values():
-            o.sent_at = -1e18
-        return self.due(now, readdress)
+            o.frame = readdress(o.frame)
+            o.sent_at = now
+            out.append(o.frame)
+        return out
 
     def deadline(self) -> float | None:
         frames = self._frames
         if not frames:
             return None
-        return min(o.sent_at for o in frames.values()) + self.retransmit
+        return next(iter(frames.values())).sent_at + self.retransmit
 
     def abandon(self) -> None:
         """Forget every outstanding frame."""
