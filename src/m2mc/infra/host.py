@@ -74,9 +74,8 @@ class HostSend:
     link: str  # "backbone" | "cell" | "admin" (back to a command line)
     dest: str | None
     data: bytes
-    # An uplink frame's Ack (A2): it says the gateway holds the frame in memory,
-    # nothing of the log, so a driver may send it before the step's save is committed
-    # (docs/infra.md, "Durable hosts").
+    # an uplink frame's Ack (A2) holds nothing of the log: a driver may send it before
+    # the step's save is committed (docs/infra.md, "Durable hosts")
     unsaved: bool = False
 
 

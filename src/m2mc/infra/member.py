@@ -68,7 +68,7 @@ from m2mc.infra.member_lost import new_sequence, not_member
 from m2mc.infra.member_moves import Moves, readdress
 from m2mc.infra.member_nack import Nacks
 from m2mc.infra.persist import MemberCommit, MemberStore, SavedMember
-from m2mc.infra.reliable import ReliableSender
+from m2mc.infra.reliable import ReliableSender, frame_full, take_frame
 from m2mc.infra.wire import InfraWire
 from m2mc.kinds import Order
 from m2mc.trace.schema import NullSink, TraceEvent, TraceJournal, TraceSink
@@ -214,14 +214,12 @@ class MemberCore:
             self.durable.own(item)
 
     def in_flight(self) -> tuple[msg.NewItem, ...]:
-        return tuple(item for frame in self.sender.frames() if isinstance(frame, msg.NewReq)
-                     for item in frame.items)
+        return self.sender.in_flight()
 
     @property
     def pending_sends(self) -> int:
         """Messages sent by the application and not yet seen in the total order."""
-        flying = sum(len(f.items) for f in self.sender.frames() if isinstance(f, msg.NewReq))
-        return len(self.news) + len(self.unconfirmed) + flying
+        return len(self.news) + len(self.unconfirmed) + self.sender.in_flight_count()
 
     @property
     def is_member(self) -> bool:
@@ -491,35 +489,21 @@ class MemberCore:
         return self.cell is not None and self.gateway is not None and self.mid is not None
 
     def pump(self, now: float) -> None:
-        """Start the next frame if none is outstanding (A1); with NEW frames outstanding,
-        start further full ones while the window has room."""
+        """Start the next frame if none is outstanding (A1), or full NEW frames beside."""
         if self.leave_requested and self.phase == Phase.MEMBER and not self.news \
                 and not self.unconfirmed:
             self.leave_requested = False
             self.phase = Phase.LEAVING
             self.control.append(Control.LEAVE)
-        if not self.can_send():
-            return
-        if not self.sender.busy:
+        if self.can_send() and not self.sender.busy:
             self._start_frame(now)
-        while self.sender.busy and self._news_ready() and self._news_full() \
-                and self.sender.room_for_new():
+        while self.sender.busy and self.sender.room_for_new() and self._full_news_waiting():
             self._start_frame(now)
 
-    def _news_ready(self) -> bool:
-        return bool(self.news) and self.phase == Phase.MEMBER and self.catchup is None \
-            and not self.control and self.nacks.pending is None
-
-    def _news_full(self) -> bool:
-        """Whether the next NEW frame is full: it cannot take a further message (a frame
-        beside others outstanding goes only then, so a light load keeps one at a time)."""
-        limit = self.cfg.max_datagram
-        size = 0
-        for n, item in enumerate(self.news):
-            size += len(item.body) + 16
-            if n and size > limit:
-                return True
-        return size + 17 > limit
+    def _full_news_waiting(self) -> bool:
+        return self.can_send() and bool(self.news) and self.phase == Phase.MEMBER \
+            and self.catchup is None and not self.control and self.nacks.pending is None \
+            and frame_full(self.news, self.cfg.max_datagram)
 
     def _start_frame(self, now: float) -> None:
         assert self.mid is not None and self.gateway is not None
@@ -538,14 +522,8 @@ class MemberCore:
             assert n is not None
             frame = msg.NackReq(self.node, self.gateway, rseq, n.mid, n.s1, n.s2)
         elif self.news and self.phase == Phase.MEMBER and self.catchup is None:
-            items: list[msg.NewItem] = []
-            size = 0
-            while self.news and (not items or size + len(self.news[0].body) + 16
-                                 <= self.cfg.max_datagram):
-                item = self.news.popleft()
-                items.append(item)
-                size += len(item.body) + 16
-            frame = msg.NewReq(self.node, self.gateway, rseq, self.mid, tuple(items))
+            frame = msg.NewReq(self.node, self.gateway, rseq, self.mid,
+                               take_frame(self.news, self.cfg.max_datagram))
         if frame is not None:
             self.sender.start(rseq, frame, now)
             self.uplinks.append(Uplink(self.gateway, self.gateway_addr, frame))

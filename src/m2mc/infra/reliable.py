@@ -17,7 +17,7 @@ message the protocol promises to deliver (docs/decisions.md).
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -67,6 +67,15 @@ class ReliableSender:
     def frames(self) -> list[msg.UplinkMessage]:
         """Every outstanding frame, the oldest first."""
         return [o.frame for o in self._frames.values()]
+
+    def in_flight(self) -> tuple[msg.NewItem, ...]:
+        """The NEWs of the outstanding frames, in the order they left."""
+        return tuple(item for o in self._frames.values() if isinstance(o.frame, msg.NewReq)
+                     for item in o.frame.items)
+
+    def in_flight_count(self) -> int:
+        return sum(len(o.frame.items) for o in self._frames.values()
+                   if isinstance(o.frame, msg.NewReq))
 
     def room_for_new(self) -> bool:
         """Whether one more NEW frame may start beside those outstanding."""
@@ -123,6 +132,29 @@ class ReliableSender:
     def abandon(self) -> None:
         """Forget every outstanding frame."""
         self._frames.clear()
+
+
+def take_frame(news: deque[msg.NewItem], limit: int) -> tuple[msg.NewItem, ...]:
+    """The NEWs of the next frame, taken from ``news``: as many as ``limit`` bytes hold
+    (at least one)."""
+    items: list[msg.NewItem] = []
+    size = 0
+    while news and (not items or size + len(news[0].body) + 16 <= limit):
+        item = news.popleft()
+        items.append(item)
+        size += len(item.body) + 16
+    return tuple(items)
+
+
+def frame_full(news: deque[msg.NewItem], limit: int) -> bool:
+    """Whether the next NEW frame is full: it cannot take a further message (a frame
+    beside others outstanding goes only then, so a light load keeps one at a time)."""
+    size = 0
+    for n, item in enumerate(news):
+        size += len(item.body) + 16
+        if n and size > limit:
+            return True
+    return size + 17 > limit
 
 
 @dataclass(slots=True)
