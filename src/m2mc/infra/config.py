@@ -29,6 +29,7 @@ class InfraConfig:
     beacon_interval: float = 0.1  # T_B
     local_timeout: float = 0.35  # a computer silent this long leaves `local` (B2)
     retransmit: float = 0.08  # A1: resend an unacknowledged frame after this
+    uplink_window: int = 8  # member: NEW frames outstanding together (A1: 1)
     nack_timer: float = 0.15  # figure 6: no further NACK while this timer runs
     confirm_timeout: float = 2.0  # resend own NEWs not seen sequenced after this
     host_silence: float = 0.6  # member: no beacon this long -> its host is gone
@@ -103,7 +104,7 @@ class InfraConfig:
                      "checkpoint_every", "control_rate", "control_burst", "control_total_rate",
                      "control_total_burst", "control_max_senders", "max_hosts",
                      "max_backbone_frame", "replay_window", "max_auth_senders",
-                     "admin_timeout", "max_admin_requests", "history_retry"):
+                     "admin_timeout", "max_admin_requests", "history_retry", "uplink_window"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"infra.{name}: must be > 0")
         if self.max_payload > MAX_PAYLOAD_LIMIT:

@@ -74,6 +74,9 @@ class HostSend:
     link: str  # "backbone" | "cell" | "admin" (back to a command line)
     dest: str | None
     data: bytes
+    # an uplink frame's Ack (A2) holds nothing of the log: a driver may send it before
+    # the step's save is committed (docs/infra.md, "Durable hosts")
+    unsaved: bool = False
 
 
 class HostCore:
@@ -261,7 +264,7 @@ class HostCore:
             out.append(HostSend("backbone", dest, data))
         self._bb = []
         for dest_addr, dm in self.gateway.cell_out:
-            out.append(HostSend("cell", dest_addr, encode(dm)))
+            out.append(HostSend("cell", dest_addr, encode(dm), type(dm) is msg.Ack))
         self.gateway.cell_out = []
         for client, result in self.ops.out:
             out.append(HostSend(ADMIN, client, encode(result, client)))

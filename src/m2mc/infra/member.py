@@ -68,7 +68,7 @@ from m2mc.infra.member_lost import new_sequence, not_member
 from m2mc.infra.member_moves import Moves, readdress
 from m2mc.infra.member_nack import Nacks
 from m2mc.infra.persist import MemberCommit, MemberStore, SavedMember
-from m2mc.infra.reliable import ReliableSender
+from m2mc.infra.reliable import ReliableSender, frame_full, take_frame
 from m2mc.infra.wire import InfraWire
 from m2mc.kinds import Order
 from m2mc.trace.schema import NullSink, TraceEvent, TraceJournal, TraceSink
@@ -100,7 +100,7 @@ class MemberCore:
         self.mid: MemberId | None = None
         self.stats = MemberStats()
         self.app_seq = first_app_seq - 1  # the last used (message ids are "node:app_seq")
-        self.sender = ReliableSender(cfg.retransmit)
+        self.sender = ReliableSender(cfg.retransmit, cfg.uplink_window)
         self.uplinks: list[Uplink] = []
         self.event_queue: list[MemberEvent] = []
         self.cell: str | None = None  # where we are
@@ -214,13 +214,12 @@ class MemberCore:
             self.durable.own(item)
 
     def in_flight(self) -> tuple[msg.NewItem, ...]:
-        out = self.sender.outstanding
-        return out.frame.items if out is not None and isinstance(out.frame, msg.NewReq) else ()
+        return self.sender.in_flight()
 
     @property
     def pending_sends(self) -> int:
         """Messages sent by the application and not yet seen in the total order."""
-        return len(self.news) + len(self.unconfirmed) + len(self.in_flight())
+        return len(self.news) + len(self.unconfirmed) + self.sender.in_flight_count()
 
     @property
     def is_member(self) -> bool:
@@ -296,8 +295,7 @@ class MemberCore:
         self.last_high = b.high
         if changed:
             self._requeue_unconfirmed()
-            frame = self.sender.resend_now(now, self._readdress)
-            if frame is not None:
+            for frame in self.sender.resend_now(now, self._readdress):
                 self.uplinks.append(Uplink(b.host, b.uplink, frame))
         self.uplinks.append(Uplink(b.host, b.uplink, msg.Hello(
             self.node, b.host, self.mid if self.phase != Phase.LEFT else None,
@@ -491,14 +489,23 @@ class MemberCore:
         return self.cell is not None and self.gateway is not None and self.mid is not None
 
     def pump(self, now: float) -> None:
-        """Start the next frame if none is outstanding (A1)."""
+        """Start the next frame if none is outstanding (A1), or full NEW frames beside."""
         if self.leave_requested and self.phase == Phase.MEMBER and not self.news \
                 and not self.unconfirmed:
             self.leave_requested = False
             self.phase = Phase.LEAVING
             self.control.append(Control.LEAVE)
-        if self.sender.busy or not self.can_send():
-            return
+        if self.can_send() and not self.sender.busy:
+            self._start_frame(now)
+        while self.sender.busy and self.sender.room_for_new() and self._full_news_waiting():
+            self._start_frame(now)
+
+    def _full_news_waiting(self) -> bool:
+        return self.can_send() and bool(self.news) and self.phase == Phase.MEMBER \
+            and self.catchup is None and not self.control and self.nacks.pending is None \
+            and frame_full(self.news, self.cfg.max_datagram)
+
+    def _start_frame(self, now: float) -> None:
         assert self.mid is not None and self.gateway is not None
         rseq = self.sender.next_rseq()
         frame: msg.UplinkMessage | None = None
@@ -515,14 +522,8 @@ class MemberCore:
             assert n is not None
             frame = msg.NackReq(self.node, self.gateway, rseq, n.mid, n.s1, n.s2)
         elif self.news and self.phase == Phase.MEMBER and self.catchup is None:
-            items: list[msg.NewItem] = []
-            size = 0
-            while self.news and (not items or size + len(self.news[0].body) + 16
-                                 <= self.cfg.max_datagram):
-                item = self.news.popleft()
-                items.append(item)
-                size += len(item.body) + 16
-            frame = msg.NewReq(self.node, self.gateway, rseq, self.mid, tuple(items))
+            frame = msg.NewReq(self.node, self.gateway, rseq, self.mid,
+                               take_frame(self.news, self.cfg.max_datagram))
         if frame is not None:
             self.sender.start(rseq, frame, now)
             self.uplinks.append(Uplink(self.gateway, self.gateway_addr, frame))
@@ -536,8 +537,7 @@ class MemberCore:
         if nacks.timer is not None and now >= nacks.timer:
             nacks.expired(now)
         if self.can_send():
-            frame = self.sender.due(now, self._readdress)
-            if frame is not None:
+            for frame in self.sender.due(now, self._readdress):
                 self.uplinks.append(Uplink(self.gateway or "", self.gateway_addr, frame))
         if self.unconfirmed:
             _, sent = next(iter(self.unconfirmed.values()))

@@ -1,8 +1,11 @@
 """Acknowledged hops (seeds/001 A1-A3; seeds/004 5.3).
 
 * :class:`ReliableSender`: a mobile computer's uplink. One frame outstanding at a
-  time, resent every ``retransmit`` seconds until its ack (A1); duplicate acks are
-  ignored (A3); nothing is resent while out of coverage (A1 footnote).
+  time (A1), except that up to ``uplink_window`` NEW frames may be outstanding
+  together; each is resent every ``retransmit`` seconds until its ack (A1), the
+  oldest first;
+  duplicate acks are ignored (A3); nothing is resent while out of coverage (A1
+  footnote).
 * :class:`Outbox`: a gateway's requests forwarded to the coordinator. Each is kept
   until the coordinator acknowledged it *and* the log position it reported is
   committed, and is forwarded again to a new coordinator (docs/infra.md,
@@ -14,7 +17,7 @@ message the protocol promises to deliver (docs/decisions.md).
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -30,14 +33,20 @@ class _Outstanding:
 
 
 class ReliableSender:
-    """One outstanding uplink frame; the caller builds frames on demand."""
+    """The uplink's frames outstanding; the caller builds frames on demand.
 
-    __slots__ = ("_next_rseq", "outstanding", "retransmit")
+    Up to ``window`` NEW frames may be outstanding together (docs/decisions.md, "The
+    uplink keeps a window of NEW frames"); any other frame (JOIN, LEAVE, LEAVEOK,
+    NACK) goes alone: it starts only when nothing is outstanding, and nothing starts
+    while it is. With ``window`` 1 this is seeds/001 A1's one frame at a time."""
 
-    def __init__(self, retransmit: float) -> None:
+    __slots__ = ("_frames", "_next_rseq", "retransmit", "window")
+
+    def __init__(self, retransmit: float, window: int = 1) -> None:
         self.retransmit = retransmit
+        self.window = max(1, window)
         self._next_rseq = 1
-        self.outstanding: _Outstanding | None = None
+        self._frames: dict[int, _Outstanding] = {}  # by rseq, the oldest first
 
     def next_rseq(self) -> int:
         r = self._next_rseq
@@ -46,47 +55,106 @@ class ReliableSender:
 
     @property
     def busy(self) -> bool:
-        return self.outstanding is not None
+        """Whether any frame is outstanding."""
+        return bool(self._frames)
+
+    @property
+    def outstanding(self) -> _Outstanding | None:
+        """The oldest outstanding frame (the only one, unless NEW frames share the window)."""
+        frames = self._frames
+        return next(iter(frames.values())) if frames else None
+
+    def frames(self) -> list[msg.UplinkMessage]:
+        """Every outstanding frame, the oldest first."""
+        return [o.frame for o in self._frames.values()]
+
+    def in_flight(self) -> tuple[msg.NewItem, ...]:
+        """The NEWs of the outstanding frames, in the order they left."""
+        return tuple(item for o in self._frames.values() if isinstance(o.frame, msg.NewReq)
+                     for item in o.frame.items)
+
+    def in_flight_count(self) -> int:
+        return sum(len(o.frame.items) for o in self._frames.values()
+                   if isinstance(o.frame, msg.NewReq))
+
+    def room_for_new(self) -> bool:
+        """Whether one more NEW frame may start beside those outstanding."""
+        frames = self._frames
+        if not frames:
+            return True
+        if len(frames) >= self.window:
+            return False
+        return all(isinstance(o.frame, msg.NewReq) for o in frames.values())
 
     def start(self, rseq: int, frame: msg.UplinkMessage, now: float) -> msg.UplinkMessage:
-        self.outstanding = _Outstanding(rseq, frame, now)
+        self._frames[rseq] = _Outstanding(rseq, frame, now)
         return frame
 
     def on_ack(self, rseq: int) -> msg.UplinkMessage | None:
         """The acknowledged frame, or None for a duplicate or stale ack (A3)."""
-        o = self.outstanding
-        if o is None or o.rseq != rseq:
-            return None
-        self.outstanding = None
-        return o.frame
+        o = self._frames.pop(rseq, None)
+        return None if o is None else o.frame
 
     def due(self, now: float, readdress: Callable[[msg.UplinkMessage], msg.UplinkMessage]
-            ) -> msg.UplinkMessage | None:
-        """The frame to resend now, if its timer ran out (readdressed to the current gateway)."""
-        o = self.outstanding
-        if o is None or now < o.sent_at + self.retransmit:
-            return None
+            ) -> list[msg.UplinkMessage]:
+        """The frame to resend now (readdressed to the current gateway): the oldest, once
+        its timer ran out. Every outstanding frame's timer then starts again, so a
+        gateway that is slow, not deaf, costs one frame per ``retransmit``, not the
+        whole window; a frame really lost is resent once those before it are acked."""
+        frames = self._frames
+        if not frames:
+            return []
+        o = next(iter(frames.values()))
+        if now < o.sent_at + self.retransmit:
+            return []
         o.frame = readdress(o.frame)
-        o.sent_at = now
-        return o.frame
+        for other in frames.values():
+            other.sent_at = now
+        return [o.frame]
 
     def resend_now(self, now: float,
                    readdress: Callable[[msg.UplinkMessage], msg.UplinkMessage]
-                   ) -> msg.UplinkMessage | None:
-        """The outstanding frame, at once (a new gateway is in reach)."""
-        o = self.outstanding
-        if o is None:
-            return None
-        o.sent_at = -1e18
-        return self.due(now, readdress)
+                   ) -> list[msg.UplinkMessage]:
+        """Every outstanding frame, at once (a new gateway is in reach)."""
+        out = []
+        for o in self._frames.values():
+            o.frame = readdress(o.frame)
+            o.sent_at = now
+            out.append(o.frame)
+        return out
 
     def deadline(self) -> float | None:
-        o = self.outstanding
-        return None if o is None else o.sent_at + self.retransmit
+        frames = self._frames
+        if not frames:
+            return None
+        return next(iter(frames.values())).sent_at + self.retransmit
 
-    def abandon(self) -> msg.UplinkMessage | None:
-        o, self.outstanding = self.outstanding, None
-        return None if o is None else o.frame
+    def abandon(self) -> None:
+        """Forget every outstanding frame."""
+        self._frames.clear()
+
+
+def take_frame(news: deque[msg.NewItem], limit: int) -> tuple[msg.NewItem, ...]:
+    """The NEWs of the next frame, taken from ``news``: as many as ``limit`` bytes hold
+    (at least one)."""
+    items: list[msg.NewItem] = []
+    size = 0
+    while news and (not items or size + len(news[0].body) + 16 <= limit):
+        item = news.popleft()
+        items.append(item)
+        size += len(item.body) + 16
+    return tuple(items)
+
+
+def frame_full(news: deque[msg.NewItem], limit: int) -> bool:
+    """Whether the next NEW frame is full: it cannot take a further message (a frame
+    beside others outstanding goes only then, so a light load keeps one at a time)."""
+    size = 0
+    for n, item in enumerate(news):
+        size += len(item.body) + 16
+        if n and size > limit:
+            return True
+    return size + 17 > limit
 
 
 @dataclass(slots=True)

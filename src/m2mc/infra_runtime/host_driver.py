@@ -240,7 +240,14 @@ class HostDriver:
         core = self.core
         if core is None or self.backbone is None or self.uplink is None:
             return []
-        return core.drain(now)
+        out = core.drain(now)
+        # Acks of uplink frames acknowledge nothing a save holds: they leave now, before
+        # the commit of this step's save (its disk flush), which the rest waits for.
+        early = [s for s in out if s.unsaved]
+        if early:
+            self.transmit(early, now)
+            out = [s for s in out if not s.unsaved]
+        return out
 
     def transmit(self, output: list[HostSend], now: float) -> int:
         """The core's frames onto the links: the backbone (a host, all hosts, or an

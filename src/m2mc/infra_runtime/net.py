@@ -159,8 +159,15 @@ class FrameReader:
         return out
 
 
-class _FrameProtocol(asyncio.Protocol):
-    """Length-prefixed frames (:class:`FrameReader`); the first names the sender."""
+READ_CHUNK = 2 << 20  # bytes a backbone connection reads at most per turn of the loop
+
+
+class _FrameProtocol(asyncio.BufferedProtocol):
+    """Length-prefixed frames (:class:`FrameReader`); the first names the sender.
+
+    The stream is read into a buffer of ``READ_CHUNK`` bytes, so one turn of the event
+    loop takes up to that much of it (a plain protocol gets 256 KiB a turn: four 64 KiB
+    multicasts, where a host's turn may wait for its disk)."""
 
     def __init__(self, on_frame: Callable[[str, bytes], None],
                  on_lost: Callable[[_FrameProtocol], None], max_frame: int = MAX_FRAME,
@@ -171,6 +178,7 @@ class _FrameProtocol(asyncio.Protocol):
         self.reader = FrameReader(max_frame, peer)
         self.transport: asyncio.Transport | None = None
         self.remote_ip = ""  # where the connection comes from (TCP: not spoofable off-path)
+        self._rx: bytearray | None = None  # the read buffer, made at the first read
 
     @property
     def peer(self) -> str | None:
@@ -186,6 +194,15 @@ class _FrameProtocol(asyncio.Protocol):
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self._rx is None:
+            self._rx = bytearray(READ_CHUNK)
+        return memoryview(self._rx)
+
+    def buffer_updated(self, nbytes: int) -> None:
+        assert self._rx is not None
+        self.data_received(bytes(memoryview(self._rx)[:nbytes]))
 
     def data_received(self, data: bytes) -> None:
         reader = self.reader
@@ -361,6 +378,10 @@ class Backbone:
 
 
 # ----------------------------------------------------------------- cells (UDP)
+DRAIN_DATAGRAMS = 256  # datagrams read at most each time a cell socket is readable
+_MAX_DATAGRAM = 65536
+
+
 class _Datagrams(asyncio.DatagramProtocol):
     def __init__(self, on_datagram: Callable[[bytes, tuple[str, int]], None]) -> None:
         self.on_datagram = on_datagram
@@ -373,11 +394,58 @@ class _Datagrams(asyncio.DatagramProtocol):
 
 
 class Udp:
-    """One UDP endpoint (a bound unicast socket, or a joined multicast socket)."""
+    """One UDP endpoint (a bound unicast socket, or a joined multicast socket).
 
-    def __init__(self, transport: asyncio.DatagramTransport, sock: socket.socket | None) -> None:
+    Sends go through asyncio's datagram transport (it queues what the socket cannot
+    take at once); reads do not: each time the socket is readable the endpoint reads
+    what waits there, up to ``DRAIN_DATAGRAMS`` datagrams, where the transport reads
+    one per turn of the event loop. A host or member whose turn waits for its disk
+    (a durable commit) would otherwise take one datagram per commit, and the rest
+    would wait in the socket (docs/group.md section 11, infrastructure rows)."""
+
+    def __init__(self, transport: asyncio.DatagramTransport, sock: socket.socket | None,
+                 reader: socket.socket | None = None,
+                 on_datagram: Callable[[bytes, tuple[str, int]], None] | None = None
+                 ) -> None:
         self.transport = transport
         self.sock = sock
+        self._reader = reader
+        self._on_datagram = on_datagram
+        self._loop = asyncio.get_running_loop()
+        if reader is not None:
+            self._loop.add_reader(reader.fileno(), self._drain)
+
+    @classmethod
+    async def _open(cls, sock: socket.socket,
+                    on_datagram: Callable[[bytes, tuple[str, int]], None]) -> Udp:
+        """The transport sends on a duplicate of ``sock`` (the same socket) and does not
+        read; ``sock`` itself is read by :meth:`_drain`."""
+        try:
+            twin = sock.dup()
+        except OSError:
+            sock.close()
+            raise
+        transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(
+            lambda: _Datagrams(on_datagram), sock=twin)
+        transport.pause_reading()  # type: ignore[attr-defined]
+        return cls(transport, sock, sock, on_datagram)
+
+    def _drain(self) -> None:
+        sock, on = self._reader, self._on_datagram
+        if sock is None or on is None:
+            return
+        recvfrom = sock.recvfrom
+        for _ in range(DRAIN_DATAGRAMS):
+            try:
+                data, addr = recvfrom(_MAX_DATAGRAM)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                log.debug("udp error: %s", exc)
+                return
+            on(data, addr)
+            if self._reader is None:
+                return  # closed by what the datagram set off
 
     @classmethod
     async def unicast(cls, bind: tuple[str, int],
@@ -401,17 +469,12 @@ class Udp:
             sock.close()
             raise ConfigError(f"cannot bind UDP {bind[0]}:{bind[1]}: {exc.strerror}") from None
         sock.setblocking(False)
-        transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(
-            lambda: _Datagrams(on_datagram), sock=sock)
-        return cls(transport, sock)
+        return await cls._open(sock, on_datagram)
 
     @classmethod
     async def multicast(cls, url: str,
                         on_datagram: Callable[[bytes, tuple[str, int]], None]) -> Udp:
-        sock = open_multicast_socket(multicast_spec(url))
-        transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(
-            lambda: _Datagrams(on_datagram), sock=sock)
-        return cls(transport, sock)
+        return await cls._open(open_multicast_socket(multicast_spec(url)), on_datagram)
 
     @property
     def address(self) -> tuple[str, int]:
@@ -422,6 +485,11 @@ class Udp:
         self.transport.sendto(data, addr)
 
     def close(self) -> None:
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            if not self._loop.is_closed():
+                self._loop.remove_reader(reader.fileno())
+            reader.close()
         self.transport.close()
 
 
