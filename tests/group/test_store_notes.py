@@ -87,3 +87,20 @@ def test_a_file_of_the_late_row_layout_loads_with_its_notes(tmp_path: Path) -> N
     store = SqliteStore(path)
     assert [m.mid.seq for m in store.gseq_range("g", 1, 20, 10)] == [1, 2, 4]
     store.close()
+
+
+def test_a_position_the_message_left_is_passed_over(tmp_path: Path) -> None:
+    """Hypothesis' model of the store found this (CI): a message written, numbered 1,
+    written again (its first note no longer applies) and numbered 2. The note naming
+    position 1 must not take the place of the message at 2, nor make 1 look held."""
+    store = SqliteStore(tmp_path / "s.sqlite3")
+    m = Message(MessageId("a", 1), ROOT, b"")
+    store.put("g", m, False)
+    store.set_gseq("g", m.mid, 1)
+    store.put("g", m, False)
+    store.set_gseq("g", m.mid, 2)
+    store.commit()
+    assert [(x.mid, x.gseq) for x in store.gseq_range("g", 1, 2, 1)] == [(m.mid, 2)]
+    assert store.gseq_range("g", 1, 1, 5) == []
+    assert [g for g, _ in store.held_positions("g", 1, 2, 10)] == [2]
+    store.close()

@@ -37,7 +37,7 @@ from m2mc.native import packb
 from m2mc.store.chunks import CHUNK_SPAN
 
 __all__ = ["GSEQ_SPAN", "NOTE_SPAN", "SCHEMA", "Noted", "PendingNotes", "convert_late",
-           "drop_notes", "fold", "noted_gseqs", "notes_by_gseq", "notes_for",
+           "drop_notes", "fold", "notes_by_gseq", "notes_for",
            "notes_of_group", "write_notes"]
 
 NOTE_SPAN = CHUNK_SPAN  # seqnos one notes row may cover (hi - lo < NOTE_SPAN)
@@ -150,11 +150,6 @@ def notes_by_gseq(db: sqlite3.Connection, gid: str, lo: int, hi: int, limit: int
                   if gseq is not None and lo <= gseq <= hi]
     found.sort()
     return found
-
-
-def noted_gseqs(db: sqlite3.Connection, gid: str, lo: int, hi: int, limit: int) -> list[int]:
-    """The positions in ``lo..hi`` that notes name, ascending, at most ``limit``."""
-    return sorted({g for g, _, _ in notes_by_gseq(db, gid, lo, hi, limit)})[:limit]
 
 
 def drop_notes(db: sqlite3.Connection, gid: str, pid: str, seqs: set[int]) -> None:

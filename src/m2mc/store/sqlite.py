@@ -483,18 +483,32 @@ class SqliteStore(SqliteRetention):
 
     def gseq_range(self, gid: str, lo: int, hi: int, limit: int) -> list[Message]:
         self._flush()
-        out = []
-        seen: set[tuple[str, int]] = set()
-        for gseq, pid, seq in notes_by_gseq(self._db, gid, lo, hi, limit):
-            if (pid, seq) in seen:
-                continue
-            message = self.get(gid, MessageId(pid, seq))
-            if message is not None and message.gseq == gseq:  # (its position now)
-                seen.add((pid, seq))
-                out.append(message)
-                if len(out) >= limit:
-                    break
-        return out
+        return [message for _, message in self.held_positions(gid, lo, hi, limit)]
+
+    def held_positions(self, gid: str, lo: int, hi: int, limit: int
+                       ) -> list[tuple[int, Message]]:
+        """The messages this log holds at positions ``lo..hi`` now, by position, at most
+        ``limit``. A note can name a position its message has since left (a record
+        written again, or numbered again by a later sequencer): such a note is passed
+        over, and since it took a place among the first positions the notes name,
+        more are read until ``limit`` are found or the notes run out."""
+        want = limit
+        while True:
+            found = notes_by_gseq(self._db, gid, lo, hi, want)
+            out: list[tuple[int, Message]] = []
+            seen: set[tuple[str, int]] = set()
+            for gseq, pid, seq in found:
+                if (pid, seq) in seen:
+                    continue
+                message = self.get(gid, MessageId(pid, seq))
+                if message is not None and message.gseq == gseq:  # (its position now)
+                    seen.add((pid, seq))
+                    out.append((gseq, message))
+                    if len(out) >= limit:
+                        return out
+            if len({g for g, _, _ in found}) < want:  # every position named was read
+                return out
+            want *= 2
 
     def load_messages(self, gid: str) -> list[StoredMessage]:
         self._flush()

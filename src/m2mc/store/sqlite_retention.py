@@ -31,7 +31,7 @@ import msgpack
 from m2mc.native import packb
 from m2mc.ordering import Message
 from m2mc.store.chunks import CHUNK_SPAN, Record, message_of, referenced, runs
-from m2mc.store.notes import drop_notes, noted_gseqs
+from m2mc.store.notes import drop_notes
 from m2mc.store.payload_files import PayloadFiles, is_reference
 from m2mc.store.retention import (
     GoneAnswer,
@@ -76,6 +76,10 @@ class SqliteRetention:
         raise NotImplementedError
 
     def _flush(self) -> None:
+        raise NotImplementedError
+
+    def held_positions(self, gid: str, lo: int, hi: int, limit: int
+                       ) -> list[tuple[int, Message]]:
         raise NotImplementedError
 
     def _init_retention(self, clock: Callable[[], float] | None) -> None:
@@ -352,7 +356,7 @@ class SqliteRetention:
             hi = min(hi, floor)
             if lo > hi:
                 continue
-            held = noted_gseqs(self._db, gid, lo, hi, HELD_LIMIT)
+            held = [g for g, _ in self.held_positions(gid, lo, hi, HELD_LIMIT)]
             if len(held) >= HELD_LIMIT:
                 hi = held[-1]
             out.gseqs.extend(subtract_points([(lo, hi)], held))
