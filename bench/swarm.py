@@ -509,7 +509,7 @@ def soak(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         lab.count_udp()
         lab.set_loss(args.loss)
         swarm = Swarm(lab, out, env, trace=args.trace,
-                      retention_bytes=args.retention_mib and args.retention_mib << 20)
+                      retention_bytes=args.retention_mib and int(args.retention_mib * (1 << 20)))
         members = swarm.start(lab.hosts)
         swarm.await_all(members, "ready", None, 60 + 3 * n)
         for m in members:
@@ -580,7 +580,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rate", type=float, default=5.0, help="soak: messages/s in all (5)")
     p.add_argument("--sample", type=float, default=30.0, help="soak: seconds between samples")
     p.add_argument("--trace", action="store_true", help="soak: write traces too")
-    p.add_argument("--retention-mib", type=int, default=None, metavar="MIB",
+    p.add_argument("--retention-mib", type=float, default=None, metavar="MIB",
                    help="soak: each member's log keeps this many MiB of history "
                         "(retention_bytes; default: the group layer's, 256 MiB)")
     p.add_argument("--keep", type=Path, default=None, help="keep data, logs and traces here")
