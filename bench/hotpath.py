@@ -10,7 +10,17 @@ decoding the same records (what the wire format alone costs), and their ratio.
 This is the part of bench/peers.py's per-message cost that is the group layer's
 own Python (docs/group.md section 11): the rest is sockets, asyncio and the kernel.
 
+``--order total``: three nodes in a total-order group (``S`` the sender, ``Q`` the
+group's creator and so its sequencer, ``M`` a member), every node's datagrams handed
+to the two others in rounds (the sender sends 256 messages a round, each node then
+takes what the others sent, commits, and sends its own), until all three delivered
+every message. Reported per role: CPU microseconds per message of the sender, the
+sequencer and the member (``send_us``: the sender, ``sequencer_us``, ``receive_us``:
+the member), so a change to the order's path is measured without sockets, load or
+timing (the work is the same run after run).
+
     PYTHONPATH=src python bench/hotpath.py [--count 100000] [--size 100] [--trials 3]
+        [--order sb|total]
 """
 
 from __future__ import annotations
@@ -103,14 +113,92 @@ def trial(count: int, size: int) -> dict[str, float]:
                 "msgpack_us": (t4 - t3) * 1e6 / count, "datagrams": len(datagrams)}
 
 
+def total_trial(count: int, size: int) -> dict[str, float]:
+    """One run of ``--order total`` (module docstring)."""
+    with tempfile.TemporaryDirectory(prefix="hotpath-") as tmp:
+        nodes = {pid: node(pid, Path(tmp)) for pid in ("Q", "S", "M")}
+        cpu = dict.fromkeys(nodes, 0.0)
+        inbox: dict[str, list[bytes]] = {pid: [] for pid in nodes}
+        delivered = dict.fromkeys(nodes, 0)
+        now = 1.0
+
+        def turn(pid: str, timers: bool) -> None:
+            n = nodes[pid]
+            t0 = time.process_time()
+            if timers:
+                n.on_timer(now)
+            got, inbox[pid] = inbox[pid], []
+            for i in range(0, len(got), 32):
+                n.receive_datagrams(got[i:i + 32], now)
+            out = n.datagrams_to_send(now)
+            n.take_save(now)
+            n.store.commit(now)
+            for event in n.events():
+                delivered[pid] += len(getattr(event, "messages", ()))
+            cpu[pid] += time.process_time() - t0
+            for other in nodes:
+                if other != pid:
+                    inbox[other].extend(out)
+
+        nodes["Q"].start(now)
+        gid = nodes["Q"].create_group(GID, now, order="total")
+        for pid in ("S", "M"):
+            nodes[pid].start(now)
+        for _ in range(40):
+            now += 0.05
+            for pid in nodes:
+                turn(pid, True)
+        for pid in ("S", "M"):
+            nodes[pid].join_group(gid, now)
+        for _ in range(80):  # discovery, joins, sync: until all see all
+            now += 0.05
+            for pid in nodes:
+                turn(pid, True)
+        if any(sorted(n.members(gid)) != ["M", "Q", "S"] for n in nodes.values()):
+            raise SystemExit("the three nodes did not join each other's group")
+        payload = os.urandom(size)
+        cpu = dict.fromkeys(nodes, 0.0)
+        delivered = dict.fromkeys(nodes, 0)
+        sender = nodes["S"]
+        sent = rounds = 0
+        while min(delivered.values()) < count:
+            rounds += 1
+            if rounds > count:  # (a round delivers hundreds: this is a stall)
+                raise SystemExit(f"stalled: delivered {delivered} of {count}")
+            now += 0.001
+            t0 = time.process_time()
+            for _ in range(min(256, count - sent)):
+                sender.send(gid, payload, now)
+                sent += 1
+            cpu["S"] += time.process_time() - t0
+            for pid in ("S", "Q", "M"):
+                turn(pid, rounds % 10 == 0)
+        for n in nodes.values():
+            n.store.close()
+        return {"send_us": cpu["S"] * 1e6 / count, "sequencer_us": cpu["Q"] * 1e6 / count,
+                "receive_us": cpu["M"] * 1e6 / count, "rounds": rounds}
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=100_000)
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--trials", type=int, default=3)
+    parser.add_argument("--order", choices=("sb", "total"), default="sb")
     args = parser.parse_args(argv)
     if args.count < 1 or args.trials < 1 or not 0 <= args.size <= 60_000:
         parser.error("count and trials >= 1, size 0..60000")
+    if args.order == "total":
+        total = [total_trial(args.count, args.size) for _ in range(args.trials)]
+        result: dict[str, Any] = {"bench": "hotpath", "order": "total", "count": args.count,
+                                  "size": args.size, "trials": args.trials,
+                                  "python": sys.version.split()[0]}
+        for key in ("send_us", "sequencer_us", "receive_us"):
+            values = [r[key] for r in total]
+            result[key] = round(statistics.median(values), 3)
+            result[f"{key}_range"] = [round(min(values), 3), round(max(values), 3)]
+        print(json.dumps(result, indent=1))
+        return 0
     runs = [trial(args.count, args.size) for _ in range(args.trials)]
     out: dict[str, Any] = {"bench": "hotpath", "count": args.count, "size": args.size,
                            "trials": args.trials, "python": sys.version.split()[0],

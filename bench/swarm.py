@@ -132,6 +132,28 @@ control budget, 2026-11-29 18:52-19:52 UTC, load 14-22 from other jobs::
     Database file +3.3 MiB/h, 3.3 MiB at the end: the log's 2 MiB bound counts records'
       bytes (payload plus a fixed overhead per record, store/retention.py), not SQLite's pages
       and indexes; whether the file levels off needs a longer run.
+
+Again after a holder's record of who asked it for what forgets by age
+(group/repair.py, ``Repair._ask``; bench/sim_soak.py's docstring), the bound reached in
+the first minutes, 2026-11-30 04:36-05:37 UTC, load 5-20 from other jobs::
+
+    .venv/bin/python bench/swarm.py --members 20 --soak 3600 --rate 5 --sample 30 \
+        --retention-mib 0.5
+
+    60 min, 17,890 messages: every member delivered every one exactly once, parents first
+      (0.9 s after the chat stopped); 4.35 datagrams per message (0.22 per member), 5.3
+      bytes on the air per payload byte; per second NACK 5.5, status 5.9, repair 5.3.
+    RSS per process 31.8 -> 32.6 MiB (median), +0.56 MiB/h after the first tenth and
+      0.0 MiB/h over the second half hour; anonymous RSS 19.5 -> 20.3 MiB, +0.59 MiB/h,
+      +0.25 MiB/h over the second half (was +6.7 MiB/h above): memory levels off.
+    Disk: the database file 0.9 MiB per member at the end (all 20 within 0.9 MiB; the
+      records' 0.5 MiB bound plus SQLite's pages and indexes). The data directory (the
+      database and its write-ahead log) 2.6 MiB at the end (median, 2.1-4.1), growing
+      0.68 MiB/h median after the first tenth and 0.28 MiB/h over the second half: the
+      write-ahead log. It is bounded, not flat within an hour: the committing connection
+      starts it over only after a checkpoint of its own, at 32 MiB of log
+      (m2mc.store.sqlite.AUTOCHECKPOINT_BYTES; m2mc.store.checkpointer says why), so a
+      member's directory stays under the records' bound plus about 33 MiB.
 """
 
 from __future__ import annotations

@@ -171,11 +171,12 @@ class Net:
                     assert position[parent] < position[mid], f"{pid}: {mid} before {parent}"
 
 
-def group_of_three(net: Net, name: str = "chat") -> str:
-    """Nodes a, b and c up, a's group ``name`` created and joined by b and c."""
+def group_of_three(net: Net, name: str = "chat", order: str = "sb") -> str:
+    """Nodes a, b and c up, a's group ``name`` (of ``order``) created and joined by b
+    and c."""
     for pid in ("a", "b", "c"):
         net.add(pid)
-    gid = str(net.do("a", lambda n: n.create_group(name, net.now)))
+    gid = str(net.do("a", lambda n: n.create_group(name, net.now, order=order)))
     net.run(0.5)
     for pid in ("b", "c"):
         net.do(pid, lambda n: n.join_group(gid, net.now))

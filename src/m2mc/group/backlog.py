@@ -32,7 +32,8 @@ messages of at most a size are sure to pass :func:`must_wait` if nothing but tho
 sends happens in between (a lower bound). The API asks it once and then skips the
 check for that many sends (``GroupNode.send_room``, which each send counts down and
 every other step of the node sets back to 0): the check was a tenth of a sender's
-CPU per 100-byte message.
+CPU per 100-byte message in an S_b group, and 6% in a total-order one (whose
+pacing by the order is counted in too).
 """
 
 from __future__ import annotations
@@ -69,12 +70,14 @@ class BacklogPort(Protocol):
     @property
     def send_backlog_bytes(self) -> int: ...
 
-# The most a data record of an S_b group adds to its payload (codec.record_size): the
+# The most a data record of an S_b or total-order group adds to its payload (a sent
+# record has no position or vector clock; codec.record_size): the
 # payload's length prefix, the array header, two process ids and two seqnos.
 RECORD_OVERHEAD = 5 + 3 + 2 * MAX_PID + 2 * 9
 # Read once per message: a module global is faster than Order.SB, an enum's
 # attribute lookup.
 _SB = Order.SB
+_TOTAL = Order.TOTAL
 
 
 def must_wait(node: BacklogPort, size: int) -> bool:
@@ -112,7 +115,8 @@ def room_made(node: BacklogPort) -> bool:
 def send_room(node: BacklogPort, size: int) -> int:
     """How many more messages of at most ``size`` payload bytes ``node.send`` takes
     without :func:`must_wait` becoming true, if nothing else changes (a lower bound;
-    0: check each). Only for S_b groups, whose records have a bounded overhead."""
+    0: check each). Only for S_b and total-order groups, whose records have a bounded
+    overhead; a total-order group's pacing (its ``OrderStrategy.send_room``) counts."""
     m2mp = node.m2mp
     out = node.outbox
     packets = m2mp.queued_packets + len(out)
@@ -124,8 +128,11 @@ def send_room(node: BacklogPort, size: int) -> int:
     free_bytes = config.send_backlog_bytes - size - HEADER_SIZE * fragments
     room = config.send_backlog
     for inst in node.groups.values():
-        if inst.mop.order != _SB:
-            return 0
+        order = inst.mop.order
+        if order is not _SB and order is not _TOTAL:
+            return 0  # (a causal record's vector clock has no bound here)
+        if order is _TOTAL:  # its sender's pacing (a sent record carries no position)
+            room = min(room, inst.ordering.send_room())
         packets += inst.pending_records
         held += inst.pending_bytes
         window = inst.window.room(size)

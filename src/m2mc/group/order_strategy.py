@@ -74,6 +74,10 @@ class OrderStrategy(Protocol):
     def check_send(self, gid: str) -> None:
         """Before a send: raise BufferFullError if the message could not be ordered."""
 
+    def send_room(self) -> int:
+        """How many more of our sends this order lets pass without ``blocked`` becoming
+        true, if nothing but those sends happens (group/backlog.py's ``send_room``)."""
+
     def hand_over_for_leave(self, now: float) -> None:
         """Leaving: give up any role others depend on."""
 
@@ -137,6 +141,9 @@ class NoSequencer:
 
     def check_send(self, gid: str) -> None:
         pass
+
+    def send_room(self) -> int:
+        return 1 << 30  # (never blocked)
 
     def sent(self, seq: int, now: float) -> None:
         pass

@@ -47,10 +47,17 @@ def majority(members: set[str]) -> int:
 class Configuration:
     """The configuration of majorities over the log (module docstring)."""
 
-    __slots__ = ("core",)
+    __slots__ = ("_memo", "core")
 
     def __init__(self, core: LogCore) -> None:
         self.core = core
+        # The last configuration worked out from the decided records and the log: what
+        # it was worked out from (the decided records' sorted positions, a list made
+        # anew whenever they change; how many of them came before; the log's records
+        # before), and the members. Asked at every ACK (the commit point's
+        # configuration), it changes only with a membership record.
+        self._memo: tuple[list[int], int, list[tuple[int, LogEntry]], frozenset[str]] | None \
+            = None
 
     def config_end(self) -> set[str]:
         core = self.core
@@ -72,23 +79,28 @@ class Configuration:
         """The configuration in force at ``pos``: the decided records before it, then
         those of ``log`` before it not decided yet."""
         core = self.core
-        if core.conf_sorted is None:
-            core.conf_sorted = sorted(core.conf)
+        conf_sorted = core.conf_sorted
+        if conf_sorted is None:
+            conf_sorted = core.conf_sorted = sorted(core.conf)
         conf = core.conf
-        members: set[str] = set()
-        for p in core.conf_sorted:
-            if p >= pos:
-                break
-            apply_record(members, conf[p])
+        decided = bisect_left(conf_sorted, pos)  # the decided records before pos
         if log is core.log:  # (its records are known: no walk through the whole log)
-            extra = [p for p in core.records_in_log() if p < pos and p not in conf]
+            extra = [(p, log[p]) for p in core.records_in_log() if p < pos and p not in conf]
+            memo = self._memo
+            if (memo is not None and memo[0] is conf_sorted and memo[1] == decided
+                    and memo[2] == extra):
+                return set(memo[3])
         else:
-            extra = sorted(p for p, e in log.items()
+            extra = sorted((p, e) for p, e in log.items()
                            if p < pos and type(e) is MemberEntry and p not in conf)
-        for p in extra:
-            e = log[p]
+        members: set[str] = set()
+        for p in conf_sorted[:decided]:
+            apply_record(members, conf[p])
+        for _, e in extra:
             assert type(e) is MemberEntry
             apply_record(members, e)
+        if log is core.log:
+            self._memo = (conf_sorted, decided, extra, frozenset(members))
         return members
 
     def reconfigure(self, now: float, propose: Callable[[LogEntry], int | None]) -> None:

@@ -293,8 +293,10 @@ class LogCore:
 
     def records_in_log(self) -> list[int]:
         """The positions of ``log`` that hold a membership record, sorted."""
-        log = self.log
         recs = self.log_records
+        if not recs:
+            return []  # (the usual case, asked at every ACK: no generator, no sort)
+        log = self.log
         live = sorted(p for p in recs if type(log.get(p)) is MemberEntry)
         if len(live) != len(recs):
             self.log_records = set(live)

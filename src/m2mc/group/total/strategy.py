@@ -169,6 +169,16 @@ class TotalOrderStrategy:
                 seq - self.mop.own_ordered >= self.pace_limit:
             self._settle_pace(now)
 
+    def send_room(self) -> int:
+        """Sends that pass before the pacing blocks: ``sent`` blocks once ``pace_limit``
+        of ours are not delivered here, so the k-th next send (from 0) passes while
+        ``sent_seq + k - own_ordered < pace_limit`` (one less, to be safe)."""
+        if self.blocked:
+            return 0
+        if not self.pace_limit:
+            return 1 << 30
+        return max(0, self.pace_limit - (self.sent_seq - self.mop.own_ordered) - 1)
+
     def _settle_pace(self, now: float) -> None:
         own = self.mop.own_ordered
         if own > self.pace_ordered:
