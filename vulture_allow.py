@@ -106,7 +106,7 @@ daemon_threads  # src/m2mc/metrics/server.py:122: socketserver reads this class 
 block_on_close  # src/m2mc/metrics/server.py:123: socketserver reads this class attribute
 _.address_family  # src/m2mc/metrics/server.py:126: socketserver reads it to open the socket
 _.handle_error  # src/m2mc/metrics/server.py:149: socketserver calls it on an error in a handler
-_.watching_link  # src/m2mc/runtime/stack.py:48: state for inspection: whether the channel watches its interface (the call on its right has the effect)
+_.watching_link  # src/m2mc/runtime/stack.py:50: state for inspection: whether the channel watches its interface (the call on its right has the effect)
 sender_evictions  # src/m2mc/security/auth.py:125: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 clients_connected  # src/m2mc/runtime/daemon.py:39: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 _.pause_writing  # src/m2mc/transport/daemon_channel.py:46: asyncio calls it: a protocol callback

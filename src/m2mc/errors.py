@@ -31,3 +31,9 @@ class BufferFullError(M2MCError):
 class SavedStateError(ConfigError):
     """State saved in a ``data_dir`` cannot be used safely (unreadable, or it belongs
     to another process). The message says what is wrong and what to do."""
+
+
+class LogWriteError(M2MCError):
+    """A node's durable log could not be written (a full or failing disk): the node
+    stopped there, sending nothing its log does not hold (fail-stop); restarted, it
+    takes up what its log holds."""

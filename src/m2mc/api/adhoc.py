@@ -8,6 +8,7 @@ or ``Node.adhoc(...)``; docs/api.md documents it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import secrets
@@ -144,7 +145,9 @@ class AdhocNode(Node):
         # The driver carries out the node's saves: the log's commit, then the trace.
         self._driver = StackDriver(self._stack, channel, on_input=self._dispatch,
                                    paused=self._app_full, packet_trace=packet_trace,
-                                   commit=store.commit, trace=sink, journal=journal)
+                                   commit=store.commit, trace=sink, journal=journal,
+                                   on_failure=lambda exc: node_logger("m2mc.api", pid).error(
+                                       "node stopped: its log could not be written: %s", exc))
         await self._driver.start()
         if channel.receive_buffer:  # the send window fits what a receiver's socket holds
             self._stack.fit_window(channel.receive_buffer)
@@ -174,9 +177,13 @@ class AdhocNode(Node):
                 self._stack.release_batches()  # what batch_hold holds goes now
             self._driver.poke()
             await self._driver.close()
-        if self._store is not None:
-            self._store.set_meta(_CLEAN_CLOSE_META, "1")
-            self._store.close()
+        if self._store is not None:  # (after a failed commit: no clean close, and its
+            # last commit goes if the disk takes it now; an error is the one reported)
+            failed = self._driver is not None and self._driver.driver.failure is not None
+            if not failed:
+                self._store.set_meta(_CLEAN_CLOSE_META, "1")
+            with contextlib.suppress(Exception) if failed else contextlib.nullcontext():
+                self._store.close()
         if self._bodies_close is not None:
             self._bodies_close()
         for waiters in self._stream_waiters.values():
@@ -343,6 +350,7 @@ class AdhocNode(Node):
         # send), so one step now writes every message handed to send so far.
         self._node()  # (not running: UsageError)
         self._drv().poke()
+        self._drv().raise_failure()  # (the log could not be written: LogWriteError)
 
     def stats(self) -> dict[str, int]:
         return self._node().node_stats()

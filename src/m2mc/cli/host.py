@@ -26,7 +26,9 @@ hosts"): restarted with the same directory it takes them up, so a crash or a pow
 of every host loses nothing. ``--sync normal`` writes without waiting for the disk
 (safe against ``kill -9``, not against an operating system crash). Without a data
 directory a host keeps everything in memory, and a restarted one takes part in
-nothing until it has recovered the log from the others.
+nothing until it has recovered the log from the others. A host whose log cannot be
+written (a full or failing disk) stops with one line, exit status 1, having sent
+nothing its disk does not hold.
 
 ``--iface NAME`` puts the cell on that interface (by name or address) and is where
 the uplink binds unless ``--uplink`` says otherwise. By name, the uplink follows the
@@ -286,16 +288,23 @@ async def _serve(driver: HostDriver, run_for: float | None) -> int:
             loop.add_signal_handler(sig, stop.set)
     retired = asyncio.ensure_future(driver.retired.wait())
     stopped = asyncio.ensure_future(stop.wait())
+    failed = asyncio.ensure_future(driver.failed.wait())
     try:
-        await asyncio.wait({retired, stopped}, timeout=run_for,
+        await asyncio.wait({retired, stopped, failed}, timeout=run_for,
                            return_when=asyncio.FIRST_COMPLETED)
     finally:
         retired.cancel()
         stopped.cancel()
+        failed.cancel()
         await driver.close()
         counters = {k: v for k, v in driver.stats().items() if v}
         print(f"m2mc host: {s.host_id} stopped, counters {json.dumps(counters, sort_keys=True)}",
               file=sys.stderr, flush=True)
+    failure = driver.driver.failure if driver.driver is not None else None
+    if failure is not None:
+        print(f"m2mc host: error: {s.host_id} stopped: its log could not be written "
+              f"({failure}); nothing it had not saved left it", file=sys.stderr, flush=True)
+        return 1
     if driver.retired.is_set():
         assert driver.core is not None
         print(f"m2mc host: error: {s.host_id} is retired from this deployment "

@@ -87,6 +87,7 @@ class HostDriver:
         self.untrusted_addresses = 0  # advertised by nobody we can trust, never used
         self._closed = asyncio.Event()
         self.retired = asyncio.Event()  # set once this host learned it was retired for good
+        self.failed = asyncio.Event()  # set once a commit of its log failed (it stops)
         self._trace_close: object = None
         self._addr_of: dict[str, tuple[str, int]] = {}
         self.metrics: MetricsServer | None = None
@@ -148,7 +149,8 @@ class HostDriver:
             if log.high or log.promised != NO_EPOCH:
                 self.log.info("restored from %s: promised %s, log %s..%s, committed %s",
                               store.path, log.promised, log.low, log.high, log.applied)
-        self.driver = Driver(self.core, self, commit=None if store is None else store.commit)
+        self.driver = Driver(self.core, self, commit=None if store is None else store.commit,
+                             on_failure=self._commit_failed)
         await self.driver.start()
         self.core.start(self.now())
         self.log.info("host up: backbone %s, cell %s, uplink %s", format_address(s.listen),
@@ -162,6 +164,12 @@ class HostDriver:
                         self.untrusted_addresses,
                         backbone.refused_connections if backbone is not None else 0,
                         backbone.bad_streams if backbone is not None else 0)
+
+    def _commit_failed(self, exc: BaseException) -> None:
+        """The log could not be written: the host stops (fail-stop, runtime/driver.py);
+        what it holds on disk is what it promised, and a restart takes it up."""
+        self.log.error("stopping: the log could not be written: %s", exc)
+        self.failed.set()
 
     async def serve_forever(self) -> None:
         await self._closed.wait()

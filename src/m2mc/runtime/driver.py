@@ -20,7 +20,11 @@ once:
 * batching: :meth:`Driver.poke` services the core now (after an API call, or a
   batch of datagrams), :meth:`Driver.poke_soon` once per loop iteration for
   everything that arrived meanwhile (inputs that come one datagram at a time);
-* shutdown: no timer and no output after :meth:`Driver.close`.
+* shutdown: no timer and no output after :meth:`Driver.close`;
+* a failed commit stops the stack (fail-stop): the turn's output is dropped, and the
+  driver takes no more turns, arms no timer and calls ``on_failure``. Going on would
+  send later output built on state that is not on disk (a save left out of the log,
+  the next one acknowledging past it), which a restart would then contradict.
 
 Back-pressure lives with the links (runtime/channel_link.py) and the stack's own
 face (the application's queues); :class:`Waiters` is the one way a task waits
@@ -75,13 +79,15 @@ class Driver:
     ``commit``: the store's commit, for a core with durable state (its saves'
     records go there); ``trace``/``journal``: where a save's trace goes (the sink
     and journal the core was given). ``on_output``: called after each turn of work,
-    for the owner to take the core's events.
+    for the owner to take the core's events. ``on_failure``: called with the error
+    once a commit failed (module docstring; ``failure`` keeps it).
     """
 
     def __init__(self, core: Core, adapter: Adapter, *,
                  commit: Callable[[Any], None] | None = None,
                  trace: TraceSink | None = None, journal: TraceJournal | None = None,
-                 on_output: Callable[[], None] | None = None) -> None:
+                 on_output: Callable[[], None] | None = None,
+                 on_failure: Callable[[BaseException], None] | None = None) -> None:
         self.core = core
         self.adapter = adapter
         take = getattr(core, "take_save", None)
@@ -97,6 +103,8 @@ class Driver:
         self._timer_when = 0.0
         self._soon = False
         self.closed = False
+        self._on_failure = on_failure
+        self.failure: BaseException | None = None  # the commit's error, if one failed
 
     # --------------------------------------------------------------- lifecycle
     @property
@@ -137,8 +145,22 @@ class Driver:
         output = self._take_output(now)
         take = self._take_save
         if take is not None:
-            carry_out(take(now), self._commit, self._trace, self._journal)
+            try:
+                carry_out(take(now), self._commit, self._trace, self._journal)
+            except Exception as exc:  # (whatever the store raised: it did not commit)
+                self._failed(exc)
+                return 0  # the output is dropped; the owner was told
         return self._transmit(output, now)
+
+    def _failed(self, exc: BaseException) -> None:
+        """A commit failed: no more turns, no timer, the owner told (fail-stop)."""
+        self.closed = True
+        self.failure = exc
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._on_failure is not None:
+            self._on_failure(exc)
 
     def settle(self) -> None:
         """After a turn of work: re-arm the timer, let the owner take the events."""

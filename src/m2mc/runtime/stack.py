@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from m2mc.core import SansIOStack
+from m2mc.errors import LogWriteError
 from m2mc.runtime.channel_link import ChannelLink, PacketTrace
 from m2mc.runtime.driver import Driver
 from m2mc.trace.schema import TraceJournal, TraceSink
@@ -33,7 +34,8 @@ class StackDriver:
                  paused: Callable[[], bool] | None = None,
                  packet_trace: PacketTrace | None = None,
                  commit: Callable[[Any], None] | None = None,
-                 trace: TraceSink | None = None, journal: TraceJournal | None = None) -> None:
+                 trace: TraceSink | None = None, journal: TraceJournal | None = None,
+                 on_failure: Callable[[BaseException], None] | None = None) -> None:
         self.stack = stack
         self.channel = channel
         self.link = ChannelLink(channel, _receiver(stack), paused=paused,
@@ -44,8 +46,16 @@ class StackDriver:
         self.take_output: Callable[[float], list[bytes]] = stack.datagrams_to_send
         self.transmit: Callable[[list[bytes], float], int] = self.link.send
         self.driver = Driver(stack, self, commit=commit, trace=trace, journal=journal,
-                             on_output=on_input)
+                             on_output=on_input, on_failure=on_failure)
         self.watching_link = False  # the channel tells us when its interface comes back
+
+    def raise_failure(self) -> None:
+        """Raise LogWriteError if a commit of the stack's log failed: the driver
+        stopped the stack there (fail-stop, runtime/driver.py)."""
+        failure = self.driver.failure
+        if failure is not None:
+            raise LogWriteError(f"node stopped: its log could not be written: {failure}"
+                                ) from failure
 
     # ---------------------------------------------------------------- adapter
     async def open_links(self, driver: Driver) -> None:
