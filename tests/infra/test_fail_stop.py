@@ -16,6 +16,7 @@ import pytest
 
 from m2mc.api import Node, NodeConfig
 from m2mc.cli.host import _serve
+from m2mc.core import Save
 from m2mc.errors import LogWriteError
 from m2mc.infra_runtime.host_driver import HostDriver, HostSettings
 from m2mc.infra_runtime.host_store import SqliteHostStore
@@ -38,8 +39,7 @@ class _Core:
     def next_deadline(self) -> float | None:
         return None
 
-    def take_save(self, now: float) -> Any:
-        from m2mc.core import Save
+    def take_save(self, now: float) -> Save[int]:
         return Save(record=self.turns)
 
 
