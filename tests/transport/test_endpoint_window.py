@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import cast
 
 from m2mc.runtime.endpoint import (
     DEFAULT_FLOW_WINDOW,
@@ -23,7 +24,9 @@ class DeafChannel(Channel):
 
     def __init__(self) -> None:
         super().__init__("deaf://")
-        self.sent: list[tuple[float, bytes]] = []
+        self.sent: list[tuple[int, bytes]] = []
+        # What the sender had counted when each datagram left (its flow timeouts, say)
+        self.count_at_send: Callable[[], int] = lambda: 0
 
     @property
     def loops_back(self) -> bool:
@@ -36,7 +39,7 @@ class DeafChannel(Channel):
         return None
 
     def send_nowait(self, datagram: bytes) -> bool:
-        self.sent.append((asyncio.get_running_loop().time(), datagram))
+        self.sent.append((self.count_at_send(), datagram))
         return True
 
     async def send(self, datagram: bytes) -> None:
@@ -75,13 +78,16 @@ async def test_lost_loopbacks_cost_one_flow_timeout_per_window_and_nothing_else(
     channel = DeafChannel()
     config = M2MPConfig(flow_window=8, flow_timeout=0.05, redundancy=1)
     async with M2MPEndpoint(channel, config) as endpoint:
+        channel.count_at_send = lambda: cast(int, endpoint.stats["flow_timeouts"])
         await endpoint.send(bytes(20 * MAX_FRAGMENT))
         assert len(channel.sent) == 8  # the window, then nothing until the flow timeout
         await until(lambda: len(channel.sent) == 20)
         assert [decode(d).fragment for _, d in channel.sent] == list(range(20))
-        # Each later window left only once the previous one's flow timeout had passed.
-        start = channel.sent[0][0]
-        assert channel.sent[8][0] >= start + 0.05 and channel.sent[16][0] >= start + 0.1
+        # Each packet past the window left only once an earlier one's flow timeout had
+        # freed its place: the n-th beyond the window, after at least n timeouts.
+        timeouts_when_sent = [count for count, _ in channel.sent]
+        assert timeouts_when_sent[:8] == [0] * 8
+        assert all(timeouts_when_sent[i] >= i - 7 for i in range(8, 20))
         await until(lambda: endpoint.stats["flow_timeouts"] == 20)
 
 
