@@ -8,8 +8,11 @@ STAMP := $(VENV)/.installed-stamp
 # Run again with M2MC_PURE=1 by `make test`: what the compiled loops replace (m2mc.native),
 # end to end: M2MP (tests/wire), the group layer with its codec, log and inbox (tests/group).
 # Not the tests that time real processes against each other (multiprocess: they test the
-# runtime, and the keyed one misses its outsider on a loaded machine) nor the Spark job
-# (spark: it checks a trace the other tests' simulations make too), minutes of CPU each.
+# runtime, and the keyed one misses its outsider on a loaded machine), the Spark job
+# (spark: it checks a trace the other tests' simulations make too), nor the slow sweeps of
+# simulated seeds (slow: 20 seeds of lossy-adhoc and more, two thirds of the pass; the
+# same faults' code runs in the pass's other simulations, and tests/native/test_twins.py
+# holds each compiled loop to its Python twin), minutes of CPU each.
 PURE_TESTS := tests/native tests/wire tests/group tests/golden tests/architecture/test_fastobj.py
 
 # `make native-check`: the C built with every warning an error, then with AddressSanitizer
@@ -41,7 +44,7 @@ test: $(STAMP)
 	# the compiled loops must be in use (tests/native/test_loader.py fails, not skips)
 	M2MC_REQUIRE_NATIVE=1 $(VENV)/bin/pytest -q -n 2
 	# the pure-Python path of the compiled loops (m2mc.native), end to end
-	M2MC_PURE=1 $(VENV)/bin/pytest -q -n 2 -p no:cacheprovider -m "not multiprocess and not spark" $(PURE_TESTS)
+	M2MC_PURE=1 $(VENV)/bin/pytest -q -n 2 -p no:cacheprovider -m "not multiprocess and not spark and not slow" $(PURE_TESTS)
 	$(MAKE) --no-print-directory native-check
 
 lint: $(STAMP)

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from m2mc.sim import run_scenario
+from sim_cache import SimRuns
 
 from .tracecheck import check, load
 
@@ -41,8 +41,9 @@ def scenario(loss: float | None = None, duplicate: float | None = None) -> dict[
     return spec
 
 
-def run_clean(spec: dict[str, Any], seed: int, out: Path) -> None:
-    result = run_scenario(spec, seed, out)
+def run_clean(spec: dict[str, Any], seed: int, runs: SimRuns) -> None:
+    result = runs.run(spec, seed)
+    out = result.out
     counters = result.counters
     # The faults really happened ...
     assert counters["drops_partition"] > 0 and counters["drops_loss"] > 10_000
@@ -68,32 +69,29 @@ def run_clean(spec: dict[str, Any], seed: int, out: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [5, 11, 19])
-def test_issue_seeds_are_clean(seed: int, tmp_path: Path) -> None:
-    run_clean(scenario(), seed, tmp_path)
+def test_issue_seeds_are_clean(seed: int, sim_runs: SimRuns) -> None:
+    run_clean(scenario(), seed, sim_runs)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [5, 6])
 def test_issue_seeds_at_30_percent_loss_and_50_percent_duplication(seed: int,
-                                                                  tmp_path: Path) -> None:
-    run_clean(scenario(loss=0.3, duplicate=0.5), seed, tmp_path)
+                                                                  sim_runs: SimRuns) -> None:
+    run_clean(scenario(loss=0.3, duplicate=0.5), seed, sim_runs)
 
 
 @pytest.mark.slow
 @pytest.mark.spark
 @pytest.mark.timeout(1200)  # two simulations and a Spark job on a shared 2-core machine
-def test_m2mc_analyze_finds_the_issue_seeds_valid(tmp_path: Path) -> None:
+def test_m2mc_analyze_finds_the_issue_seeds_valid(tmp_path: Path, sim_runs: SimRuns) -> None:
     """``m2mc analyze`` (the Spark pipeline, the project's reference checker) over the
-    runs of seeds 5 and 11 at once says VALID."""
+    runs of seeds 5 and 11 at once says VALID (the runs checked above)."""
     pytest.importorskip("pyspark")
-    dirs = []
-    for seed in (5, 11):
-        run_scenario(SCENARIO, seed, tmp_path / f"s{seed}")
-        dirs.append(str(tmp_path / f"s{seed}"))
+    dirs = [str(sim_runs.run(scenario(), seed).out) for seed in (5, 11)]
     out = tmp_path / "analysis"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     done = subprocess.run([sys.executable, "-m", "m2mc.cli", "analyze", *dirs, "--out", str(out),
-                           "--quiet", "--master", "local[1]",
+                           "--quiet", "--verify-only", "--master", "local[1]",
                            "--conf", "spark.sql.shuffle.partitions=2"],
                           capture_output=True, text=True, env=env, timeout=900, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

@@ -136,7 +136,8 @@ def _analyze(trace: Path, out: Path) -> None:
     except ImportError:
         return
     done = subprocess.run([*M2MC, "analyze", str(trace), "--out", str(out), "--quiet",
-                           "--master", "local[1]", "--conf", "spark.sql.shuffle.partitions=1"],
+                           "--verify-only", "--master", "local[1]",
+                           "--conf", "spark.sql.shuffle.partitions=1"],
                           capture_output=True, text=True, timeout=900, check=False,
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

@@ -15,6 +15,7 @@ from trace_check import analyze_seeds_valid, verify
 
 from m2mc.infra.member import MemberCore
 from m2mc.sim.runner import ScenarioRun
+from sim_cache import SimRuns
 
 SCENARIO = Path(__file__).resolve().parents[2] / "examples" / "scenarios" / "infra-groups.toml"
 GROUPS = {"m00": {"ops"}, "m01": {"ops", "alerts"}, "m02": {"ops"},
@@ -23,12 +24,12 @@ GROUPS = {"m00": {"ops"}, "m01": {"ops", "alerts"}, "m02": {"ops"},
           "m08": {"chat"}}  # at the end: m07 joined ops, m08 left alerts
 
 
-def check_run(seed: int, out: Path) -> None:
+def check_run(seed: int, out: Path, runs: SimRuns) -> None:
     with ScenarioRun(SCENARIO, seed, out) as run:
         run.run()
         cores: dict[str, MemberCore] = {n: run.sim.by_id[n].stack.core  # type: ignore[attr-defined]
                                         for n in GROUPS}
-        run.finish()
+        runs.keep(SCENARIO, seed, run.finish())  # for the Spark test below
     trace = out / "trace"
     v = verify(trace)
     assert v.ok, v.problems[:10]
@@ -48,20 +49,22 @@ def check_run(seed: int, out: Path) -> None:
 
 
 @pytest.mark.parametrize("seed", [1])
-def test_infra_groups_scenario(seed: int, tmp_path: Path) -> None:
-    check_run(seed, tmp_path)
+def test_infra_groups_scenario(seed: int, tmp_path: Path, sim_runs: SimRuns) -> None:
+    check_run(seed, tmp_path, sim_runs)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(2, 11))
-def test_infra_groups_scenario_every_seed(seed: int, tmp_path: Path) -> None:
-    check_run(seed, tmp_path)
+def test_infra_groups_scenario_every_seed(seed: int, tmp_path: Path,
+                                         sim_runs: SimRuns) -> None:
+    check_run(seed, tmp_path, sim_runs)
 
 
 @pytest.mark.slow
 @pytest.mark.spark
 @pytest.mark.timeout(2400)
-def test_m2mc_analyze_finds_every_seed_valid(tmp_path: Path) -> None:
-    """``m2mc analyze`` (the Spark pipeline) over the runs of seeds 1-10 at once."""
+def test_m2mc_analyze_finds_every_seed_valid(tmp_path: Path, sim_runs: SimRuns) -> None:
+    """``m2mc analyze`` (the Spark pipeline) over the runs of seeds 1-10 at once (those
+    the tests above left, if they ran first)."""
     pytest.importorskip("pyspark")
-    analyze_seeds_valid(SCENARIO, range(1, 11), tmp_path, timeout=1800)
+    analyze_seeds_valid(SCENARIO, range(1, 11), tmp_path, timeout=1800, runs=sim_runs)

@@ -19,6 +19,7 @@ import pytest
 from trace_check import analyze_seeds_valid, verify
 
 from m2mc.sim import run_scenario
+from sim_cache import SimRuns
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
 RESTARTS = SCENARIOS / "infra-host-restarts.toml"
@@ -34,9 +35,9 @@ def host_phases(trace: Path, host: str, after: float = 0.0) -> list[str]:
 
 @pytest.mark.parametrize("scenario", [RESTARTS, POWER_CUT], ids=["restarts", "power-cut"])
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
-def test_nothing_is_lost_or_renumbered(scenario: Path, seed: int, tmp_path: Path) -> None:
-    result = run_scenario(scenario, seed, tmp_path)
-    trace = tmp_path / "trace"
+def test_nothing_is_lost_or_renumbered(scenario: Path, seed: int, sim_runs: SimRuns) -> None:
+    result = sim_runs.run(scenario, seed)
+    trace = result.out / "trace"
     v = verify(trace)
     assert v.ok, v.problems[:10]
     assert v.members == 4 and v.sent > 200
@@ -63,6 +64,9 @@ def test_memory_hosts_wait_when_the_quorum_lost_its_log(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_m2mc_analyze_finds_both_deployments_valid(tmp_path: Path) -> None:
-    analyze_seeds_valid(RESTARTS, range(1, 5), tmp_path / "restarts", timeout=900)
-    analyze_seeds_valid(POWER_CUT, range(1, 5), tmp_path / "power-cut", timeout=900)
+def test_m2mc_analyze_finds_both_deployments_valid(tmp_path: Path, sim_runs: SimRuns) -> None:
+    """The runs the test above checked, not simulated again."""
+    analyze_seeds_valid(RESTARTS, range(1, 5), tmp_path / "restarts", timeout=900,
+                        runs=sim_runs)
+    analyze_seeds_valid(POWER_CUT, range(1, 5), tmp_path / "power-cut", timeout=900,
+                        runs=sim_runs)

@@ -31,6 +31,7 @@ from m2mc.security.auth import GroupAuth
 from m2mc.sim import load_scenario
 from m2mc.sim.runner import ScenarioRun
 from m2mc.sim.testing import Arrival, VirtualNet
+from sim_cache import SimRuns
 
 SCENARIO = Path(__file__).resolve().parents[2] / "examples" / "scenarios" / "infra-keyed.toml"
 HOSTS = ("h1", "h2", "h3")
@@ -69,7 +70,7 @@ def check_p1_to_p7(out: Path, hosts: dict[str, HostCore]) -> Verdict:
     return v
 
 
-def check_run(seed: int, out: Path) -> None:
+def check_run(seed: int, out: Path, runs: SimRuns) -> None:
     with ScenarioRun(SCENARIO, seed, out) as run:
         run.run()
         hosts, members = cores(run)
@@ -79,6 +80,7 @@ def check_run(seed: int, out: Path) -> None:
             assert rejected(core.wire) == {}, (node, rejected(core.wire))  # honest: none
             assert core.wire.auth is not None and core.wire.auth.stats.opened > 0
         result = run.finish()
+    runs.keep(SCENARIO, seed, result)  # for the Spark test below
     v = check_p1_to_p7(out, hosts)
     assert result.counters["crashes"] == result.counters["restarts"] == 2
     assert result.counters["drops_loss"] > 1000 and result.counters["coverage_lost"] > 0
@@ -87,17 +89,18 @@ def check_run(seed: int, out: Path) -> None:
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
-def test_keyed_deployment_is_clean(seed: int, tmp_path: Path) -> None:
-    check_run(seed, tmp_path)
+def test_keyed_deployment_is_clean(seed: int, tmp_path: Path, sim_runs: SimRuns) -> None:
+    check_run(seed, tmp_path, sim_runs)
 
 
 @pytest.mark.slow
 @pytest.mark.spark
 @pytest.mark.timeout(1800)
-def test_m2mc_analyze_finds_seeds_1_to_5_valid(tmp_path: Path) -> None:
-    """``m2mc analyze`` (the Spark pipeline) over the runs of seeds 1-5 at once."""
+def test_m2mc_analyze_finds_seeds_1_to_5_valid(tmp_path: Path, sim_runs: SimRuns) -> None:
+    """``m2mc analyze`` (the Spark pipeline) over the runs of seeds 1-5 at once (those
+    the tests above left, if they ran first)."""
     pytest.importorskip("pyspark")
-    analyze_seeds_valid(SCENARIO, range(1, 6), tmp_path, timeout=1500)
+    analyze_seeds_valid(SCENARIO, range(1, 6), tmp_path, timeout=1500, runs=sim_runs)
 
 
 def test_an_outsider_without_the_key_is_refused_and_counted(tmp_path: Path) -> None:

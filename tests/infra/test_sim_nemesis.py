@@ -64,7 +64,7 @@ def test_m2mc_analyze_finds_the_sample_valid(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     report = tmp_path / "analysis"
     done = subprocess.run([sys.executable, "-m", "m2mc.cli", "analyze", *dirs, "--out",
-                           str(report), "--quiet", "--master", "local[1]",
+                           str(report), "--quiet", "--verify-only", "--master", "local[1]",
                            "--conf", "spark.sql.shuffle.partitions=2"],
                           capture_output=True, text=True, env=env, timeout=1500, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from trace_check import analyze_seeds_valid, verify
 
-from m2mc.sim import run_scenario
+from sim_cache import SimRuns
 
 SCENARIO = Path(__file__).resolve().parents[2] / "examples" / "scenarios" / "infra-power.toml"
 SWITCHED_OFF = {"m00": 1, "m01": 1, "m02": 2, "m03": 1}  # member -> times switched off
@@ -23,9 +23,9 @@ def rows(trace: Path, node: str) -> list[dict[str, object]]:
         return [json.loads(line) for line in f]
 
 
-def check_run(seed: int, out: Path) -> None:
-    result = run_scenario(SCENARIO, seed, out)
-    trace = out / "trace"
+def check_run(seed: int, runs: SimRuns) -> None:
+    result = runs.run(SCENARIO, seed)
+    trace = result.out / "trace"
     v = verify(trace)
     assert v.ok, v.problems[:10]
     assert v.members == 9 and v.sent > 1000
@@ -49,20 +49,21 @@ def check_run(seed: int, out: Path) -> None:
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-def test_infra_power_scenario(seed: int, tmp_path: Path) -> None:
-    check_run(seed, tmp_path)
+def test_infra_power_scenario(seed: int, sim_runs: SimRuns) -> None:
+    check_run(seed, sim_runs)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(3, 21))
-def test_infra_power_scenario_every_seed(seed: int, tmp_path: Path) -> None:
-    check_run(seed, tmp_path)
+def test_infra_power_scenario_every_seed(seed: int, sim_runs: SimRuns) -> None:
+    check_run(seed, sim_runs)
 
 
 @pytest.mark.slow
 @pytest.mark.spark
 @pytest.mark.timeout(2400)  # 20 simulations and a Spark job on a shared 2-core machine
-def test_m2mc_analyze_finds_every_seed_valid(tmp_path: Path) -> None:
-    """``m2mc analyze`` (the Spark pipeline) over the runs of seeds 1-20 at once."""
+def test_m2mc_analyze_finds_every_seed_valid(tmp_path: Path, sim_runs: SimRuns) -> None:
+    """``m2mc analyze`` (the Spark pipeline) over the runs of seeds 1-20 at once (those
+    the tests above checked, not simulated again)."""
     pytest.importorskip("pyspark")
-    analyze_seeds_valid(SCENARIO, range(1, 21), tmp_path, timeout=1800)
+    analyze_seeds_valid(SCENARIO, range(1, 21), tmp_path, timeout=1800, runs=sim_runs)

@@ -17,14 +17,15 @@ import pytest
 from trace_check import verify
 
 from m2mc.errors import ConfigError
-from m2mc.sim import load_scenario, run_scenario
+from m2mc.sim import load_scenario
+from sim_cache import SimRuns
 
 SCENARIO = Path(__file__).resolve().parents[2] / "examples" / "scenarios" / "infra-retire.toml"
 
 
-def check_run(seed: int, out: Path) -> None:
-    result = run_scenario(SCENARIO, seed, out)
-    v = verify(out / "trace")
+def check_run(seed: int, runs: SimRuns) -> None:
+    result = runs.run(SCENARIO, seed)
+    v = verify(result.out / "trace")
     assert v.ok, v.problems[:10]
     assert v.members == 12 and v.sent > 1000
     assert v.deliveries == 12 * v.sent  # every member delivered every message
@@ -44,22 +45,23 @@ def check_run(seed: int, out: Path) -> None:
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-def test_infra_retire_scenario(seed: int, tmp_path: Path) -> None:
-    check_run(seed, tmp_path)
+def test_infra_retire_scenario(seed: int, sim_runs: SimRuns) -> None:
+    check_run(seed, sim_runs)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(3, 21))
-def test_infra_retire_scenario_every_seed(seed: int, tmp_path: Path) -> None:
-    check_run(seed, tmp_path)
+def test_infra_retire_scenario_every_seed(seed: int, sim_runs: SimRuns) -> None:
+    check_run(seed, sim_runs)
 
 
 @pytest.mark.slow
-def test_m2mc_analyze_finds_the_retire_run_valid(tmp_path: Path) -> None:
+def test_m2mc_analyze_finds_the_retire_run_valid(tmp_path: Path, sim_runs: SimRuns) -> None:
     pytest.importorskip("pyspark")
-    run_scenario(SCENARIO, 1, tmp_path / "run")
-    r = subprocess.run([sys.executable, "-m", "m2mc.cli", "analyze", str(tmp_path / "run"),
-                        "--out", str(tmp_path / "a"), "--quiet", "--master", "local[1]",
+    run = sim_runs.run(SCENARIO, 1).out  # (seed 1's test above checked it)
+    r = subprocess.run([sys.executable, "-m", "m2mc.cli", "analyze", str(run),
+                        "--out", str(tmp_path / "a"), "--quiet", "--verify-only",
+                        "--master", "local[1]",
                         "--conf", "spark.sql.shuffle.partitions=1"],
                        capture_output=True, text=True, timeout=900, check=False)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]

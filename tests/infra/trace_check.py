@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sim_cache import SimRuns
+
 
 @dataclass
 class Verdict:
@@ -94,19 +96,16 @@ def verify(trace_dir: Path) -> Verdict:
     return v
 
 
-def analyze_seeds_valid(scenario: Path, seeds: range, tmp_path: Path, timeout: float) -> None:
-    """Simulate ``scenario`` on ``seeds`` and run ``m2mc analyze`` (the Spark pipeline)
-    over all the runs at once: it must exit 0 and say VALID with no violation."""
-    from m2mc.sim import run_scenario
-
-    dirs = []
-    for seed in seeds:
-        run_scenario(scenario, seed, tmp_path / f"s{seed}")
-        dirs.append(str(tmp_path / f"s{seed}"))
+def analyze_seeds_valid(scenario: Path, seeds: range, tmp_path: Path, timeout: float,
+                        runs: SimRuns) -> None:
+    """``m2mc analyze`` (the Spark pipeline) over the runs of ``scenario`` on ``seeds``
+    at once (the session's, simulated once: tests/sim_cache.py): it must exit 0 and
+    say VALID with no violation."""
+    dirs = [str(runs.run(scenario, seed).out) for seed in seeds]
     out = tmp_path / "analysis"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     done = subprocess.run([sys.executable, "-m", "m2mc.cli", "analyze", *dirs, "--out", str(out),
-                           "--quiet", "--master", "local[1]",
+                           "--quiet", "--verify-only", "--master", "local[1]",
                            "--conf", "spark.sql.shuffle.partitions=2"],
                           capture_output=True, text=True, env=env, timeout=timeout, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

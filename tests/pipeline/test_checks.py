@@ -210,6 +210,24 @@ def test_exit_status_and_verify_json_follow_the_contract(analysed: dict[str, Any
     assert v["checks"]["duplicated"]["violations"] == 1
 
 
+def test_verify_only_gives_the_same_verdict_and_examples_and_nothing_else(
+        analysed: dict[str, Any]) -> None:
+    """``m2mc analyze --verify-only``: the same exit status, verify.json and violation
+    examples as the whole analysis of the same traces; no metrics, report or tables."""
+    full = analysed["out"]
+    out = full.parent / "verify-only"
+    status = main(["analyze", str(full.parent / "traces"), "--out", str(out), "--quiet",
+                   "--verify-only"])
+    assert status == analysed["status"] == 1
+    assert json.loads((out / "verify.json").read_text()) == analysed["verify"]
+    for name, rows in analysed["found"].items():
+        path = out / "tables" / f"violations_{name}.parquet"
+        assert (pq.read_table(path).to_pylist() if path.exists() else []) == rows, name
+    assert not (out / "metrics.json").exists() and not (out / "report.html").exists()
+    assert {p.name for p in (out / "tables").iterdir()} == {
+        f"violations_{name}.parquet" for name, rows in analysed["found"].items() if rows}
+
+
 def test_clean_run_has_no_violation(analysed: dict[str, Any]) -> None:
     for check in analysed["found"]:
         assert "clean" not in _runs(analysed, check), check
