@@ -217,35 +217,33 @@ def analyze(paths: Sequence[str | Path], out: str | Path, master: str | None = N
             verify = verify_document(results, counts(nodes, tallies))
             (out_dir / "verify.json").write_text(json.dumps(verify, indent=2) + "\n")
             metrics: dict[str, Any] = {}
-            tb.release()
-            return _finish(verify, results, metrics, out_dir, pr, started, session,
-                           owned=owned, stop=stop, exiting=exiting)
-        run_rows = compare.runs(nodes, orders, loaded.scopes)
-        info = compare.run_info(session, run_rows)
-        if quick:
-            results, tallies, m = _side_by_side(tb, self_delivery, asked, tables_at, info, pr)
         else:
-            results, tallies = run_checks(tb, self_delivery, pr, asked)
-            m = compute(tb, tables_at, info, pr)
-        cnt = counts(nodes, tallies)
-        verify = verify_document(results, cnt)
-        (out_dir / "verify.json").write_text(json.dumps(verify, indent=2) + "\n")
-        metrics = {**m.summary, "runs": run_rows, "self_delivery": self_delivery}
-        metrics["comparison"]["repair_vs_loss"] = compare.repair_vs_loss(
-            m.summary["overhead"]["by_run"], run_rows)
-        (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-        pr.stage("report")
-        tl_rows, tl_node, tl_run = _timeline(tb.events, run_rows, metrics, timeline_node)
-        comparison = metrics["comparison"]
-        pictures = {
-            "delay_by_ordering": plots.delay_by_ordering(m.cdf_delay),
-            "latency_by_ordering": plots.delay_by_ordering(m.cdf_latency, "end-to-end latency"),
-            "latency_vs_loss": plots.latency_vs_loss(comparison["latency_vs_loss"]),
-            "repair_overhead": plots.repair_overhead(comparison["repair_vs_loss"]),
-            "throughput": plots.throughput(m.throughput, metrics["throughput"]["bucket_s"]),
-            "timeline": plots.timeline(tl_rows, tl_node or "", tl_run or ""),
-        }
-        report.write(out_dir / "report.html", verify, metrics, pictures)
+            run_rows = compare.runs(nodes, orders, loaded.scopes)
+            info = compare.run_info(session, run_rows)
+            if quick:
+                results, tallies, m = _side_by_side(tb, self_delivery, asked, tables_at, info, pr)
+            else:
+                results, tallies = run_checks(tb, self_delivery, pr, asked)
+                m = compute(tb, tables_at, info, pr)
+            cnt = counts(nodes, tallies)
+            verify = verify_document(results, cnt)
+            (out_dir / "verify.json").write_text(json.dumps(verify, indent=2) + "\n")
+            metrics = {**m.summary, "runs": run_rows, "self_delivery": self_delivery}
+            metrics["comparison"]["repair_vs_loss"] = compare.repair_vs_loss(
+                m.summary["overhead"]["by_run"], run_rows)
+            (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+            pr.stage("report")
+            tl_rows, tl_node, tl_run = _timeline(tb.events, run_rows, metrics, timeline_node)
+            comparison = metrics["comparison"]
+            pictures = {
+                "delay_by_ordering": plots.delay_by_ordering(m.cdf_delay),
+                "latency_by_ordering": plots.delay_by_ordering(m.cdf_latency, "end-to-end latency"),
+                "latency_vs_loss": plots.latency_vs_loss(comparison["latency_vs_loss"]),
+                "repair_overhead": plots.repair_overhead(comparison["repair_vs_loss"]),
+                "throughput": plots.throughput(m.throughput, metrics["throughput"]["bucket_s"]),
+                "timeline": plots.timeline(tl_rows, tl_node or "", tl_run or ""),
+            }
+            report.write(out_dir / "report.html", verify, metrics, pictures)
         tb.release()
     finally:
         loaded.events.unpersist()

@@ -8,6 +8,7 @@ self-contained report.html.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -153,3 +154,22 @@ def test_m2mc_cli_does_not_import_pyspark() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "False"
+
+
+@pytest.mark.spark
+def test_the_command_with_verify_only_ends_its_own_spark_cleanly(make_trace: Any,
+                                                                  tmp_path: Path) -> None:
+    """``m2mc analyze --verify-only`` as a user runs it the first time on a machine: a
+    process of its own, which writes the JVM's class-data archive and so stops Spark
+    itself at the end (the first form of the option stopped it before releasing the
+    cached trace, and exited 1 with a py4j connection error after a valid verdict)."""
+    trace = _run(make_trace, "sb", 1).write(tmp_path / "trace", {"scenario": "cmp", "seed": 1})
+    out = tmp_path / "out"
+    fresh = {**os.environ, "M2MC_CACHE_DIR": str(tmp_path / "cache")}  # no archive yet
+    done = subprocess.run([sys.executable, "-m", "m2mc.cli", "analyze", str(trace), "--out",
+                           str(out), "--quiet", "--verify-only", "--master", "local[1]"],
+                          capture_output=True, text=True, timeout=600, check=False, env=fresh)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines()[-1].startswith("valid: ")
+    assert json.loads((out / "verify.json").read_text())["valid"] is True
+    assert not (out / "metrics.json").exists() and not (out / "report.html").exists()
