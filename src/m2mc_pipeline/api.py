@@ -184,7 +184,7 @@ def analyze(paths: Sequence[str | Path], out: str | Path, master: str | None = N
     call started ends with the process (session.end_with_process).
     ``verify_only``: run the checks and write ``verify.json`` (and the examples of
     any violation), no metrics, report or other tables: the verdict alone, in about
-    a third of the time on a small trace (``metrics`` is then empty).
+    half the time on a small trace (``metrics`` is then empty).
     Raises ``m2mc.errors.ConfigError`` on bad input (missing directory, no trace).
     """
     started = time.monotonic()

@@ -39,7 +39,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--verify-only", action="store_true",
                    help="only the checks: write verify.json (and the examples of any "
                         "violation), no metrics.json, report.html or other tables; the "
-                        "verdict in about a third of the time")
+                        "verdict in about half the time on a small trace")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=run)
 
