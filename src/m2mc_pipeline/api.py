@@ -212,11 +212,10 @@ def analyze(paths: Sequence[str | Path], out: str | Path, master: str | None = N
             raise ConfigError("the trace files hold no well-formed event")
         orders = tb.orders_by_run()
         asked = {o for v in orders.values() for o in v}
+        m: Metrics | None = None
+        run_rows: list[dict[str, Any]] = []
         if verify_only:
             results, tallies = run_checks(tb, self_delivery, pr, asked)
-            verify = verify_document(results, counts(nodes, tallies))
-            (out_dir / "verify.json").write_text(json.dumps(verify, indent=2) + "\n")
-            metrics: dict[str, Any] = {}
         else:
             run_rows = compare.runs(nodes, orders, loaded.scopes)
             info = compare.run_info(session, run_rows)
@@ -225,37 +224,15 @@ def analyze(paths: Sequence[str | Path], out: str | Path, master: str | None = N
             else:
                 results, tallies = run_checks(tb, self_delivery, pr, asked)
                 m = compute(tb, tables_at, info, pr)
-            cnt = counts(nodes, tallies)
-            verify = verify_document(results, cnt)
-            (out_dir / "verify.json").write_text(json.dumps(verify, indent=2) + "\n")
-            metrics = {**m.summary, "runs": run_rows, "self_delivery": self_delivery}
-            metrics["comparison"]["repair_vs_loss"] = compare.repair_vs_loss(
-                m.summary["overhead"]["by_run"], run_rows)
-            (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-            pr.stage("report")
-            tl_rows, tl_node, tl_run = _timeline(tb.events, run_rows, metrics, timeline_node)
-            comparison = metrics["comparison"]
-            pictures = {
-                "delay_by_ordering": plots.delay_by_ordering(m.cdf_delay),
-                "latency_by_ordering": plots.delay_by_ordering(m.cdf_latency, "end-to-end latency"),
-                "latency_vs_loss": plots.latency_vs_loss(comparison["latency_vs_loss"]),
-                "repair_overhead": plots.repair_overhead(comparison["repair_vs_loss"]),
-                "throughput": plots.throughput(m.throughput, metrics["throughput"]["bucket_s"]),
-                "timeline": plots.timeline(tl_rows, tl_node or "", tl_run or ""),
-            }
-            report.write(out_dir / "report.html", verify, metrics, pictures)
+        verify = verify_document(results, counts(nodes, tallies))
+        (out_dir / "verify.json").write_text(json.dumps(verify, indent=2) + "\n")
+        metrics: dict[str, Any] = {}
+        if m is not None:
+            metrics = _write_metrics_and_report(tb, m, run_rows, verify, out_dir,
+                                                self_delivery, timeline_node, pr)
         tb.release()
     finally:
         loaded.events.unpersist()
-    return _finish(verify, results, metrics, out_dir, pr, started, session,
-                   owned=owned, stop=stop, exiting=exiting)
-
-
-def _finish(verify: dict[str, Any], results: Mapping[str, CheckResult],
-            metrics: dict[str, Any], out_dir: Path, pr: Progress, started: float,
-            session: SparkSession, *, owned: bool, stop: bool, exiting: bool
-            ) -> AnalysisResult:
-    """The last progress line, the session ended as asked, the result."""
     bad = sum(r.violations for r in results.values())
     pr.done("valid" if verify["valid"] else f"{bad} violations")
     timings = dict(pr.timings)
@@ -266,6 +243,29 @@ def _finish(verify: dict[str, Any], results: Mapping[str, CheckResult],
         stop_session(session)
     return AnalysisResult(valid=bool(verify["valid"]), out=out_dir, verify=verify,
                           metrics=metrics, timings=timings)
+
+
+def _write_metrics_and_report(tb: Tables, m: Metrics, run_rows: list[dict[str, Any]],
+                              verify: dict[str, Any], out_dir: Path, self_delivery: bool,
+                              timeline_node: str | None, pr: Progress) -> dict[str, Any]:
+    """metrics.json and report.html (what ``verify_only`` leaves out); the metrics."""
+    metrics = {**m.summary, "runs": run_rows, "self_delivery": self_delivery}
+    metrics["comparison"]["repair_vs_loss"] = compare.repair_vs_loss(
+        m.summary["overhead"]["by_run"], run_rows)
+    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    pr.stage("report")
+    tl_rows, tl_node, tl_run = _timeline(tb.events, run_rows, metrics, timeline_node)
+    comparison = metrics["comparison"]
+    pictures = {
+        "delay_by_ordering": plots.delay_by_ordering(m.cdf_delay),
+        "latency_by_ordering": plots.delay_by_ordering(m.cdf_latency, "end-to-end latency"),
+        "latency_vs_loss": plots.latency_vs_loss(comparison["latency_vs_loss"]),
+        "repair_overhead": plots.repair_overhead(comparison["repair_vs_loss"]),
+        "throughput": plots.throughput(m.throughput, metrics["throughput"]["bucket_s"]),
+        "timeline": plots.timeline(tl_rows, tl_node or "", tl_run or ""),
+    }
+    report.write(out_dir / "report.html", verify, metrics, pictures)
+    return metrics
 
 
 def _side_by_side(tb: Tables, self_delivery: bool, orders: set[str], tables_at: str | None,
