@@ -178,3 +178,4 @@ TestFifoMachine  # tests/ordering/test_stateful.py:185: pytest collects it (Mach
 TestCausalMachine  # tests/ordering/test_stateful.py:186: pytest collects it (Machine.TestCase)
 TestTotalMachine  # tests/ordering/test_stateful.py:187: pytest collects it (Machine.TestCase)
 _clear_probes  # tests/sim/conftest.py:116: an autouse pytest fixture
+pytest_configure  # tests/conftest.py:33: a pytest hook (checks M2MC_SEEDS)

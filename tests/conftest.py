@@ -6,6 +6,8 @@ for nothing it checks. The suite asserts behaviour, never speed, so no example h
 deadline (bench/ measures speed).
 
 ``sim_runs``: simulated runs shared by the tests of one session (tests/sim_cache.py).
+``M2MC_SEEDS``: ``all`` runs every seed of the seed sweeps, not CI's share
+(tests/seed_sweeps.py).
 """
 
 from __future__ import annotations
@@ -21,10 +23,17 @@ _TESTS = str(Path(__file__).parent)
 if _TESTS not in sys.path:  # (--import-mode=importlib: the suite's helpers, by name)
     sys.path.insert(0, _TESTS)
 
-from sim_cache import SimRuns  # noqa: E402  (found through the line above)
+import seed_sweeps  # noqa: E402  (found through the line above)
+from sim_cache import SimRuns  # noqa: E402
 
 settings.register_profile("m2mc", deadline=None)
 settings.load_profile("m2mc")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if seed_sweeps.MODE not in seed_sweeps.MODES:  # a typo must not quietly run the sample
+        raise pytest.UsageError(f"M2MC_SEEDS must be one of {', '.join(seed_sweeps.MODES)}, "
+                                f"not {seed_sweeps.MODE!r}")
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
-"""examples/scenarios/back-in-range.toml on the simulator, every seed from 1 to 20: a
+"""examples/scenarios/back-in-range.toml on the simulator, every seed from 1 to 20 (the
+suite's share of them unless M2MC_SEEDS=all, tests/seed_sweeps.py): a
 peer walks out of its Wi-Fi cell and back during traffic, writing all the while, and
 another peer creates a group meanwhile. Back in coverage (the simulator's interface
 coming up: ``network_changed``) it discovers the new group and joins it, catches up, and
@@ -17,6 +18,7 @@ import pytest
 
 from m2mc.sim import run_scenario
 from m2mc.sim.scenario import read_toml
+from seed_sweeps import sweep
 
 from .tracecheck import check, load
 
@@ -28,7 +30,7 @@ def detail(row: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(1, 21))
+@pytest.mark.parametrize("seed", sweep(1, 20))
 def test_back_in_range_is_clean_on_every_seed(seed: int, tmp_path: Path) -> None:
     result = run_scenario(SCENARIO, seed, tmp_path)
     counters = result.counters

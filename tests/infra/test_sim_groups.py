@@ -3,7 +3,7 @@ deployment, 20% loss in the cells, members moving, a group joined and one left d
 the run, the first coordinator crashing, and a member switched off for longer than
 member_timeout, which the hosts expel and which catches up from their log when it
 comes back. Every member delivers exactly its groups' messages, once, in one order
-(the trace check here, ``m2mc analyze`` over seeds 1-10)."""
+(the trace check here, ``m2mc analyze`` over seeds 1-10 in test_sim_verdict.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from trace_check import analyze_seeds_valid, verify
+from trace_check import verify
 
 from m2mc.infra.member import MemberCore
 from m2mc.sim.runner import ScenarioRun
@@ -58,13 +58,3 @@ def test_infra_groups_scenario(seed: int, tmp_path: Path, sim_runs: SimRuns) -> 
 def test_infra_groups_scenario_every_seed(seed: int, tmp_path: Path,
                                          sim_runs: SimRuns) -> None:
     check_run(seed, tmp_path, sim_runs)
-
-
-@pytest.mark.slow
-@pytest.mark.spark
-@pytest.mark.timeout(2400)
-def test_m2mc_analyze_finds_every_seed_valid(tmp_path: Path, sim_runs: SimRuns) -> None:
-    """``m2mc analyze`` (the Spark pipeline) over the runs of seeds 1-10 at once (those
-    the tests above left, if they ran first)."""
-    pytest.importorskip("pyspark")
-    analyze_seeds_valid(SCENARIO, range(1, 11), tmp_path, timeout=1800, runs=sim_runs)

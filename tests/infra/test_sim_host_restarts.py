@@ -4,7 +4,8 @@ master dead for good, the other follower restarted: the quorum depends on its lo
 and ``examples/scenarios/infra-power-cut.toml`` (every host down at once for a
 second). On seeds 1-4, where memory-only hosts lost 718-837 deliveries and numbered
 31-40 messages twice, every member delivers every message once, in one total order
-(docs/interfaces.md §5 by the Spark-free check, and by ``m2mc analyze``).
+(docs/interfaces.md §5 by the Spark-free check, and by ``m2mc analyze`` in
+test_sim_verdict.py).
 
 With memory-only hosts (``durable_hosts = false``) the first deployment must wait
 rather than guess: nothing delivered out of order, nothing sequenced after the
@@ -16,7 +17,7 @@ import json
 from pathlib import Path
 
 import pytest
-from trace_check import analyze_seeds_valid, verify
+from trace_check import verify
 
 from m2mc.sim import run_scenario
 from sim_cache import SimRuns
@@ -61,12 +62,3 @@ def test_memory_hosts_wait_when_the_quorum_lost_its_log(tmp_path: Path) -> None:
     # a log, and one holder is not enough; so nobody leads on a log lacking records
     assert "recovered" not in host_phases(trace, "h2", after=14.0)
     assert all("active" not in host_phases(trace, h, after=14.0) for h in ("h2", "h3"))
-
-
-@pytest.mark.slow
-def test_m2mc_analyze_finds_both_deployments_valid(tmp_path: Path, sim_runs: SimRuns) -> None:
-    """The runs the test above checked, not simulated again."""
-    analyze_seeds_valid(RESTARTS, range(1, 5), tmp_path / "restarts", timeout=900,
-                        runs=sim_runs)
-    analyze_seeds_valid(POWER_CUT, range(1, 5), tmp_path / "power-cut", timeout=900,
-                        runs=sim_runs)

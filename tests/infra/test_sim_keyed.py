@@ -5,7 +5,7 @@ the coordinator crashing, and every member leaving at the end.
 
 On seeds 1-5 the run is clean: seeds/001 P1-P7 as test_properties.py checks them
 (on the trace, and on the hosts' state at the end), no honest frame refused, and
-``m2mc analyze`` finds it valid. An outsider node without the key, injecting
+``m2mc analyze`` finds it valid (test_sim_verdict.py). An outsider node without the key, injecting
 frames into a cell (forged, sealed under another key, recorded and replayed), is
 refused and counted, and changes nothing."""
 
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from infra_harness import check_hosts_collected
-from trace_check import Verdict, analyze_seeds_valid, load, verify
+from trace_check import Verdict, load, verify
 
 from m2mc.errors import ConfigError
 from m2mc.infra import messages as m
@@ -91,16 +91,6 @@ def check_run(seed: int, out: Path, runs: SimRuns) -> None:
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
 def test_keyed_deployment_is_clean(seed: int, tmp_path: Path, sim_runs: SimRuns) -> None:
     check_run(seed, tmp_path, sim_runs)
-
-
-@pytest.mark.slow
-@pytest.mark.spark
-@pytest.mark.timeout(1800)
-def test_m2mc_analyze_finds_seeds_1_to_5_valid(tmp_path: Path, sim_runs: SimRuns) -> None:
-    """``m2mc analyze`` (the Spark pipeline) over the runs of seeds 1-5 at once (those
-    the tests above left, if they ran first)."""
-    pytest.importorskip("pyspark")
-    analyze_seeds_valid(SCENARIO, range(1, 6), tmp_path, timeout=1500, runs=sim_runs)
 
 
 def test_an_outsider_without_the_key_is_refused_and_counted(tmp_path: Path) -> None:

@@ -2,15 +2,12 @@
 of seeds: each seed draws its own timeline of host crashes (one, several, all at once,
 rolling), backbone partitions, member switch-offs and sleeps out of coverage from the
 scenario's [[chaos]] entries, and every member must still end with one total order,
-nothing lost, nothing duplicated (docs/interfaces.md §5; ``m2mc analyze`` over all the
-runs). bench/nemesis_infra.py runs the same over hundreds of seeds."""
+nothing lost, nothing duplicated (docs/interfaces.md §5; ``m2mc analyze`` over the
+second seed of each, in test_sim_verdict.py). bench/nemesis_infra.py runs the same
+over hundreds of seeds."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -18,16 +15,17 @@ import pytest
 from trace_check import verify
 
 from m2mc.sim import run_scenario
+from m2mc.sim.runner import RunResult
+from sim_cache import SimRuns
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
 NAMES = tuple(sorted(p.stem for p in SCENARIOS.glob("infra-nemesis-*.toml")))
-SEEDS = (1, 2)  # CI's sample: two seeds of each scenario here, a third in the Spark test
+SEEDS = (1, 2)  # CI's sample: two seeds of each scenario, checked here and by Spark
 
 
-def check_run(name: str, seed: int, out: Path) -> Counter[str]:
-    """Simulate one seed; every check of the trace must pass. The kinds of episodes."""
-    result = run_scenario(SCENARIOS / f"{name}.toml", seed, out)
-    v = verify(out / "trace")
+def check_result(result: RunResult) -> Counter[str]:
+    """Every check of a run's trace must pass. The kinds of its episodes."""
+    v = verify(result.out / "trace")
     assert v.ok, v.problems[:10]
     assert v.sent > 800 and v.deliveries >= v.members * v.sent * 0.9
     crashes = [e for e in result.chaos if e["fault"] == "crash"]
@@ -38,41 +36,15 @@ def check_run(name: str, seed: int, out: Path) -> Counter[str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
-def test_a_sample_of_seeds_is_clean(name: str, tmp_path: Path) -> None:
+def test_a_sample_of_seeds_is_clean(name: str, sim_runs: SimRuns) -> None:
     """Two seeds of every scenario (each seed its own faults): about 10-25 s each."""
     kinds: Counter[str] = Counter()
     for seed in SEEDS:
-        kinds += check_run(name, seed, tmp_path / f"s{seed}")
+        kinds += check_result(sim_runs.run(SCENARIOS / f"{name}.toml", seed))
     assert kinds["all"] + kinds["some"] > 0  # several hosts or members down at once
     if name in ("infra-nemesis-members", "infra-nemesis-extensions", "infra-nemesis-storm",
                 "infra-nemesis-sleepers"):
         assert kinds["sleep"] > 0
-
-
-@pytest.mark.slow
-@pytest.mark.spark
-@pytest.mark.timeout(1800)  # 5 simulations and a Spark job on a shared 2-core machine
-def test_m2mc_analyze_finds_the_sample_valid(tmp_path: Path) -> None:
-    """``m2mc analyze`` (the Spark pipeline) over a third seed of each scenario at once,
-    each also checked as above."""
-    pytest.importorskip("pyspark")
-    dirs = []
-    for name in NAMES:
-        out = tmp_path / name
-        check_run(name, 3, out)
-        dirs.append(str(out))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    report = tmp_path / "analysis"
-    done = subprocess.run([sys.executable, "-m", "m2mc.cli", "analyze", *dirs, "--out",
-                           str(report), "--quiet", "--verify-only", "--master", "local[1]",
-                           "--conf", "spark.sql.shuffle.partitions=2"],
-                          capture_output=True, text=True, env=env, timeout=1500, check=False)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    verdict = json.loads((report / "verify.json").read_text())
-    assert verdict["valid"] is True, verdict
-    assert verdict["counts"]["runs"] == len(NAMES)
-    assert all(c["violations"] == 0 for c in verdict["checks"].values()), verdict
-
 
 
 @pytest.mark.slow
@@ -90,4 +62,4 @@ def test_infra_nemesis_sleepers_history_kept_whole(seed: int, tmp_path: Path) ->
     applied 320 after a power cut, h3's log freed from 321): m04:49 and :50 twice.
     Seed 158: h2 back from a 0.8 s crash was synced before its status came, as an empty
     host (a snapshot): floor gseq 541, and m04's catch-up was told 432 were dropped."""
-    check_run("infra-nemesis-sleepers", seed, tmp_path)
+    check_result(run_scenario(SCENARIOS / "infra-nemesis-sleepers.toml", seed, tmp_path))

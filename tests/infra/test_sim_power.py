@@ -2,7 +2,8 @@
 switched off during traffic (a crash: whatever they had not saved is gone) and come
 back, one of them in another cell. Each resumes its membership, and every member
 delivers every message once, in one total order (seeds/001 P1, P2, P4-P6 on the
-trace; docs/interfaces.md §5 by ``m2mc analyze`` over seeds 1-20)."""
+trace; docs/interfaces.md §5 by ``m2mc analyze`` over seeds 1-20, in
+test_sim_verdict.py; the suite's share of them unless M2MC_SEEDS=all, tests/seed_sweeps.py)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ import json
 from pathlib import Path
 
 import pytest
-from trace_check import analyze_seeds_valid, verify
+from trace_check import verify
 
+from seed_sweeps import sweep
 from sim_cache import SimRuns
 
 SCENARIO = Path(__file__).resolve().parents[2] / "examples" / "scenarios" / "infra-power.toml"
+SEEDS = (1, 2, *sweep(3, 20))  # (1 and 2 are not marked slow)
 SWITCHED_OFF = {"m00": 1, "m01": 1, "m02": 2, "m03": 1}  # member -> times switched off
 
 
@@ -48,22 +51,12 @@ def check_run(seed: int, runs: SimRuns) -> None:
     assert {p for t, p in peers if t > t_on} == {"h3"}
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", SEEDS[:2])
 def test_infra_power_scenario(seed: int, sim_runs: SimRuns) -> None:
     check_run(seed, sim_runs)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(3, 21))
+@pytest.mark.parametrize("seed", SEEDS[2:])
 def test_infra_power_scenario_every_seed(seed: int, sim_runs: SimRuns) -> None:
     check_run(seed, sim_runs)
-
-
-@pytest.mark.slow
-@pytest.mark.spark
-@pytest.mark.timeout(2400)  # 20 simulations and a Spark job on a shared 2-core machine
-def test_m2mc_analyze_finds_every_seed_valid(tmp_path: Path, sim_runs: SimRuns) -> None:
-    """``m2mc analyze`` (the Spark pipeline) over the runs of seeds 1-20 at once (those
-    the tests above checked, not simulated again)."""
-    pytest.importorskip("pyspark")
-    analyze_seeds_valid(SCENARIO, range(1, 21), tmp_path, timeout=1800, runs=sim_runs)

@@ -12,6 +12,7 @@ from trace_check import verify
 
 from m2mc.errors import ConfigError
 from m2mc.sim import load_scenario, run_scenario
+from seed_sweeps import sweep
 
 SCENARIO = Path(__file__).resolve().parents[2] / "examples" / "scenarios" / "infra-failover.toml"
 
@@ -38,7 +39,7 @@ def test_infra_failover_scenario(seed: int, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(3, 21))
+@pytest.mark.parametrize("seed", sweep(3, 20))
 def test_infra_failover_scenario_every_seed(seed: int, tmp_path: Path) -> None:
     check_run(seed, tmp_path)
 

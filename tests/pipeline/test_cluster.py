@@ -3,18 +3,23 @@ started with the ``spark-class`` that pip's PySpark ships (tests/pipeline/standa
 
 ``m2mc sweep`` and ``m2mc analyze`` run with ``--master spark://127.0.0.1:PORT`` as a
 user types them, and must write the same verify.json and metrics.json as the same
-work on ``local[*]``. The executors' Python is a fresh virtual environment with the
+work on ``local[*]``. The sweep is the delivery-delay study's slice (study_slice.py:
+docs/study/study.toml cut to three simulations), so this is also the study running
+unchanged but for ``--master`` on a cluster, as docs/study/README.md says: the page
+written from the cluster's output must pass study_slice.py's checks, with the cells of
+the local analysis. The executors' Python is a fresh virtual environment with the
 standard library only: it cannot import m2mc, msgpack or tomli_w, so the sweep's
 simulations run only because the driver ships them (m2mc_pipeline/ship.py).
 
-One cluster, one sweep of four small simulations and one analyze keep this test
-to about a minute on two cores; it skips (saying why) without Java.
+One cluster for all of it (each start of one, and each driver and executor JVM, costs
+tens of seconds on two busy cores); it skips (saying why) without Java.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -22,31 +27,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import tomli_w
 
-sys.path.insert(0, str(Path(__file__).parent))  # standalone.py, beside this file
+sys.path.insert(0, str(Path(__file__).parent))  # standalone.py and study_slice.py
 
 from standalone import ClusterUnavailable, standalone
+from study_slice import check_page, page_of, write_slice
 
 from m2mc_pipeline.session import QUICK_JVM_OPTIONS
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-# Four members on a lossy network, one crash and restart: repairs, catch-ups, every
-# metric has rows. Under a second of simulation each.
-SCENARIO: dict[str, Any] = {
-    "name": "cluster-check",
-    "run": {"chaos": 6.0, "heal": 6.0},
-    "stack": {"kind": "group"},
-    "nodes": {"count": 4, "domain": "lan"},
-    "domains": {"lan": {"delay": {"dist": "uniform", "low": 0.001, "high": 0.005},
-                        "loss": 0.15}},
-    "groups": [{"name": "g", "order": "sb", "members": "all", "rate": 10.0, "messages": 30,
-                "reply": 0.5, "size": {"dist": "uniform", "low": 20.0, "high": 100.0}}],
-    "faults": {"crash": [{"node": "n3", "at": 2.0, "restart": 3.0}]},
-}
-SWEEP = ('scenarios = ["scenario.toml"]\nseeds = [1, 2]\n'
-         '[grid]\n"groups.0.order" = ["sb", "causal"]\n')
 NOT_SHIPPED = ("m2mc", "m2mc_pipeline", "msgpack", "tomli_w")
 
 
@@ -77,13 +67,12 @@ def _documents(out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
             json.loads((out / "metrics.json").read_text()))
 
 
-@pytest.mark.timeout(1200)  # JVMs on two busy cores: usually about a minute
-def test_sweep_and_analyze_on_a_standalone_cluster_equal_local(spark: Any, tmp_path: Path
-                                                               ) -> None:
+@pytest.mark.timeout(1500)  # JVMs on two busy cores: usually two to three minutes
+def test_the_study_slice_swept_and_analyzed_on_a_standalone_cluster_equals_local(
+        spark: Any, tmp_path: Path) -> None:
     from m2mc_pipeline.api import analyze
 
-    (tmp_path / "scenario.toml").write_text(tomli_w.dumps(SCENARIO))
-    (tmp_path / "sweep.toml").write_text(SWEEP)
+    sweep_file = write_slice(tmp_path)
     driver_env = {k: v for k, v in os.environ.items()
                   if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
     driver_env["SPARK_LOCAL_IP"] = "127.0.0.1"  # the driver binds to loopback too
@@ -106,8 +95,8 @@ def test_sweep_and_analyze_on_a_standalone_cluster_equal_local(spark: Any, tmp_p
                       "--conf", "spark.executor.memory=512m",
                       "--conf", "spark.sql.shuffle.partitions=2",
                       "--conf", f"spark.executor.extraJavaOptions={QUICK_JVM_OPTIONS}"]
-        sweep_s = _m2mc(["sweep", str(tmp_path / "sweep.toml"), "--out", str(sweep_out),
-                         *on_cluster], driver_env, tmp_path / "sweep.log")
+        sweep_s = _m2mc(["sweep", str(sweep_file), "--out", str(sweep_out), *on_cluster],
+                        driver_env, tmp_path / "sweep.log")
         # On a cluster the tables go where --tables says (a shared path); here, like local.
         analyze_s = _m2mc(["analyze", str(sweep_out / "runs"), "--out", str(analysis_out),
                            "--tables", str(analysis_out / "tables"), *on_cluster],
@@ -116,16 +105,27 @@ def test_sweep_and_analyze_on_a_standalone_cluster_equal_local(spark: Any, tmp_p
         cluster.__exit__(None, None, None)
 
     outcomes = json.loads((sweep_out / "sweep.json").read_text())["outcomes"]
-    assert [o["ok"] for o in outcomes] == [True] * 4, outcomes
+    assert [o["ok"] for o in outcomes] == [True] * 3, outcomes
     # The reference: the same traces analysed by the embedded (local) session.
+    local_out = tmp_path / "local-analysis"
     started = time.monotonic()
-    analyze([sweep_out / "runs"], tmp_path / "local-analysis", spark=spark, progress=False)
+    analyze([sweep_out / "runs"], local_out, spark=spark, progress=False)
     local_s = time.monotonic() - started
     print(f"cluster: sweep {sweep_s:.1f}s, analyze {analyze_s:.1f}s; local analyze "
           f"{local_s:.1f}s (the tests' local session)")
-    local = _documents(tmp_path / "local-analysis")
+    local = _documents(local_out)
     assert _documents(analysis_out) == local
     assert _documents(sweep_out) == local  # the sweep's own analysis ran on the cluster
     verify, metrics = local
-    assert verify["valid"] and verify["counts"]["runs"] == 4
+    assert verify["valid"] and verify["counts"]["runs"] == 3
     assert metrics["repair"]["repair_time"]["count"] > 0  # the metrics had work to do
+
+    # The study's page, written from the cluster's sweep as bench/study.py writes it,
+    # and its cells those of the local analysis of the same runs.
+    on_cluster, text = page_of(sweep_out, tmp_path / "cluster-docs")
+    check_page(on_cluster, text, tmp_path / "cluster-docs")
+    shutil.copy(sweep_out / "sweep.json", local_out / "sweep.json")
+    on_local, _ = page_of(local_out, tmp_path / "local-docs")
+    assert on_cluster.cells == on_local.cells
+    assert (tmp_path / "cluster-docs" / "cells.csv").read_text() == \
+        (tmp_path / "local-docs" / "cells.csv").read_text()

@@ -149,7 +149,7 @@ with one command, from the top of the repository:*
 
 The command runs `m2mc sweep {sweep}` (every simulation a Spark task; add
 `--master spark://HOST:PORT` to run the same sweep on a standalone cluster, as
-tests/pipeline/test_study.py does), which analyses every trace with the pipeline, then
+tests/pipeline/test_cluster.py does), which analyses every trace with the pipeline, then
 writes this page from the sweep's output (src/m2mc_pipeline/study/). Last run:
 {runtime}, on {machine}.
 
