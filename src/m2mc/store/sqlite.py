@@ -62,7 +62,13 @@ __all__ = ["CHUNK_SPAN", "WRITE_NUMBER_BLOCK", "SqliteStore"]
 _WRITTEN = "store/write_number"  # meta key: at or above every write number given out
 WRITE_NUMBER_BLOCK = 1 << 16  # write numbers reserved by each update of that mark
 PAGE_SIZE = 4096  # the page size of a new store file (docs/decisions.md, "Store pages of 4 KiB")
-AUTOCHECKPOINT_BYTES = 32 << 20  # of log, at most, before a commit checkpoints it itself
+# Bytes of log before a commit checkpoints it itself (and so the log's size, which
+# starts over only after such a checkpoint): a store without the checkpoint thread
+# (tools) pays the whole copy and sync then, so seldom; with the thread (every node)
+# little is left to copy, and the bound is what a laptop's disk keeps (docs/decisions.md,
+# "A node's write-ahead log is bounded at 4 MiB").
+AUTOCHECKPOINT_BYTES = 32 << 20
+THREAD_AUTOCHECKPOINT_BYTES = 4 << 20
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -122,14 +128,18 @@ class SqliteStore(SqliteRetention):
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             # A checkpoint (WAL copied into the database, with an fsync) stalls the
-            # node for tens of milliseconds: every 32 MiB of log, not every 4; with
-            # checkpoint_thread (a real node) a thread copies the log as it grows
-            # (m2mc.store.checkpointer), so this one finds next to nothing left to do.
-            # In pages of the file's own size (an older file keeps 4 KiB ones).
+            # node for tens of milliseconds: without the thread, every 32 MiB of log;
+            # with checkpoint_thread (a real node) a thread copies the log as it grows
+            # (m2mc.store.checkpointer), so this one finds next to nothing left to do and
+            # runs every 4 MiB, which bounds the log. In pages of the file's own size (an
+            # older file keeps its own). A log that a burst grew past the bound is cut
+            # back to it when it starts over (journal_size_limit).
+            page = self._db.execute("PRAGMA page_size").fetchone()[0]
+            bound = THREAD_AUTOCHECKPOINT_BYTES if checkpoint_thread else AUTOCHECKPOINT_BYTES
             if wal_autocheckpoint is None:
-                page = self._db.execute("PRAGMA page_size").fetchone()[0]
-                wal_autocheckpoint = AUTOCHECKPOINT_BYTES // page
+                wal_autocheckpoint = bound // page
             self._db.execute(f"PRAGMA wal_autocheckpoint={wal_autocheckpoint}")
+            self._db.execute(f"PRAGMA journal_size_limit={wal_autocheckpoint * page}")
             self._db.executescript(_SCHEMA)
             self._db.executescript(NOTES_SCHEMA)
             self._add_payload_columns()
