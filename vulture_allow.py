@@ -179,4 +179,3 @@ TestCausalMachine  # tests/ordering/test_stateful.py:186: pytest collects it (Ma
 TestTotalMachine  # tests/ordering/test_stateful.py:187: pytest collects it (Machine.TestCase)
 _clear_probes  # tests/sim/conftest.py:116: an autouse pytest fixture
 pytest_configure  # tests/conftest.py:33: a pytest hook (checks M2MC_SEEDS)
-pytest_collection_modifyitems  # tests/conftest.py:39: a pytest hook (long tests first)

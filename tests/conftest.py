@@ -7,7 +7,7 @@ deadline (bench/ measures speed).
 
 ``sim_runs``: simulated runs shared by the tests of one session (tests/sim_cache.py).
 ``M2MC_SEEDS``: ``all`` runs every seed of the seed sweeps, not CI's share
-(tests/seed_sweeps.py). Tests marked ``long`` run first.
+(tests/seed_sweeps.py).
 """
 
 from __future__ import annotations
@@ -34,13 +34,6 @@ def pytest_configure(config: pytest.Config) -> None:
     if seed_sweeps.MODE not in seed_sweeps.MODES:  # a typo must not quietly run the sample
         raise pytest.UsageError(f"M2MC_SEEDS must be one of {', '.join(seed_sweeps.MODES)}, "
                                 f"not {seed_sweeps.MODE!r}")
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests marked ``long`` (minutes each) go first: pytest-xdist hands tests out in
-    this order, and one of them handed out last kept the other worker idle for as long
-    as it ran at the end of CI's run."""
-    items.sort(key=lambda item: item.get_closest_marker("long") is None)  # (stable)
 
 
 @pytest.fixture(scope="session")

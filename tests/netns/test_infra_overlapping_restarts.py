@@ -42,7 +42,7 @@ from netns_lab import Lab
 from netns_processes import active_master, stop_nodes, stop_processes, wait_until
 from test_infra import MEMBERS, analyze, make_key
 
-pytestmark = [pytest.mark.netns, pytest.mark.slow, pytest.mark.long,
+pytestmark = [pytest.mark.netns, pytest.mark.slow,
               pytest.mark.skipif(shutil.which("nft") is None,
                                  reason="nftables is not installed (apt-get install nftables)"),
               pytest.mark.skipif(shutil.which("curl") is None,

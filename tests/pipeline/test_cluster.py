@@ -35,7 +35,7 @@ from study_slice import check_page, page_of, write_slice
 
 from m2mc_pipeline.session import QUICK_JVM_OPTIONS
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.long]
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 NOT_SHIPPED = ("m2mc", "m2mc_pipeline", "msgpack", "tomli_w")
 
