@@ -2,7 +2,7 @@
 
 A sweep test runs one simulated scenario on every seed of a range (most name 1 to 20),
 each seed its own drawing of loss, delays and fault timelines. On CI's two cores the
-sweeps took a third of ``make test``'s time and pushed it past its 40 minutes, so the
+sweeps took a quarter of ``make test``'s time and pushed it past its 40 minutes, so the
 suite runs the first ``CI_SEEDS`` of each range unless ``M2MC_SEEDS=all`` asks for
 every seed the test names. The sample guards against regressions; a change to
 ordering, replication or election code is judged by the nemesis benches over hundreds
