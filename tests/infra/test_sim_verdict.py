@@ -5,7 +5,7 @@ no violation in any run (docs/interfaces.md §5).
 
 One command for all of them rather than one per scenario: each ``m2mc analyze`` starts
 a JVM and runs its Spark jobs, about a minute on CI's two busy cores for one run as
-for five, and six of them were a tenth of CI's time. The runs are the session's
+for five, and six of them were an eighth of CI's time. The runs are the session's
 (tests/sim_cache.py): simulated once, by whichever test wants them first. The module
 sorts after the ``test_sim_*`` files whose runs it reads, so that pytest-xdist hands
 those out first and this test mostly finds the runs ready.
