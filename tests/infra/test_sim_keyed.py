@@ -34,6 +34,7 @@ from m2mc.sim.testing import Arrival, VirtualNet
 from sim_cache import SimRuns
 
 SCENARIO = Path(__file__).resolve().parents[2] / "examples" / "scenarios" / "infra-keyed.toml"
+SEEDS = (1, 2, 3, 4, 5)
 HOSTS = ("h1", "h2", "h3")
 MEMBERS = tuple(f"m{i:02d}" for i in range(9))
 OTHER_KEY = bytes(range(100, 132))
@@ -88,7 +89,7 @@ def check_run(seed: int, out: Path, runs: SimRuns) -> None:
     assert active[0]["node"] == "h1" and any(e["node"] != "h1" for e in active)
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("seed", SEEDS)
 def test_keyed_deployment_is_clean(seed: int, tmp_path: Path, sim_runs: SimRuns) -> None:
     check_run(seed, tmp_path, sim_runs)
 

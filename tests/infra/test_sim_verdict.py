@@ -17,8 +17,11 @@ from pathlib import Path
 
 import pytest
 from test_sim_groups import SCENARIO as GROUPS
+from test_sim_groups import SEEDS as GROUPS_SEEDS
 from test_sim_host_restarts import POWER_CUT, RESTARTS
+from test_sim_host_restarts import SEEDS as RESTARTS_SEEDS
 from test_sim_keyed import SCENARIO as KEYED
+from test_sim_keyed import SEEDS as KEYED_SEEDS
 from test_sim_nemesis import NAMES as NEMESES
 from test_sim_nemesis import SCENARIOS
 from test_sim_nemesis import SEEDS as NEMESIS_SEEDS
@@ -29,14 +32,14 @@ from trace_check import analyze_runs_valid
 
 from sim_cache import SimRuns
 
-# (scenario, seeds): the runs the per-seed tests check.
+# (scenario, seeds): the runs the per-seed tests check (their own SEEDS).
 RUNS: tuple[tuple[Path, tuple[int, ...]], ...] = (
     (POWER, POWER_SEEDS),
-    (GROUPS, tuple(range(1, 11))),
-    (KEYED, tuple(range(1, 6))),
-    (RESTARTS, tuple(range(1, 5))),
-    (POWER_CUT, tuple(range(1, 5))),
-    (RETIRE, (1,)),
+    (GROUPS, GROUPS_SEEDS),
+    (KEYED, KEYED_SEEDS),
+    (RESTARTS, RESTARTS_SEEDS),
+    (POWER_CUT, RESTARTS_SEEDS),
+    (RETIRE, (1,)),  # (its other seeds only by the Spark-free check)
     *((SCENARIOS / f"{name}.toml", NEMESIS_SEEDS[-1:]) for name in NEMESES),
 )
 
