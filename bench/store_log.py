@@ -70,7 +70,7 @@ def main() -> None:
     if args.one is not None:
         print(json.dumps(one_run(args.one, args.commits, args.dir)))
         return
-    from m2mc.store.sqlite import AUTOCHECKPOINT_BYTES, THREAD_AUTOCHECKPOINT_BYTES
+    from m2mc.store.checkpointer import AUTOCHECKPOINT_BYTES, THREAD_AUTOCHECKPOINT_BYTES
 
     runs: dict[str, list[dict[str, Any]]] = {"bounded": [], "reference": []}
     for _ in range(args.rounds):

@@ -152,7 +152,7 @@ the first minutes, 2026-11-30 04:36-05:37 UTC, load 5-20 from other jobs::
       0.68 MiB/h median after the first tenth and 0.28 MiB/h over the second half: the
       write-ahead log. It is bounded, not flat within an hour: the committing connection
       starts it over only after a checkpoint of its own, at 32 MiB of log
-      (m2mc.store.sqlite.AUTOCHECKPOINT_BYTES; m2mc.store.checkpointer says why), so a
+      (m2mc.store.checkpointer.AUTOCHECKPOINT_BYTES; m2mc.store.checkpointer says why), so a
       member's directory stays under the records' bound plus about 33 MiB. Since then
       a node's log starts over at 4 MiB (THREAD_AUTOCHECKPOINT_BYTES; docs/decisions.md,
       "A node's write-ahead log is bounded at 4 MiB"): not soaked again yet.

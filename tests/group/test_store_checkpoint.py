@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from m2mc.ordering import ROOT, Message, MessageId
-from m2mc.store.checkpointer import EVERY_PAYLOAD_BYTES, Checkpointer
-from m2mc.store.sqlite import PAGE_SIZE, THREAD_AUTOCHECKPOINT_BYTES, SqliteStore
+from m2mc.store.checkpointer import EVERY_PAYLOAD_BYTES, THREAD_AUTOCHECKPOINT_BYTES, Checkpointer
+from m2mc.store.sqlite import PAGE_SIZE, SqliteStore
 
 
 def messages(pid: str, first: int, count: int) -> list[Message]:

@@ -145,7 +145,8 @@ class InfraNode(Node):
                 log.warning("fixed pid without data_dir: if this process restarts under the "
                             "same pid, its message ids are used again")
             return None, False, False
-        store = SqliteMemberStore(Path(cfg.data_dir) / FILE_NAME)  # SavedStateError
+        store = SqliteMemberStore(Path(cfg.data_dir) / FILE_NAME,  # SavedStateError
+                                  checkpoint_thread=True)
         try:
             earlier = store.text_meta(PID)
             self._pid = cfg.pid or earlier or f"n{secrets.token_hex(4)}"

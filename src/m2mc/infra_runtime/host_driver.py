@@ -110,7 +110,7 @@ class HostDriver:
                 self.store = SqliteHostStore(Path(s.data_dir) / HOST_FILE, s.host_id,
                                              sync=s.sync, retention_age=s.config.retention_age,
                                              retention_bytes=s.config.retention_bytes,
-                                             clock=time.time)
+                                             clock=time.time, checkpoint_thread=True)
             await self._open()
         except BaseException:
             if self.metrics is not None:

@@ -22,6 +22,15 @@ else with the commit's ``now`` (the simulator's virtual time).
 host answered. ``sync="normal"`` keeps every commit across a crash of the process
 (``kill -9``) only, and costs less (docs/decisions.md, "Hosts keep their promise
 and their log", has the figures).
+
+``checkpoint_thread`` (a real host; the simulator's hosts run without it, as its runs
+must not depend on a thread): the log is copied into the database by a thread of its
+own (m2mc.store.checkpointer), so a commit on the host's event loop writes and syncs
+its own rows only, and the log is bounded at 4 MiB. Without it the commit that
+crosses SQLite's bound (4 MiB of log) also copies and syncs the whole log: at
+64,000-byte records, a stall of tens of milliseconds every eight commits or so, during
+which the host reads nothing (docs/decisions.md, "A host's log is checkpointed by a
+thread").
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ from m2mc.infra import messages as msg
 from m2mc.infra.history import Query
 from m2mc.infra.host_persist import HostCommit, StoredHost
 from m2mc.infra.ids import NO_EPOCH, Epoch
+from m2mc.store.checkpointer import Checkpointer, bound_log
 
 FILE_NAME = "infra-host.sqlite3"
 SYNC_MODES = ("full", "normal", "off")  # "off": the simulator (its crashes keep the file)
@@ -73,7 +83,8 @@ class SqliteHostStore:
 
     def __init__(self, path: str | Path, host: str, *, sync: str = "full",
                  retention_age: float = 0.0, retention_bytes: int = 0,
-                 clock: Callable[[], float] | None = None) -> None:
+                 clock: Callable[[], float] | None = None,
+                 checkpoint_thread: bool = False) -> None:
         if sync not in SYNC_MODES:
             raise ValueError(f"sync must be one of {', '.join(SYNC_MODES)}")
         self.path = Path(path)
@@ -83,11 +94,14 @@ class SqliteHostStore:
         self._clock = clock
         self._next_age_check = 0.0
         self.evicted = 0  # history rows retention dropped
+        self._checkpointer: Checkpointer | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(str(self.path))
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={sync.upper()}")
+            if checkpoint_thread:
+                bound_log(self._db, checkpoint_thread)
             self._db.executescript(_SCHEMA)
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(records)")}
             if "gseq" not in columns:
@@ -111,6 +125,8 @@ class SqliteHostStore:
             self._db.close()
             raise SavedStateError(f"{self.path} holds the state of host {row[0]!r}, not "
                                   f"{host!r}: give each host its own --data-dir")
+        if checkpoint_thread:
+            self._checkpointer = Checkpointer(self.path)
 
     def _fail(self, what: str, exc: Exception) -> SavedStateError:
         return SavedStateError(f"cannot {what} the saved host state {self.path}: {exc}")
@@ -144,6 +160,7 @@ class SqliteHostStore:
             (APPLIED, c.applied)]
         now = self._clock() if self._clock is not None else c.now
         live_low = self._live_low
+        written = 0
         try:
             with self._db:
                 db = self._db
@@ -166,7 +183,8 @@ class SqliteHostStore:
                             self._bytes -= size
                     db.executemany("INSERT OR REPLACE INTO records VALUES (?, ?, ?, ?, ?, ?, ?)",
                                    rows)
-                    self._bytes += sum(row[5] for row in rows)
+                    written = sum(row[5] for row in rows)
+                    self._bytes += written
                 if c.drop_below:
                     live_low = max(live_low, c.drop_below)
                 meta.append((LIVE_LOW, live_low))
@@ -175,6 +193,8 @@ class SqliteHostStore:
         except sqlite3.Error as exc:
             raise self._fail("write", exc) from None
         self._live_low = live_low
+        if self._checkpointer is not None:
+            self._checkpointer.committed(written)
 
     def _delete(self, where: str, args: tuple[object, ...]) -> int:
         """Delete rows (keeping the byte count); how many."""
@@ -254,6 +274,9 @@ class SqliteHostStore:
         return None  # the commit that resets the log clears them
 
     def close(self) -> None:
+        if self._checkpointer is not None:  # first: ours is then the last connection,
+            self._checkpointer.close()  # whose close checkpoints what is left
+            self._checkpointer = None
         with contextlib.suppress(sqlite3.Error):
             self._db.close()
 

@@ -40,7 +40,7 @@ from m2mc.wire.m2mp import M2MPConfig
 
 _GROUP_KEYS = tuple(f.name for f in fields(GroupConfig))
 # Pages of log a simulated node's store keeps before a commit checkpoints it. A real
-# node lets its log grow to 32 MiB (m2mc.store.sqlite.AUTOCHECKPOINT_BYTES): a
+# node lets its log grow to 32 MiB (m2mc.store.checkpointer.AUTOCHECKPOINT_BYTES): a
 # thousand simulated nodes would hold 32 GB of it in /dev/shm. A checkpoint there is a
 # copy in memory, so 1 MiB a node costs next to nothing and bounds what a run takes.
 SIM_WAL_PAGES = 256

@@ -45,12 +45,33 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["EVERY_PAYLOAD_BYTES", "Checkpointer"]
+__all__ = ["AUTOCHECKPOINT_BYTES", "EVERY_PAYLOAD_BYTES", "THREAD_AUTOCHECKPOINT_BYTES",
+           "Checkpointer", "bound_log"]
 
 # Payload files are synced with the checkpoint they precede; see the module text.
 EVERY_PAYLOAD_BYTES = 4 << 20
+# Bytes of log before a commit checkpoints it itself (and so the log's size, which
+# starts over only after such a checkpoint): a store without the checkpoint thread
+# (tools) pays the whole copy and sync then, so seldom; with the thread (every node
+# and host) little is left to copy, and the bound is what a laptop's disk keeps
+# (docs/decisions.md, "A node's write-ahead log is bounded at 4 MiB").
+AUTOCHECKPOINT_BYTES = 32 << 20
+THREAD_AUTOCHECKPOINT_BYTES = 4 << 20
 
 _log = logging.getLogger(__name__)
+
+
+def bound_log(db: sqlite3.Connection, checkpoint_thread: bool,
+              pages: int | None = None) -> None:
+    """Set when ``db``'s own commits checkpoint the log (``pages`` of the file's page
+    size, else :data:`THREAD_AUTOCHECKPOINT_BYTES` with the thread and
+    :data:`AUTOCHECKPOINT_BYTES` without), and cut a log that a burst grew past that
+    back to it when the log starts over (``journal_size_limit``)."""
+    page = db.execute("PRAGMA page_size").fetchone()[0]
+    if pages is None:
+        pages = (THREAD_AUTOCHECKPOINT_BYTES if checkpoint_thread else AUTOCHECKPOINT_BYTES) // page
+    db.execute(f"PRAGMA wal_autocheckpoint={pages}")
+    db.execute(f"PRAGMA journal_size_limit={pages * page}")
 
 
 class Checkpointer:

@@ -42,7 +42,7 @@ from m2mc.kinds import GjlpState, Order
 from m2mc.native import put_records as _PUT_RECORDS
 from m2mc.ordering import Message, MessageId
 from m2mc.store import GroupRow, MemberEntry, StoredMessage
-from m2mc.store.checkpointer import Checkpointer
+from m2mc.store.checkpointer import Checkpointer, bound_log
 from m2mc.store.chunks import CHUNK_SPAN, Pending, Record, chunk_rows, message_of
 from m2mc.store.notes import SCHEMA as NOTES_SCHEMA
 from m2mc.store.notes import (
@@ -62,13 +62,6 @@ __all__ = ["CHUNK_SPAN", "WRITE_NUMBER_BLOCK", "SqliteStore"]
 _WRITTEN = "store/write_number"  # meta key: at or above every write number given out
 WRITE_NUMBER_BLOCK = 1 << 16  # write numbers reserved by each update of that mark
 PAGE_SIZE = 4096  # the page size of a new store file (docs/decisions.md, "Store pages of 4 KiB")
-# Bytes of log before a commit checkpoints it itself (and so the log's size, which
-# starts over only after such a checkpoint): a store without the checkpoint thread
-# (tools) pays the whole copy and sync then, so seldom; with the thread (every node)
-# little is left to copy, and the bound is what a laptop's disk keeps (docs/decisions.md,
-# "A node's write-ahead log is bounded at 4 MiB").
-AUTOCHECKPOINT_BYTES = 32 << 20
-THREAD_AUTOCHECKPOINT_BYTES = 4 << 20
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -134,12 +127,7 @@ class SqliteStore(SqliteRetention):
             # runs every 4 MiB, which bounds the log. In pages of the file's own size (an
             # older file keeps its own). A log that a burst grew past the bound is cut
             # back to it when it starts over (journal_size_limit).
-            page = self._db.execute("PRAGMA page_size").fetchone()[0]
-            bound = THREAD_AUTOCHECKPOINT_BYTES if checkpoint_thread else AUTOCHECKPOINT_BYTES
-            if wal_autocheckpoint is None:
-                wal_autocheckpoint = bound // page
-            self._db.execute(f"PRAGMA wal_autocheckpoint={wal_autocheckpoint}")
-            self._db.execute(f"PRAGMA journal_size_limit={wal_autocheckpoint * page}")
+            bound_log(self._db, checkpoint_thread, wal_autocheckpoint)
             self._db.executescript(_SCHEMA)
             self._db.executescript(NOTES_SCHEMA)
             self._add_payload_columns()
