@@ -46,6 +46,7 @@ from m2mc.group.events import CatchUpProgress, MemberJoined, MemberLeft, MemberN
 from m2mc.group.gjlp import MEMBER, GiitRow
 from m2mc.group.mop import DUP, NEW, REFUSED
 from m2mc.group.msp import Msp
+from m2mc.group.node_output import view_change
 from m2mc.group.order_strategy import NoSequencer, OrderStrategy
 from m2mc.group.repair import Repair as RepairState
 from m2mc.group.retention import GroupRetention, earliest
@@ -454,8 +455,12 @@ class GroupInstance:
         if renamed and not announced and said is not None and row.membership.is_member(said[0]):
             node.emit(MemberNamed(self.gid, said[0], said[1]))
         node.save_row(row, [e.pid for e in changed])
-        if node.tracing and any(is_member(pid) != before for pid, before in was.items()):
-            node.trace("view", self.gid, detail=detail_json(members=row.membership.current_tuple()))
+        if node.tracing:
+            moved = [pid for pid, before in was.items() if is_member(pid) != before]
+            if moved:
+                node.trace("view", self.gid, detail=view_change(
+                    row, (p for p in moved if is_member(p)),
+                    (p for p in moved if not is_member(p))))
 
     # -------------------------------------------------------------- leaving
     def start_leave(self, now: float) -> None:

@@ -420,9 +420,10 @@ def cost_section(study: Study) -> str:
 
 
 COST_NOTE = """A run's cost is dominated by the group's start: every member joins within a
-few milliseconds, each hears every other's join, and each writes a `view` event with the
-whole member list at every change it sees; both grow with the square of the group size
-(views are 40% of a 100-node run's trace). Total order adds an acknowledgement per member
+few milliseconds, each hears every other's join, and each writes a `view` event at
+every change it sees; both grow with the square of the group size (in this sweep each
+view listed every member, 40% of a 100-node run's trace; a view now names only who
+changed, docs/group.md section 4). Total order adds an acknowledgement per member
 per ORDER, heard by every member. Measured with `m2mc sim` on this scenario before the
 sweep (CPU seconds for about 12 s of virtual time): 10 nodes 0.7 (S_b) and 1.2 (total
 order), 30 nodes about 2 and 4, 100 nodes 12 and 53. A 1,000-node S_b run of only 4 s
