@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 
 from m2mc.ordering import ROOT, Message, MessageId
-from m2mc.store.checkpointer import EVERY_PAYLOAD_BYTES, THREAD_AUTOCHECKPOINT_BYTES, Checkpointer
+from m2mc.store.checkpointer import (
+    EVERY_PAYLOAD_BYTES,
+    THREAD_AUTOCHECKPOINT_BYTES,
+    Checkpointer,
+    bound_log,
+)
 from m2mc.store.sqlite import PAGE_SIZE, SqliteStore
 
 
@@ -200,3 +205,35 @@ def test_a_node_s_log_stays_within_4_mib_and_a_burst_is_cut_back(tmp_path: Path)
     assert reopened.high_water("g", "a") == seq - 1 and reopened.high_water("g", "b") == 8_000
     assert len(reopened.load_messages("g")) == seq - 1 + 8_000
     reopened.close()
+
+
+def test_a_log_past_twice_its_bound_is_copied_and_started_over_by_the_writer(
+        tmp_path: Path) -> None:
+    """A writer that outruns the thread (which here never runs) copies the log itself
+    once it is past twice its bound, and its next commit starts the log over
+    (m2mc.store.checkpointer, restart_if_overgrown)."""
+    path = tmp_path / "log.sqlite3"
+    db = sqlite3.connect(str(path))
+    db.execute("PRAGMA journal_mode=WAL")
+    bound = bound_log(db, True, pages=64)  # 256 KiB
+    db.execute("PRAGMA wal_autocheckpoint=0")  # no checkpoint of SQLite's own: only this one
+    db.execute("CREATE TABLE t (v BLOB)")
+    db.commit()
+    checkpointer = Checkpointer(path, every_commits=1 << 30, every_bytes=1 << 40,
+                                log_bound=bound)
+    checkpointer.restart_if_overgrown(db)
+    assert checkpointer.restarts == 0  # within the bound: nothing to do
+    for _ in range(10):  # 640 KB of rows: past twice the bound
+        db.execute("INSERT INTO t VALUES (?)", (bytes(64_000),))
+        db.commit()
+    assert wal_bytes(path) > 2 * bound
+    checkpointer.restart_if_overgrown(db)
+    assert checkpointer.restarts == 1 and checkpointer.checkpoints == 0
+    db.execute("INSERT INTO t VALUES (?)", (b"x",))
+    db.commit()
+    assert wal_bytes(path) <= bound  # started over, and cut back to the bound
+    checkpointer.restart_if_overgrown(db)
+    assert checkpointer.restarts == 1
+    checkpointer.close()
+    db.close()
+    assert sqlite3.connect(str(path)).execute("SELECT count(*) FROM t").fetchone() == (11,)

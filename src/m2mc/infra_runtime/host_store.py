@@ -195,6 +195,7 @@ class SqliteHostStore:
         self._live_low = live_low
         if self._checkpointer is not None:
             self._checkpointer.committed(written)
+            self._checkpointer.restart_if_overgrown(self._db)
 
     def _delete(self, where: str, args: tuple[object, ...]) -> int:
         """Delete rows (keeping the byte count); how many."""

@@ -125,6 +125,7 @@ class SqliteMemberStore:
             raise self._fail("write", exc) from None
         if self._checkpointer is not None:
             self._checkpointer.committed(written)
+            self._checkpointer.restart_if_overgrown(self._db)
 
     def close(self) -> None:
         if self._checkpointer is not None:  # first: ours is then the last connection,

@@ -23,6 +23,18 @@ such syncs, and the p99 latency of bench/peers.py at 64 KiB was 65 to 94 ms. Wok
 every 512 KiB it is 5 to 10 ms (docs/decisions.md, "The durable log is
 checkpointed by a thread of its own").
 
+The committing connection's own checkpoint, which could start the log over, gives up
+whenever it finds the thread's running, and a writer that commits faster than the disk
+takes the copies (a member committing 64 KiB messages in a loop, with
+``synchronous=NORMAL``: 2,000 of them in 1.2 s) keeps the thread busy back to back: its
+log reached 17.6 to 59 MB against a bound of 4 MiB. So once the log has grown past
+twice ``log_bound`` bytes, :meth:`restart_if_overgrown` (the store calls it after each
+commit) has the committing connection run a ``RESTART`` checkpoint itself: it waits for
+the thread's copy, copies what is left and lets the next commit start the log over. The
+writer then pays for the copy, as it would without the thread, but only when it has
+outrun the thread (``restarts`` counts those times; docs/decisions.md, "A host's log is
+checkpointed by a thread").
+
 ``before``, if given, runs on the thread before each checkpoint: the store syncs
 its payload files there (m2mc.store.payload_files), so they are on the disk no
 later than the log rows that refer to them. Their bytes are counted apart, and wake
@@ -62,16 +74,18 @@ _log = logging.getLogger(__name__)
 
 
 def bound_log(db: sqlite3.Connection, checkpoint_thread: bool,
-              pages: int | None = None) -> None:
+              pages: int | None = None) -> int:
     """Set when ``db``'s own commits checkpoint the log (``pages`` of the file's page
     size, else :data:`THREAD_AUTOCHECKPOINT_BYTES` with the thread and
     :data:`AUTOCHECKPOINT_BYTES` without), and cut a log that a burst grew past that
-    back to it when the log starts over (``journal_size_limit``)."""
+    back to it when the log starts over (``journal_size_limit``). Returns that bound in
+    bytes (a :class:`Checkpointer`'s ``log_bound``)."""
     page = db.execute("PRAGMA page_size").fetchone()[0]
     if pages is None:
         pages = (THREAD_AUTOCHECKPOINT_BYTES if checkpoint_thread else AUTOCHECKPOINT_BYTES) // page
     db.execute(f"PRAGMA wal_autocheckpoint={pages}")
     db.execute(f"PRAGMA journal_size_limit={pages * page}")
+    return int(pages * page)
 
 
 class Checkpointer:
@@ -84,7 +98,8 @@ class Checkpointer:
                  every_bytes: int = 1 << 19,
                  before: Callable[[], None] | None = None,
                  after: Callable[[], None] | None = None,
-                 every_payload_bytes: int = EVERY_PAYLOAD_BYTES) -> None:
+                 every_payload_bytes: int = EVERY_PAYLOAD_BYTES,
+                 log_bound: int = THREAD_AUTOCHECKPOINT_BYTES) -> None:
         for name, value in (("every_commits", every_commits), ("every_bytes", every_bytes),
                             ("every_payload_bytes", every_payload_bytes)):
             if value < 1:
@@ -96,7 +111,11 @@ class Checkpointer:
         self.every_bytes = every_bytes
         self.every_payload_bytes = every_payload_bytes
         self.checkpoints = 0  # checkpoints run (read by tests and stats)
+        self.restarts = 0  # RESTART checkpoints the writer ran: the log passed 2 x log_bound
         self.errors = 0
+        self._wal = path.with_name(path.name + "-wal")
+        self._copying = threading.Lock()  # held by whichever connection checkpoints
+        self._restart_past = 2 * log_bound
         self._since = 0  # commits since the thread was last woken
         self._since_bytes = 0  # and bytes of rows written by them
         self._since_payload = 0  # and of payload files
@@ -136,6 +155,25 @@ class Checkpointer:
             self._wake.notify_all()
         self._thread.join()
 
+    def restart_if_overgrown(self, db: sqlite3.Connection) -> None:
+        """After a commit on ``db`` (the store's own connection, on the store's thread):
+        if the log has grown past twice ``log_bound``, copy it whole and start it over
+        now (see the module text). A checkpoint that fails is counted (``errors``), as
+        the thread's are: the commit it follows is on disk all the same."""
+        try:
+            if self._wal.stat().st_size <= self._restart_past:
+                return
+            # SQLite answers "busy" at once, without waiting, to a checkpoint asked
+            # for while another connection's runs: wait for the thread's here.
+            with self._copying:
+                db.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
+        except (sqlite3.Error, OSError) as exc:
+            self.errors += 1
+            if self.errors == 1:
+                _log.warning("checkpoint of %s failed: %s", self.path, exc)
+            return
+        self.restarts += 1
+
     def _woken(self) -> bool:
         return self._closing or self._wanted > self._done
 
@@ -153,9 +191,10 @@ class Checkpointer:
                         return
                     self._done = self._wanted
                 try:
-                    if self._before is not None:
-                        self._before()
-                    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                    with self._copying:
+                        if self._before is not None:
+                            self._before()
+                        db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                     if self._after is not None:
                         self._after()
                 except (sqlite3.Error, OSError) as exc:

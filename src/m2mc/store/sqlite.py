@@ -127,7 +127,7 @@ class SqliteStore(SqliteRetention):
             # runs every 4 MiB, which bounds the log. In pages of the file's own size (an
             # older file keeps its own). A log that a burst grew past the bound is cut
             # back to it when it starts over (journal_size_limit).
-            bound_log(self._db, checkpoint_thread, wal_autocheckpoint)
+            log_bound = bound_log(self._db, checkpoint_thread, wal_autocheckpoint)
             self._db.executescript(_SCHEMA)
             self._db.executescript(NOTES_SCHEMA)
             self._add_payload_columns()
@@ -140,7 +140,8 @@ class SqliteStore(SqliteRetention):
         except (sqlite3.Error, OSError, ValueError) as exc:
             raise ConfigError(f"cannot open the message store {self.path}: {exc}") from None
         if checkpoint_thread:
-            self._checkpointer = Checkpointer(self.path, before=self._sync_payloads,
+            self._checkpointer = Checkpointer(self.path, log_bound=log_bound,
+                                              before=self._sync_payloads,
                                               after=self._remove_payload_files)
         # Writes since the last flush; later writes replace earlier ones.
         self._pending: _Pending = {}
@@ -398,6 +399,7 @@ class SqliteStore(SqliteRetention):
             self._reclaim_payload_files()
         if self._checkpointer is not None:
             self._checkpointer.committed(self._written_bytes, self._written_payload)
+            self._checkpointer.restart_if_overgrown(self._db)
         self._written_bytes = self._written_payload = 0
 
     def close(self) -> None:
