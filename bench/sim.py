@@ -94,6 +94,12 @@ deadline 8%), M2MP's receive 7%, the trace writer 3%, the network's transmit 3%.
   what changed (docs/group.md section 4; docs/decisions.md, "A view event says what
   changed"): the 200-node cut [1] writes 18 MB of trace instead of 42 (views 7.7 MB
   instead of 33), its other events byte for byte the same.
+- After the view change (2026-11-30, seed 1, swarm-1000.toml cut to 2 s of chat and
+  0.5 s of calm, traces on, the machine otherwise idle but about half as fast as on the
+  day of the sample above: the 200-node cut [1] took 47 to 49 CPU s where it took 16):
+  stopped after 1,531 CPU s at virtual time 0.76 s, with 7.87 million receptions
+  (195 us each, everything included) and 3.6 GB resident; no trace had reached the
+  disk yet. The start is still about 2,000 times slower than real time here.
 - What is left of the per-change work at a join of n, after the sample above was
   taken: ``Membership.entries()`` is now kept up to date by a copy of its tuple in C
   (it was rebuilt in Python after each change: the 8% above), and the view event's
