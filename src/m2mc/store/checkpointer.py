@@ -166,6 +166,8 @@ class Checkpointer:
             # SQLite answers "busy" at once, without waiting, to a checkpoint asked
             # for while another connection's runs: wait for the thread's here.
             with self._copying:
+                if self._before is not None:  # (the payload files first, as the thread does)
+                    self._before()
                 db.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
         except (sqlite3.Error, OSError) as exc:
             self.errors += 1

@@ -171,8 +171,9 @@ class SqliteStore(SqliteRetention):
         return self.path.with_name(self.path.name + "-payloads")
 
     def _sync_payloads(self) -> None:
-        """Before each checkpoint (on the checkpoint thread): the payload files are
-        made durable no later than the rows that refer to them."""
+        """Before each checkpoint (on the checkpoint thread, or on ours when the log
+        outran it): the payload files are made durable no later than the rows that
+        refer to them."""
         files = self._payloads
         if files is not None:
             files.sync()
