@@ -46,13 +46,13 @@ from m2mc.group.events import CatchUpProgress, MemberJoined, MemberLeft, MemberN
 from m2mc.group.gjlp import MEMBER, GiitRow
 from m2mc.group.mop import DUP, NEW, REFUSED
 from m2mc.group.msp import Msp
-from m2mc.group.node_output import view_change
 from m2mc.group.order_strategy import NoSequencer, OrderStrategy
 from m2mc.group.repair import Repair as RepairState
 from m2mc.group.retention import GroupRetention, earliest
 from m2mc.group.status_budget import StatusSlicer, status_bytes
 from m2mc.group.status_clock import StatusClock
 from m2mc.group.total.strategy import TotalOrderStrategy
+from m2mc.group.views import view_change
 from m2mc.group.window import Credit, SendWindow
 from m2mc.kinds import Order as GroupOrder  # codec's Order is the ORDER body
 from m2mc.kinds import ReconnectReason
@@ -458,9 +458,7 @@ class GroupInstance:
         if node.tracing:
             moved = [pid for pid, before in was.items() if is_member(pid) != before]
             if moved:
-                node.trace("view", self.gid, detail=view_change(
-                    row, (p for p in moved if is_member(p)),
-                    (p for p in moved if not is_member(p))))
+                node.trace("view", self.gid, detail=view_change(row, moved))
 
     # -------------------------------------------------------------- leaving
     def start_leave(self, now: float) -> None:

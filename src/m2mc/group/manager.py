@@ -58,7 +58,7 @@ from m2mc.group.instance import STATUS_KEEPALIVE, GroupInstance
 from m2mc.group.membership import Membership
 from m2mc.group.names import MemberNames, check_name
 from m2mc.group.node_keys import NodeKeys
-from m2mc.group.node_output import TRACE_JOURNAL_META, NodeOutput, view_detail
+from m2mc.group.node_output import TRACE_JOURNAL_META, NodeOutput
 from m2mc.group.node_receive import NodeReceive
 from m2mc.group.node_send import NodeSend, settles
 from m2mc.group.node_stats import NodeStats
@@ -66,6 +66,7 @@ from m2mc.group.port import InstancePort
 from m2mc.group.reconnect import INTERFACE, MADE_META, Reconnect
 from m2mc.group.stream_codec import STREAM_MAGIC
 from m2mc.group.streams import GroupStreams
+from m2mc.group.views import view_detail
 from m2mc.kinds import Order, ReconnectReason, group_order
 from m2mc.ordering import MessageId
 from m2mc.security.errors import KeyRequiredError

@@ -260,17 +260,3 @@ class NodeOutput:
         if self.tracing:
             self._trace_out.extend(events)
 
-
-def view_detail(row: GiitRow) -> str:
-    """The detail of a node's first ``view`` event of a group (at its join): the
-    group's current members."""
-    return detail_json(members=row.membership.current_tuple())
-
-
-def view_change(row: GiitRow, joined: Iterable[str], left: Iterable[str]) -> str:
-    """The detail of every later ``view`` event: the group's size and who came in and
-    who went out (docs/group.md section 4). The whole list each time made a join of
-    n members cost n events of n names at every member, a trace that grew with the
-    cube of the group."""
-    return detail_json(size=row.membership.current_count(), joined=sorted(joined),
-                       left=sorted(left))

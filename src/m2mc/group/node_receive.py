@@ -37,8 +37,8 @@ from m2mc.group.codec import (
     split_frame,
 )
 from m2mc.group.events import GroupDiscovered, MemberJoined, MemberLeft, MemberNamed
-from m2mc.group.node_output import view_change
 from m2mc.group.reconnect import SILENCE
+from m2mc.group.views import view_change
 from m2mc.kinds import ReconnectReason
 from m2mc.security.errors import AuthError
 
@@ -210,9 +210,8 @@ class NodeReceive:
                             self._emit(MemberJoined(gid, e.pid, inst.row.names.get(e.pid)))
                         else:
                             self._emit(MemberLeft(gid, e.pid))
-                    self._trace("view", gid, detail=view_change(
-                        inst.row, (e.pid for e in entries if e.joined),
-                        (e.pid for e in entries if not e.joined)))
+                    self._trace("view", gid, detail=view_change(inst.row,
+                                                                (e.pid for e in entries)))
             for gid, pid in renamed:
                 inst = self.groups.get(gid)
                 if inst is not None and (gid, pid) not in announced:
