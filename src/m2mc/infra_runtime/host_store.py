@@ -26,7 +26,8 @@ and their log", has the figures).
 ``checkpoint_thread`` (a real host; the simulator's hosts run without it, as its runs
 must not depend on a thread): the log is copied into the database by a thread of its
 own (m2mc.store.checkpointer), so a commit on the host's event loop writes and syncs
-its own rows only, and the log is bounded at 4 MiB. Without it the commit that
+its own rows only, and the log starts over every 4 MiB or so (never past twice that
+and one commit: m2mc.store.checkpointer says how). Without it the commit that
 crosses SQLite's bound (4 MiB of log) also copies and syncs the whole log: at
 64,000-byte records, a stall of tens of milliseconds every eight commits or so, during
 which the host reads nothing (docs/decisions.md, "A host's log is checkpointed by a
