@@ -211,7 +211,7 @@ def test_a_log_past_twice_its_bound_is_copied_and_started_over_by_the_writer(
         tmp_path: Path) -> None:
     """A writer that outruns the thread (which here never runs) copies the log itself
     once it is past twice its bound, and its next commit starts the log over
-    (m2mc.store.checkpointer, restart_if_overgrown)."""
+    (m2mc.store.checkpointer: Checkpointer.committed with the writer's connection)."""
     path = tmp_path / "log.sqlite3"
     db = sqlite3.connect(str(path))
     db.execute("PRAGMA journal_mode=WAL")
@@ -220,19 +220,19 @@ def test_a_log_past_twice_its_bound_is_copied_and_started_over_by_the_writer(
     db.execute("CREATE TABLE t (v BLOB)")
     db.commit()
     checkpointer = Checkpointer(path, every_commits=1 << 30, every_bytes=1 << 40,
-                                log_bound=bound)
-    checkpointer.restart_if_overgrown(db)
+                                log_bound=bound, writer=db)
+    checkpointer.committed()
     assert checkpointer.restarts == 0  # within the bound: nothing to do
     for _ in range(10):  # 640 KB of rows: past twice the bound
         db.execute("INSERT INTO t VALUES (?)", (bytes(64_000),))
         db.commit()
     assert wal_bytes(path) > 2 * bound
-    checkpointer.restart_if_overgrown(db)
+    checkpointer.committed()
     assert checkpointer.restarts == 1 and checkpointer.checkpoints == 0
     db.execute("INSERT INTO t VALUES (?)", (b"x",))
     db.commit()
     assert wal_bytes(path) <= bound  # started over, and cut back to the bound
-    checkpointer.restart_if_overgrown(db)
+    checkpointer.committed()
     assert checkpointer.restarts == 1
     checkpointer.close()
     db.close()

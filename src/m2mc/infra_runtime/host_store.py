@@ -102,7 +102,7 @@ class SqliteHostStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={sync.upper()}")
             if checkpoint_thread:
-                bound_log(self._db, checkpoint_thread)
+                bound_log(self._db, True)
             self._db.executescript(_SCHEMA)
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(records)")}
             if "gseq" not in columns:
@@ -127,7 +127,7 @@ class SqliteHostStore:
             raise SavedStateError(f"{self.path} holds the state of host {row[0]!r}, not "
                                   f"{host!r}: give each host its own --data-dir")
         if checkpoint_thread:
-            self._checkpointer = Checkpointer(self.path)
+            self._checkpointer = Checkpointer(self.path, writer=self._db)
 
     def _fail(self, what: str, exc: Exception) -> SavedStateError:
         return SavedStateError(f"cannot {what} the saved host state {self.path}: {exc}")
@@ -196,7 +196,6 @@ class SqliteHostStore:
         self._live_low = live_low
         if self._checkpointer is not None:
             self._checkpointer.committed(written)
-            self._checkpointer.restart_if_overgrown(self._db)
 
     def _delete(self, where: str, args: tuple[object, ...]) -> int:
         """Delete rows (keeping the byte count); how many."""

@@ -53,7 +53,7 @@ class SqliteMemberStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             if checkpoint_thread:
-                bound_log(self._db, checkpoint_thread)
+                bound_log(self._db, True)
             self._db.executescript(_SCHEMA)
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(pending)")}
             if "grp" not in columns:  # a file of one group per deployment: its own group
@@ -66,7 +66,7 @@ class SqliteMemberStore:
                                   "move the file away to start afresh (with a new pid, "
                                   "or message ids may be reused)") from None
         if checkpoint_thread:
-            self._checkpointer = Checkpointer(self.path)
+            self._checkpointer = Checkpointer(self.path, writer=self._db)
 
     def _fail(self, what: str, exc: Exception) -> SavedStateError:
         return SavedStateError(f"cannot {what} the saved member state {self.path}: {exc}")
@@ -125,7 +125,6 @@ class SqliteMemberStore:
             raise self._fail("write", exc) from None
         if self._checkpointer is not None:
             self._checkpointer.committed(written)
-            self._checkpointer.restart_if_overgrown(self._db)
 
     def close(self) -> None:
         if self._checkpointer is not None:  # first: ours is then the last connection,

@@ -28,8 +28,8 @@ whenever it finds the thread's running, and a writer that commits faster than th
 takes the copies (a member committing 64 KiB messages in a loop, with
 ``synchronous=NORMAL``: 2,000 of them in 1.2 s) keeps the thread busy back to back: its
 log reached 17.6 to 59 MB against a bound of 4 MiB. So once the log has grown past
-twice ``log_bound`` bytes, :meth:`restart_if_overgrown` (the store calls it after each
-commit) has the committing connection run a ``RESTART`` checkpoint itself: it waits for
+twice ``log_bound`` bytes, :meth:`committed` (which the store calls after each commit
+of ``writer``, its own connection) has that connection run a ``RESTART`` checkpoint: it waits for
 the thread's copy, copies what is left and lets the next commit start the log over. The
 writer then pays for the copy, as it would without the thread, but only when it has
 outrun the thread (``restarts`` counts those times; docs/decisions.md, "A host's log is
@@ -99,7 +99,8 @@ class Checkpointer:
                  before: Callable[[], None] | None = None,
                  after: Callable[[], None] | None = None,
                  every_payload_bytes: int = EVERY_PAYLOAD_BYTES,
-                 log_bound: int = THREAD_AUTOCHECKPOINT_BYTES) -> None:
+                 log_bound: int = THREAD_AUTOCHECKPOINT_BYTES,
+                 writer: sqlite3.Connection | None = None) -> None:
         for name, value in (("every_commits", every_commits), ("every_bytes", every_bytes),
                             ("every_payload_bytes", every_payload_bytes)):
             if value < 1:
@@ -116,6 +117,7 @@ class Checkpointer:
         self._wal = path.with_name(path.name + "-wal")
         self._copying = threading.Lock()  # held by whichever connection checkpoints
         self._restart_past = 2 * log_bound
+        self._writer = writer  # the store's connection (None: nobody copies past the bound)
         self._since = 0  # commits since the thread was last woken
         self._since_bytes = 0  # and bytes of rows written by them
         self._since_payload = 0  # and of payload files
@@ -129,7 +131,10 @@ class Checkpointer:
 
     def committed(self, written: int = 0, payload: int = 0) -> None:
         """Called after each commit of the store's own connection (its hot path), with
-        about how many bytes of rows it wrote, and how many of payload files before it."""
+        about how many bytes of rows it wrote, and how many of payload files before it;
+        copies the log on that connection if it outran the thread (module text)."""
+        if self._writer is not None:
+            self._restart_if_overgrown(self._writer)
         self._since += 1
         self._since_bytes += written
         self._since_payload += payload
@@ -155,7 +160,7 @@ class Checkpointer:
             self._wake.notify_all()
         self._thread.join()
 
-    def restart_if_overgrown(self, db: sqlite3.Connection) -> None:
+    def _restart_if_overgrown(self, db: sqlite3.Connection) -> None:
         """After a commit on ``db`` (the store's own connection, on the store's thread):
         if the log has grown past twice ``log_bound``, copy it whole and start it over
         now (see the module text). A checkpoint that fails is counted (``errors``), as

@@ -140,7 +140,7 @@ class SqliteStore(SqliteRetention):
         except (sqlite3.Error, OSError, ValueError) as exc:
             raise ConfigError(f"cannot open the message store {self.path}: {exc}") from None
         if checkpoint_thread:
-            self._checkpointer = Checkpointer(self.path, log_bound=log_bound,
+            self._checkpointer = Checkpointer(self.path, log_bound=log_bound, writer=self._db,
                                               before=self._sync_payloads,
                                               after=self._remove_payload_files)
         # Writes since the last flush; later writes replace earlier ones.
@@ -400,7 +400,6 @@ class SqliteStore(SqliteRetention):
             self._reclaim_payload_files()
         if self._checkpointer is not None:
             self._checkpointer.committed(self._written_bytes, self._written_payload)
-            self._checkpointer.restart_if_overgrown(self._db)
         self._written_bytes = self._written_payload = 0
 
     def close(self) -> None:
