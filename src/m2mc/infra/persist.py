@@ -133,21 +133,28 @@ def _int(value: object, low: int = 0) -> int | None:
 
 def _pending(rows: Iterable[tuple[object, ...]], group: str) -> tuple[list[msg.NewItem], str]:
     """The pending items; a row of an older file (no group, kind) is a message to the
-    saved membership's group."""
+    saved membership's group. A row whose body is None (its bytes, kept beside the
+    log, did not survive an operating-system crash: m2mc.infra_runtime.member_store)
+    is left out and makes a problem: the others then go with a fresh join, since the
+    coordinator would wait for the missing NEW forever."""
     items: list[msg.NewItem] = []
+    lost = 0
     for row in rows:
         if len(row) == 3:
             row = (*row, "", msg.APP)
         if len(row) != 5:
             return [], f"a pending message is unreadable: {row!r:.80}"
         a, n, body, g, k = row
+        if body is None and _int(a, 1) is not None:
+            lost += 1
+            continue
         app_seq, nseq, kind = _int(a, 1), _int(n, 1), _int(k)
         if app_seq is None or nseq is None or not isinstance(body, bytes | bytearray) \
                 or not isinstance(g, str) or kind not in msg.ITEM_KINDS:
             return [], f"a pending message is unreadable: {row!r:.80}"
         items.append(msg.NewItem(nseq, app_seq, bytes(body), g or group, kind))
     items.sort(key=lambda i: i.app_seq)
-    return items, ""
+    return items, f"the bytes of {lost} pending message(s) were lost" if lost else ""
 
 
 def decode_saved(stored: StoredMember) -> SavedMember:

@@ -13,6 +13,21 @@ store does (m2mc.infra_runtime.host_store), so that a commit on the member's eve
 loop never carries the copy and its sync: a sender of 64,000-byte messages keeps each
 in ``pending`` until it is ordered, about 4 MiB of log every 60 messages.
 
+**Large bodies beside the log.** A pending body of :data:`LARGE_BODY` bytes or more
+is not written into its row, where SQLite would write it twice (log, then database)
+over a chain of pages, but appended once to a segment of
+:class:`~m2mc.store.payload_files.PayloadFiles` in ``<file>-payloads``; the row's
+``ref`` holds ``[segment, offset, length, crc32]`` and its ``body`` is empty. The
+bytes are written before the commit of the row, so a process that dies keeps both;
+the checkpoint thread syncs the segments before each checkpoint, so they are on the
+disk no later than the rows that reach the database. A body an operating-system
+crash took while its row survived reads back as ``None``, and
+:func:`~m2mc.infra.persist.decode_saved` then joins afresh with the rest (a lost
+body would leave a gap in the member's NEWs). A segment goes once no pending row
+refers to it (docs/decisions.md, "A member's own large messages wait beside its
+log"). Segments are :data:`SEGMENT_BYTES`: pending messages live for a round trip to
+the hosts, so a small segment gives its space back soon.
+
 Values are read back as stored and checked by
 :func:`~m2mc.infra.persist.decode_saved`; a file SQLite cannot read raises
 :class:`~m2mc.errors.SavedStateError`.
@@ -21,23 +36,29 @@ Values are read back as stored and checked by
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
+from collections import Counter
 from pathlib import Path
 
 from m2mc.errors import SavedStateError
 from m2mc.infra.persist import MemberCommit, StoredMember
 from m2mc.store.checkpointer import Checkpointer, bound_log
+from m2mc.store.payload_files import LARGE_PAYLOAD, PayloadFiles
 
 FILE_NAME = "infra-member.sqlite3"
 PID, APP_SEQ, MEMBERSHIP = "pid", "app_seq", "membership"
 TRACE_BATCH = "trace/last-batch"  # the trace lines of the last commit (runtime/tracing.py)
 CLEAN_CLOSE = "clean-close"  # "1" once the node closed after its last commit
+LARGE_BODY = LARGE_PAYLOAD  # bytes: a pending body this large goes to a segment
+SEGMENT_BYTES = 8 << 20  # a segment of pending bodies this large is closed
 
+# ``ref``: where a large body is (JSON ``[segment, offset, length, crc32]``), or NULL.
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
 CREATE TABLE IF NOT EXISTS pending (
     app_seq INTEGER PRIMARY KEY, nseq INTEGER NOT NULL, body BLOB NOT NULL,
-    grp TEXT NOT NULL DEFAULT '', kind INTEGER NOT NULL DEFAULT 0);
+    grp TEXT NOT NULL DEFAULT '', kind INTEGER NOT NULL DEFAULT 0, ref TEXT);
 """
 
 
@@ -60,13 +81,64 @@ class SqliteMemberStore:
                 self._db.execute("ALTER TABLE pending ADD COLUMN grp TEXT NOT NULL DEFAULT ''")
                 self._db.execute("ALTER TABLE pending ADD COLUMN kind INTEGER NOT NULL "
                                  "DEFAULT 0")
+            if "ref" not in columns:  # a file of an earlier version: bodies in their rows
+                self._db.execute("ALTER TABLE pending ADD COLUMN ref TEXT")
             self._db.commit()
+            # Which segment each pending body beside the log is in, so that a segment
+            # goes once none is left in it (whether or not load() is called).
+            self._in_segment: dict[int, int] = {}  # app_seq -> segment
+            self._segment_rows: Counter[int] = Counter()  # segment -> pending rows in it
+            for app_seq, ref in self._db.execute(
+                    "SELECT app_seq, ref FROM pending WHERE ref IS NOT NULL"):
+                self._track(app_seq, _segment_of(ref))
         except (sqlite3.Error, OSError) as exc:
             raise SavedStateError(f"cannot open the saved member state {self.path}: {exc}; "
                                   "move the file away to start afresh (with a new pid, "
                                   "or message ids may be reused)") from None
+        self._defer_sync = checkpoint_thread
+        self._files: PayloadFiles | None = None  # opened when first needed
+        self._lowest_kept = 0  # segments below this one were given to remove_below
         if checkpoint_thread:
-            self._checkpointer = Checkpointer(self.path, writer=self._db)
+            self._checkpointer = Checkpointer(self.path, writer=self._db,
+                                              before=self._sync_files,
+                                              after=self._remove_files)
+
+    # ------------------------------------------------------------ bodies beside the log
+    def _payload_files(self) -> PayloadFiles:
+        files = self._files
+        if files is None:
+            files = self._files = PayloadFiles(
+                self.path.with_name(self.path.name + "-payloads"),
+                defer_sync=self._defer_sync, segment_bytes=SEGMENT_BYTES)
+        return files
+
+    def _sync_files(self) -> None:
+        """Before each checkpoint (on its thread): the segments are made durable no
+        later than the rows the checkpoint copies into the database."""
+        if self._files is not None:
+            self._files.sync()
+
+    def _remove_files(self) -> None:
+        """After each checkpoint (on its thread): the segments a now durable commit
+        stopped referring to go."""
+        if self._files is not None:
+            self._files.remove_scheduled()
+
+    def _track(self, app_seq: int, segment: int | None) -> None:
+        """``app_seq``'s row now refers to ``segment`` (None: to none)."""
+        old = self._in_segment.pop(app_seq, None)
+        if old is not None:
+            self._segment_rows[old] -= 1
+            if not self._segment_rows[old]:
+                del self._segment_rows[old]
+        if segment is not None:
+            self._in_segment[app_seq] = segment
+            self._segment_rows[segment] += 1
+
+    def _body_of(self, body: object, ref: object) -> object:
+        """A row's body: its own, or read back from its segment (None if it cannot
+        be: the bytes an operating-system crash took)."""
+        return body if ref is None else self._payload_files().read(_where(ref))
 
     def _fail(self, what: str, exc: Exception) -> SavedStateError:
         return SavedStateError(f"cannot {what} the saved member state {self.path}: {exc}")
@@ -94,8 +166,10 @@ class SqliteMemberStore:
         try:
             meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
             rows = self._db.execute(
-                "SELECT app_seq, nseq, body, grp, kind FROM pending ORDER BY app_seq").fetchall()
-        except sqlite3.Error as exc:
+                "SELECT app_seq, nseq, body, grp, kind, ref FROM pending ORDER BY app_seq"
+            ).fetchall()
+            rows = [(a, n, self._body_of(body, ref), g, k) for a, n, body, g, k, ref in rows]
+        except (sqlite3.Error, OSError) as exc:
             raise self._fail("read", exc) from None
         if APP_SEQ not in meta and MEMBERSHIP not in meta and not rows:
             return None  # nothing was ever saved
@@ -109,26 +183,64 @@ class SqliteMemberStore:
         meta = [(PID, c.pid), (APP_SEQ, c.app_seq), (MEMBERSHIP, c.membership)]
         if c.trace_batch is not None:
             meta.append((TRACE_BATCH, c.trace_batch))
-        written = sum(len(i.body) for i in c.put)
+        written = beside = 0
+        rows: list[tuple[int, int, bytes, str, int, str | None]] = []
         try:
+            for i in c.put:  # the large bodies first: written before the rows' commit
+                if len(i.body) >= LARGE_BODY:
+                    where = self._payload_files().write(i.body)
+                    beside += len(i.body)
+                    rows.append((i.app_seq, i.nseq, b"", i.group, i.kind, json.dumps(where)))
+                else:
+                    written += len(i.body)
+                    rows.append((i.app_seq, i.nseq, i.body, i.group, i.kind, None))
             with self._db:
                 db = self._db
                 db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", meta)
                 if c.drop:
                     db.executemany("DELETE FROM pending WHERE app_seq = ?",
                                    [(a,) for a in c.drop])
-                if c.put:
-                    db.executemany("INSERT OR REPLACE INTO pending VALUES (?, ?, ?, ?, ?)",
-                                   [(i.app_seq, i.nseq, i.body, i.group, i.kind)
-                                    for i in c.put])
-        except sqlite3.Error as exc:
+                if rows:
+                    db.executemany("INSERT OR REPLACE INTO pending VALUES (?, ?, ?, ?, ?, ?)",
+                                   rows)
+        except (sqlite3.Error, OSError) as exc:
             raise self._fail("write", exc) from None
+        for a in c.drop:
+            self._track(a, None)
+        for row in rows:
+            self._track(row[0], None if row[5] is None else _segment_of(row[5]))
+        files = self._files
+        if files is not None:  # segments no pending row refers to any more go
+            lowest = min(self._segment_rows, default=files.current)
+            if lowest > self._lowest_kept:
+                self._lowest_kept = lowest
+                files.remove_below(lowest)
         if self._checkpointer is not None:
-            self._checkpointer.committed(written)
+            self._checkpointer.committed(written, beside)
 
     def close(self) -> None:
         if self._checkpointer is not None:  # first: ours is then the last connection,
             self._checkpointer.close()  # whose close checkpoints what is left
             self._checkpointer = None
+        files, self._files = self._files, None
+        if files is not None:
+            files.close()  # (synced before the last checkpoint, the connection's close)
         with contextlib.suppress(sqlite3.Error):
             self._db.close()
+        if files is not None and self._defer_sync:
+            with contextlib.suppress(OSError):
+                files.remove_scheduled()  # what waited for a checkpoint
+
+
+def _where(ref: object) -> object:
+    """A stored ``ref`` decoded (whatever it holds; PayloadFiles.read checks it)."""
+    try:
+        return json.loads(ref) if isinstance(ref, str) else None
+    except ValueError:
+        return None
+
+
+def _segment_of(ref: object) -> int | None:
+    """The segment of a stored ``ref`` (None if it names none)."""
+    where = _where(ref)
+    return where[0] if isinstance(where, list) and where and type(where[0]) is int else None

@@ -66,10 +66,14 @@ def _name(segment: int) -> str:
 
 class PayloadFiles:
     """The segments of one log. ``defer_sync``: leave the syncs of closed segments to
-    :meth:`sync` (a thread calls it) rather than doing them on the caller's thread."""
+    :meth:`sync` (a thread calls it) rather than doing them on the caller's thread.
+    ``segment_bytes``: where a segment is closed, if not :data:`SEGMENT_BYTES` (a
+    store whose payloads are short-lived frees its space sooner with smaller ones)."""
 
-    def __init__(self, directory: Path, *, defer_sync: bool = False) -> None:
+    def __init__(self, directory: Path, *, defer_sync: bool = False,
+                 segment_bytes: int | None = None) -> None:
         self.directory = directory
+        self._segment_bytes = segment_bytes  # None: SEGMENT_BYTES (read when it is used)
         directory.mkdir(parents=True, exist_ok=True)
         numbers = self.segments()
         self.current = numbers[-1] if numbers else 1
@@ -97,7 +101,7 @@ class PayloadFiles:
     # ------------------------------------------------------------------ writing
     def write(self, payload: bytes) -> list[int]:
         """Append ``payload``; return its reference (OSError if the disk refuses)."""
-        if self._size >= SEGMENT_BYTES:
+        if self._size >= (self._segment_bytes or SEGMENT_BYTES):
             self._next_segment()
         offset = self._size
         written = os.write(self._fd, payload)
