@@ -3,7 +3,10 @@
 ``go`` on stdin, prints every delivery as a JSON line, obeys ``move <cell URL>``,
 and exits once it delivered ``--expect`` messages (``--expect 0``: once told
 ``quit``). With ``--data-dir`` it saves its state there and, started again on it,
-resumes its membership (docs/infra.md "Switch-off and power-on")."""
+resumes its membership (docs/infra.md "Switch-off and power-on"). ``--pad N``: each
+message is its name, ``|`` and N more bytes (records of 2 KiB or more are kept beside
+the hosts' and the member's logs: docs/infra.md, "Durable hosts"); only the name is
+printed."""
 
 from __future__ import annotations
 
@@ -51,7 +54,7 @@ async def main(args: argparse.Namespace) -> None:
     async def sender() -> None:
         await go.wait()  # every member has joined: all of them must deliver everything
         for i in range(args.count):
-            await group.send(f"{args.pid}-{i}")
+            await group.send(f"{args.pid}-{i}" + ("|" + "x" * args.pad if args.pad else ""))
             await asyncio.sleep(args.interval)
 
     tasks = [loop.create_task(commands()), loop.create_task(sender())]
@@ -62,7 +65,8 @@ async def main(args: argparse.Namespace) -> None:
         except TimeoutError:
             continue
         got += 1
-        print(json.dumps({"gseq": m.gseq, "mid": str(m.mid), "text": m.text}), flush=True)
+        text = m.text.split("|", 1)[0]
+        print(json.dumps({"gseq": m.gseq, "mid": str(m.mid), "text": text}), flush=True)
     print(json.dumps({"done": args.pid}), flush=True)
     for t in tasks:
         t.cancel()
@@ -79,4 +83,5 @@ if __name__ == "__main__":
     p.add_argument("--expect", type=int, required=True)
     p.add_argument("--trace-dir", default=None)
     p.add_argument("--data-dir", default=None)
+    p.add_argument("--pad", type=int, default=0)
     asyncio.run(main(p.parse_args()))

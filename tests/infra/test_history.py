@@ -3,6 +3,7 @@ stability, for how long, and how it answers a member's reads."""
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -20,7 +21,9 @@ from m2mc.infra.host_persist import HostCommit, MemoryHostStore
 from m2mc.infra.ids import NO_EPOCH, MemberId
 from m2mc.infra.replog import ReplicaLog
 from m2mc.infra.state import CoordState, pack_groups
-from m2mc.infra_runtime.host_store import SqliteHostStore
+from m2mc.infra_runtime import host_store
+from m2mc.infra_runtime.host_store import LARGE_RECORD, SqliteHostStore
+from m2mc.store import payload_files
 
 GROUPS = ("r", "g", "b")
 
@@ -114,12 +117,14 @@ def _commit(store: SqliteHostStore | MemoryHostStore, recs: list[m.Record], *, l
                                                                   HealthCheck.function_scoped_fixture])
 @given(n=st.integers(1, 80), seed=st.integers(0, 1000), lo=st.integers(0, 90),
        span=st.integers(0, 90), groups=st.sets(st.sampled_from(GROUPS), min_size=1),
-       newest=st.booleans(), limit=st.integers(1, 40))
+       newest=st.booleans(), limit=st.integers(1, 40), beside=st.booleans())
 def test_the_sqlite_store_reads_history_as_the_memory_store_does(
-        tmp_path: Path, n: int, seed: int, lo: int, span: int, groups: set[str],
-        newest: bool, limit: int) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n: int, seed: int, lo: int,
+        span: int, groups: set[str], newest: bool, limit: int, beside: bool) -> None:
+    """``beside``: every record in a segment beside the log, as a large one is."""
+    monkeypatch.setattr(host_store, "LARGE_RECORD", 1 if beside else LARGE_RECORD)
     _, recs = members_log(n, seed)
-    path = tmp_path / f"h{seed}-{n}-{lo}.sqlite3"
+    path = tmp_path / f"h{seed}-{n}-{lo}-{beside}.sqlite3"
     disk = SqliteHostStore(path, "H1", sync="off")
     mem = MemoryHostStore()
     for store in (disk, mem):
@@ -135,7 +140,14 @@ def test_the_sqlite_store_reads_history_as_the_memory_store_does(
     disk.close()
 
 
-def test_the_store_drops_history_by_age_and_bytes_never_the_live_log(tmp_path: Path) -> None:
+@pytest.mark.parametrize("beside", [False, True])
+def test_the_store_drops_history_by_age_and_bytes_never_the_live_log(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, beside: bool) -> None:
+    """``beside``: every record in a segment beside the log (1 KiB segments), and a
+    segment goes with the last row that refers to it."""
+    if beside:
+        monkeypatch.setattr(host_store, "LARGE_RECORD", 1)
+        monkeypatch.setattr(payload_files, "SEGMENT_BYTES", 1024)
     _, recs = members_log(60, 3)
     clock = [0.0]
     store = SqliteHostStore(tmp_path / "h.sqlite3", "H1", sync="off", retention_age=100.0,
@@ -149,6 +161,10 @@ def test_the_store_drops_history_by_age_and_bytes_never_the_live_log(tmp_path: P
     clock[0] = 500.0  # everything older than 100 s, but the live part stays
     _commit(store, recs[60:], live_low=recs[59].lsn - 2, now=0.0)
     assert min(r.lsn for r in _all(store)) == recs[59].lsn - 2
+    if beside:  # every segment left holds a record still kept, but the one being written
+        kept = {json.loads(ref)[0] for (ref,) in store._db.execute("SELECT ref FROM records")}
+        on_disk = {int(p.stem) for p in tmp_path.glob("h.sqlite3-payloads/*.seg")}
+        assert on_disk - kept <= {max(on_disk)} and len(on_disk) < 10
     store.close()
     again = SqliteHostStore(tmp_path / "h.sqlite3", "H1")  # ages and counts survive
     assert again.history_floor() == recs[59].lsn - 2  # (gseq = lsn here)

@@ -2,7 +2,8 @@
 processes sending every 0.1 s. Every host is killed with SIGKILL at once (a power
 cut) and started again 2 s later with the same command line; then a rolling
 restart (one host at a time). Every member delivers every message exactly once,
-all in one order, and the trace passes the checks of docs/interfaces.md §5.
+all in one order, and the trace passes the checks of docs/interfaces.md §5. Messages
+are 3 KB, so their records are kept beside the logs (docs/infra.md, "Durable hosts").
 
 Before hosts kept their log (issue 34) the same run lost two thirds of the
 messages: the restarted hosts elected a master that committed nothing, and the
@@ -38,6 +39,9 @@ CELLS = [f"udp-multicast://239.255.{90 + i}.{1 + os.getpid() % 200}:{PORTS + 1 +
          "?iface=127.0.0.1&ttl=1" for i in range(3)]
 BACKBONE = [f"127.0.0.1:{PORTS + 10 + i}" for i in range(3)]
 COUNT = 120  # messages per member
+# Bytes after each message's name: its record is kept beside the hosts' logs and its
+# pending copy beside the member's, so the kills land on those writes too.
+PAD = 3000
 
 
 def host(i: int, data: Path, trace: Path, log: Path) -> base.Proc:
@@ -53,7 +57,7 @@ def member(pid: str, cell: int, trace: Path, data: Path) -> base.Proc:
     return base.Proc([PY, str(HERE / "infra_member_proc.py"), "--pid", pid,
                       "--cells", ",".join(CELLS), "--cell", str(cell), "--count", str(COUNT),
                       "--interval", "0.1", "--expect", str(3 * COUNT), "--trace-dir", str(trace),
-                      "--data-dir", str(data / pid)], stdin=True)
+                      "--data-dir", str(data / pid), "--pad", str(PAD)], stdin=True)
 
 
 @pytest.mark.timeout(600)

@@ -52,7 +52,7 @@ def events(trace: Path) -> list[dict[str, object]]:
 def member(pid: str, cell: int, count: int, trace: Path, data: Path | None = None) -> base.Proc:
     cmd = [PY, str(HERE / "infra_member_proc.py"), "--pid", pid, "--cells", ",".join(CELLS),
            "--cell", str(cell), "--count", str(count), "--interval", "0.05", "--expect", "0",
-           "--trace-dir", str(trace)]
+           "--trace-dir", str(trace), "--pad", "3000"]  # kept beside the logs
     if data is not None:
         cmd += ["--data-dir", str(data)]
     return base.Proc(cmd, stdin=True)

@@ -36,15 +36,14 @@ Values are read back as stored and checked by
 from __future__ import annotations
 
 import contextlib
-import json
 import sqlite3
-from collections import Counter
 from pathlib import Path
 
 from m2mc.errors import SavedStateError
 from m2mc.infra.persist import MemberCommit, StoredMember
 from m2mc.store.checkpointer import Checkpointer, bound_log
-from m2mc.store.payload_files import LARGE_PAYLOAD, PayloadFiles
+from m2mc.store.payload_files import LARGE_PAYLOAD
+from m2mc.store.row_segments import RowSegments
 
 FILE_NAME = "infra-member.sqlite3"
 PID, APP_SEQ, MEMBERSHIP = "pid", "app_seq", "membership"
@@ -84,61 +83,27 @@ class SqliteMemberStore:
             if "ref" not in columns:  # a file of an earlier version: bodies in their rows
                 self._db.execute("ALTER TABLE pending ADD COLUMN ref TEXT")
             self._db.commit()
-            # Which segment each pending body beside the log is in, so that a segment
-            # goes once none is left in it (whether or not load() is called).
-            self._in_segment: dict[int, int] = {}  # app_seq -> segment
-            self._segment_rows: Counter[int] = Counter()  # segment -> pending rows in it
+            # The bodies beside the log, and which segment holds whose, so that a
+            # segment goes once none is left in it (whether or not load() is called).
+            self._segments = RowSegments(self.path.with_name(self.path.name + "-payloads"),
+                                         large=LARGE_BODY, defer_sync=checkpoint_thread,
+                                         segment_bytes=SEGMENT_BYTES)
             for app_seq, ref in self._db.execute(
                     "SELECT app_seq, ref FROM pending WHERE ref IS NOT NULL"):
-                self._track(app_seq, _segment_of(ref))
+                self._segments.track(app_seq, ref)
         except (sqlite3.Error, OSError) as exc:
             raise SavedStateError(f"cannot open the saved member state {self.path}: {exc}; "
                                   "move the file away to start afresh (with a new pid, "
                                   "or message ids may be reused)") from None
-        self._defer_sync = checkpoint_thread
-        self._files: PayloadFiles | None = None  # opened when first needed
-        self._lowest_kept = 0  # segments below this one were given to remove_below
-        if checkpoint_thread:
+        if checkpoint_thread:  # (the segments are synced before each checkpoint)
             self._checkpointer = Checkpointer(self.path, writer=self._db,
-                                              before=self._sync_files,
-                                              after=self._remove_files)
+                                              before=self._segments.sync,
+                                              after=self._segments.remove_scheduled)
 
-    # ------------------------------------------------------------ bodies beside the log
-    def _payload_files(self) -> PayloadFiles:
-        files = self._files
-        if files is None:
-            files = self._files = PayloadFiles(
-                self.path.with_name(self.path.name + "-payloads"),
-                defer_sync=self._defer_sync, segment_bytes=SEGMENT_BYTES)
-        return files
-
-    def _sync_files(self) -> None:
-        """Before each checkpoint (on its thread): the segments are made durable no
-        later than the rows the checkpoint copies into the database."""
-        if self._files is not None:
-            self._files.sync()
-
-    def _remove_files(self) -> None:
-        """After each checkpoint (on its thread): the segments a now durable commit
-        stopped referring to go."""
-        if self._files is not None:
-            self._files.remove_scheduled()
-
-    def _track(self, app_seq: int, segment: int | None) -> None:
-        """``app_seq``'s row now refers to ``segment`` (None: to none)."""
-        old = self._in_segment.pop(app_seq, None)
-        if old is not None:
-            self._segment_rows[old] -= 1
-            if not self._segment_rows[old]:
-                del self._segment_rows[old]
-        if segment is not None:
-            self._in_segment[app_seq] = segment
-            self._segment_rows[segment] += 1
-
-    def _body_of(self, body: object, ref: object) -> object:
+    def _body_of(self, body: object, ref: str | None) -> object:
         """A row's body: its own, or read back from its segment (None if it cannot
         be: the bytes an operating-system crash took)."""
-        return body if ref is None else self._payload_files().read(_where(ref))
+        return body if ref is None else self._segments.read(ref)
 
     def _fail(self, what: str, exc: Exception) -> SavedStateError:
         return SavedStateError(f"cannot {what} the saved member state {self.path}: {exc}")
@@ -188,9 +153,9 @@ class SqliteMemberStore:
         try:
             for i in c.put:  # the large bodies first: written before the rows' commit
                 if len(i.body) >= LARGE_BODY:
-                    where = self._payload_files().write(i.body)
                     beside += len(i.body)
-                    rows.append((i.app_seq, i.nseq, b"", i.group, i.kind, json.dumps(where)))
+                    rows.append((i.app_seq, i.nseq, b"", i.group, i.kind,
+                                 self._segments.write(i.body)))
                 else:
                     written += len(i.body)
                     rows.append((i.app_seq, i.nseq, i.body, i.group, i.kind, None))
@@ -206,15 +171,12 @@ class SqliteMemberStore:
         except (sqlite3.Error, OSError) as exc:
             raise self._fail("write", exc) from None
         for a in c.drop:
-            self._track(a, None)
+            self._segments.track(a, None)
         for row in rows:
-            self._track(row[0], None if row[5] is None else _segment_of(row[5]))
-        files = self._files
-        if files is not None:  # segments no pending row refers to any more go
-            lowest = min(self._segment_rows, default=files.current)
-            if lowest > self._lowest_kept:
-                self._lowest_kept = lowest
-                files.remove_below(lowest)
+            self._segments.track(row[0], row[5])
+        # Segments no pending row refers to go: at once without the thread, else once
+        # a checkpoint made this commit durable.
+        self._segments.release(now=self._checkpointer is None)
         if self._checkpointer is not None:
             self._checkpointer.committed(written, beside)
 
@@ -222,25 +184,12 @@ class SqliteMemberStore:
         if self._checkpointer is not None:  # first: ours is then the last connection,
             self._checkpointer.close()  # whose close checkpoints what is left
             self._checkpointer = None
-        files, self._files = self._files, None
-        if files is not None:
-            files.close()  # (synced before the last checkpoint, the connection's close)
+            threaded = True
+        else:
+            threaded = False
+        self._segments.close(sync=True)  # (before the last checkpoint, the close's)
         with contextlib.suppress(sqlite3.Error):
             self._db.close()
-        if files is not None and self._defer_sync:
+        if threaded:
             with contextlib.suppress(OSError):
-                files.remove_scheduled()  # what waited for a checkpoint
-
-
-def _where(ref: object) -> object:
-    """A stored ``ref`` decoded (whatever it holds; PayloadFiles.read checks it)."""
-    try:
-        return json.loads(ref) if isinstance(ref, str) else None
-    except ValueError:
-        return None
-
-
-def _segment_of(ref: object) -> int | None:
-    """The segment of a stored ``ref`` (None if it names none)."""
-    where = _where(ref)
-    return where[0] if isinstance(where, list) and where and type(where[0]) is int else None
+                self._segments.remove_scheduled()  # what waited for a checkpoint

@@ -36,6 +36,7 @@ Reading opens each segment once and keeps a few open (``pread``).
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import threading
@@ -45,7 +46,8 @@ from pathlib import Path
 from m2mc.store import page_cache
 from m2mc.store.crc import crc32
 
-__all__ = ["LARGE_PAYLOAD", "SEGMENT_BYTES", "PayloadFiles", "is_reference"]
+__all__ = ["LARGE_PAYLOAD", "SEGMENT_BYTES", "PayloadFiles", "is_reference", "reference_of",
+           "segment_of"]
 
 LARGE_PAYLOAD = 2048  # bytes: a payload this large or larger goes to a segment (half a page)
 SEGMENT_BYTES = 64 << 20  # a segment this large is closed and the next one begun
@@ -58,6 +60,21 @@ _log = logging.getLogger(__name__)
 def is_reference(payload: object) -> bool:
     """True for a chunk record's payload that is a reference (not bytes, not None)."""
     return type(payload) is list
+
+
+def reference_of(text: object) -> object:
+    """A reference kept as JSON text (the infrastructure stores' ``ref`` column),
+    decoded: whatever it holds, for :meth:`PayloadFiles.read` to check."""
+    try:
+        return json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+
+
+def segment_of(text: object) -> int | None:
+    """The segment a reference kept as JSON text names (None if it names none)."""
+    ref = reference_of(text)
+    return ref[0] if isinstance(ref, list) and ref and type(ref[0]) is int else None
 
 
 def _name(segment: int) -> str:
@@ -211,10 +228,12 @@ class PayloadFiles:
         self.removed += removed
         return removed
 
-    def close(self) -> None:
-        """Sync and close everything."""
-        with contextlib.suppress(OSError):
-            self.sync()
+    def close(self, sync: bool = True) -> None:
+        """Sync (unless told not to: a store that promises nothing of the disk) and
+        close everything."""
+        if sync:
+            with contextlib.suppress(OSError):
+                self.sync()
         with self._lock:
             with contextlib.suppress(OSError):
                 os.close(self._fd)
