@@ -119,3 +119,23 @@ def test_a_log_of_an_earlier_version_keeps_its_records_in_their_rows(tmp_path: P
     store.close()
     assert [r.body for r in SqliteHostStore(path, "H1").load().records] == [
         joined().body, old_body, new_body]
+
+
+def test_the_simulator_s_store_syncs_nothing_and_keeps_no_closed_segment_open(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sync="off"`` (the simulator's hosts, whose crashes keep the files): no record
+    is ever synced, and a segment is closed as the next one begins, so a long run
+    holds one open."""
+    monkeypatch.setattr(payload_files, "SEGMENT_BYTES", BIG)
+    synced: list[int] = []
+    monkeypatch.setattr(os, "fdatasync", synced.append)
+    path = tmp_path / "host.sqlite3"
+    store = SqliteHostStore(path, "H1", sync="off")
+    store.commit(HostCommit(E1, E1, 1, records=(joined(),)))
+    for lsn in range(2, 42):
+        store.commit(HostCommit(E1, E1, lsn, records=(app(lsn, os.urandom(BIG)),)))
+    open_segments = [fd for fd in os.listdir("/proc/self/fd")
+                     if os.path.realpath(f"/proc/self/fd/{fd}").startswith(f"{path}-payloads")]
+    assert len(segments(path)) == 40 and len(open_segments) == 1
+    store.close()
+    assert synced == []

@@ -118,9 +118,13 @@ class SqliteHostStore:
         self.evicted = 0  # history rows retention dropped
         self._checkpointer: Checkpointer | None = None
         self._sync = sync
-        # The records beside the log; their syncs are this store's to decide (module text).
+        # The records beside the log (module text): "full" syncs them before each commit
+        # and the thread before each checkpoint, so closed segments wait for those
+        # syncs; "normal" without the thread syncs a segment as it is closed.
         self._segments = RowSegments(self.path.with_name(self.path.name + "-payloads"),
-                                     large=LARGE_RECORD, defer_sync=True)
+                                     large=LARGE_RECORD,
+                                     defer_sync=sync == "full" or checkpoint_thread,
+                                     never_sync=sync == "off")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(str(self.path))

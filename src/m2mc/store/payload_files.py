@@ -85,10 +85,12 @@ class PayloadFiles:
     """The segments of one log. ``defer_sync``: leave the syncs of closed segments to
     :meth:`sync` (a thread calls it) rather than doing them on the caller's thread.
     ``segment_bytes``: where a segment is closed, if not :data:`SEGMENT_BYTES` (a
-    store whose payloads are short-lived frees its space sooner with smaller ones)."""
+    store whose payloads are short-lived frees its space sooner with smaller ones).
+    ``never_sync``: nothing is ever synced (a store that promises nothing of the disk:
+    the simulator's hosts); a closed segment is closed at once."""
 
     def __init__(self, directory: Path, *, defer_sync: bool = False,
-                 segment_bytes: int | None = None) -> None:
+                 segment_bytes: int | None = None, never_sync: bool = False) -> None:
         self.directory = directory
         self._segment_bytes = segment_bytes  # None: SEGMENT_BYTES (read when it is used)
         directory.mkdir(parents=True, exist_ok=True)
@@ -98,6 +100,7 @@ class PayloadFiles:
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         self._size = os.fstat(self._fd).st_size
         self._defer_sync = defer_sync
+        self._never_sync = never_sync
         self._lock = threading.Lock()  # the write fd and the closed ones, against sync()
         self._unsynced: list[int] = []  # fds of closed segments not yet synced
         self._dirty = False  # the current segment was written since the last sync
@@ -135,11 +138,11 @@ class PayloadFiles:
             old, self._fd = self._fd, fd
             self.current += 1
             self._size = 0
-            if self._dirty:
+            if self._dirty and not self._never_sync:
                 self._unsynced.append(old)
                 old = -1
             self._dirty = False
-        if old != -1:  # (nothing written since its last sync)
+        if old != -1:  # (nothing written since its last sync, or nothing ever synced)
             page_cache.drop_cached(old, 0)
             os.close(old)
         elif not self._defer_sync:

@@ -26,14 +26,16 @@ class RowSegments:
     """The segments of one table's large values, in ``directory`` (made when the first
     one is written). ``defer_sync``: segments closed on the way are synced by
     :meth:`sync` (the store's checkpoint thread, or its commit) rather than at once.
-    ``segment_bytes``: where a segment is closed (None: PayloadFiles' own)."""
+    ``segment_bytes``: where a segment is closed (None: PayloadFiles' own).
+    ``never_sync``: nothing is ever synced (PayloadFiles says how)."""
 
     def __init__(self, directory: Path, *, large: int, defer_sync: bool,
-                 segment_bytes: int | None = None) -> None:
+                 segment_bytes: int | None = None, never_sync: bool = False) -> None:
         self.directory = directory
         self.large = large
         self._defer_sync = defer_sync
         self._segment_bytes = segment_bytes
+        self._never_sync = never_sync
         self._files: PayloadFiles | None = None
         self._in_segment: dict[int, int] = {}  # row key -> segment of its value
         self._segment_rows: Counter[int] = Counter()  # segment -> rows with a value in it
@@ -43,7 +45,8 @@ class RowSegments:
         files = self._files
         if files is None:
             files = self._files = PayloadFiles(self.directory, defer_sync=self._defer_sync,
-                                               segment_bytes=self._segment_bytes)
+                                               segment_bytes=self._segment_bytes,
+                                               never_sync=self._never_sync)
         return files
 
     # ------------------------------------------------------------------ values
