@@ -173,6 +173,12 @@ _.exactly_the_model  # tests/group/test_window.py:190: Hypothesis' RuleBasedStat
 _.arrive_again  # tests/ordering/test_stateful.py:74: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
 _.nothing_held_could_be_delivered  # tests/ordering/test_stateful.py:97: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
 _.digest_is_what_we_have  # tests/ordering/test_stateful.py:105: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
+_.write_rows  # tests/group/test_row_segments.py:37: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
+_.drop_rows  # tests/group/test_row_segments.py:51: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
+_.replace_row  # tests/group/test_row_segments.py:62: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
+_.empty_table  # tests/group/test_row_segments.py:72: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
+_.every_live_value_reads_back  # tests/group/test_row_segments.py:78: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
+_.no_segment_older_than_the_oldest_referred_to_is_left  # tests/group/test_row_segments.py:83: Hypothesis' RuleBasedStateMachine runs its @rule/@invariant methods and teardown
 TestSbMachine  # tests/ordering/test_stateful.py:184: pytest collects it (Machine.TestCase)
 TestFifoMachine  # tests/ordering/test_stateful.py:185: pytest collects it (Machine.TestCase)
 TestCausalMachine  # tests/ordering/test_stateful.py:186: pytest collects it (Machine.TestCase)
