@@ -63,6 +63,29 @@ These timelines rarely hit the interleaving that fix is about (100 seeds of
 two overlapping host crashes on the tests' harness did: 2 of 3,000 cases stalled before
 the fix, 0 of 3,200 after (tests/infra/test_keepers.py keeps those cases).
 
+After "A host's large records are written once, beside its log" and "A member's own
+large messages wait beside its log" (docs/decisions.md; main at 5247626, 2026-11-30,
+beside tests and benches), on a copy of the code whose stores keep every record and
+every pending body beside the log, in 16 KiB segments (``LARGE_RECORD``,
+``LARGE_BODY`` = 1; ``SEGMENT_BYTES`` = 16384), so that each run writes, reads back
+after restarts and deletes segments all the time::
+
+    PYTHONPATH=<that copy>/src python bench/nemesis_infra.py --seeds 200 --workers 2 \
+        --scenario infra-nemesis-hosts --scenario infra-nemesis-five
+    PYTHONPATH=<that copy>/src python bench/nemesis_infra.py --seeds 200 --workers 2 \
+        --scenario infra-nemesis-members
+    PYTHONPATH=<that copy>/src python bench/nemesis_infra.py --seeds 60 --workers 2 \
+        --scenario infra-nemesis-storm
+
+==========================  ========  ==============  ==================  ==========
+scenario                    seeds     valid (fast)    m2mc analyze        wall
+==========================  ========  ==============  ==================  ==========
+infra-nemesis-hosts         1-200     200             VALID, 5.95 M ev.   1,544 s
+infra-nemesis-five          1-200     200             VALID, 6.90 M ev.   1,741 s
+infra-nemesis-members       1-200     200             VALID, 5.63 M ev.   960 s
+infra-nemesis-storm         1-60      60              VALID, 3.20 M ev.   648 s
+==========================  ========  ==============  ==================  ==========
+
 Before the last fixes (a restarted host takes the records it lacks from the master's
 history, in a Sync or a takeover answer, and is synced only once its applied point is
 known: docs/decisions.md) 7 of the sleepers' 200 seeds were invalid (8, 11, 82, 113,
