@@ -225,6 +225,9 @@ class SqliteHostStore:
         now = self._clock() if self._clock is not None else c.now
         live_low = self._live_low
         written = beside = 0
+        # (The segments' bookkeeping follows the rows inside the transaction; a commit
+        # that fails leaves it ahead of the file, but such a host takes no further step:
+        # docs/decisions.md, "A node whose log cannot be written stops".)
         try:
             with self._db:
                 db = self._db
