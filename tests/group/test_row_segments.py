@@ -24,7 +24,7 @@ class Rows(RuleBasedStateMachine):
         super().__init__()
         self.tmp = tempfile.TemporaryDirectory()
         self.directory = Path(self.tmp.name) / "t-payloads"
-        self.segments = RowSegments(self.directory, large=1, defer_sync=False,
+        self.segments = RowSegments(self.directory, defer_sync=False,
                                     segment_bytes=SEGMENT)
         self.live: dict[int, tuple[bytes, str]] = {}  # key -> (value, ref)
         self.next_key = 1

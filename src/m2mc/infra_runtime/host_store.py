@@ -122,7 +122,6 @@ class SqliteHostStore:
         # and the thread before each checkpoint, so closed segments wait for those
         # syncs; "normal" without the thread syncs a segment as it is closed.
         self._segments = RowSegments(self.path.with_name(self.path.name + "-payloads"),
-                                     large=LARGE_RECORD,
                                      defer_sync=sync == "full" or checkpoint_thread,
                                      never_sync=sync == "off")
         try:

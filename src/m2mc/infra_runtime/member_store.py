@@ -86,7 +86,7 @@ class SqliteMemberStore:
             # The bodies beside the log, and which segment holds whose, so that a
             # segment goes once none is left in it (whether or not load() is called).
             self._segments = RowSegments(self.path.with_name(self.path.name + "-payloads"),
-                                         large=LARGE_BODY, defer_sync=checkpoint_thread,
+                                         defer_sync=checkpoint_thread,
                                          segment_bytes=SEGMENT_BYTES)
             for app_seq, ref in self._db.execute(
                     "SELECT app_seq, ref FROM pending WHERE ref IS NOT NULL"):

@@ -1,8 +1,8 @@
 """Large values of a SQLite table's rows, kept once in segment files beside the log.
 
 The infrastructure stores (a host's records, a member's pending messages:
-m2mc.infra_runtime) keep a value of ``large`` bytes or more out of its row, in a
-:class:`~m2mc.store.payload_files.PayloadFiles` segment, and the row keeps where it is
+m2mc.infra_runtime) keep a value of their own bound's size or more out of its row, in
+a :class:`~m2mc.store.payload_files.PayloadFiles` segment, and the row keeps where it is
 as JSON text (``[segment, offset, length, crc32]``, the store's ``ref`` column).
 :class:`RowSegments` is that part of such a store: it writes and reads the values,
 counts the rows each segment holds by the rows' integer keys, and deletes the
@@ -29,10 +29,9 @@ class RowSegments:
     ``segment_bytes``: where a segment is closed (None: PayloadFiles' own).
     ``never_sync``: nothing is ever synced (PayloadFiles says how)."""
 
-    def __init__(self, directory: Path, *, large: int, defer_sync: bool,
+    def __init__(self, directory: Path, *, defer_sync: bool,
                  segment_bytes: int | None = None, never_sync: bool = False) -> None:
         self.directory = directory
-        self.large = large
         self._defer_sync = defer_sync
         self._segment_bytes = segment_bytes
         self._never_sync = never_sync
