@@ -93,12 +93,12 @@ config_records  # src/m2mc/group/total/core.py:96: a counter: a field of a *Stat
 transferred  # src/m2mc/infra/gateway.py:70: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 elections_started  # src/m2mc/infra/host_stats.py:14: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 saves  # src/m2mc/infra/host_stats.py:21: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-_.connection_lost  # src/m2mc/infra_runtime/net.py:223: asyncio calls it: a protocol callback
-_.datagram_received  # src/m2mc/infra_runtime/net.py:389: asyncio calls it: a protocol callback
-_.error_received  # src/m2mc/infra_runtime/net.py:392: asyncio calls it: a protocol callback
-_.get_buffer  # src/m2mc/infra_runtime/net.py:198: asyncio calls it: a buffered protocol callback
-sizehint  # src/m2mc/infra_runtime/net.py:198: asyncio's argument of get_buffer, not needed (the buffer has one size)
-_.buffer_updated  # src/m2mc/infra_runtime/net.py:203: asyncio calls it: a buffered protocol callback
+_.connection_lost  # src/m2mc/infra_runtime/net.py:233: asyncio calls it: a protocol callback
+_.datagram_received  # src/m2mc/infra_runtime/net.py:415: asyncio calls it: a protocol callback
+_.error_received  # src/m2mc/infra_runtime/net.py:418: asyncio calls it: a protocol callback
+_.get_buffer  # src/m2mc/infra_runtime/net.py:208: asyncio calls it: a buffered protocol callback
+sizehint  # src/m2mc/infra_runtime/net.py:208: asyncio's argument of get_buffer, not needed (the buffer has one size)
+_.buffer_updated  # src/m2mc/infra_runtime/net.py:213: asyncio calls it: a buffered protocol callback
 ASYMMETRIC  # src/m2mc/kinds.py:106: a StrEnum member, built from scenario text by value (PartitionKind(text))
 LOGNORMAL  # src/m2mc/kinds.py:116: a StrEnum member, built from scenario text by value (DistKind(text)); the last case of m2mc.sim.dists
 _.log_message  # src/m2mc/metrics/server.py:112: http.server calls it (silenced: requests are not logged)

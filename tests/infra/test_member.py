@@ -111,7 +111,10 @@ def test_nack_timer_suppresses_then_repeats_while_still_missing() -> None:
     assert [f for f in frames(core) if isinstance(f, m.NackReq)] == []
     core.on_timer(1.0)  # lines 18-21: still missing -> NACK with current values
     (nack,) = [f for f in frames(core) if isinstance(f, m.NackReq)]
-    assert (nack.s1, nack.s2) == (1, 4)
+    # 2 and 3 missing, 4 held, 5 missing: one NACK asks for all three holes (4 again,
+    # since three of the four are missing: docs/decisions.md, "A NACK asks for the
+    # holes close together")
+    assert (nack.s1, nack.s2) == (1, 6)
     ack_last(core, 1.0)
     core.receive(m.Transfer("G", core.mid, tuple(rec(g) for g in (2, 3, 5))), 1.1)  # type: ignore[arg-type]
     core.on_timer(2.0)  # line 23: nothing missing -> mynack := null

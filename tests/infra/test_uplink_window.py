@@ -48,7 +48,7 @@ def test_full_frames_share_the_window_and_are_acked_and_resent_on_their_own() ->
     assert [i.nseq for i in core.news] == [12]  # not full: it waits for an empty window
 
 
-def test_a_nack_waits_for_the_window_and_goes_alone() -> None:
+def test_a_nack_takes_the_next_room_in_the_window_and_nothing_starts_beside_it() -> None:
     core = member(retransmit=0.5, uplink_window=4, max_datagram=100)
     joined(core)
     frames(core)
@@ -58,14 +58,15 @@ def test_a_nack_waits_for_the_window_and_goes_alone() -> None:
     assert len(out) == 4
     core.receive(m.Normals("G", (m.Record(5, 5, m.APP, core.mid, 4, 4, 0, b"q", "infra"),)),
                  0.1)  # type: ignore[arg-type]  # gseq 2..4 missing: a NACK is due
-    assert frames(core) == []  # NEW frames are outstanding: the NACK waits
-    for f in out[:3]:
+    assert frames(core) == []  # the window is full: the NACK waits for room
+    core.receive(m.Ack("G", "A", out[0].rseq), 0.2)  # type: ignore[union-attr]
+    (nack,) = frames(core)  # beside the three NEW frames still outstanding
+    assert isinstance(nack, m.NackReq) and (nack.s1, nack.s2) == (1, 5)
+    for f in out[1:3]:
         core.receive(m.Ack("G", "A", f.rseq), 0.2)  # type: ignore[union-attr]
-    assert frames(core) == []
     core.send(b"z" * 90, 0.2)
-    assert frames(core) == []  # nor does a NEW frame jump the NACK
-    core.receive(m.Ack("G", "A", out[3].rseq), 0.2)  # type: ignore[union-attr]
-    (nack,) = frames(core)
-    assert isinstance(nack, m.NackReq)
-    core.send(b"z" * 90, 0.3)
-    assert frames(core) == []  # nothing beside a NACK
+    assert frames(core) == []  # no NEW frame starts beside a NACK
+    core.receive(m.Ack("G", "A", nack.rseq), 0.25)
+    core.receive(m.Ack("G", "A", out[3].rseq), 0.25)  # type: ignore[union-attr]
+    (new,) = frames(core)
+    assert isinstance(new, m.NewReq)

@@ -28,6 +28,7 @@ class Deployment:
     env: dict[str, str]
     run: str
     host_flags: tuple[str, ...] = ()  # further ``m2mc host`` options (--subscribe)
+    member_flags: tuple[str, ...] = ()  # further infra_node.py options (--pad)
     hosts: dict[str, Child] = field(default_factory=dict)
     members: dict[str, Child] = field(default_factory=dict)
 
@@ -93,7 +94,8 @@ class Deployment:
                                       "--trace", str(self.trace), "--peers", ",".join(peers),
                                       "--send", str(send), "--run", self.run,
                                       "--go", str(self.go), "--data-dir", str(self.data / pid),
-                                      "--burst", str(self.burst), *extra], env=self.env)
+                                      "--burst", str(self.burst), *self.member_flags,
+                                      *extra], env=self.env)
         self.members[pid] = (process, Lines(process.stdout), Lines(process.stderr))
 
     def write_run(self, loss: int) -> None:

@@ -97,7 +97,8 @@ async def main(args: argparse.Namespace) -> int:
         # process may send one more than its predecessor's last "sent K" says.
         seq = max(args.already_sent, 0)
         while seq < args.send and not stop.is_set():
-            seq = (await group.send(f"{args.pid} says {seq + 1}")).seq
+            text = f"{args.pid} says {seq + 1} "
+            seq = (await group.send(text + "." * (args.pad - len(text)))).seq
             say(f"{args.pid} sent {seq}")
             await asyncio.sleep(BURST if burst is not None and burst.exists() else args.interval)
         while not complete() and not stop.is_set():
@@ -141,6 +142,8 @@ if __name__ == "__main__":
     parser.add_argument("--burst", default=None,
                         help="while this file exists, send every 0.01 s, not every --interval")
     parser.add_argument("--data-dir", default=None, help="save the member's state here")
+    parser.add_argument("--pad", type=int, default=0,
+                        help="bytes of each message (padded with dots; 0: just its text)")
     parser.add_argument("--already-sent", type=int, default=-1,
                         help="a power-on: the first process printed 'sent K'")
     sys.exit(asyncio.run(main(parser.parse_args())))

@@ -29,13 +29,15 @@ pytestmark = [pytest.mark.netns, pytest.mark.slow,
 
 SEND = 120  # messages per member, one every 0.15 s: about 18 s of traffic
 LOSS = 15
+PAD = 3000  # bytes of each message: two Ethernet frames, so a cell frame goes in pieces
 RUN = "netns-infra-power"
 
 
 @pytest.mark.timeout(1200)  # the run, then a Spark analysis on a shared 2-core machine
 def test_kill_9_of_every_host_at_once_then_a_rolling_restart_loses_nothing(
         lab: Lab, child_env: dict[str, str], tmp_path: Path) -> None:
-    d = Deployment(lab, make_key(tmp_path / "deploy.key", child_env), tmp_path, child_env, RUN)
+    d = Deployment(lab, make_key(tmp_path / "deploy.key", child_env), tmp_path, child_env, RUN,
+                   member_flags=("--pad", str(PAD)))
     trace, host_trace = d.trace, d.host_trace
     for i in range(3):
         d.start_host(i)

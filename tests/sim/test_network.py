@@ -312,3 +312,43 @@ def test_restarted_addressed_node_is_told_where_it_is(kit: Any) -> None:
     assert m1.ctx.ifaces == {"radio": "cell-b"}  # moved while down
     assert m1.attach[0] == ("radio", "cell-b", 9.0)
     assert sim.by_id["m1"].stack is m1
+
+
+def test_with_an_mtu_a_large_datagram_is_lost_when_any_of_its_fragments_is(
+        kit: Any, lan: Any) -> None:
+    # 3,000 bytes on a 1,500-byte MTU: three IP packets, each lost with 20%, so the
+    # datagram arrives 0.8^3 = 51% of the time; 1,400 bytes fit one packet: 80%.
+    kit.build(lan(loss=0.2, mtu=1500))
+    for i in range(400):
+        kit.send_at(0.5 + i * 0.01, "n0", bytes([i % 256]) * 3000)
+        kit.send_at(0.505 + i * 0.01, "n1", bytes([i % 256]) * 1400)
+    kit.finish()
+    large = sum(1 for n in ("n1", "n2", "n3") for _, p in kit.probes[n].arrivals
+                if len(p) == 3000)
+    small = sum(1 for n in ("n0", "n2", "n3") for _, p in kit.probes[n].arrivals
+                if len(p) == 1400)
+    assert 0.44 < large / 1200 < 0.58
+    assert 0.75 < small / 1200 < 0.85
+
+
+def test_fragments_follow_ip_s_arithmetic() -> None:
+    from m2mc.sim.network import fragment_loss, fragments_of
+    assert fragments_of(1472, 1500) == 1  # 1,472 + 8 + 20 = 1,500
+    assert fragments_of(1473, 1500) == 2
+    assert fragments_of(65_507, 1500) == 45  # 65,515 bytes of IP payload, 1,480 each
+    assert fragment_loss(0.1, 1472, 1500) == 0.1
+    assert fragment_loss(0.1, 3000, 1500) == pytest.approx(1 - 0.9 ** 3)
+    assert fragment_loss(0.1, 3000, 0) == 0.1  # no MTU: the datagram is one thing
+
+
+def test_a_domain_mtu_below_ipv4_s_least_is_refused() -> None:
+    from m2mc.errors import ConfigError
+    from m2mc.sim.scenario import load_scenario
+    sc = _lan_scenario(mtu=60)
+    with pytest.raises(ConfigError, match=r"domains\.lan\.mtu: must be >= 68"):
+        load_scenario(sc)
+
+
+def _lan_scenario(**domain: Any) -> dict[str, Any]:
+    return {"run": {"chaos": 1.0, "heal": 1.0}, "stack": {"kind": "probe"},
+            "nodes": {"count": 2, "domain": "lan"}, "domains": {"lan": {"delay": 0.001, **domain}}}

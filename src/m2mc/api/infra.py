@@ -356,7 +356,7 @@ class InfraNode(Node):
                 "sends_refused": s.sends_refused, "catchups": s.catchups,
                 "caught_up": s.caught_up, "lost": s.lost, "sequence_lost": s.sequence_lost,
                 "history_requests": s.history_requests, "history_records": s.history_records,
-                **d.core.wire.counters()}
+                **d.core.wire.counters(), **d.pieces.counters()}
 
     def metrics_view(self) -> MemberView:
         """This member as its metrics see it (:mod:`m2mc.metrics.infra`)."""
@@ -368,7 +368,8 @@ class InfraNode(Node):
             bad_addresses=d.bad_addresses if d is not None else 0,
             unread={gid: len(st.queue) for gid, st in self.groups.items()},
             max_queued_messages=cfg.max_queued_messages, app_events=len(self._events),
-            max_queued_events=cfg.max_queued_events)
+            max_queued_events=cfg.max_queued_events,
+            pieces=d.pieces if d is not None else None)
 
     @property
     def authenticated(self) -> bool:

@@ -9,7 +9,15 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from m2mc.errors import ConfigError
+from m2mc.infra.pieces import MIN_CELL_MTU
 from m2mc.infra.state import GROUP_TABLE_LIMIT
+
+MAX_CELL_MTU = 65_535  # an IPv4 packet's largest size
+# What a cell frame holds beside its records: the frame's header, the names of host,
+# member and group, a seal (docs/decisions.md, "Infrastructure mode carries messages
+# of at most 65,000 bytes": under 500 bytes with names of 200). A batch stops this
+# much short of a packet: one with longer names takes a second piece, nothing worse.
+FRAME_ENVELOPE = 300
 
 # A message travels whole in one datagram, from its member to the host and from the
 # host to the cell: 65,507 bytes of UDP payload less its envelope (frame header, names
@@ -84,6 +92,9 @@ class InfraConfig:
     max_early_total: int = 65536  # coordinator: early NEWs of all members together
     max_hosts: int = 64  # hosts in the directory; statuses of further ones are ignored
     max_backbone_frame: int = 64 << 20  # driver: bytes of one backbone frame
+    # driver: the cells' IP MTU; a frame that does not fit one packet goes in pieces
+    # that do (m2mc.infra.pieces). 0: the cell interface's own MTU (1,500 if unknown)
+    cell_mtu: int = 0
     max_backbone_connections: int = 64  # driver: incoming backbone connections
     replay_window: int = 1024  # keyed deployment: counters remembered below a sender's top
     max_auth_senders: int = 4096  # keyed deployment: senders in the replay table
@@ -110,6 +121,9 @@ class InfraConfig:
         if self.max_payload > MAX_PAYLOAD_LIMIT:
             raise ConfigError(f"infra.max_payload: at most {MAX_PAYLOAD_LIMIT} bytes (a "
                               "message travels whole in one UDP datagram, with its envelope)")
+        if self.cell_mtu and not MIN_CELL_MTU <= self.cell_mtu <= MAX_CELL_MTU:
+            raise ConfigError(f"infra.cell_mtu: 0 (the interface's) or {MIN_CELL_MTU} to "
+                              f"{MAX_CELL_MTU}, got {self.cell_mtu}")
         if self.max_groups > GROUP_TABLE_LIMIT:
             raise ConfigError(f"infra.max_groups: at most {GROUP_TABLE_LIMIT}")
         if self.host_timeout <= self.status_interval:
@@ -117,6 +131,15 @@ class InfraConfig:
         if self.local_timeout <= self.beacon_interval:
             raise ConfigError("infra.local_timeout must exceed infra.beacon_interval")
         return self
+
+    def fitted(self, datagram_limit: int) -> InfraConfig:
+        """This configuration with batches (``max_datagram``) that fit a cell datagram
+        of ``datagram_limit`` bytes with their envelope: a batch in pieces is lost when
+        any piece is, so batches stop at a packet and only a record too large for one
+        goes in pieces (docs/decisions.md, "Cell frames never rely on IP
+        fragmentation"). Unchanged where the configured bound already fits."""
+        fit = datagram_limit - FRAME_ENVELOPE
+        return self if self.max_datagram <= fit else replace(self, max_datagram=fit)
 
     def with_overrides(self, values: dict[str, Any]) -> InfraConfig:
         """A copy with ``values`` (from a TOML table or flags); unknown keys are errors."""

@@ -67,6 +67,7 @@ from m2mc.infra.member_history import Reads
 from m2mc.infra.member_lost import new_sequence, not_member
 from m2mc.infra.member_moves import Moves, readdress
 from m2mc.infra.member_nack import Nacks
+from m2mc.infra.member_resend import Resends
 from m2mc.infra.persist import MemberCommit, MemberStore, SavedMember
 from m2mc.infra.reliable import ReliableSender, frame_full, take_frame
 from m2mc.infra.wire import InfraWire
@@ -141,6 +142,7 @@ class MemberCore:
         self.reads = Reads(self, self.grouping)
         self._on_item = self.grouping.on_item  # (bound once: per delivered record)
         self.nacks = Nacks(self)  # mynack, the NACK timer (figure 6)
+        self.resends = Resends(self)  # own NEWs not seen in the order, sent again
         self.reset_membership()
 
     def reset_membership(self) -> None:
@@ -294,7 +296,7 @@ class MemberCore:
         self.directory = b.directory
         self.last_high = b.high
         if changed:
-            self._requeue_unconfirmed()
+            self.resends.requeue()
             for frame in self.sender.resend_now(now, self._readdress):
                 self.uplinks.append(Uplink(b.host, b.uplink, frame))
         self.uplinks.append(Uplink(b.host, b.uplink, msg.Hello(
@@ -475,16 +477,6 @@ class MemberCore:
         self.nacks.maybe_nack(now)
 
     # ================================================================ uplink
-    def _requeue_unconfirmed(self) -> None:
-        if not self.unconfirmed:
-            return
-        queued = {i.nseq for i in self.news}
-        again = [item for item, _ in self.unconfirmed.values()
-                 if item.nseq not in queued and item.nseq > self.confirmed]
-        self.stats.resent_news += len(again)
-        self.news = deque(sorted([*again, *self.news], key=lambda i: i.nseq))
-        self.unconfirmed.clear()
-
     def can_send(self) -> bool:
         return self.cell is not None and self.gateway is not None and self.mid is not None
 
@@ -499,6 +491,9 @@ class MemberCore:
             self._start_frame(now)
         while self.sender.busy and self.sender.room_for_new() and self._full_news_waiting():
             self._start_frame(now)
+        if self.sender.busy and self.nacks.pending is not None and not self.control \
+                and self.can_send() and self.sender.room_for_new():
+            self._start_frame(now)  # the NACK, beside our NEWs in flight
 
     def _full_news_waiting(self) -> bool:
         return self.can_send() and bool(self.news) and self.phase == Phase.MEMBER \
@@ -539,10 +534,9 @@ class MemberCore:
         if self.can_send():
             for frame in self.sender.due(now, self._readdress):
                 self.uplinks.append(Uplink(self.gateway or "", self.gateway_addr, frame))
-        if self.unconfirmed:
-            _, sent = next(iter(self.unconfirmed.values()))
-            if now >= sent + self.cfg.confirm_timeout:
-                self._requeue_unconfirmed()
+        confirm_at = self.resends.deadline()
+        if confirm_at is not None and now >= confirm_at:
+            self.resends.requeue()
         for kind, acked in list(self._control_acked.items()):
             if now >= acked + self.cfg.confirm_timeout:  # its effect never showed up
                 del self._control_acked[kind]
@@ -555,8 +549,9 @@ class MemberCore:
     def next_deadline(self) -> float | None:
         ds = [d for d in (self.nacks.timer,
                           self.sender.deadline() if self.can_send() else None) if d is not None]
-        if self.unconfirmed:
-            ds.append(next(iter(self.unconfirmed.values()))[1] + self.cfg.confirm_timeout)
+        confirm_at = self.resends.deadline()
+        if confirm_at is not None:
+            ds.append(confirm_at)
         ds.extend(t + self.cfg.confirm_timeout for t in self._control_acked.values())
         silent = self.moves.deadline()
         if silent is not None:

@@ -11,10 +11,36 @@ first (:mod:`m2mc.infra.member_history`).
 
 from __future__ import annotations
 
+from collections.abc import Container
+
 from m2mc.infra import messages as msg
 from m2mc.infra.member_events import Phase
 from m2mc.infra.member_ports import NackSeat
 from m2mc.trace.schema import detail_json
+
+# A NACK's range may take in records the member holds, so that one round trip repairs
+# several holes; at least this share of the range is missing records.
+NACK_MISSING_SHARE = 3
+
+
+def nack_end(held: Container[int], mystable: int, first_held: int,
+             cap: int) -> int:
+    """Where a NACK's range (mystable, s2) ends: past the first run of holes (up to
+    ``first_held``, seeds/001 figure 6), then past each further hole below ``cap``
+    while at least a third of the range is still missing records. One NACK then
+    repairs the holes that loss left close together, and sends again at most two
+    held records for each missing one (docs/decisions.md, "A NACK asks for the holes
+    close together")."""
+    end = first_held
+    missing = first_held - mystable - 1
+    g = first_held
+    while g < cap:
+        if g not in held:
+            missing += 1
+            if missing * NACK_MISSING_SHARE >= g - mystable:
+                end = g + 1
+        g += 1
+    return end
 
 
 class Nacks:
@@ -42,7 +68,11 @@ class Nacks:
                 or core.catchup is not None \
                 or core.phase not in (Phase.JOINING, Phase.MEMBER, Phase.LEAVING):
             return None  # mylow = 0, nothing more to deliver, or no room: not now
-        s2 = min(core.mybuf) if core.mybuf else core.seen_high + 1
+        if core.mybuf:
+            s2 = nack_end(core.mybuf, core.mystable, min(core.mybuf),
+                          min(core.seen_high + 1, core.mystable + 1 + core.cfg.transfer_chunk))
+        else:
+            s2 = core.seen_high + 1
         if core.phase == Phase.JOINING:
             # Which multicasts we need starts at our "has joined", unknown yet: ask
             # for all we know of; the gateway starts the transfer at first[mid].
@@ -60,9 +90,7 @@ class Nacks:
         core = self.seat
         self.mynack = nack
         self.pending = nack
-        out = core.sender.outstanding
-        if out is not None and isinstance(out.frame, msg.NackReq):
-            core.sender.abandon()  # the newer NACK supersedes the unacknowledged one
+        core.sender.abandon_nacks()  # the newer NACK supersedes the unacknowledged one
         self.timer = now + core.cfg.nack_timer
         core.stats.nacks += 1
         if core.trace.enabled:

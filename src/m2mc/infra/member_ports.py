@@ -63,6 +63,17 @@ class NackSeat(MemberBase, Protocol):
     sender: ReliableSender
 
 
+class ResendSeat(MemberBase, Protocol):
+    """What sending our own NEWs again reads and changes: those acked but not seen in
+    the order, those queued, and how far the member got."""
+
+    seen_high: int
+    mystable: int
+    confirmed: int
+    news: deque[msg.NewItem]
+    unconfirmed: OrderedDict[int, tuple[msg.NewItem, float]]
+
+
 class MovesSeat(Protocol):
     """Where the member is and what it knows of the cells (to ask for a move)."""
 

@@ -36,9 +36,10 @@ class ReliableSender:
     """The uplink's frames outstanding; the caller builds frames on demand.
 
     Up to ``window`` NEW frames may be outstanding together (docs/decisions.md, "The
-    uplink keeps a window of NEW frames"); any other frame (JOIN, LEAVE, LEAVEOK,
-    NACK) goes alone: it starts only when nothing is outstanding, and nothing starts
-    while it is. With ``window`` 1 this is seeds/001 A1's one frame at a time."""
+    uplink keeps a window of NEW frames"), and a NACK may start beside them
+    (:meth:`room_for_new`); any other frame (JOIN, LEAVE, LEAVEOK) goes alone: it
+    starts only when nothing is outstanding, and nothing starts while it is, nor
+    while a NACK is. With ``window`` 1 this is seeds/001 A1's one frame at a time."""
 
     __slots__ = ("_frames", "_next_rseq", "retransmit", "window")
 
@@ -78,13 +79,21 @@ class ReliableSender:
                    if isinstance(o.frame, msg.NewReq))
 
     def room_for_new(self) -> bool:
-        """Whether one more NEW frame may start beside those outstanding."""
+        """Whether one more NEW frame, or a NACK, may start beside those outstanding
+        (a NACK asks, it orders nothing, so it need not wait for our own messages to
+        be acked: a member that waited for its whole window to empty repaired nothing
+        while it sent on a lossy cell)."""
         frames = self._frames
         if not frames:
             return True
         if len(frames) >= self.window:
             return False
         return all(isinstance(o.frame, msg.NewReq) for o in frames.values())
+
+    def abandon_nacks(self) -> None:
+        """Forget the outstanding NACK (a newer one supersedes it)."""
+        for rseq in [r for r, o in self._frames.items() if isinstance(o.frame, msg.NackReq)]:
+            del self._frames[rseq]
 
     def start(self, rseq: int, frame: msg.UplinkMessage, now: float) -> msg.UplinkMessage:
         self._frames[rseq] = _Outstanding(rseq, frame, now)

@@ -29,12 +29,14 @@ from m2mc.errors import ConfigError
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.host import HostCore, HostIdentity, HostSend
 from m2mc.infra.ids import NO_EPOCH
+from m2mc.infra.pieces import PieceStats
 from m2mc.infra.wire import InfraWire
 from m2mc.infra_runtime.host_store import FILE_NAME as HOST_FILE
 from m2mc.infra_runtime.host_store import SqliteHostStore
 from m2mc.infra_runtime.keying import deployment_auth
 from m2mc.infra_runtime.net import (
     Backbone,
+    fitted_to_cell,
     format_address,
     multicast_spec,
     parse_address,
@@ -78,6 +80,7 @@ class HostDriver:
         self.driver: Driver | None = None
         self.backbone: Backbone | None = None
         self.uplink: FollowedUplink | None = None
+        self.pieces = PieceStats()  # frames cut and put together (m2mc.infra.pieces)
         cell = multicast_spec(settings.cell)
         self._cell_addr = (cell.group, cell.port)
         self._iface = cell.iface
@@ -126,7 +129,7 @@ class HostDriver:
         loop = asyncio.get_running_loop()
         sink, self._trace_close = open_trace(s.trace_dir, s.host_id, s.run_id, loop.time,
                                              flush_every=1)
-        cfg = s.config
+        cfg = fitted_to_cell(s.config, self._iface)
         wire = InfraWire(None if s.key is None else deployment_auth(
             s.key, s.host_id, replay_window=cfg.replay_window,
             max_senders=cfg.max_auth_senders))
@@ -134,7 +137,7 @@ class HostDriver:
         self.uplink = FollowedUplink(
             self._iface, s.uplink, self._on_uplink, on_change=self._uplink_moved,
             follow=follows_interface(self._iface, s.uplink[0], self._iface_address),
-            logger=self.log)
+            logger=self.log, mtu=cfg.cell_mtu, piece_stats=self.pieces)
         await self.uplink.open()
         ident = HostIdentity(s.host_id, s.listen[0], s.listen[1], s.cell,
                              format_address(self.uplink.address))
@@ -163,7 +166,8 @@ class HostDriver:
         return HostView(self.s.host_id, self.s.group, self.core, self.bad_addresses,
                         self.untrusted_addresses,
                         backbone.refused_connections if backbone is not None else 0,
-                        backbone.bad_streams if backbone is not None else 0)
+                        backbone.bad_streams if backbone is not None else 0,
+                        self.pieces)
 
     def _commit_failed(self, exc: BaseException) -> None:
         """The log could not be written: the host stops (fail-stop, runtime/driver.py);
@@ -324,6 +328,7 @@ class HostDriver:
         out = self.core.security_stats() if self.core is not None else {}
         out["bad_addresses"] = self.bad_addresses
         out["untrusted_addresses"] = self.untrusted_addresses
+        out.update(self.pieces.counters())
         if self.backbone is not None:
             out["refused_connections"] = self.backbone.refused_connections
             out["bad_streams"] = self.backbone.bad_streams

@@ -36,8 +36,16 @@ from m2mc.errors import ConfigError
 from m2mc.infra.config import InfraConfig
 from m2mc.infra.member import MemberCore, MemberEvent, MoveRequest, Uplink
 from m2mc.infra.persist import MemberStore
+from m2mc.infra.pieces import PieceStats
 from m2mc.infra.wire import InfraWire
-from m2mc.infra_runtime.net import Udp, cell_on, format_address, multicast_spec, parse_address
+from m2mc.infra_runtime.net import (
+    Udp,
+    cell_on,
+    fitted_to_cell,
+    format_address,
+    multicast_spec,
+    parse_address,
+)
 from m2mc.infra_runtime.uplink import FollowedUplink, follows_interface
 from m2mc.runtime.driver import Driver
 from m2mc.trace.schema import TraceJournal, TraceSink
@@ -56,8 +64,9 @@ class MemberDriver:
                  trace_journal: TraceJournal | None = None) -> None:
         self.iface = multicast_spec(cells[0]).iface if cells else "127.0.0.1"
         self.cells = [cell_on(c, self.iface) for c in cells]
-        self.core = MemberCore(node, config, rng or random.Random(os.urandom(16)), group=group,
-                               trace=trace, run_id=run_id, wire=wire, store=store,
+        self.core = MemberCore(node, fitted_to_cell(config, self.iface),
+                               rng or random.Random(os.urandom(16)), group=group, trace=trace,
+                               run_id=run_id, wire=wire, store=store,
                                trace_journal=trace_journal)
         self.core.configured = tuple(self.cells)  # where to look when no host is heard
         self.on_events = on_events
@@ -69,6 +78,7 @@ class MemberDriver:
         self.cell: str | None = None
         self._start_cell: str | None = None
         self.bad_addresses = 0  # gateway uplinks that are no unicast IPv4 address, never used
+        self.pieces = PieceStats()  # frames cut and put together (m2mc.infra.pieces)
         self.moves = 0
 
     def now(self) -> float:
@@ -89,7 +99,8 @@ class MemberDriver:
             self.cell_sock.close()
             self.cell_sock = None
         if cell is not None:
-            self.cell_sock = await Udp.multicast(cell, self._on_datagram)
+            self.cell_sock = await Udp.multicast(cell, self._on_datagram,
+                                                 self.core.cfg.cell_mtu, self.pieces)
             if cell not in self.cells:
                 self.cells.append(cell)
         self.cell = cell
@@ -118,7 +129,8 @@ class MemberDriver:
         address = interface_address(self.iface)
         self.uplink = FollowedUplink(self.iface, (address, 0), self._on_datagram,
                                      follow=follows_interface(self.iface, address, address),
-                                     on_change=self._interface_changed, logger=log)
+                                     on_change=self._interface_changed, logger=log,
+                                     mtu=self.core.cfg.cell_mtu, piece_stats=self.pieces)
         await self.uplink.open()
         await self.move(self._start_cell)
 

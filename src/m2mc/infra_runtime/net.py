@@ -17,12 +17,22 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import os
 import socket
 import struct
 from collections.abc import Callable
 
-from m2mc.errors import ConfigError
-from m2mc.transport.iface import resolve_interface
+from m2mc.errors import ConfigError, DecodeError
+from m2mc.infra.config import InfraConfig
+from m2mc.infra.pieces import (
+    MAX_FRAME_BYTES,
+    PieceStats,
+    Reassembly,
+    cut,
+    datagram_limit,
+    is_piece,
+)
+from m2mc.transport.iface import interface_mtu, resolve_interface
 from m2mc.transport.multicast import open_multicast_socket
 from m2mc.transport.url import MulticastSpec, format_channel_url, parse_channel_url
 from m2mc.wire.packet import MAX_PACKET
@@ -380,6 +390,22 @@ class Backbone:
 # ----------------------------------------------------------------- cells (UDP)
 DRAIN_DATAGRAMS = 256  # datagrams read at most each time a cell socket is readable
 _MAX_DATAGRAM = 65536
+UNKNOWN_MTU = 1500  # Ethernet's, for an interface whose MTU this system does not say
+
+
+def fitted_to_cell(cfg: InfraConfig, iface: str) -> InfraConfig:
+    """``cfg`` with batches that fit one IP packet of the cell on ``iface``
+    (:meth:`InfraConfig.fitted`); on loopback (MTU 65,536) the configured bound stands."""
+    return cfg.fitted(cell_datagram_limit(iface, cfg.cell_mtu))
+
+
+def cell_datagram_limit(iface: str, mtu: int = 0) -> int:
+    """The largest cell datagram on ``iface`` that IP sends whole: ``mtu`` (the
+    configuration's ``cell_mtu``) or the interface's own, less the IP and UDP
+    headers; a larger frame goes in pieces (m2mc.infra.pieces)."""
+    if not mtu:
+        mtu = interface_mtu(iface) or UNKNOWN_MTU
+    return min(datagram_limit(mtu), MAX_FRAME_BYTES)
 
 
 class _Datagrams(asyncio.DatagramProtocol):
@@ -401,23 +427,33 @@ class Udp:
     what waits there, up to ``DRAIN_DATAGRAMS`` datagrams, where the transport reads
     one per turn of the event loop. A host or member whose turn waits for its disk
     (a durable commit) would otherwise take one datagram per commit, and the rest
-    would wait in the socket (docs/group.md section 11, infrastructure rows)."""
+    would wait in the socket (docs/group.md section 11, infrastructure rows).
+
+    A frame longer than ``limit`` leaves in pieces of at most ``limit`` bytes, and
+    pieces read are put together (:mod:`m2mc.infra.pieces`) before the owner sees
+    the frame: IP never fragments a cell datagram (docs/decisions.md, "Cell frames
+    never rely on IP fragmentation")."""
 
     def __init__(self, transport: asyncio.DatagramTransport, sock: socket.socket | None,
                  reader: socket.socket | None = None,
-                 on_datagram: Callable[[bytes, tuple[str, int]], None] | None = None
+                 on_datagram: Callable[[bytes, tuple[str, int]], None] | None = None,
+                 limit: int = MAX_FRAME_BYTES, piece_stats: PieceStats | None = None
                  ) -> None:
         self.transport = transport
         self.sock = sock
         self._reader = reader
         self._on_datagram = on_datagram
         self._loop = asyncio.get_running_loop()
+        self.limit = limit
+        self.pieces = Reassembly(stats=piece_stats)
+        self._frame_id = int.from_bytes(os.urandom(4), "big")
         if reader is not None:
             self._loop.add_reader(reader.fileno(), self._drain)
 
     @classmethod
     async def _open(cls, sock: socket.socket,
-                    on_datagram: Callable[[bytes, tuple[str, int]], None]) -> Udp:
+                    on_datagram: Callable[[bytes, tuple[str, int]], None],
+                    limit: int, piece_stats: PieceStats | None) -> Udp:
         """The transport sends on a duplicate of ``sock`` (the same socket) and does not
         read; ``sock`` itself is read by :meth:`_drain`."""
         try:
@@ -428,7 +464,7 @@ class Udp:
         transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(
             lambda: _Datagrams(on_datagram), sock=twin)
         transport.pause_reading()  # type: ignore[attr-defined]
-        return cls(transport, sock, sock, on_datagram)
+        return cls(transport, sock, sock, on_datagram, limit, piece_stats)
 
     def _drain(self) -> None:
         sock, on = self._reader, self._on_datagram
@@ -443,6 +479,14 @@ class Udp:
             except OSError as exc:
                 log.debug("udp error: %s", exc)
                 return
+            if is_piece(data):
+                try:
+                    frame = self.pieces.feed(addr, data, self._loop.time())
+                except DecodeError:
+                    continue  # counted in pieces.stats.malformed
+                if frame is None:
+                    continue
+                data = frame
             on(data, addr)
             if self._reader is None:
                 return  # closed by what the datagram set off
@@ -450,10 +494,12 @@ class Udp:
     @classmethod
     async def unicast(cls, bind: tuple[str, int],
                       on_datagram: Callable[[bytes, tuple[str, int]], None],
-                      iface: str = "127.0.0.1") -> Udp:
+                      iface: str = "127.0.0.1", mtu: int = 0,
+                      piece_stats: PieceStats | None = None) -> Udp:
         """A socket bound on ``bind``; its multicast leaves by ``iface`` (the cell's, an
         address or a name: by index on Linux, as ad hoc channels send, so it does not
-        depend on the interface's address)."""
+        depend on the interface's address); frames that do not fit ``iface``'s MTU
+        (or ``mtu``) leave in pieces."""
         multicast_if = resolve_interface(iface).multicast_if()  # ConfigError: no such one
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         with contextlib.suppress(OSError):
@@ -469,12 +515,14 @@ class Udp:
             sock.close()
             raise ConfigError(f"cannot bind UDP {bind[0]}:{bind[1]}: {exc.strerror}") from None
         sock.setblocking(False)
-        return await cls._open(sock, on_datagram)
+        return await cls._open(sock, on_datagram, cell_datagram_limit(iface, mtu), piece_stats)
 
     @classmethod
-    async def multicast(cls, url: str,
-                        on_datagram: Callable[[bytes, tuple[str, int]], None]) -> Udp:
-        return await cls._open(open_multicast_socket(multicast_spec(url)), on_datagram)
+    async def multicast(cls, url: str, on_datagram: Callable[[bytes, tuple[str, int]], None],
+                        mtu: int = 0, piece_stats: PieceStats | None = None) -> Udp:
+        spec = multicast_spec(url)
+        return await cls._open(open_multicast_socket(spec), on_datagram,
+                               cell_datagram_limit(spec.iface, mtu), piece_stats)
 
     @property
     def address(self) -> tuple[str, int]:
@@ -482,7 +530,13 @@ class Udp:
         return str(addr[0]), int(addr[1])
 
     def send(self, data: bytes, addr: tuple[str, int]) -> None:
-        self.transport.sendto(data, addr)
+        if len(data) <= self.limit:
+            self.transport.sendto(data, addr)
+            return
+        self._frame_id += 1
+        self.pieces.stats.cut += 1
+        for piece in cut(data, self._frame_id, self.limit):
+            self.transport.sendto(piece, addr)
 
     def close(self) -> None:
         reader, self._reader = self._reader, None

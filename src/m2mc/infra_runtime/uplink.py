@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from m2mc.errors import ConfigError
+from m2mc.infra.pieces import PieceStats
 from m2mc.infra_runtime.net import Udp
 from m2mc.transport.linkwatch import AddressState, LinkWatcher, watch_interface
 from m2mc.transport.url import is_iface_name
@@ -71,8 +72,11 @@ class FollowedUplink:
     def __init__(self, iface: str, bind: tuple[str, int],
                  on_datagram: Callable[[bytes, tuple[str, int]], None], *,
                  follow: bool, on_change: Callable[[bool], None] | None = None,
-                 logger: Log = log) -> None:
+                 logger: Log = log, mtu: int = 0, piece_stats: PieceStats | None = None
+                 ) -> None:
         self.iface = iface
+        self.mtu = mtu  # the cells' MTU (0: the interface's): larger frames go in pieces
+        self.piece_stats = piece_stats
         self._bind = bind
         self._follow = follow
         self._on_datagram = on_datagram
@@ -87,7 +91,8 @@ class FollowedUplink:
 
     async def open(self) -> None:
         """Bind (ConfigError if that cannot be done), then watch the interface."""
-        self.udp = await Udp.unicast(self._bind, self._on_datagram, self.iface)
+        self.udp = await Udp.unicast(self._bind, self._on_datagram, self.iface, self.mtu,
+                                     self.piece_stats)
         if self._follow:
             self._watcher = watch_interface(self.iface, self._changed,
                                             asyncio.get_running_loop(),
@@ -158,7 +163,8 @@ class FollowedUplink:
         problem: ConfigError | None = None
         for target in targets:
             try:
-                new = await Udp.unicast(target, self._on_datagram, self.iface)
+                new = await Udp.unicast(target, self._on_datagram, self.iface, self.mtu,
+                                        self.piece_stats)
             except ConfigError as exc:  # taken, or gone again meanwhile: the next try
                 problem = exc
                 continue

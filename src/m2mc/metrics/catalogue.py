@@ -26,6 +26,7 @@ from m2mc.infra.coordinator import CoordStats
 from m2mc.infra.gateway import GatewayStats
 from m2mc.infra.host_stats import HostStats
 from m2mc.infra.member_events import MemberStats
+from m2mc.infra.pieces import PieceStats
 from m2mc.infra.wire import WireStats
 from m2mc.metrics.catalogue_infra import INFRA_SPECS
 from m2mc.metrics.spec import MetricSpec
@@ -407,6 +408,14 @@ WIRE = StatsTable(WireStats, "m2mc_frames", {
     **{name: _reason("m2mc_frames_refused_total", name)
        for name in ("malformed", "unkeyed_sealed", "wrong_sender", "misdirected")},
 })
+PIECES = StatsTable(PieceStats, "m2mc_frames", {
+    "cut": (Route("m2mc_frames_in_pieces_total"),),
+    "frames": (Route("m2mc_frames_put_together_total"),),
+    "pieces": (Route("m2mc_pieces_received_total"),),
+    "malformed": (Route("m2mc_pieces_refused_total"),),
+    "expired": _reason("m2mc_partial_frames_given_up_total", "timeout"),
+    "evicted": _reason("m2mc_partial_frames_given_up_total", "bounds"),
+})
 HOST = StatsTable(HostStats, "m2mc_host")
 GATEWAY = StatsTable(GatewayStats, "m2mc_gateway")
 COORDINATOR = StatsTable(CoordStats, "m2mc_coordinator")
@@ -415,7 +424,7 @@ DAEMON = StatsTable(DaemonStats, "m2mc_daemon")
 
 TABLES: tuple[StatsTable, ...] = (NODE, GJLP, REPAIR, WINDOW, MSP, RETENTION, RECONNECT,
                                   SEQLOG, AUTH, RATE_LIMIT, M2MP, STREAM, CHANNEL, MEMBER,
-                                  WIRE, HOST, GATEWAY, COORDINATOR, ROUTER, DAEMON)
+                                  WIRE, PIECES, HOST, GATEWAY, COORDINATOR, ROUTER, DAEMON)
 AUTH_REFUSALS = _AUTH_REASONS
 """The AuthStats fields that are refusals: their sum is ``m2mc_auth_failures_total``
 of an infrastructure-mode process."""

@@ -56,6 +56,17 @@ INFRA_SPECS: list[MetricSpec] = [
        where="member"),
     _c("m2mc_member_history_records_total", "records the history answers brought", where="member"),
     _c("m2mc_frames_decoded_total", "infrastructure frames decoded", where="member+host"),
+    _c("m2mc_frames_in_pieces_total", "cell frames larger than one packet of the MTU, sent in "
+       "pieces", where="member+host"),
+    _c("m2mc_frames_put_together_total", "cell frames put together from their pieces",
+       where="member+host"),
+    _c("m2mc_pieces_received_total", "pieces of cell frames received (copies included)",
+       where="member+host"),
+    _c("m2mc_pieces_refused_total", "malformed pieces of cell frames, dropped",
+       where="member+host", alarm="rate > 0: garbage on the cell"),
+    _c("m2mc_partial_frames_given_up_total", "cell frames whose pieces did not all arrive, by "
+       "reason: timeout (2 s), bounds (pushed out by newer ones); a frame lost, repaired as "
+       "any", "reason", where="member+host"),
     _c("m2mc_frames_refused_total", "infrastructure frames refused, by reason: malformed, "
        "unkeyed_sealed, wrong_sender, misdirected", "reason", where="member+host",
        alarm="rate > 0: garbage, a keyed frame in an unkeyed deployment, or a forgery"),

@@ -35,6 +35,8 @@ def member_snapshot(view: MemberView) -> Samples:
     for phase in type(core.phase):
         s.add("m2mc_member_phase", 1 if core.phase is phase else 0, phase=phase.value)
     _wire(s, core.wire, core.group)
+    if view.pieces is not None:
+        s.stats(cat.PIECES, view.pieces)
     for gid, unread in view.unread.items():
         s.queue("app_messages", unread, view.max_queued_messages, gid)
     s.queue("app_events", view.app_events, view.max_queued_events)
@@ -57,6 +59,8 @@ def host_snapshot(view: HostView) -> Samples:
         s.stats(cat.COORDINATOR, core.coordinator.stats)
         s.queue("members", len(core.coordinator.work.members), cfg.max_members)
     _wire(s, core.wire, view.group)
+    if view.pieces is not None:
+        s.stats(cat.PIECES, view.pieces)
     # The election: who is master, whether it is alive, how many elections ran.
     directory = core.directory
     alive = bool(core.master) and (core.master == core.me or directory.is_live(core.master))

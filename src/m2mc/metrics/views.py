@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from m2mc.group.manager import GroupNode
     from m2mc.infra.host import HostCore
     from m2mc.infra.member import MemberCore
+    from m2mc.infra.pieces import PieceStats
     from m2mc.transport.channel import ChannelStats
 
 __all__ = ["AdhocView", "HostView", "MemberView"]
@@ -52,6 +53,7 @@ class MemberView:
     max_queued_messages: int
     app_events: int  # node events not read yet
     max_queued_events: int
+    pieces: PieceStats | None = None  # cell frames cut and put together
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,3 +67,4 @@ class HostView:
     untrusted_addresses: int
     backbone_refused_connections: int
     backbone_bad_streams: int
+    pieces: PieceStats | None = None  # cell frames cut and put together

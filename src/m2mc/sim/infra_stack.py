@@ -62,6 +62,7 @@ from m2mc.infra.host import ADMIN, HostCore, HostIdentity
 from m2mc.infra.host_persist import HostStore
 from m2mc.infra.member import Delivered, MemberCore, MemberEvent, Phase, Uplink
 from m2mc.infra.persist import MemberStore, decode_saved
+from m2mc.infra.pieces import datagram_limit
 from m2mc.infra.wire import INFRA_KEY_CONTEXT, InfraWire, sealing_auth
 from m2mc.infra_runtime import host_store
 from m2mc.infra_runtime.member_store import FILE_NAME, SqliteMemberStore
@@ -341,6 +342,8 @@ def make_member(ctx: NodeContext, cfg: InfraConfig, join_after: float,
 
 def make_stack(ctx: NodeContext) -> HostSimStack | MemberSimStack:
     cfg = infra_config(ctx.params)
+    if cfg.cell_mtu:  # batches fitted to the cells' packets, as the real drivers do
+        cfg = cfg.fitted(datagram_limit(cfg.cell_mtu))
     hosts = [str(h) for h in ctx.params.get("hosts", ())]
     ifaces = ctx.ifaces or {}
     secret = deployment_secret(ctx.params)

@@ -6,7 +6,10 @@ sent on an interface goes either to every other interface on its domain
 (broadcast, ``dest=None``) or to one named node on it (unicast). Each directed
 pair (sender, receiver) on a domain is a *link* with its own delay
 distribution, loss (independent or Gilbert-Elliott bursts), duplication and
-reordering, from the domain's defaults or a ``[[links]]`` override. Partitions
+reordering, from the domain's defaults or a ``[[links]]`` override. On a domain with
+an ``mtu``, a datagram larger than one IP packet travels as IP fragments and loss
+strikes each fragment (:func:`fragments_of`): it arrives only if all of them do, as on
+a real link, where one lost frame costs the whole datagram. Partitions
 cut links (some or all domains). Each sending interface has a transmit queue
 (``capacity``): packets serialise at ``rate`` bytes/s and overflow drops.
 
@@ -28,6 +31,23 @@ from m2mc.sim.scenario import DomainSpec
 from m2mc.sim.world import Domain, LinkRuntime, SimNode
 
 DropHook = Callable[[SimNode, SimNode | None, str, int, Domain], None]
+IP_HEADER = 20  # bytes of an IPv4 header without options
+UDP_HEADER = 8
+
+
+def fragments_of(datagram: int, mtu: int) -> int:
+    """IP packets that carry a UDP datagram of ``datagram`` payload bytes on a link of
+    ``mtu`` (RFC 791: each fragment but the last carries a multiple of 8 bytes)."""
+    per = (mtu - IP_HEADER) // 8 * 8
+    return max(1, -(-(datagram + UDP_HEADER) // per))
+
+
+def fragment_loss(loss: float, datagram: int, mtu: int) -> float:
+    """The chance that a datagram is lost when each of its fragments is lost with
+    ``loss``; ``loss`` itself for a datagram that fits one packet (or ``mtu`` 0)."""
+    if not mtu or not loss or datagram + UDP_HEADER + IP_HEADER <= mtu:
+        return loss
+    return 1.0 - (1.0 - loss) ** fragments_of(datagram, mtu)
 
 
 class Network:
@@ -112,6 +132,8 @@ class Network:
             heap = self.heap
             seq = self.seq
             loss, dup, reorder = link.loss, link.duplicate, link.reorder
+            if dom.mtu:
+                loss = fragment_loss(loss, len(data), dom.mtu)
             const = link.delay_const
             sample = link.delay
             for receiver, r_iface in dom.members:
@@ -156,12 +178,17 @@ class Network:
             ge = link.burst
             key = (si, di)
             bad = dom.burst_state.get(key, False)
-            bad = (rnd() >= ge.p_bad_good) if bad else (rnd() < ge.p_good_bad)
+            lost = False
+            # the chain steps once per IP packet: a fragment lost loses the datagram
+            for _ in range(fragments_of(len(data), dom.mtu) if dom.mtu else 1):
+                bad = (rnd() >= ge.p_bad_good) if bad else (rnd() < ge.p_good_bad)
+                lost = rnd() < (ge.loss_bad if bad else ge.loss_good) or lost
             dom.burst_state[key] = bad
-            if rnd() < (ge.loss_bad if bad else ge.loss_good):
+            if lost:
                 self.on_drop(dst, src, "burst" if bad else "loss", len(data), dom)
                 return
-        elif link.loss and rnd() < link.loss:
+        elif link.loss and rnd() < (fragment_loss(link.loss, len(data), dom.mtu)
+                                    if dom.mtu else link.loss):
             self.on_drop(dst, src, "loss", len(data), dom)
             return
         delay = link.delay_const if link.delay_const is not None else link.delay()

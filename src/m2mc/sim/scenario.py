@@ -23,6 +23,7 @@ from m2mc.sim.schema import Table, number_or_range
 
 CELLS = "@cells"  # an iface attached to whichever cell covers the node
 DEFAULT_STACK = "group"  # a scenario without [stack] kind runs the M2MC group layer
+MIN_MTU = 68  # the least MTU an IPv4 link may have (RFC 791)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +59,9 @@ class DomainSpec:
     capacity_queue: int = 64  # packets waiting in an interface's transmit queue
     loopback: bool = True  # the sender hears its own broadcasts (multicast loop)
     loopback_delay: float = 1e-5
+    # IP MTU of the medium (None: a datagram is lost or kept whole). A datagram larger
+    # than one IP packet goes in fragments, each lost on its own (see fragments_of).
+    mtu: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,13 +338,15 @@ def _domains(top: Table) -> tuple[DomainSpec, ...]:
             cap.finish()
         loopback = t.boolean("loopback", True)
         loopback_delay = t.number("loopback_delay", 1e-5, low=0.0)
+        mtu = t.integer("mtu", 0, low=MIN_MTU) if t.has("mtu") else None
         t.finish()
         if reliable and (link.loss or link.burst or link.duplicate):
             raise t.fail("reliable", "a reliable domain cannot have loss or duplicate")
         if fifo and link.reorder:
             raise t.fail("fifo", "a FIFO domain cannot have reorder")
         found.append(DomainSpec(name, link, fifo, reliable, rate,
-                                queue if queue is not None else 64, loopback, loopback_delay))
+                                queue if queue is not None else 64, loopback, loopback_delay,
+                                mtu))
     section.finish()
     if not found:
         found.append(DomainSpec("lan", LinkParams()))

@@ -48,8 +48,8 @@ class Domain:
     """One broadcast domain at run time."""
 
     __slots__ = ("burst_state", "capacity_queue", "capacity_rate", "cuts", "fifo", "fifo_last",
-                 "index", "link", "loopback", "loopback_delay", "member_iface", "members", "name",
-                 "overrides", "spec")
+                 "index", "link", "loopback", "loopback_delay", "member_iface", "members", "mtu",
+                 "name", "overrides", "spec")
 
     def __init__(self, index: int, spec: DomainSpec, rng: random.Random) -> None:
         self.index = index
@@ -67,6 +67,7 @@ class Domain:
         self.loopback_delay = spec.loopback_delay
         self.capacity_rate = spec.capacity_rate or 0.0  # 0: unbounded
         self.capacity_queue = spec.capacity_queue
+        self.mtu = spec.mtu or 0  # 0: datagrams are lost whole
 
 
 class SimNode:

@@ -45,9 +45,9 @@ except ImportError:  # pragma: no cover - not POSIX
 
 # ioctl requests on struct ifreq (16 bytes of name, then a union of 24 at most)
 if sys.platform.startswith("linux"):
-    _SIOCGIFFLAGS, _SIOCGIFADDR = 0x8913, 0x8915
-else:  # BSD and macOS: _IOWR('i', 17 / 33, struct ifreq)
-    _SIOCGIFFLAGS, _SIOCGIFADDR = 0xC0206911, 0xC0206921
+    _SIOCGIFFLAGS, _SIOCGIFADDR, _SIOCGIFMTU = 0x8913, 0x8915, 0x8921
+else:  # BSD and macOS: _IOWR('i', 17 / 33 / 51, struct ifreq)
+    _SIOCGIFFLAGS, _SIOCGIFADDR, _SIOCGIFMTU = 0xC0206911, 0xC0206921, 0xC0206933
 _IFREQ = struct.Struct("16s24x")
 _IFF_UP, _IFF_RUNNING = 0x1, 0x40  # the same bits on Linux, BSD and macOS
 
@@ -151,6 +151,37 @@ def interface_address(iface: str) -> str:
 def ipv4_address(name: str) -> str | None:
     """The IPv4 address the interface ``name`` has now (its primary one); None if none."""
     return _address_and_problem(name)[0]
+
+
+def interface_mtu(iface: str) -> int | None:
+    """The MTU of ``iface`` (a name, or the IPv4 address of one of ours; a loopback
+    address is the loopback interface's); None when this system does not say."""
+    iface = parse_iface(iface)
+    if is_iface_name(iface):
+        return _mtu_of(iface)
+    try:
+        names = [name for _, name in socket.if_nameindex()]
+    except (AttributeError, OSError):  # pragma: no cover - a system without it
+        return None
+    loopback = iface.startswith("127.")
+    for name in names:
+        address = ipv4_address(name)
+        if address == iface or (loopback and address is not None
+                                and address.startswith("127.")):
+            return _mtu_of(name)
+    return None
+
+
+def _mtu_of(name: str) -> int | None:
+    if fcntl is None:  # pragma: no cover - not POSIX
+        return None
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        try:
+            reply = fcntl.ioctl(sock.fileno(), _SIOCGIFMTU, _IFREQ.pack(name.encode()))
+        except OSError:
+            return None
+    mtu = int(struct.unpack_from("@i", reply, 16)[0])
+    return mtu if mtu > 0 else None
 
 
 def _index_of(name: str) -> int:

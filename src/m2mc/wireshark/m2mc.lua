@@ -92,6 +92,8 @@ local GROUP_HEADER = 13
 local GROUP_FLAG_AUTH = 1
 local INFRA_MAGIC = "IM\1"
 local INFRA_SEALED_MAGIC = "IM\129"
+local INFRA_PIECE_MAGIC = "IM\2"  -- a piece of a frame larger than the cell's MTU
+local INFRA_PIECE_HEADER = 9
 local INFRA_HEADER = 7
 local AUTH_VERSION = 1
 local AUTH_TAG_SIZE = 16
@@ -461,7 +463,13 @@ F.i_grow_member = ProtoField.string("m2mc_infra.group_row.member", "Member")
 F.i_request_tag = ProtoField.uint8("m2mc_infra.request.tag", "Request", base.DEC, INFRA_NAMES)
 F.i_peer = ProtoField.string("m2mc_backbone.peer", "Peer host")
 F.i_length = ProtoField.uint32("m2mc_backbone.length", "Frame length")
+F.i_piece_frame = ProtoField.uint32("m2mc_infra.piece.frame", "Frame id", base.HEX)
+F.i_piece_index = ProtoField.uint8("m2mc_infra.piece.index", "Piece (from 0)")
+F.i_piece_count = ProtoField.uint8("m2mc_infra.piece.count", "Pieces of the frame")
+F.i_piece_in = ProtoField.framenum("m2mc_infra.piece.put_together_in", "Frame put together in")
+F.i_piece_of = ProtoField.framenum("m2mc_infra.piece.part", "Piece in")
 local infra_fields = {
+    F.i_piece_frame, F.i_piece_index, F.i_piece_count, F.i_piece_in, F.i_piece_of,
     F.i_magic, F.i_sealed, F.i_crc, F.i_crc_ok, F.i_receiver, F.i_tag, F.i_link,
     F.i_member_id, F.i_member_node, F.i_member_join, F.i_epoch_round, F.i_epoch_time,
     F.i_epoch_starter, F.i_record, F.i_rec_lsn, F.i_rec_gseq, F.i_rec_kind, F.i_rec_mid,
@@ -1946,9 +1954,75 @@ end
 
 p_m2mp:register_heuristic("udp", heur_m2mp)
 
+---------------------------------------------------------------------------- infra pieces
+-- A frame larger than its cell's MTU travels as pieces (m2mc.infra.pieces): "IM" 2,
+-- frame id (4 bytes), index, count, then the frame's bytes from index * size on. The
+-- pieces of one sender's frame id are put together in the capture's first pass; the
+-- last one to arrive shows the whole frame.
+local piece_state = { partial = {}, notes = {} }
+
+function p_infra.init()
+    piece_state = { partial = {}, notes = {} }
+end
+
+local function is_piece(tvb)
+    local n = tvb:len()
+    if n <= INFRA_PIECE_HEADER or tvb(0, 3):raw() ~= INFRA_PIECE_MAGIC then return false end
+    local count = tvb(8, 1):uint()
+    return count >= 2 and tvb(7, 1):uint() < count
+end
+
+local function dissect_piece(tvb, pinfo, tree, via)
+    pinfo.cols.protocol = "M2MC-INFRA"
+    local t = tree:add(p_infra, tvb())
+    t:add(F.i_magic, tvb(0, 3))
+    local id, index, count = tvb(3, 4):uint(), tvb(7, 1):uint(), tvb(8, 1):uint()
+    t:add(F.i_piece_frame, tvb(3, 4))
+    t:add(F.i_piece_index, tvb(7, 1))
+    t:add(F.i_piece_count, tvb(8, 1))
+    local head = string.format("piece %d of %d of frame 0x%08x", index + 1, count, id)
+    t:set_text("m2mc infrastructure mode, cell: " .. head)
+    local note = piece_state.notes[pinfo.number]
+    if not note then
+        note = {}
+        local key = tostring(pinfo.src) .. "|" .. tostring(pinfo.src_port) .. "|" .. id
+        local p = piece_state.partial[key]
+        if not p or p.count ~= count or p.whole then
+            p = { count = count, parts = {}, frames = {}, have = 0 }
+            piece_state.partial[key] = p
+        end
+        if not p.parts[index] then
+            p.parts[index] = tvb(INFRA_PIECE_HEADER):bytes()
+            p.frames[index] = pinfo.number
+            p.have = p.have + 1
+        end
+        if p.have == count then
+            local whole = ByteArray.new()
+            for i = 0, count - 1 do whole:append(p.parts[i]) end
+            p.whole, p.frame, p.parts = whole, pinfo.number, nil
+            note.complete = true
+        end
+        note.p = p
+        piece_state.notes[pinfo.number] = note
+    end
+    local p = note.p
+    if note.complete then
+        for i = 0, count - 1 do t:add(F.i_piece_of, tvb(3, 4), p.frames[i]):set_generated() end
+        local text = dissect_infra(p.whole:tvb("Infrastructure frame put together"), pinfo,
+                                   tree, via)
+        return text .. " [" .. count .. " pieces]"
+    end
+    if p.frame then
+        t:add(F.i_piece_in, tvb(3, 4), p.frame):set_generated()
+        return "infra " .. head .. " [put together in " .. p.frame .. "]"
+    end
+    return "infra " .. head .. " [not complete in the capture]"
+end
+
 ---------------------------------------------------------------------------- infra over UDP
 local function looks_like_infra(tvb)
     local n = tvb:len()
+    if is_piece(tvb) then return true end
     if n < INFRA_HEADER then return false end
     local magic = tvb(0, 3):raw()
     if magic == INFRA_MAGIC then
@@ -1964,7 +2038,8 @@ local function looks_like_infra(tvb)
 end
 
 function p_infra.dissector(tvb, pinfo, tree)
-    pinfo.cols.info = safely(tree, dissect_infra, tvb, pinfo, tree, "udp")
+    local dissect = is_piece(tvb) and dissect_piece or dissect_infra
+    pinfo.cols.info = safely(tree, dissect, tvb, pinfo, tree, "udp")
     return tvb:len()
 end
 
