@@ -10,6 +10,9 @@
   valid checksum, so mutations reach the protocol, on the cell or the backbone) fed
   to a :class:`HostCore` with small bounds, with time advancing: nothing may raise,
   and no table an outsider fills may pass its bound.
+* ``infra.pieces``: datagrams from four sources fed to one socket's reassembly of
+  cell frames (:class:`~m2mc.infra.pieces.Reassembly`) with small bounds: nothing but
+  counted refusals, the bounds hold, no frame larger than a datagram comes out.
 
 Registered in :data:`m2mc.fuzz_targets.PROVIDERS` as ``m2mc.fuzz_infra:targets``.
 """
@@ -30,6 +33,7 @@ from m2mc.infra.config import InfraConfig
 from m2mc.infra.host import HostCore, HostIdentity
 from m2mc.infra.host_persist import StoredHost
 from m2mc.infra.ids import NO_EPOCH, Epoch, MemberId
+from m2mc.infra.pieces import Reassembly, cut
 from m2mc.infra.replog import ReplicaLog
 from m2mc.infra.state import pack_groups
 from m2mc.infra.wire import INFRA_KEY_CONTEXT, InfraWire
@@ -140,6 +144,32 @@ def _saved_host_seeds() -> list[bytes]:
     return [_SPLIT.join(parts), _SPLIT.join(with_snapshot), b""]
 
 
+def _pieces(data: bytes) -> None:
+    """Datagrams (``_SPLIT`` between them; the first byte of each picks one of four
+    sources) fed to one socket's :class:`Reassembly` with small bounds: a malformed
+    piece is refused and counted, the bounds hold after every datagram, and a frame
+    put together is never larger than a UDP datagram."""
+    r = Reassembly(max_frames=4, max_bytes=8192, timeout=1.0)
+    datagrams = data.split(_SPLIT)
+    for now, datagram in enumerate(datagrams):
+        source = datagram[:1]
+        try:
+            frame = r.feed(source[0] & 3 if source else 0, datagram[1:], now / 4)
+        except DecodeError:
+            continue
+        _bound(frame is None or len(frame) <= 65_507, "a frame put together")
+        _bound(r.held_frames <= 4 and r.held_bytes <= 8192, "pieces held")
+    _bound(r.stats.malformed + r.stats.pieces == len(datagrams), "every datagram counted")
+
+
+def _pieces_seeds() -> list[bytes]:
+    frame = encode(_seed_messages()[0]) + bytes(3000)
+    pieces = cut(frame, 7, 600)
+    return [_SPLIT.join(b"\x00" + p for p in pieces),
+            _SPLIT.join(b"\x01" + p for p in reversed(pieces)) + _SPLIT + b"\x02" + pieces[0],
+            b"\x00IM\x02\x00\x00\x00\x01\x05\x02xyz"]
+
+
 def _bound(ok: bool, what: str) -> None:
     if not ok:
         raise AssertionError(f"{what} over its bound")
@@ -162,4 +192,6 @@ def targets() -> list[FuzzTarget]:
             FuzzTarget("infra.saved_host", _saved_host, _saved_host_seeds,
                        expected=(DecodeError, SavedStateError)),
             FuzzTarget("infra.host", _host, _host_seeds, expected=(),
+                       max_len=_STREAM_MAX_LEN),
+            FuzzTarget("infra.pieces", _pieces, _pieces_seeds, expected=(),
                        max_len=_STREAM_MAX_LEN)]

@@ -95,6 +95,7 @@ COVERED: dict[str, str] = {
     "m2mc.infra.codec:unpack_snapshot": "infra.saved_host",
     "m2mc.infra.state:unpack_groups": "infra.saved_host",
     "m2mc.infra.wire:InfraWire.decode": "infra.sealed",
+    "m2mc.infra.pieces:Reassembly.feed": "infra.pieces",
     "m2mc.infra_runtime.net:FrameReader.feed": "infra.backbone_stream",
     "m2mc.infra_runtime.net:parse_address": "infra.address",
     "m2mc.api.infra_groups:unpack_body": "infra.payload",
