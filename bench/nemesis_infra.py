@@ -86,6 +86,27 @@ infra-nemesis-members       1-200     200             VALID, 5.63 M ev.   960 s
 infra-nemesis-storm         1-60      60              VALID, 3.20 M ev.   648 s
 ==========================  ========  ==============  ==================  ==========
 
+After "A NACK asks for the holes close together", "A NACK goes beside the NEW frames"
+and "A member behind does not send its messages again" (docs/decisions.md; a copy of
+main at a56ea65, 2026-11-30, beside a CI rehearsal), fast checker with the traces kept
+(``--no-analyze --keep``), then ``m2mc analyze --verify-only`` over the kept runs::
+
+    PYTHONPATH=<that copy>/src python bench/nemesis_infra.py --seeds 200 --workers 2 \
+        --no-analyze --keep --scenario infra-nemesis-members --scenario infra-nemesis-window
+    PYTHONPATH=<that copy>/src python bench/nemesis_infra.py --seeds 100 --workers 1 \
+        --no-analyze --keep --scenario infra-nemesis-storm
+
+==========================  ========  ==============  =============================
+scenario                    seeds     valid (fast)    m2mc analyze
+==========================  ========  ==============  =============================
+infra-nemesis-members       1-200     200             VALID, 5.64 M ev.
+infra-nemesis-window        1-200     200             VALID, 14.49 M ev.
+infra-nemesis-storm         1-100     100             VALID, 7.43 M ev. (with the
+infra-nemesis-sleepers      1-80      80              80 sleepers' runs)
+==========================  ========  ==============  =============================
+
+The sleepers' sweep of 200 was stopped at 80 to leave the machine to the CI rehearsal.
+
 Before the last fixes (a restarted host takes the records it lacks from the master's
 history, in a Sync or a takeover answer, and is synced only once its applied point is
 known: docs/decisions.md) 7 of the sleepers' 200 seeds were invalid (8, 11, 82, 113,
