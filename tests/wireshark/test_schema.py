@@ -196,6 +196,8 @@ DISSECTED = {
     "m2mc.infra.codec:decode_body": "m2mc_infra: every message (INFRA_TAGS)",
     "m2mc.infra.wire:InfraWire.decode": "m2mc_infra: sealed frames, receiver and m2mc_auth",
     "m2mc.infra_runtime.net:FrameReader.feed": "m2mc_backbone: length framing and greeting",
+    "m2mc.infra.pieces:Reassembly.feed": "m2mc_infra: pieces put together, the frame decoded "
+                                         "in the last (tests/wireshark/test_infra_pieces.py)",
 }
 NOT_DISSECTED = {
     "m2mc.transport.frames:FrameDecoder.feed": "the daemon's local TCP framing "
