@@ -28,7 +28,6 @@ ordering_targets  # src/m2mc/fuzz_targets.py:362: loaded by name from the fuzz r
 security_targets  # src/m2mc/fuzz_targets.py:375: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
 infra_targets  # src/m2mc/fuzz_targets.py:482: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
 chat_targets  # src/m2mc/fuzz_targets.py:596: loaded by name from the fuzz registry ("m2mc.fuzz_targets:...")
-advertisements_sent  # src/m2mc/group/gjlp.py:76: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 replies_sent  # src/m2mc/group/gjlp.py:78: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 replies_suppressed  # src/m2mc/group/gjlp.py:79: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 replies_heard  # src/m2mc/group/gjlp.py:80: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -117,6 +118,33 @@ def test_a_long_message_is_filtered_on_its_first_fragment() -> None:
     # 11 fragments sent twice: the first is filtered, the other 21 copies are counted as
     # fragments of a filtered message, not as duplicates.
     assert receiver.stats.filtered_fragments == 21 and receiver.stats.duplicates == 0
+
+
+def receive_batched(receiver: M2MPLayer, datagrams: list[bytes], now: float = 0.0
+                    ) -> list[object]:
+    """As a read of many datagrams at once (the runs path)."""
+    receiver.receive_datagrams(datagrams, now)
+    return list(receiver.events())
+
+
+@pytest.mark.parametrize("receive", [receive_all, receive_batched])
+def test_the_watcher_hears_of_each_message_turned_away_once_with_its_first_bytes(
+        receive: Callable[..., list[object]]) -> None:
+    sender = layer(flow_control=False, redundancy=2)
+    receiver = layer(seed=2)
+    receiver.add_filter(b"yes")
+    told: list[tuple[bytes, float]] = []
+    receiver.watch_filtered(lambda head, now: told.append((bytes(head[:5]), now)))
+    sender.send(b"no-1" + bytes(10 * MAX_FRAGMENT), 0.0)  # filtered at its first fragment
+    sender.send(b"no-2", 0.0)  # whole, in one fragment
+    sender.send(b"yes!", 0.0)
+    got = receive(receiver, sender.datagrams_to_send(0.0), now=1.5)
+    assert [e.payload for e in got if isinstance(e, MessageReceived)] == [b"yes!"]
+    assert sorted(told) == [(b"no-1\x00", 1.5), (b"no-2", 1.5)]  # once each, copies too
+    receiver.watch_filtered(None)
+    sender.send(b"no-3", 2.0)
+    receive(receiver, sender.datagrams_to_send(2.0), now=2.0)
+    assert len(told) == 2 and receiver.stats.filtered_out == 3
 
 
 def test_abandoned_message_that_matched_tells_the_reader() -> None:

@@ -82,6 +82,8 @@ class GjlpStats:
     order_conflicts: int = 0
     keyed_members_ignored: int = 0  # grpsInfo entries about keyed groups (unauthenticated)
     names_relayed: int = 0  # members' names taken from grpsInfo (their own word unknown)
+    unknown_group_advs: int = 0  # ADVs for traffic of a group not described (unknown_groups)
+    unknown_group_advs_suppressed: int = 0  # ... left out: another node's ADV came first
     extra: dict[str, int] = field(default_factory=dict)
 
 

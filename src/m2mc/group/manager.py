@@ -66,6 +66,7 @@ from m2mc.group.port import InstancePort
 from m2mc.group.reconnect import INTERFACE, MADE_META, Reconnect
 from m2mc.group.stream_codec import STREAM_MAGIC
 from m2mc.group.streams import GroupStreams
+from m2mc.group.unknown_groups import UnknownGroups
 from m2mc.group.views import view_detail
 from m2mc.kinds import Order, ReconnectReason, group_order
 from m2mc.ordering import MessageId
@@ -116,6 +117,7 @@ class GroupNode:
         # measured against the members' status keepalive.
         self.reconnect = Reconnect(self.config, rng,
                                    STATUS_KEEPALIVE * self.config.status_interval)
+        self.unknown = UnknownGroups(self.gjlp, self.config.adv_reply_backoff, rng)
         self.groups: dict[str, GroupInstance] = {}
         self._by_tag: dict[bytes, GroupInstance] = {}
         self.send_room = self.send_room_size = 0
@@ -163,9 +165,10 @@ class GroupNode:
         self.receiver = NodeReceive(
             pid=pid, config=cfg, stats=self.stats, groups=self.groups, by_tag=self._by_tag,
             auth_by_tag=self.keyring.by_tag, gjlp=self.gjlp, reconnect=self.reconnect,
-            discovery_limiter=self.discovery_limiter, streams=self.streams, output=output,
-            back=self._back)
+            unknown=self.unknown, discovery_limiter=self.discovery_limiter,
+            streams=self.streams, output=output, back=self._back)
         self._on_message = self.receiver.on_message
+        self.m2mp.watch_filtered(self.receiver.turned_away)
 
     @property
     def batch_deliveries(self) -> bool:
@@ -225,6 +228,7 @@ class GroupNode:
     def advertise(self, now: float) -> None:
         """sendAdvMsg: announce ourselves; every group we may join gets offered."""
         self.now = now
+        self.unknown.advertisement(now)
         self.send_body(DISCOVERY_TAG, self.gjlp.advertise())
 
     def new_group_id(self) -> str:
@@ -476,6 +480,7 @@ class GroupNode:
             if isinstance(event, MessageAbandoned):
                 self.stats.abandoned += 1
         self.reconnect.run_due(self, now)
+        self.unknown.run_due(self.advertise, now)
         self.streams.on_timer(now)
         reply = self.gjlp.reply_due(now)
         if reply is not None:
@@ -491,7 +496,8 @@ class GroupNode:
 
     def next_deadline(self) -> float | None:
         best = self.m2mp.next_deadline()
-        for d in (self.gjlp.next_deadline(), self.reconnect.due, self.streams.next_deadline()):
+        for d in (self.gjlp.next_deadline(), self.reconnect.due, self.unknown.due,
+                  self.streams.next_deadline()):
             if d is not None and (best is None or d < best):
                 best = d
         for inst in self.groups.values():

@@ -27,8 +27,11 @@ from m2mc.errors import DecodeError
 from m2mc.group import groupwire
 from m2mc.group.codec import (
     DISCOVERY_TAG,
+    FILTER_SIZE,
     FLAG_AUTH,
     HEADER_SIZE,
+    MAGIC,
+    VERSION,
     Adv,
     Body,
     GrpsInfo,
@@ -50,11 +53,13 @@ if TYPE_CHECKING:
     from m2mc.group.node_stats import NodeStats
     from m2mc.group.reconnect import Reconnect
     from m2mc.group.streams import GroupStreams
+    from m2mc.group.unknown_groups import UnknownGroups
     from m2mc.security.auth import GroupAuth
     from m2mc.security.ratelimit import RateLimiter
 
 _FLAGS_AT = HEADER_SIZE - 1  # offset of the flags byte in a group message
 _TAG_AT = slice(3, 11)  # the group tag, after magic and version
+_GROUP_PREFIX = MAGIC + bytes((VERSION,))
 _RATE_LIMITED = frozenset((int(Kind.NACK), int(Kind.SYNC_REQ), int(Kind.GONE),
                            int(Kind.STREAM_NACK)))  # + discovery
 _STREAMS = frozenset((int(Kind.STREAM), int(Kind.STREAM_NACK), int(Kind.STREAM_ACK)))
@@ -67,7 +72,8 @@ class NodeReceive:
     def __init__(self, *, pid: str, config: GroupConfig, stats: NodeStats,
                  groups: dict[str, GroupInstance], by_tag: dict[bytes, GroupInstance],
                  auth_by_tag: dict[bytes, GroupAuth], gjlp: Gjlp, reconnect: Reconnect,
-                 discovery_limiter: RateLimiter, streams: GroupStreams, output: NodeOutput,
+                 unknown: UnknownGroups, discovery_limiter: RateLimiter,
+                 streams: GroupStreams, output: NodeOutput,
                  back: Callable[[float, ReconnectReason, float | None], None]) -> None:
         self.pid = pid
         self.config = config
@@ -78,6 +84,7 @@ class NodeReceive:
         self._auth_by_tag = auth_by_tag
         self.gjlp = gjlp
         self.reconnect = reconnect
+        self.unknown = unknown  # traffic of groups never described to us: advertise
         self.discovery_limiter = discovery_limiter
         self.streams = streams
         self._emit = output.emit
@@ -113,6 +120,7 @@ class NodeReceive:
                     stats.sealed_refused += 1
                 else:
                     stats.unknown_group += 1
+                    self.unknown.heard(payload[_TAG_AT], now)
                 return
             try:
                 frame, sealed_by = groupwire.open_frame(auth, payload)
@@ -156,6 +164,7 @@ class NodeReceive:
         inst = self._by_tag.get(frame.tag)
         if inst is None:
             stats.unknown_group += 1
+            self.unknown.heard(frame.tag, now)
             return
         kind = frame.kind
         if kind in _DISCOVERY_KINDS:
@@ -186,9 +195,16 @@ class NodeReceive:
             return
         inst.on_body(body, now)
 
+    def turned_away(self, head: bytes, now: float) -> None:
+        """A message the M2MP filters turned away (``head``: its first bytes): one of a
+        group we are not in, or another application's. A group's tells UnknownGroups."""
+        if len(head) >= FILTER_SIZE and head[:3] == _GROUP_PREFIX:
+            self.unknown.heard(bytes(head[_TAG_AT]), now)
+
     def _on_discovery(self, body: Body, now: float) -> None:
         if isinstance(body, Adv):
             self.reconnect.overheard_adv(now)
+            self.unknown.advertisement(now)
             self.gjlp.on_adv(body, now)
         elif isinstance(body, GrpsInfo):
             if body.sender == self.pid:

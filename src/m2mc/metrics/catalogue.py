@@ -238,6 +238,11 @@ _SPECS: list[MetricSpec] = [
        "keyed groups, ignored"),
     _c("m2mc_discovery_names_relayed_total", "members' display names taken from discovery "
        "replies (their own word not heard yet)"),
+    _c("m2mc_discovery_unknown_group_advs_total", "advertisements sent because messages of "
+       "a group never described to this node arrived (its announcements were missed)",
+       alarm="rate > 1/min for 10m: someone sends with tags of no group (or a bug)"),
+    _c("m2mc_discovery_unknown_group_advs_suppressed_total", "such advertisements left out: "
+       "another node's came first"),
     # ----------------------------------------------------------------- M2MP and channel
     _c("m2mc_m2mp_packets_in_total", "M2MP packets received"),
     _c("m2mc_m2mp_packets_out_total", "M2MP packets sent (each copy counts)"),

@@ -24,7 +24,7 @@ from __future__ import annotations
 import random
 import struct
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import repeat
 
 from m2mc.native import consecutive
@@ -151,6 +151,12 @@ class M2MPLayer:
 
     def matches(self, message: bytes) -> bool:
         return self._filters.matches(message)
+
+    def watch_filtered(self, watcher: Callable[[bytes, float], None] | None) -> None:
+        """``watcher(head, now)`` is told of each message the filters turn away, once (at
+        its first fragment, or whole): ``head`` holds at least the longest filter's length
+        of its first bytes, or the whole message."""
+        self._filters.watcher = watcher
 
     # ----------------------------------------------------------------- sending
     def send(self, payload: bytes, now: float, copies: int = 1) -> int:
@@ -461,7 +467,7 @@ class M2MPLayer:
                     append(make_received(message_id, message))
                 else:
                     stats.filtered_out += 1
-                    filters.remember_filtered(message_id)
+                    filters.remember_filtered(message_id, message, now)
             if run_id != -1:
                 self._end_run(run_id, run_first, run, copies, now)
         finally:
@@ -509,7 +515,7 @@ class M2MPLayer:
             if fragment == 0 and len(data) >= self._filters.longest and not self.matches(data):
                 stats.filtered_out += 1
                 reassembler.mark_done(message_id, now)
-                self._filters.remember_filtered(message_id)
+                self._filters.remember_filtered(message_id, data, now)
             if reassembler.abandoned:
                 self._collect_abandoned()
             if (streams is not None and reassembler.contiguous(message_id) * MAX_FRAGMENT

@@ -117,5 +117,5 @@ class RunEnd:
                 self._events.append(make_received(message_id, found))
             else:
                 self.stats.filtered_out += 1
-                filters.remember_filtered(message_id)
+                filters.remember_filtered(message_id, found, now)
 

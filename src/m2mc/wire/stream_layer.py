@@ -75,7 +75,7 @@ class StreamReader:
         if not filters.matches(head):  # only a filter longer than fragment 0 gets here
             self.stats.filtered_out += 1
             self._reassembler.mark_done(message_id, now)
-            filters.remember_filtered(message_id)
+            filters.remember_filtered(message_id, head, now)
             return
         self.stats.streams_in += 1
         self.streams.start(message_id, parts, last, now)
