@@ -161,6 +161,7 @@ the first minutes, 2026-11-30 04:36-05:37 UTC, load 5-20 from other jobs::
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import signal
 import statistics
@@ -506,19 +507,35 @@ SAMPLED: dict[str, Callable[[Member], int]] = {
     "data_dir": lambda m: dir_bytes(m.data),
     # the log's database file alone: the write-ahead log beside it is reused, not grown
     "database": lambda m: (m.data / "m2mc.sqlite3").stat().st_size,
+    # the write-ahead log: its size is its high-water mark until it starts over
+    "wal": lambda m: file_bytes(m.data / "m2mc.sqlite3-wal"),
 }
+
+
+def file_bytes(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def shrinks(series: list[tuple[float, float]]) -> int:
+    """How often a size fell between two samples (a write-ahead log that started over)."""
+    return sum(1 for (_, a), (_, b) in itertools.pairwise(series) if b < a)
 
 
 def series(samples: dict[str, Series]) -> list[list[float]]:
     """Per sample: [seconds, median RSS, largest RSS, median anonymous RSS, all data
-    directories together] (MiB)."""
+    directories together, largest write-ahead log] (MiB)."""
     out = []
     rss, anon, disk = samples["rss"], samples["rss_anon"], samples["data_dir"]
+    wal = samples["wal"]
     for i, (t, _) in enumerate(next(iter(rss.values()))):
         sizes = [s[i][1] / (1 << 20) for s in rss.values()]
         out.append([round(t), round(statistics.median(sizes), 1), round(max(sizes), 1),
                     round(statistics.median(s[i][1] / (1 << 20) for s in anon.values()), 1),
-                    round(sum(s[i][1] for s in disk.values()) / (1 << 20), 1)])
+                    round(sum(s[i][1] for s in disk.values()) / (1 << 20), 1),
+                    round(max(s[i][1] for s in wal.values()) / (1 << 20), 2)])
     return out
 
 
@@ -580,6 +597,10 @@ def soak(args: argparse.Namespace, out: Path) -> dict[str, Any]:
             "first": peak_figures({p: int(s[0][1]) for p, s in by_pid.items()}),
             "last": peak_figures({p: int(s[-1][1]) for p, s in by_pid.items()}),
             "growth_per_hour": growth(by_pid, skip)}
+    wal = samples["wal"]
+    report["wal_mib"]["peak"] = peak_figures({p: int(max(v for _, v in s))
+                                              for p, s in wal.items()})
+    report["wal_mib"]["started_over"] = {p: shrinks(s) for p, s in sorted(wal.items())}
     report["series"] = series(samples)
     return report
 
