@@ -15,10 +15,12 @@ and the application is offered the new one. Costs are bounded:
 
 * an advertisement heard from another node meanwhile replaces ours (its replies reach us
   too), so a crowd of newcomers costs about one ADV per round;
-* after each ADV of ours the node waits ``holdoff`` before the next, and the holdoff
-  doubles from :data:`HOLDOFF_FIRST` to :data:`HOLDOFF_MAX` while the suspicion goes on
-  (a group whose members never answer costs one ADV per 64 s at most); after
-  ``2 * HOLDOFF_MAX`` with no ADV of ours it starts from the first again;
+* after any ADV, ours or another node's, the node suspects nothing for ``holdoff``, and
+  each suspicion that outlives its back-off (an ADV of ours, or one replaced by another
+  node's) doubles the holdoff, from :data:`HOLDOFF_FIRST` up to :data:`HOLDOFF_MAX`: so
+  unknown tags that no reply ever describes (an outsider making them up) cost the whole
+  network about one ADV per 64 s, however many nodes hear them; after ``2 *
+  HOLDOFF_MAX`` with no ADV at all the holdoff starts from the first again;
 * the per-message cost is two comparisons while a suspicion is pending or held off; else
   one set lookup in the known tags, which are recomputed from the GIIT and the discovered
   groups at most once per :data:`TAGS_TTL`, and always before an ADV is decided.
@@ -55,8 +57,7 @@ class UnknownGroups:
         self.due: float | None = None  # when the pending suspicion is looked at again
         self.quiet_until = float("-inf")  # no suspicion before this
         self.holdoff = HOLDOFF_FIRST
-        self.last_adv = float("-inf")  # our last ADV for an unknown group
-        self.adv_heard_at = float("-inf")  # another node's last ADV
+        self.last_adv = float("-inf")  # the last ADV, ours or another node's
         self._suspect: bytes = b""  # the tag that raised the pending suspicion
         self._suspected_at = float("-inf")
         self._tags: frozenset[bytes] = frozenset()
@@ -75,9 +76,12 @@ class UnknownGroups:
 
     def advertisement(self, now: float) -> None:
         """An ADV went out, another node's or ours (for any reason): its replies describe
-        every group to us as well, so the pending suspicion waits for them."""
-        self.adv_heard_at = now
-        self.quiet_until = max(self.quiet_until, now + 2 * self.backoff)
+        every group to us as well, so a pending suspicion gives way to it and the next
+        waits for ``holdoff``."""
+        if now - self.last_adv > 2 * HOLDOFF_MAX:
+            self.holdoff = HOLDOFF_FIRST  # a quiet network: start afresh
+        self.last_adv = now
+        self.quiet_until = max(self.quiet_until, now + self.holdoff)
 
     def run_due(self, advertise: Callable[[float], None], now: float) -> None:
         """The pending suspicion's time came: advertise if the group is still unknown."""
@@ -88,16 +92,12 @@ class UnknownGroups:
         if self._suspect in self._tags:
             return  # described meanwhile
         stats = self.gjlp.stats
-        if self.adv_heard_at >= self._suspected_at:
-            stats.unknown_group_advs_suppressed += 1
-            return  # (advertisement() set the quiet time)
-        if now - self.last_adv > 2 * HOLDOFF_MAX:
-            self.holdoff = HOLDOFF_FIRST
-        self.last_adv = now
-        self.quiet_until = now + self.holdoff
+        if self.last_adv >= self._suspected_at:
+            stats.unknown_group_advs_suppressed += 1  # (advertisement() set the quiet time)
+        else:
+            stats.unknown_group_advs += 1
+            advertise(now)  # (which calls advertisement())
         self.holdoff = min(2 * self.holdoff, HOLDOFF_MAX)
-        stats.unknown_group_advs += 1
-        advertise(now)  # (which calls advertisement(): the quiet time is already longer)
 
     def _refresh(self, now: float) -> None:
         gjlp = self.gjlp
