@@ -71,6 +71,33 @@ def test_it_holds_on_a_lossy_network_for_every_seed() -> None:
         assert advs(net, "d")[0] <= 4, (seed, advs(net, "d"))
 
 
+def test_a_short_absence_without_an_interface_signal_still_finds_the_group_made_meanwhile(
+        ) -> None:
+    """Away for 20 s (under the 35 s silence that counts as a return, and no interface
+    change): a group created meanwhile is found through its messages once back."""
+    net = Net(seed=13)
+    for pid in "abcd":
+        net.add(pid)
+    ops = str(net.do("a", lambda n: n.create_group("ops", net.now)))
+    net.run(0.5)
+    for pid in "bcd":
+        net.do(pid, lambda n: n.join_group(ops, net.now))
+    net.run(5.0)
+    net.partition(["d"])
+    news = str(net.do("b", lambda n: n.create_group("news", net.now)))
+    net.run(0.5)
+    net.do("c", lambda n: n.join_group(news, net.now))
+    net.run(19.5)
+    net.heal()
+    assert news not in discovered(net, "d")
+    for _ in range(10):
+        net.send("c", news, b"in the news")
+        net.run(1.0)
+    assert news in discovered(net, "d")
+    assert not net.nodes["d"].reconnect.stats.reconnects  # no return was noticed
+    assert advs(net, "d")[0] + advs(net, "d")[1] >= 1
+
+
 def test_a_crowd_of_newcomers_costs_about_one_advertisement() -> None:
     late = [f"n{i}" for i in range(20)]
     net = Net(seed=7)
