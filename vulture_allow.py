@@ -52,7 +52,6 @@ refuted  # src/m2mc/group/node_stats.py:25: a counter: a field of a *Stats datac
 auth_failed  # src/m2mc/group/node_stats.py:26: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 sealed_refused  # src/m2mc/group/node_stats.py:27: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 sender_mismatch  # src/m2mc/group/node_stats.py:28: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
-reconnects  # src/m2mc/group/reconnect.py:69: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 reconnects_by_interface  # src/m2mc/group/reconnect.py:70: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 reconnects_by_silence  # src/m2mc/group/reconnect.py:71: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
 reconnects_held  # src/m2mc/group/reconnect.py:72: a counter: a field of a *Stats dataclass, read as a whole (stats(), the metrics iterate dataclasses.fields)
