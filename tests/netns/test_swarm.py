@@ -89,8 +89,13 @@ def test_soak_reports_memory_and_disk_growth(tmp_path: Path) -> None:
     assert report["members_counted"] == EXACT
     assert report["messages"] > 0
     assert len(report["series"]) >= 3
-    for t, median, largest, anon, disk in report["series"]:
+    for t, median, largest, anon, disk, wal in report["series"]:
         assert t >= 0 and 10 < median <= largest < 1024 and 0 < anon < largest and disk > 0
-    for what in ("rss_mib", "rss_anon_mib", "data_dir_mib", "database_mib"):
+        assert 0 <= wal < disk  # the largest member's log, in all the directories
+    for what in ("rss_mib", "rss_anon_mib", "data_dir_mib", "database_mib", "wal_mib"):
         assert set(report[what]["growth_per_hour"]) == {"median", "max", "min"}, report[what]
+    wal = report["wal_mib"]
+    assert wal["peak"].get("max", 0) >= wal["last"].get("max", 0), wal  # ({}: all empty)
+    assert set(wal["started_over"]) == {"n000", "n001", "n002"}, wal
+    assert all(count >= 0 for count in wal["started_over"].values()), wal
     assert report["traffic"]["per_second"]["status"] > 0
