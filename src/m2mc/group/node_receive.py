@@ -120,7 +120,7 @@ class NodeReceive:
                     stats.sealed_refused += 1
                 else:
                     stats.unknown_group += 1
-                    self.unknown.heard(payload[_TAG_AT], now)
+                    self.unknown.heard(bytes(payload[_TAG_AT]), now)
                 return
             try:
                 frame, sealed_by = groupwire.open_frame(auth, payload)

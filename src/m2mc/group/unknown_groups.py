@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from m2mc.group.gjlp import Gjlp
 
 HOLDOFF_FIRST = 2.0
-"""Seconds between two ADVs of ours for unknown groups, at first (doubling after each)."""
+"""Seconds after any ADV before the next suspicion, at first (doubled by each suspicion that
+outlives its back-off)."""
 HOLDOFF_MAX = 64.0
 """... up to this."""
 TAGS_TTL = 1.0
