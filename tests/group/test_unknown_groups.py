@@ -22,7 +22,7 @@ from m2mc.group.events import GroupDiscovered
 from m2mc.group.unknown_groups import HOLDOFF_FIRST, HOLDOFF_MAX
 from m2mc.wire.packet import fragments
 
-from .harness import Net
+from .harness import Net, group_of_three
 
 
 def discovered(net: Net, pid: str) -> list[str]:
@@ -38,13 +38,10 @@ def group_then_late(net: Net, late: list[str]) -> str:
     """a makes "ops", b and c join, while ``late`` nodes start cut off (their start ADV
     and every announcement of "ops" lost); then the network heals."""
     net.partition(late)
-    for pid in ("a", "b", "c", *late):
+    for pid in late:
         net.add(pid)
-    gid = str(net.do("a", lambda n: n.create_group("ops", net.now)))
-    net.run(0.5)
-    for pid in "bc":
-        net.do(pid, lambda n: n.join_group(gid, net.now))
-    net.run(5.0)  # past the announcements at 1 and 3 s
+    gid = group_of_three(net, "ops")
+    net.run(3.5)  # past the announcements at 1 and 3 s
     assert not any(discovered(net, pid) for pid in late)
     net.heal()
     return gid
@@ -76,13 +73,10 @@ def test_a_short_absence_without_an_interface_signal_still_finds_the_group_made_
     """Away for 20 s (under the 35 s silence that counts as a return, and no interface
     change): a group created meanwhile is found through its messages once back."""
     net = Net(seed=13)
-    for pid in "abcd":
-        net.add(pid)
-    ops = str(net.do("a", lambda n: n.create_group("ops", net.now)))
-    net.run(0.5)
-    for pid in "bcd":
-        net.do(pid, lambda n: n.join_group(ops, net.now))
-    net.run(5.0)
+    net.add("d")
+    ops = group_of_three(net, "ops")
+    net.do("d", lambda n: n.join_group(ops, net.now))
+    net.run(3.5)
     net.partition(["d"])
     news = str(net.do("b", lambda n: n.create_group("news", net.now)))
     net.run(0.5)
