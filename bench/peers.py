@@ -14,7 +14,8 @@ One sender process and ``--receivers`` receiver processes of each system move
   each process a ``Node`` with ``data_dir`` (the durable SQLite log, bounded at
   1 GiB), the S_b group joined by name, receivers reading with ``receive_many``,
   the sender calling ``await group.send(payload)`` in a loop and never reading
-  (``NodeConfig`` defaults otherwise, ``max_payload`` raised for 64 KiB);
+  (``NodeConfig`` defaults otherwise, ``max_payload`` raised for 64 KiB; M2MP packets
+  of 508 bytes unless ``--m2mc-packet`` names more, the channel URL's ``packet=``);
   loopback multicast 239.255.x.y, iface 127.0.0.1, TTL 1;
 * ``m2mc-total``: the same with the group joined in ad hoc total order
   (``order="total"``, docs/group.md section 5: a sequencer whose log a majority of
@@ -292,6 +293,8 @@ def commands(system: str, size: int, count: int, rate: float, receivers: int,
     servers: list[list[str]] = []
     if system.startswith("m2mc"):
         url = f"udp-multicast://{group}:{port}?iface=127.0.0.1&ttl=1"
+        if ctx["m2mc_packet"] != M2MP_PACKET:  # the user's option (docs/m2mp.md)
+            url += f"&packet={ctx['m2mc_packet']}"
         urls = [url] * (receivers + 1)
         extra = [] if system == "m2mc" else ["order=total"]
         if system == "m2mc-infra":
@@ -544,6 +547,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--trial-seconds", type=float, default=300.0,
                         help="a receiver gives up this long after its first delivery: the "
                         "trial then does not count, its partial rate is shown (300)")
+    parser.add_argument("--m2mc-packet", type=int, default=M2MP_PACKET,
+                        help="M2MP packet size of m2mc and m2mc-total, bytes: the channel "
+                        "URL's packet= (508, the default of the wire; up to 65507)")
     parser.add_argument("--jgroups-jar", default="/usr/share/java/jgroups.jar")
     parser.add_argument("--quick", action="store_true",
                         help="100 B, 5000 messages, one trial, 3 s latency runs")
@@ -553,9 +559,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         args.latency_seconds, args.latency_trials = 3.0, 1
     if (min(args.sizes) < 12 or max(args.sizes) > 1_000_000 or min(args.counts) < 1
             or args.trials < 1 or args.receivers < 1 or args.latency_rate < 0
-            or not args.pace_ticks or not all(0 <= t <= 0.1 for t in args.pace_ticks)):
+            or not args.pace_ticks or not all(0 <= t <= 0.1 for t in args.pace_ticks)
+            or not M2MP_PACKET <= args.m2mc_packet <= 65507):
         parser.error("sizes must be 12..1000000 bytes; counts, trials, receivers >= 1; "
-                     "--pace-ticks 0..0.1 s each")
+                     "--pace-ticks 0..0.1 s each; --m2mc-packet 508..65507")
     return args
 
 
@@ -589,7 +596,7 @@ def main(argv: list[str]) -> int:
         if "error" in jgroups:
             systems = [s for s in systems if not s.startswith("jgroups")]
         ctx = {"rng": random.Random(), "tmp": tmp, "trial_seconds": args.trial_seconds,
-               "jgroups": jgroups, "pace_tick": 0.0}
+               "jgroups": jgroups, "pace_tick": 0.0, "m2mc_packet": args.m2mc_packet}
         clock = clock_check(jgroups.get("java"))
         if clock.get("checked") and not clock.get("common"):
             log(f"Java and Python clocks differ: {clock}; latency not measured")
@@ -600,7 +607,7 @@ def main(argv: list[str]) -> int:
            "load_average_before": [round(x, 2) for x in load_before],
            "load_average_after": [round(x, 2) for x in os.getloadavg()],
            "cpus": os.cpu_count(), "receivers": args.receivers, "trials": args.trials,
-           "pace_ticks_s": args.pace_ticks,
+           "pace_ticks_s": args.pace_ticks, "m2mc_packet": args.m2mc_packet,
            "namespace": {"how": "unshare -rn, lo up", "interfaces": interfaces},
            "clock": clock,
            "jgroups": {k: v for k, v in jgroups.items() if k != "java"},
