@@ -21,7 +21,9 @@ towards every namespace. Then, while the members send:
    started again.
 2. The same in the other order: the master killed first, then (while it is down) the
    host that was its wanted replica; the master started again first, then the other.
-3. The first order again (the window of the fault below is short: two chances).
+3. The first order again (the window of the fault below is short: two chances), with
+   ``M2MC_SEEDS=all`` (tests/seed_sweeps.py): CI runs the first two rounds, which
+   take two thirds of the test's three minutes there.
 
 The fault this is about: M counted a subscribed gateway's acknowledgment towards the
 commit point while R was down, the gateway's cell emptied and it freed its tables,
@@ -41,6 +43,8 @@ from infra_deployment import Deployment, back, check_deliveries, check_hosts
 from netns_lab import Lab
 from netns_processes import active_master, stop_nodes, stop_processes, wait_until
 from test_infra import MEMBERS, analyze, make_key
+
+from seed_sweeps import ALL
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow,
               pytest.mark.skipif(shutil.which("nft") is None,
@@ -214,9 +218,10 @@ def test_overlapping_restarts_of_the_replica_and_the_master_lose_nothing(
         replica, _ = roles(master)
         f.overlap(master, replica)
         # 3. The first order again: one more chance at the window of the fault above.
-        master = f.master()
-        replica, _ = roles(master)
-        f.overlap(replica, master)
+        if ALL:
+            master = f.master()
+            replica, _ = roles(master)
+            f.overlap(replica, master)
         d.finish(SEND)
     finally:
         results = stop_nodes(d.members)
@@ -228,5 +233,5 @@ def test_overlapping_restarts_of_the_replica_and_the_master_lose_nothing(
     roamed = [pid for pid, (_, _, err) in d.members.items()
               if len({line.split()[-1] for line in err.closed() if " at H" in line}) > 1]
     assert roamed, "no member changed cells: the run did not do what it says"
-    check_hosts(d, restored=6)  # each host killed took its log up again
+    check_hosts(d, restored=6 if ALL else 4)  # each host killed took its log up again
     analyze(d.trace, tmp_path / "analysis", child_env, len(MEMBERS) * SEND)
