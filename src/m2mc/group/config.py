@@ -61,6 +61,10 @@ class GroupConfig:
     # interval, kept by groups of up to status_slice members (whose statuses carry
     # everything) and by busy ones. In a larger group the status after sending is bare.
     status_slice: int = 8
+    # In a larger group the bare status after sending gives way to the records sent
+    # since the last one, sent again, when the chance that some member lacks them (from
+    # this node's own loss) is at least repeat_above (group/repeats.py; above 1: never).
+    repeat_above: float = 0.8
     status_share: float = 0.25
     status_floor: int = 200
     sequencer_timeout: float = 4.0  # total order: a silent sequencer is replaced after this

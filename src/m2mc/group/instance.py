@@ -2,18 +2,14 @@
 keeps per group (seeds/000 III.A.4, IX.E ``grpProtocolMap``), its membership
 row and its status (heartbeat) messages.
 
-Status messages (beyond the seeds) carry the sender's own high-water, the high-waters
-it knows of every sender, the membership entries, under total order the sequencer,
-and the sender's display name when it has one (so a member that missed its JOIN, or
-a rename after a restart, learns it from the keepalive). They let a node notice a
-lost *last* message, make two sides of a healed partition converge and spread
-membership news. One is sent ``status_delay`` after a
-node sends data (bare in a group larger than a status slice: the high-water alone);
-others every ``status_interval`` or, in a large group, the budget's period
-(group/status_budget.py; jittered), skipped when a status
-overheard since the last one already said everything ours would -- but never for more
-than :data:`STATUS_KEEPALIVE` intervals since our last one: statuses are also how the
-others know a silent member is still there (``Node.last_heard``).
+Statuses (beyond the seeds) carry the sender's high-water, those it knows of the
+others, membership entries, under total order the sequencer, and the sender's display
+name: a node notices a lost *last* message, healed partitions converge, membership news
+spreads. One goes ``status_delay`` after a node sends data (in a group larger than a
+status slice bare, the high-water alone, or our data again: group/repeats.py); others
+every ``status_interval`` or the budget's period in a large group (status_budget.py;
+jittered), skipped when one overheard said all ours would, but never for more than
+:data:`STATUS_KEEPALIVE` intervals: statuses tell that a member is there (``last_heard``).
 """
 
 from __future__ import annotations
@@ -48,8 +44,10 @@ from m2mc.group.mop import DUP, NEW, REFUSED
 from m2mc.group.msp import Msp
 from m2mc.group.order_strategy import NoSequencer, OrderStrategy
 from m2mc.group.repair import Repair as RepairState
+from m2mc.group.repair import nack_detail
+from m2mc.group.repeats import Repeats
 from m2mc.group.retention import GroupRetention, earliest
-from m2mc.group.status_budget import StatusSlicer, status_bytes
+from m2mc.group.status_budget import StatusSlicer, highest, status_bytes
 from m2mc.group.status_clock import StatusClock
 from m2mc.group.total.strategy import TotalOrderStrategy
 from m2mc.group.views import view_change
@@ -121,6 +119,7 @@ class GroupInstance:
         # What a status carries and when one goes (group/status_budget.py, status_clock.py).
         self.status_slicer = StatusSlicer(config.status_slice, start=node.pid)
         self.status_clock = StatusClock(config, node.pid, node.rng, STATUS_KEEPALIVE)
+        self.repeats = Repeats(config.repeat_above)  # our data sent again, unasked
         self.delivered_count = 0
 
     # ------------------------------------------------------------ lifecycle
@@ -164,6 +163,7 @@ class GroupInstance:
         # message notices (a bare status in a large group: this one goes per message).
         self.status_clock.budget.data(size)
         self.status_clock.sent_data(now)
+        self.repeats.own(message)
 
     def held(self, now: float) -> bool:
         """True while the records of the open batch wait for more (``batch_hold``):
@@ -218,7 +218,7 @@ class GroupInstance:
             if self.msp.waiting:
                 self.msp.peer_traffic()
             records = body.records
-            self._records(records, sender, now)
+            self.repeats.fresh(self._records(records, sender, now))
             nbytes = sum([len(m.payload) for m in records])
             self.status_clock.budget.data(nbytes)
             self.status_slicer.read_from(sender)
@@ -247,14 +247,14 @@ class GroupInstance:
             case Data(_, records):
                 if self.msp.waiting:
                     self.msp.peer_traffic()
-                self._records(records, sender, now)
+                self.repeats.fresh(self._records(records, sender, now))
                 nbytes = sum([len(m.payload) for m in records])
                 self.status_clock.budget.data(nbytes)
                 self.status_slicer.read_from(sender)
                 if self.credit.read(nbytes):
                     self.status_clock.news_now(now)
             case Repair(_, records):
-                self._records(records, sender, now)
+                self.repeats.repaired(self._records(records, sender, now))
                 self.msp.broadcast(records, now)  # no MIR of ours needs them any more
             case SyncResp():
                 self._sync_resp(body, now)
@@ -477,12 +477,10 @@ class GroupInstance:
     def _summary(self, sending: bool = False) -> dict[str, int]:
         """The high-waters a status carries: the ``max_status_senders`` highest."""
         summary = self.high_waters()
-        if len(summary) > self.config.max_status_senders:
-            if sending:
-                self.repair.stats.status_truncated += 1
-            keep = sorted(summary, key=lambda p: (-summary[p], p))[:self.config.max_status_senders]
-            summary = {p: summary[p] for p in sorted(keep)}
-        return summary
+        kept = highest(summary, self.config.max_status_senders)
+        if sending and kept is not summary:
+            self.repair.stats.status_truncated += 1
+        return kept
 
     def high_waters(self) -> dict[str, int]:
         out = dict(self.repair.hw)
@@ -549,11 +547,8 @@ class GroupInstance:
                 repair.needs(mop.digest(), mop.missing(), mop.missing_gseqs(), now), now)
             if nack is not None:
                 node.send_body(self.tag, nack)
-                if node.tracing:  # ranges: what the pipeline's time to repair starts from
-                    node.trace("nack", self.gid, detail=detail_json(
-                        senders=sorted(nack.ranges),
-                        intervals=sum(map(len, nack.ranges.values())),
-                        gseqs=len(nack.gseqs), ranges=nack.ranges, gseq_ranges=nack.gseqs))
+                if node.tracing:
+                    node.trace("nack", self.gid, detail=nack_detail(nack))
             else:  # others' NACKs (or the data itself) covered what we lacked
                 node.trace("nack", self.gid, detail=detail_json(suppressed=True))
         for_repair = repair.repair_due(now)
@@ -568,11 +563,15 @@ class GroupInstance:
             node.trace("sync_resp", self.gid, peer=resp.requester, detail=detail_json(
                 sync_seqno=resp.sync_seqno, messages=len(resp.records), remaining=resp.remaining))
         self._trace_suppressed(held_back, None)
-        # A status is also a heartbeat: at least every STATUS_KEEPALIVE intervals
-        # (Node.last_heard), and as often as the order asks (total order: the
-        # configuration is chosen among the members heard lately).
+        # A status is also a heartbeat: at least every STATUS_KEEPALIVE intervals, and as
+        # often as the order asks (total order: its configuration is of members heard lately).
         due = self.status_clock.due(now, len(self.row.membership), ordering.heartbeat)
-        if due.soon:
+        if due.soon:  # (in a large lossy group, with our data again: group/repeats.py)
+            again = self.repeats.take(len(self.row.membership), due.bare)
+            if again:
+                node.send_repairs(self, again, repeat=True)
+                msp.broadcast(again, now)
+                repair.sent_again(again)
             node.send_body(self.tag, self.make_status(fill=False, bare=due.bare))
         if due.periodic:
             node.send_body(self.tag, self.make_status())

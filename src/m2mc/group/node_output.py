@@ -138,16 +138,18 @@ class NodeOutput:
         for batch in inst.take_batches(force):
             self.send_body(inst.tag, Data(self.pid, batch))
 
-    def send_repairs(self, inst: InstancePort, messages: list[Message]) -> None:
+    def send_repairs(self, inst: InstancePort, messages: list[Message], *,
+                     repeat: bool = False) -> None:
         # One M2MP packet per REPAIR, as a DATA batch: M2MP loses a message whole when
         # any of its packets is lost, and repairs are what a lossy network needs, so a
         # lost packet costs only its own records (docs/decisions.md).
         batch: list[Message] = []
         size = 0
         budget = inst.batch_budget
+        detail = detail_json(repeat=True) if repeat else None
         for m in messages:
             if self.tracing:
-                self.trace("retransmit", inst.gid, m)
+                self.trace("retransmit", inst.gid, m, detail=detail)
             s = record_size(m)
             if batch and size + s > budget:
                 self.send_body(inst.tag, Repair(self.pid, batch), repair=True)

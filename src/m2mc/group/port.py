@@ -56,8 +56,10 @@ class NodePort(Protocol):
     def send_body(self, tag: bytes, body: Body) -> None:
         """Send ``body`` to the group of ``tag`` (sealed if the group is keyed)."""
 
-    def send_repairs(self, inst: InstancePort, messages: list[Message]) -> None:
-        """Send ``messages`` again, one M2MP packet per REPAIR."""
+    def send_repairs(self, inst: InstancePort, messages: list[Message], *,
+                     repeat: bool = False) -> None:
+        """Send ``messages`` again, one M2MP packet per REPAIR; ``repeat``: unasked, in
+        place of the status after sending (group/repeats.py; the trace says so)."""
 
     def trace(self, event: str, gid: str | None, m: Message | None = None, *,
               peer: str | None = None, detail: str | None = None) -> None:

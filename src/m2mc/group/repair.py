@@ -58,6 +58,7 @@ from m2mc.group.config import GroupConfig
 from m2mc.group.seqsets import Intervals, holes, normalize, subtract
 from m2mc.ordering import Message, MessageId
 from m2mc.store import GroupStore
+from m2mc.trace.schema import detail_json
 
 _Holdoff = list[tuple[int, int, float]]  # (lo, hi, until)
 
@@ -508,6 +509,14 @@ class Repair:
             self.stats.repairs_suppressed += 1
             self._backup.discard(mid)
 
+    def sent_again(self, messages: list[Message]) -> None:
+        """We sent ``messages`` again unasked (group/repeats.py): a retransmission of
+        one of them that waits on a NACK would be a second copy."""
+        if self.pending:
+            for m in messages:
+                if self.pending.pop(m.mid, None) is not None:
+                    self._backup.discard(m.mid)
+
     def overheard_decided(self, entries: Entries) -> None:
         """Decided entries went by: no need to send them again."""
         if self.pending_decided:
@@ -565,3 +574,10 @@ class Repair:
             if d is not None and (best is None or d < best):
                 best = d
         return best
+
+
+def nack_detail(nack: Nack) -> str:
+    """A sent NACK's trace detail (its ranges: what the pipeline's time to repair starts
+    from)."""
+    return detail_json(senders=sorted(nack.ranges), intervals=sum(map(len, nack.ranges.values())),
+                       gseqs=len(nack.gseqs), ranges=nack.ranges, gseq_ranges=nack.gseqs)

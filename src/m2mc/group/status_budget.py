@@ -41,6 +41,14 @@ def status_bytes(summary: Mapping[str, int], members: Sequence[MemberEntry]) -> 
             + sum([len(e.pid) + _MEMBER_ENTRY for e in members]))
 
 
+def highest(summary: dict[str, int], limit: int) -> dict[str, int]:
+    """The ``limit`` highest high-waters of ``summary`` (``summary`` itself if they fit)."""
+    if len(summary) <= limit:
+        return summary
+    keep = sorted(summary, key=lambda p: (-summary[p], p))[:limit]
+    return {p: summary[p] for p in sorted(keep)}
+
+
 def full_slice_bytes(limit: int, pid: str) -> int:
     """About what a periodic status of a large group takes (``limit`` high-waters and
     entries, pids as long as ``pid``): the estimate the period starts from, before our
