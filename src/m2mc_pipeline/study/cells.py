@@ -184,7 +184,9 @@ def load(out: str | Path, scenario: Mapping[str, Any]) -> Study:
             continue
         rows = order_idx[bounds[i]:bounds[i + 1]]
         d, lat = delay[rows], latency[rows]
-        d, lat = d[~np.isnan(d)], lat[~np.isnan(lat)]
+        # sorted: a float sum depends on its order, and the rows' order on how Spark
+        # partitioned the sweep; a run's mean must not (a cluster's equals a local one's)
+        d, lat = np.sort(d[~np.isnan(d)]), np.sort(lat[~np.isnan(lat)])
         c = cell(meta["params"])
         c.runs.append(name)
         c.seeds.append(int(meta["seed"]))
