@@ -1,5 +1,6 @@
 """The random back-off before a message that others may send too and that one copy
-of serves everybody: a NACK (group/repair.py), a sync response (group/msp.py).
+of serves everybody: a NACK (group/repair.py), a sync response (group/msp.py), a
+membership-news status (group/status_clock.py), an advertisement reply (group/gjlp.py).
 
 Each member that wants to send it waits a random time and sends only if it has not
 heard another's copy meanwhile. Uniform waits serve a few members well, but the number

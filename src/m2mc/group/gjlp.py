@@ -3,11 +3,17 @@ advertisement and its ``grpsInfoList`` replies, group creation.
 
 The seed has every process answer every advertisement; in a broadcast domain
 of n processes that is n replies per newcomer. Here each process waits a random
-back-off in ``[0, adv_reply_backoff]`` before replying, and drops from its
+back-off over ``[0, adv_reply_backoff]`` before replying, and drops from its
 reply every group that a reply it overhears already describes at least as well
 (same group, every membership entry at the same or a newer version). It sends
 nothing if nothing is left. In a quiet network one reply per advertisement
-goes out, plus those whose timers fire while the first is in flight.
+goes out, plus those whose timers fire while the first is in flight. The back-off
+is the feedback timer of :mod:`m2mc.group.backoff` for the crowd that may answer
+with us (the largest membership among our groups): uniform in a small group, a
+truncated exponential in a larger one, so that the copies stay near one at any
+size. A process that drew for a smaller crowd than it knows of when its timer ends
+(it had just joined, and heard of the others since) draws again for the crowd it
+knows, from the same start (docs/decisions.md, "Advertisement replies in a crowd").
 
 GIIT rows: ``member`` (the seed's grpInfo row), ``rejected`` and ``left`` (the
 seed's N/A). Groups heard of but not yet accepted or rejected are kept apart
@@ -31,6 +37,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field, replace
 
+from m2mc.group.backoff import suppression_backoff
 from m2mc.group.codec import MAX_GID, Adv, GrpInfo, GrpsInfo, MemberEntry
 from m2mc.group.config import GroupConfig
 from m2mc.group.membership import Membership
@@ -96,6 +103,9 @@ class Gjlp:
         self.discovered: dict[str, GrpInfo] = {}
         self._reply_at: float | None = None
         self._reply_gids: list[str] = []
+        # when the pending reply's back-off was drawn, and for how large a crowd
+        self._drawn_at = 0.0
+        self._drawn_for = 1
         self._later: list[tuple[float, str]] = []  # (when, gid): announce a new group again
         self.stats = GjlpStats()
 
@@ -120,7 +130,7 @@ class Gjlp:
             if gid not in self._reply_gids:
                 self._reply_gids.append(gid)
         if self._reply_at is None:
-            self._reply_at = now + self.rng.uniform(0.0, self.config.adv_reply_backoff)
+            self._draw(now)
 
     def announce(self, gids: list[str], now: float) -> None:
         """Describe these groups of ours soon (a node back in range re-announces the
@@ -130,7 +140,7 @@ class Gjlp:
             if gid not in self._reply_gids:
                 self._reply_gids.append(gid)
         if gids and self._reply_at is None:
-            self._reply_at = now + self.rng.uniform(0.0, self.config.adv_reply_backoff)
+            self._draw(now)
 
     def announce_later(self, gid: str, now: float) -> None:
         """A group was just created (and announced): announce it again at REANNOUNCE."""
@@ -140,7 +150,7 @@ class Gjlp:
         if self._later and min(at for at, _ in self._later) <= now:
             self.announce([gid for at, gid in self._later if at <= now], now)
             self._later = [(at, gid) for at, gid in self._later if at > now]
-        if self._reply_at is None or now < self._reply_at:
+        if self._reply_at is None or now < self._reply_at or self._grown(now):
             return None
         self._reply_at = None
         gids, self._reply_gids = self._reply_gids, []
@@ -151,6 +161,36 @@ class Gjlp:
             return None
         self.stats.replies_sent += 1
         return GrpsInfo(self.pid, infos)
+
+    def _crowd(self) -> int:
+        """How many processes may answer an advertisement with us: the largest current
+        membership among our groups."""
+        return max((row.membership.current_count() for row in self.giit.values()
+                    if row.state == MEMBER), default=1)
+
+    def _backoff(self, crowd: int) -> float:
+        return suppression_backoff(self.rng, self.config.adv_reply_backoff, crowd,
+                                   self.config.repair_everyone)
+
+    def _draw(self, now: float) -> None:
+        self._drawn_at, self._drawn_for = now, self._crowd()
+        self._reply_at = now + self._backoff(self._drawn_for)
+
+    def _grown(self, now: float) -> bool:
+        """At the reply's time: if the crowd is now larger than the one we drew for
+        (and large enough for the exponential), draw again for it from the same start,
+        and wait if that lands later. Else a process that drew just after joining, with
+        the others not yet heard of, would answer from the uniform's early part, where
+        the exponential puts few, and add a copy to every join."""
+        crowd = self._crowd()
+        if crowd <= max(self._drawn_for, self.config.repair_everyone):
+            return False
+        self._drawn_for = crowd
+        again = self._drawn_at + self._backoff(crowd)
+        if again <= now:
+            return False
+        self._reply_at = again
+        return True
 
     def next_deadline(self) -> float | None:
         later = min(at for at, _ in self._later) if self._later else None
