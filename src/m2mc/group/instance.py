@@ -389,8 +389,7 @@ class GroupInstance:
             self.window.acked(st.sender, st.summary.get(self.pid, 0), now)
         repair = self.repair
         repair.note_high_water(st.sender, st.own_hw, now)
-        # At most max_status_senders high-waters (what a status we send carries), in
-        # the order they came; the rest are ignored (counted).
+        # At most max_status_senders high-waters (as ours carry), in order; the rest ignored
         limit = self.config.max_status_senders
         items: Iterable[tuple[str, int]] = st.summary.items()
         if len(st.summary) > limit:
@@ -399,6 +398,8 @@ class GroupInstance:
         for pid, hw in items:
             if pid != self.pid:
                 repair.note_high_water(pid, hw, now)
+        if len(self.row.membership) > self.config.status_slice:  # told: not by us soon
+            self.status_slicer.heard(st, self.repair.hw.get)
         self._membership(list(st.members), now, (st.sender, st.name))
         if st.members and self.status_slicer.told(st.members, self.row.membership.get):
             self.status_clock.news_told()

@@ -7,9 +7,12 @@ A group of ``status_slice`` members or fewer sends everything in every status, e
 ``status_slice`` high-waters and ``status_slice`` membership entries: a status for the
 senders' windows or for membership news those that changed since our last status
 (the senders whose data we read, longest waiting first; a join or leave), a periodic
-one half the senders read lately (freshest first) and the rest in turn, from where the
-last one stopped (each member's turns start past its own pid). The status after
-sending is bare in a large group (group/instance.py).
+one half the senders read lately (freshest first) and the rest in turn: the senders
+whose high-water no status has told lately, ours or one overheard, first, so that the
+group's statuses together sweep all the senders once every ``members / (status_slice
+/ 2)`` statuses or so, rather than each member its own turns (each member's turns
+start past its own pid). The status after sending is bare in a large group
+(group/instance.py).
 
 The periodic interval of a large group follows RTP's rule for its control reports
 (RFC 3550 section 6.2): the group's statuses together may take ``status_share`` of the
@@ -25,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from m2mc.group.config import GroupConfig
-from m2mc.group.messages import MemberEntry
+from m2mc.group.messages import MemberEntry, Status
 
 __all__ = ["StatusBudget", "StatusSlicer", "full_slice_bytes", "status_bytes"]
 
@@ -70,6 +73,9 @@ class StatusSlicer:
         self._entries = _Rotation(start)
         self._own = start  # our pid: our own entry goes in every status
         self._told_once: set[str] = set()  # news of ours a status overheard told once
+        # Senders whose high-water a status told (ours, or one overheard that said as
+        # much as we know), the least lately told first; only senders we know of.
+        self._hw_told: dict[str, None] = {}
 
     def read_from(self, pid: str) -> None:
         """We read data of ``pid``: its high-water goes in our next status. The
@@ -121,9 +127,42 @@ class StatusSlicer:
             chosen = fresh[:self.limit - self.limit // 2]
             for pid in chosen:
                 del self._recent[pid]
-            others = sorted(set(high_waters).difference(chosen))
-            chosen += self._high_waters.next(others, self.limit - len(chosen))
+            chosen += self._least_told(high_waters, chosen, self.limit - len(chosen))
+        told = self._hw_told
+        for pid in chosen:
+            told.pop(pid, None)
+            told[pid] = None
         return {pid: high_waters[pid] for pid in sorted(chosen)}
+
+    def _least_told(self, high_waters: Mapping[str, int], chosen: list[str],
+                    count: int) -> list[str]:
+        """``count`` senders beside ``chosen``: those no status told lately, in our
+        turn, then the least lately told. Without this each member's turns were its
+        own, and a sender's high-water came round in a given status with a chance of
+        about ``count / members``: a member that lost a sender's last message, its
+        copy and its bare status waited for it with a geometric tail (37 s once at 50
+        members, docs/group.md section 7)."""
+        told = self._hw_told
+        for pid in [p for p in told if p not in high_waters]:
+            del told[pid]  # no longer a sender of ours: forgotten (bounds the table)
+        others = sorted(set(high_waters).difference(chosen))
+        untold = [pid for pid in others if pid not in told]
+        taken = self._high_waters.next(untold, count)
+        if len(taken) < count:
+            pool = set(others).difference(taken)
+            taken += [pid for pid in told if pid in pool][:count - len(taken)]
+        return taken
+
+    def heard(self, status: Status, ours: Callable[[str], int | None]) -> None:
+        """A status overheard told its high-waters and its sender's own: each that is
+        at least ours (``ours``: our high-water of another sender, None for one we do
+        not know) need not be told again by us soon."""
+        told = self._hw_told
+        for pid, hw in (*status.summary.items(), (status.sender, status.own_hw)):
+            mine = ours(pid)
+            if mine is not None and hw >= mine:
+                told.pop(pid, None)
+                told[pid] = None
 
     def members(self, entries: Sequence[MemberEntry], fill: bool) -> tuple[MemberEntry, ...]:
         """At most ``limit`` of ``entries`` (sorted by pid): our own first (a member that
