@@ -4,9 +4,12 @@ membership lists merge by version so a process that left can come back."""
 
 from __future__ import annotations
 
-from m2mc.group.codec import HEADER_SIZE, Kind, MemberEntry
+import random
+
+from m2mc.group.codec import HEADER_SIZE, Adv, Kind, MemberEntry
 from m2mc.group.config import GroupConfig
 from m2mc.group.events import GroupDiscovered
+from m2mc.group.gjlp import MEMBER, Gjlp
 from m2mc.group.membership import Membership
 from m2mc.wire.packet import HEADER_SIZE as M2MP_HEADER
 
@@ -85,11 +88,6 @@ def test_membership_merge_keeps_the_newest_word_per_process() -> None:
 def _reply_time(seed: int, grow_to: int) -> float:
     """When a member that had just joined (itself the only member it knew) answers an
     advertisement heard at 0, after hearing of ``grow_to`` members in all at 1 ms."""
-    import random
-
-    from m2mc.group.codec import Adv
-    from m2mc.group.gjlp import MEMBER, Gjlp
-
     gjlp = Gjlp("me", GroupConfig(adv_reply_backoff=0.2), random.Random(seed))
     row = gjlp.row("room")
     row.state = MEMBER

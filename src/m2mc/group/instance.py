@@ -398,7 +398,7 @@ class GroupInstance:
         for pid, hw in items:
             if pid != self.pid:
                 repair.note_high_water(pid, hw, now)
-        if len(self.row.membership) > self.config.status_slice:  # told: not by us soon
+        if len(self.row.membership) > self.config.status_slice:  # what it told: not ours soon
             self.status_slicer.heard(st, self.repair.hw.get)
         self._membership(list(st.members), now, (st.sender, st.name))
         if st.members and self.status_slicer.told(st.members, self.row.membership.get):
